@@ -1,0 +1,16 @@
+//! The `crawltop` binary: parse the arguments, run the verb, map the outcome to an exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = crawltop::cli::Cli::parse();
+    match crawltop::cli::run(args) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("crawltop: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

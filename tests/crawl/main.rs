@@ -1,0 +1,10 @@
+//! Integration tests: one binary, one module per area, every web served on 127.0.0.1 with
+//! ports chosen by the OS.
+
+// A test reads best as one story from setup to verdict, even when that story is long.
+#![allow(clippy::too_many_lines)]
+
+mod testweb_cli;
+mod testweb_gen;
+mod testweb_serve;
+mod util;

@@ -1,0 +1,230 @@
+//! `crawltop gen-site` and `crawltop serve` from the command line, as a user runs them.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Output, Stdio};
+
+use crawltop::testweb::{Listening, Manifest};
+
+use crate::util::bin;
+
+fn crawltop(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn gen_site_writes_a_web_and_its_manifest() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("web");
+    let o = crawltop(&[
+        "gen-site",
+        "--out",
+        out.to_str().expect("utf8"),
+        "--sites",
+        "3",
+        "--pages",
+        "12",
+        "--seed",
+        "9",
+        "--hostile",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m = Manifest::load(&out).expect("manifest");
+    assert_eq!(m.seed, 9);
+    assert_eq!(m.sites.len(), 5);
+    assert!(out.join("site02/index.html").is_file());
+    assert!(out.join("hostile/malformed.html").is_file());
+}
+
+#[test]
+fn gen_site_bad_input_gives_a_clear_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("web");
+    let out_s = out.to_str().expect("utf8");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--sites", "0"], "--sites must be at least 1"),
+        (&["--pages", "0"], "--pages must be at least 1"),
+        (&["--pages", "5000000"], "limit"),
+        (&["--text", "/no/such/book.txt"], "/no/such/book.txt"),
+        (&["--crawl-delay=-3"], "--crawl-delay"),
+        (&["--sites", "many"], "invalid value"),
+        (&["--frobnicate"], "unexpected argument"),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["gen-site", "--out", out_s];
+        args.extend_from_slice(extra);
+        let o = crawltop(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(stderr(&o).contains(expected), "{extra:?}: {}", stderr(&o));
+        assert!(!out.exists(), "{extra:?} left {out_s} behind");
+    }
+    std::fs::create_dir(&out).expect("mkdir");
+    std::fs::write(out.join("mine.txt"), "x").expect("write");
+    let o = crawltop(&["gen-site", "--out", out_s]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+}
+
+/// A `crawltop serve` child and what it printed first.
+struct Served {
+    child: Child,
+    listening: Listening,
+}
+
+fn serve(dir: &std::path::Path, extra: &[&str]) -> Served {
+    let mut child = Command::new(bin())
+        .arg("serve")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("first line");
+    let listening: Listening = serde_json::from_str(&line).expect("machine-readable line");
+    Served { child, listening }
+}
+
+fn command(addr: std::net::SocketAddr, cmd: &str) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    writeln!(s, "{cmd}").expect("write");
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).expect("read");
+    line
+}
+
+fn http_get(origin: &str, path: &str) -> String {
+    let addr = origin.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr).expect("connect");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: cli-test\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut s, &mut out).expect("read");
+    out
+}
+
+fn gen_web(dir: &std::path::Path) {
+    let o = crawltop(&[
+        "gen-site",
+        "--out",
+        dir.to_str().expect("utf8"),
+        "--sites",
+        "2",
+        "--pages",
+        "5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn serve_prints_ports_logs_requests_and_shuts_down_on_command() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let web = tmp.path().join("web");
+    gen_web(&web);
+    let log = tmp.path().join("requests.jsonl");
+    let mut s = serve(&web, &["--log", log.to_str().expect("utf8")]);
+    let on_disk = crawltop::testweb::read_listening(&web).expect("ports.json");
+    assert_eq!(on_disk, s.listening, "ports.json says what was printed");
+    assert_eq!(s.listening.sites.len(), 2);
+    let origin = s.listening.sites["site01"].clone();
+    let page = http_get(&origin, "/?from=cli");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains(&s.listening.sites["site00"]) || page.contains(&origin));
+    let cmd = s.listening.command.expect("command port");
+    let stats: serde_json::Value = serde_json::from_str(&command(cmd, "STATS")).expect("json");
+    assert_eq!(stats["requests"], 1);
+    assert_eq!(command(cmd, "SHUTDOWN").trim(), "OK shutting down");
+    let status = s.child.wait().expect("exits");
+    assert!(status.success());
+    let lines = std::fs::read_to_string(&log).expect("log file");
+    let recs: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["path"], "/?from=cli");
+    assert_eq!(recs[0]["site"], "site01");
+    assert_eq!(recs[0]["user_agent"], "cli-test");
+    assert_eq!(recs[0]["status"], 200);
+}
+
+#[test]
+fn serve_stops_gracefully_on_sigterm() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let web = tmp.path().join("web");
+    gen_web(&web);
+    let log = tmp.path().join("requests.jsonl");
+    let mut s = serve(&web, &["--log", log.to_str().expect("utf8")]);
+    let page = http_get(&s.listening.sites["site00"], "/robots.txt");
+    assert!(page.starts_with("HTTP/1.1 200"));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(s.child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let status = s.child.wait().expect("exits");
+    assert!(status.success(), "{status:?}");
+    let lines = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(lines.lines().count(), 1, "the log was flushed before exit");
+}
+
+#[test]
+fn serve_bad_input_gives_a_clear_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let o = crawltop(&["serve", "/no/such/web"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/no/such/web"), "{}", stderr(&o));
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    let o = crawltop(&["serve", empty.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no site folders"), "{}", stderr(&o));
+    let web = tmp.path().join("web");
+    gen_web(&web);
+    let o = crawltop(&["serve", web.to_str().expect("utf8"), "--bind", "0.0.0.0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a loopback address"),
+        "{}",
+        stderr(&o)
+    );
+    let o = crawltop(&["serve", web.to_str().expect("utf8"), "--port", "8080"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = crawltop(&["serve", web.to_str().expect("utf8"), "--base-port", "65535"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("leaves no room"), "{}", stderr(&o));
+}
+
+#[test]
+fn serve_with_a_base_port_uses_consecutive_ports() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let web = tmp.path().join("web");
+    gen_web(&web);
+    // Find a free pair of ports by asking the OS, then release them for the server.
+    let base = loop {
+        let a = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = a.local_addr().expect("addr").port();
+        if port < 65_000 && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            break port;
+        }
+    };
+    let mut s = serve(&web, &["--base-port", &base.to_string()]);
+    assert_eq!(
+        s.listening.sites["site00"],
+        format!("http://127.0.0.1:{base}")
+    );
+    assert_eq!(
+        s.listening.sites["site01"],
+        format!("http://127.0.0.1:{}", base + 1)
+    );
+    let cmd = s.listening.command.expect("command port");
+    command(cmd, "SHUTDOWN");
+    assert!(s.child.wait().expect("exits").success());
+}

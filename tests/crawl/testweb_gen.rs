@@ -1,0 +1,407 @@
+//! gen-site: the manifest is the truth a crawler is judged by, so it is checked against an
+//! independent breadth-first walk over what the server really serves.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::path::Path;
+
+use crawltop::testweb::manifest::{ContentKind, SiteKind};
+use crawltop::testweb::{GenError, GenOptions, TestWeb, generate};
+use scraper::{Html, Selector};
+use url::Url;
+
+use crate::util::client;
+
+#[derive(Debug, Default, PartialEq)]
+struct Found {
+    /// path with query -> (depth, content type)
+    pages: BTreeMap<String, (u32, String)>,
+    disallowed: BTreeSet<String>,
+    dead: BTreeSet<String>,
+    redirects: BTreeSet<(String, String)>,
+    mailto: BTreeSet<String>,
+    noindex: BTreeSet<String>,
+}
+
+/// A walk that knows nothing of the generator: robots.txt via the `robotxt` crate, links via
+/// `scraper`, from site00's index, 0-1 BFS (a redirect keeps its source's depth).
+async fn walk(web: &TestWeb) -> BTreeMap<String, Found> {
+    let http = client();
+    let mut found: BTreeMap<String, Found> = BTreeMap::new();
+    let mut robots: HashMap<String, robotxt::Robots> = HashMap::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut queue: VecDeque<(Url, u32)> = VecDeque::new();
+    let start = Url::parse(&web.url("site00", "/")).expect("url");
+    seen.insert(start.to_string());
+    queue.push_back((start, 0));
+    let a_sel = Selector::parse("a[href], area[href]").expect("selector");
+    let link_sel = Selector::parse("link[href]").expect("selector");
+    let frame_sel = Selector::parse("frame[src], iframe[src]").expect("selector");
+    let base_sel = Selector::parse("base[href]").expect("selector");
+    let meta_sel = Selector::parse("meta[name]").expect("selector");
+
+    while let Some((url, depth)) = queue.pop_front() {
+        let origin = url.origin().ascii_serialization();
+        let site = web
+            .site_of(&origin)
+            .expect("links stay in the web")
+            .to_string();
+        if !robots.contains_key(&site) {
+            let resp = http
+                .get(format!("{origin}/robots.txt"))
+                .send()
+                .await
+                .expect("robots");
+            let status = resp.status().as_u16();
+            let body = resp.bytes().await.expect("robots body");
+            let r = match status {
+                200..=299 => robotxt::Robots::parse(&body, "crawltop"),
+                400..=499 => robotxt::Robots::allow_all(),
+                _ => robotxt::Robots::disallow_all(),
+            };
+            robots.insert(site.clone(), r);
+        }
+        let path_q = match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_string(),
+        };
+        let f = found.entry(site.clone()).or_default();
+        if !robots[&site].is_allowed(&path_q) {
+            f.disallowed.insert(path_q);
+            continue;
+        }
+        let resp = http.get(url.clone()).send().await.expect("get");
+        let status = resp.status().as_u16();
+        match status {
+            301 | 302 => {
+                let loc = resp.headers()["location"].to_str().expect("location");
+                let target = url.join(loc).expect("location resolves");
+                f.redirects.insert((path_q, target.path().to_string()));
+                if seen.insert(target.to_string()) {
+                    queue.push_front((target, depth));
+                }
+                continue;
+            }
+            404 => {
+                f.dead.insert(path_q);
+                continue;
+            }
+            200 => {}
+            other => panic!("{url} answered {other}"),
+        }
+        let ctype = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let body = resp.text().await.expect("body");
+        f.pages.insert(path_q.clone(), (depth, ctype.clone()));
+        if !ctype.starts_with("text/html") {
+            continue;
+        }
+        let doc = Html::parse_document(&body);
+        let mut nofollow_page = false;
+        for meta in doc.select(&meta_sel) {
+            if meta
+                .attr("name")
+                .is_some_and(|n| n.eq_ignore_ascii_case("robots"))
+            {
+                let content = meta.attr("content").unwrap_or("").to_ascii_lowercase();
+                nofollow_page |= content.contains("nofollow");
+                if content.contains("noindex") {
+                    f.noindex.insert(path_q.clone());
+                }
+            }
+        }
+        let base = doc
+            .select(&base_sel)
+            .next()
+            .and_then(|b| b.attr("href"))
+            .and_then(|h| url.join(h.trim()).ok())
+            .unwrap_or_else(|| url.clone());
+        let mut hrefs: Vec<(String, bool)> = Vec::new();
+        for l in doc.select(&link_sel) {
+            let rel = l.attr("rel").unwrap_or("").to_ascii_lowercase();
+            if rel.split_whitespace().any(|r| r == "next" || r == "prev") {
+                hrefs.push((l.attr("href").unwrap_or("").to_string(), false));
+            }
+        }
+        for a in doc.select(&a_sel) {
+            let rel = a.attr("rel").unwrap_or("").to_ascii_lowercase();
+            let nofollow = rel.split_whitespace().any(|r| r == "nofollow");
+            hrefs.push((a.attr("href").unwrap_or("").to_string(), nofollow));
+        }
+        for fr in doc.select(&frame_sel) {
+            hrefs.push((fr.attr("src").unwrap_or("").to_string(), false));
+        }
+        for (href, nofollow) in hrefs {
+            let href = href.trim();
+            if let Some(addr) = href.strip_prefix("mailto:") {
+                let addr = addr.split('?').next().unwrap_or(addr);
+                f.mailto.insert(addr.to_string());
+                continue;
+            }
+            if nofollow || nofollow_page {
+                continue;
+            }
+            let Ok(mut target) = base.join(href) else {
+                continue;
+            };
+            target.set_fragment(None);
+            if !matches!(target.scheme(), "http" | "https") {
+                continue;
+            }
+            if seen.insert(target.to_string()) {
+                queue.push_back((target, depth + 1));
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn manifest_equals_a_walk_over_the_served_pages() {
+    let web = TestWeb::start(GenOptions::new(6, 40).seed(7))
+        .await
+        .expect("web starts");
+    let walked = walk(&web).await;
+    let manifest = web.manifest();
+    assert_eq!(walked.len(), manifest.sites.len(), "every site reached");
+    let mut total = 0;
+    for site in &manifest.sites {
+        let w = &walked[&site.name];
+        let pages: BTreeMap<String, u32> = site
+            .pages
+            .iter()
+            .map(|p| (p.path.clone(), p.depth))
+            .collect();
+        let walked_pages: BTreeMap<String, u32> =
+            w.pages.iter().map(|(p, (d, _))| (p.clone(), *d)).collect();
+        assert_eq!(walked_pages, pages, "{}: pages and depths", site.name);
+        for p in &site.pages {
+            let ctype = &w.pages[&p.path].1;
+            let expected = match p.content {
+                ContentKind::Html => "text/html",
+                ContentKind::Text => "text/plain",
+                ContentKind::Image => "image/png",
+            };
+            assert!(
+                ctype.starts_with(expected),
+                "{} {}: {ctype}",
+                site.name,
+                p.path
+            );
+        }
+        let dis: BTreeSet<String> = site.disallowed.iter().cloned().collect();
+        assert_eq!(w.disallowed, dis, "{}: disallowed", site.name);
+        let dead: BTreeSet<String> = site.dead.iter().cloned().collect();
+        assert_eq!(w.dead, dead, "{}: dead links", site.name);
+        let redirects: BTreeSet<(String, String)> = site
+            .redirects
+            .iter()
+            .map(|r| (r.from.clone(), r.to.clone()))
+            .collect();
+        assert_eq!(w.redirects, redirects, "{}: redirects", site.name);
+        let mailto: BTreeSet<String> = site.mailto.iter().cloned().collect();
+        assert_eq!(w.mailto, mailto, "{}: mailto", site.name);
+        let noindex: BTreeSet<String> = site.noindex.iter().cloned().collect();
+        assert_eq!(w.noindex, noindex, "{}: noindex", site.name);
+        total += pages.len();
+    }
+    assert!(
+        total > 6 * 40,
+        "query variants and extra pages add URLs: {total}"
+    );
+
+    // What the manifest says is reachable only by nofollow exists, and the walk never asked.
+    let http = client();
+    for site in manifest.normal_sites() {
+        assert!(!site.nofollow_only.is_empty(), "{}", site.name);
+        for path in &site.nofollow_only {
+            let resp = http
+                .get(web.url(&site.name, path))
+                .send()
+                .await
+                .expect("get");
+            assert_eq!(resp.status(), 200, "{} {path}", site.name);
+            assert!(!walked[&site.name].pages.contains_key(path));
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_site_role_is_present_with_four_sites_or_more() {
+    use crawltop::testweb::manifest::RobotsRole;
+    let web = TestWeb::start(GenOptions::new(5, 10).crawl_delay_s(0.5))
+        .await
+        .expect("web starts");
+    let m = web.manifest();
+    let roles: Vec<RobotsRole> = m.sites.iter().map(|s| s.robots).collect();
+    assert_eq!(
+        roles,
+        [
+            RobotsRole::Standard,
+            RobotsRole::CrawlDelay,
+            RobotsRole::OtherAgent,
+            RobotsRole::None,
+            RobotsRole::Standard
+        ]
+    );
+    let http = client();
+    let robots = |site: &str| {
+        let url = web.url(site, "/robots.txt");
+        let http = http.clone();
+        async move {
+            let r = http.get(url).send().await.expect("get");
+            (r.status().as_u16(), r.text().await.expect("body"))
+        }
+    };
+    let (status, text) = robots("site01").await;
+    assert_eq!(status, 200);
+    assert!(text.contains("Crawl-delay: 0.5"), "{text}");
+    assert_eq!(m.sites[1].crawl_delay_s, Some(0.5));
+    let (status, text) = robots("site02").await;
+    assert_eq!(status, 200);
+    assert!(text.contains("User-agent: otherbot") && !text.contains("User-agent: *"));
+    assert_eq!(robots("site03").await.0, 404);
+    let (_, text) = robots("site00").await;
+    assert!(text.contains("Disallow: /private/"));
+}
+
+fn tree_digest(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p
+                    .strip_prefix(dir)
+                    .expect("inside")
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(rel, std::fs::read(&p).expect("read"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn generation_is_deterministic() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let opts = GenOptions::new(5, 60).seed(42).hostile(true);
+    generate(&tmp.path().join("a"), &opts, false).expect("gen a");
+    generate(&tmp.path().join("b"), &opts, false).expect("gen b");
+    generate(&tmp.path().join("c"), &opts.clone().seed(43), false).expect("gen c");
+    let a = tree_digest(&tmp.path().join("a"));
+    let b = tree_digest(&tmp.path().join("b"));
+    let c = tree_digest(&tmp.path().join("c"));
+    assert!(a.len() > 5 * 60, "{} files", a.len());
+    assert_eq!(a, b, "same seed, same bytes");
+    assert_ne!(a, c, "another seed, another web");
+}
+
+#[test]
+fn page_sizes_vary_from_about_one_to_thirty_kb() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    generate(&tmp.path().join("w"), &GenOptions::new(2, 200), false).expect("gen");
+    let sizes: Vec<usize> = tree_digest(&tmp.path().join("w"))
+        .iter()
+        .filter(|(name, _)| {
+            let n = Path::new(name.as_str());
+            n.extension().is_some_and(|e| e == "html")
+                && n.file_name()
+                    .is_some_and(|f| f.to_string_lossy().starts_with('p'))
+        })
+        .map(|(_, b)| b.len())
+        .collect();
+    let min = sizes.iter().min().copied().unwrap_or(0);
+    let max = sizes.iter().max().copied().unwrap_or(0);
+    assert!((800..2_500).contains(&min), "smallest page {min} bytes");
+    assert!((20_000..40_000).contains(&max), "largest page {max} bytes");
+}
+
+#[test]
+fn hostile_web_has_its_two_extra_sites() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let m = generate(
+        &tmp.path().join("w"),
+        &GenOptions::new(2, 5).hostile(true),
+        false,
+    )
+    .expect("gen");
+    let kinds: Vec<SiteKind> = m.sites.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            SiteKind::Normal,
+            SiteKind::Normal,
+            SiteKind::Hostile,
+            SiteKind::Robots500
+        ]
+    );
+    let hostile = m.site("hostile").expect("hostile");
+    assert_eq!(hostile.behaviours.len(), 11);
+    let r500 = m.site("robots500").expect("robots500");
+    assert!(r500.pages.is_empty());
+    assert_eq!(r500.disallowed, ["/"]);
+}
+
+fn no_partial_left(parent: &Path) {
+    for e in std::fs::read_dir(parent).expect("read_dir") {
+        let name = e.expect("entry").file_name().to_string_lossy().into_owned();
+        assert!(!name.contains(".partial-"), "left behind: {name}");
+    }
+}
+
+#[test]
+fn bad_input_is_refused_and_leaves_nothing_behind() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("w");
+    for (opts, words) in [
+        (GenOptions::new(0, 5), "--sites"),
+        (GenOptions::new(5, 0), "--pages"),
+        (GenOptions::new(2_000, 5), "limit"),
+        (GenOptions::new(1, 1_000_000), "limit"),
+        (GenOptions::new(999, 9_999), "in all"),
+        (GenOptions::new(2, 2).text("too few words".into()), "words"),
+    ] {
+        let err = generate(&out, &opts, false).expect_err("refused");
+        assert!(err.to_string().contains(words), "{err}");
+        assert!(!out.exists());
+    }
+    no_partial_left(tmp.path());
+
+    // A folder that is not empty: refused without --force, refused even with it when it
+    // does not hold a generated web, and its files untouched.
+    std::fs::create_dir(&out).expect("mkdir");
+    std::fs::write(out.join("precious.txt"), "keep me").expect("write");
+    let err = generate(&out, &GenOptions::new(2, 2), false).expect_err("not empty");
+    assert!(matches!(err, GenError::NotEmpty(_)), "{err}");
+    let err = generate(&out, &GenOptions::new(2, 2), true).expect_err("foreign");
+    assert!(matches!(err, GenError::ForeignContent(_)), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("precious.txt")).expect("kept"),
+        "keep me"
+    );
+
+    // An unwritable place: the parent is a file.
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "x").expect("write");
+    let err = generate(&file.join("w"), &GenOptions::new(2, 2), false).expect_err("unwritable");
+    assert!(matches!(err, GenError::Io { .. }), "{err}");
+    no_partial_left(tmp.path());
+
+    // --force replaces a web generated before.
+    let web = tmp.path().join("web");
+    generate(&web, &GenOptions::new(2, 3), false).expect("first");
+    let err = generate(&web, &GenOptions::new(2, 3), false).expect_err("exists");
+    assert!(matches!(err, GenError::NotEmpty(_)));
+    let m = generate(&web, &GenOptions::new(3, 3), true).expect("forced");
+    assert_eq!(m.sites.len(), 3);
+    assert!(web.join("site02").is_dir());
+    no_partial_left(tmp.path());
+}

@@ -1,0 +1,50 @@
+//! Helpers shared by the integration tests: an HTTP client, raw requests, the binary.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Generous bound for waiting on an event; a test that needs it has failed anyway.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// An HTTP client for tests: no redirects followed, no decompression, loopback only.
+pub fn client() -> reqwest::Client {
+    // reqwest is built without a default crypto provider; install ring once per process.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent("crawltop-tests/1")
+        .no_proxy()
+        .build()
+        .expect("client builds")
+}
+
+/// A raw HTTP/1.1 exchange: sends `request` as is and reads until the server closes.
+pub async fn raw(addr: std::net::SocketAddr, request: &[u8]) -> (u16, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request).await.expect("write");
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut buf)).await;
+    let status = std::str::from_utf8(&buf[..buf.len().min(12)])
+        .ok()
+        .and_then(|s| s.get(9..12))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, buf)
+}
+
+/// A GET for `path` on its own connection that closes after the answer.
+pub async fn raw_get(addr: std::net::SocketAddr, path: &str) -> (u16, Vec<u8>) {
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    raw(addr, req.as_bytes()).await
+}
+
+/// The path of the crawltop binary built for these tests.
+pub fn bin() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_crawltop"))
+}
+
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
