@@ -2,6 +2,18 @@
 //!
 //! Module map:
 //! - [`cli`]: the command line, from arguments to the verbs below.
+//! - [`canonical`]: the one normal form of a URL that the seen set and every comparison use.
+//! - [`parse`]: HTML body and base URL to links, title and text (pure).
+//! - [`scope`]: what the crawl may touch, and the spider-trap rules.
+//! - [`frontier`]: the Mercator frontier: which URL next, and when each site may be contacted.
+//! - [`robots`]: robots.txt per site: state, rules, crawl delay.
+//! - [`backoff`]: server pushback timing: exponential backoff and `Retry-After`.
 //! - [`testweb`]: the project's own web (`gen-site`, `serve`): generator, server, request log.
+pub mod backoff;
+pub mod canonical;
 pub mod cli;
+pub mod frontier;
+pub mod parse;
+pub mod robots;
+pub mod scope;
 pub mod testweb;

@@ -1,0 +1,1550 @@
+//! Turns a fetched HTML body into what the crawl needs from it: outgoing links, `mailto:`
+//! addresses, the title, the visible text and the page's robots directives.
+//!
+//! It reads bytes the way a browser does (BOM, then the header's charset, then a `<meta>`
+//! prescan, else UTF-8) and parses with html5ever, so broken markup yields the links a person
+//! would see. It runs on a blocking thread and must never do I/O, look at a clock or fail:
+//! every byte sequence, however hostile, produces a `ParsedPage`. It decides nothing about
+//! scope or robots.txt; the engine does.
+
+use std::collections::{HashMap, HashSet};
+
+use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
+use html5ever::driver::{self, ParseOpts, Parser};
+use html5ever::tendril::{StrTendril, TendrilSink};
+use scraper::{ElementRef, Html, HtmlTreeSink, Node};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::canonical::canonicalize;
+
+/// Everything extracted from one HTML page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedPage {
+    /// The first `<title>`'s text, whitespace collapsed; `None` when absent or blank.
+    pub title: Option<String>,
+    /// Canonical http(s) links in document order, deduplicated, without the page itself.
+    pub links: Vec<Link>,
+    /// Addresses from `mailto:` links, percent-decoded, deduplicated, in document order.
+    pub mailto: Vec<String>,
+    /// Visible text, one line per block, no empty lines, joined with `\n`.
+    pub text: String,
+    pub meta_robots: MetaRobots,
+    /// Name of the encoding the body was decoded with, e.g. `UTF-8`, `windows-1252`.
+    pub encoding: &'static str,
+    /// The URL relative links were resolved against: `<base href>` if usable, else the page.
+    pub base: Url,
+    /// Whether the whole body was parsed; see [`MAX_DEPTH`].
+    pub coverage: Coverage,
+}
+
+/// How much of the body the parse covered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Coverage {
+    Whole,
+    /// The tree grew deeper than [`MAX_DEPTH`]; parsing stopped after `parsed_bytes` bytes of
+    /// decoded text and what came before was kept.
+    CutAtDepth {
+        parsed_bytes: usize,
+    },
+}
+
+/// Element nesting beyond which parsing stops.
+///
+/// html5ever's tree builder checks "has an element in scope" by walking the stack of open
+/// elements, so a page of N unclosed `<div>`s costs O(N²): 8,000 of them take 5 s in a debug
+/// build, and a hostile 2 MB page would hold a thread for minutes. Browsers bound this too
+/// (Chromium stops nesting at 512). Real pages stay far below.
+pub const MAX_DEPTH: usize = 512;
+
+/// Text fed to the parser between two depth checks. Smaller chunks catch a runaway page
+/// sooner; the check itself costs O(`MAX_DEPTH`).
+const PARSE_CHUNK: usize = 4096;
+
+/// Directives from `<meta name="robots">` and `<meta name="crawltop">`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetaRobots {
+    pub noindex: bool,
+    pub nofollow: bool,
+}
+
+/// One outgoing link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// Resolved and canonicalized; always http or https.
+    pub url: Url,
+    /// The element of the link's first occurrence.
+    pub kind: LinkKind,
+    /// True if every occurrence says `rel=nofollow`, or the page's meta robots says nofollow.
+    pub nofollow: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkKind {
+    A,
+    Area,
+    Frame,
+    Iframe,
+    LinkNext,
+    LinkPrev,
+}
+
+/// How many bytes the `<meta>` charset prescan looks at, as in the HTML standard.
+const PRESCAN_LIMIT: usize = 1024;
+
+/// True for `text/html` and `application/xhtml+xml`, ignoring parameters and case.
+///
+/// A missing Content-Type is not HTML here: whether to sniff such a body is the engine's call.
+pub fn is_html(content_type: Option<&str>) -> bool {
+    content_type.is_some_and(|ct| {
+        let essence = ct.split(';').next().unwrap_or_default().trim();
+        essence.eq_ignore_ascii_case("text/html")
+            || essence.eq_ignore_ascii_case("application/xhtml+xml")
+    })
+}
+
+/// Decodes `body` to text, choosing the encoding as a browser does: a byte order mark, then
+/// the Content-Type header's `charset`, then a `<meta>` prescan of the first 1024 bytes,
+/// else UTF-8. Malformed sequences become U+FFFD; this never fails.
+///
+/// One deliberate difference from browsers: a label that maps to the WHATWG "replacement"
+/// encoding (e.g. `iso-2022-kr`) is treated as unknown, because decoding with it yields a
+/// single U+FFFD and the crawl would learn nothing from the page.
+pub fn decode(body: &[u8], content_type: Option<&str>) -> (String, &'static Encoding) {
+    if let Some((encoding, bom_len)) = Encoding::for_bom(body) {
+        return (decode_with(encoding, &body[bom_len..]), encoding);
+    }
+    let encoding = content_type
+        .and_then(charset_from_content_type)
+        .or_else(|| prescan(&body[..body.len().min(PRESCAN_LIMIT)]))
+        .unwrap_or(UTF_8);
+    (decode_with(encoding, body), encoding)
+}
+
+fn decode_with(encoding: &'static Encoding, bytes: &[u8]) -> String {
+    let (text, _had_errors) = encoding.decode_without_bom_handling(bytes);
+    text.into_owned()
+}
+
+/// Looks a label up, treating unknown labels and the replacement encoding as absent.
+fn encoding_for_label(label: &[u8]) -> Option<&'static Encoding> {
+    Encoding::for_label(label).filter(|e| *e != encoding_rs::REPLACEMENT)
+}
+
+fn charset_from_content_type(content_type: &str) -> Option<&'static Encoding> {
+    content_type.split(';').skip(1).find_map(|param| {
+        let (name, value) = param.split_once('=')?;
+        if !name.trim().eq_ignore_ascii_case("charset") {
+            return None;
+        }
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(value);
+        encoding_for_label(value.as_bytes())
+    })
+}
+
+/// The HTML standard's "prescan a byte stream to determine its encoding", over `bytes`
+/// (already cut to the prescan limit).
+fn prescan(bytes: &[u8]) -> Option<&'static Encoding> {
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let rest = &bytes[pos..];
+        if rest.starts_with(b"<!--") {
+            // "<!-->" closes itself: the search for "-->" may reuse the opening dashes.
+            pos += 2 + find(&rest[2..], b"-->")? + 3;
+            continue;
+        }
+        if starts_with_ignore_case(rest, b"<meta")
+            && rest.get(5).is_some_and(|&b| is_space(b) || b == b'/')
+        {
+            pos += 5;
+            if let Some(encoding) = meta_charset(bytes, &mut pos)? {
+                return Some(encoding);
+            }
+            continue;
+        }
+        let letter_at = |i: usize| rest.get(i).is_some_and(u8::is_ascii_alphabetic);
+        if rest.first() == Some(&b'<')
+            && (letter_at(1) || (rest.get(1) == Some(&b'/') && letter_at(2)))
+        {
+            pos += rest
+                .iter()
+                .position(|&b| is_space(b) || b == b'>')
+                .unwrap_or(rest.len());
+            while get_attribute(bytes, &mut pos)?.is_some() {}
+            continue;
+        }
+        if rest.starts_with(b"<!") || rest.starts_with(b"</") || rest.starts_with(b"<?") {
+            pos += find(rest, b">")? + 1;
+            continue;
+        }
+        pos += 1;
+    }
+    None
+}
+
+/// Reads a `<meta>` tag's attributes. The outer `Option` is `None` when the input ends
+/// inside the tag (the prescan gives up); the inner one says whether the tag named an
+/// encoding.
+#[allow(clippy::option_option)]
+fn meta_charset(bytes: &[u8], pos: &mut usize) -> Option<Option<&'static Encoding>> {
+    let mut seen: Vec<Vec<u8>> = Vec::new();
+    let mut got_pragma = false;
+    let mut need_pragma: Option<bool> = None;
+    // `Some(None)` is the standard's "failure": a charset was named but is unknown.
+    let mut charset: Option<Option<&'static Encoding>> = None;
+    while let Some((name, value)) = get_attribute(bytes, pos)? {
+        if seen.contains(&name) {
+            continue;
+        }
+        match name.as_slice() {
+            b"http-equiv" => got_pragma |= value == b"content-type",
+            b"content" if charset.is_none() => {
+                if let Some(label) = charset_from_meta_content(&value) {
+                    charset = Some(encoding_for_label(label));
+                    need_pragma = Some(true);
+                }
+            }
+            b"charset" if charset.is_none() => {
+                charset = Some(encoding_for_label(&value));
+                need_pragma = Some(false);
+            }
+            _ => {}
+        }
+        seen.push(name);
+    }
+    let found = match need_pragma {
+        None => None,
+        Some(true) if !got_pragma => None,
+        Some(_) => charset.flatten(),
+    };
+    Some(found.map(|encoding| {
+        if encoding == UTF_16BE || encoding == UTF_16LE {
+            UTF_8
+        } else if encoding == X_USER_DEFINED {
+            WINDOWS_1252
+        } else {
+            encoding
+        }
+    }))
+}
+
+/// The HTML standard's "get an attribute" for the prescan: names and unquoted values are
+/// lowercased, as the standard asks. Outer `None`: the input ended.
+#[allow(clippy::option_option)]
+fn get_attribute(bytes: &[u8], pos: &mut usize) -> Option<Option<(Vec<u8>, Vec<u8>)>> {
+    let at = |p: usize| bytes.get(p).copied();
+    while at(*pos).is_some_and(|b| is_space(b) || b == b'/') {
+        *pos += 1;
+    }
+    if at(*pos)? == b'>' {
+        return Some(None);
+    }
+    let mut name = Vec::new();
+    let mut value = Vec::new();
+    loop {
+        let b = at(*pos)?;
+        if b == b'=' && !name.is_empty() {
+            *pos += 1;
+            break;
+        }
+        if is_space(b) {
+            while at(*pos).is_some_and(is_space) {
+                *pos += 1;
+            }
+            if at(*pos)? != b'=' {
+                return Some(Some((name, value)));
+            }
+            *pos += 1;
+            break;
+        }
+        if b == b'/' || b == b'>' {
+            return Some(Some((name, value)));
+        }
+        name.push(b.to_ascii_lowercase());
+        *pos += 1;
+    }
+    while at(*pos).is_some_and(is_space) {
+        *pos += 1;
+    }
+    let first = at(*pos)?;
+    if first == b'"' || first == b'\'' {
+        *pos += 1;
+        loop {
+            let b = at(*pos)?;
+            *pos += 1;
+            if b == first {
+                return Some(Some((name, value)));
+            }
+            value.push(b.to_ascii_lowercase());
+        }
+    }
+    if first == b'>' {
+        return Some(Some((name, value)));
+    }
+    loop {
+        let b = at(*pos)?;
+        if is_space(b) || b == b'>' {
+            return Some(Some((name, value)));
+        }
+        value.push(b.to_ascii_lowercase());
+        *pos += 1;
+    }
+}
+
+/// The HTML standard's "extract a character encoding from a meta element" on a `content`
+/// value such as `text/html; charset=windows-1252`; returns the label.
+fn charset_from_meta_content(content: &[u8]) -> Option<&[u8]> {
+    let mut pos = 0;
+    loop {
+        pos += find_ignore_case(&content[pos..], b"charset")? + b"charset".len();
+        while content.get(pos).copied().is_some_and(is_space) {
+            pos += 1;
+        }
+        if content.get(pos) != Some(&b'=') {
+            continue;
+        }
+        pos += 1;
+        while content.get(pos).copied().is_some_and(is_space) {
+            pos += 1;
+        }
+        let rest = &content[pos..];
+        return match rest.first() {
+            Some(&quote @ (b'"' | b'\'')) => {
+                let end = rest[1..].iter().position(|&b| b == quote)?;
+                Some(&rest[1..=end])
+            }
+            Some(_) => {
+                let end = rest
+                    .iter()
+                    .position(|&b| is_space(b) || b == b';')
+                    .unwrap_or(rest.len());
+                Some(&rest[..end])
+            }
+            None => None,
+        };
+    }
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ')
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn find_ignore_case(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
+}
+
+fn starts_with_ignore_case(haystack: &[u8], prefix: &[u8]) -> bool {
+    haystack
+        .get(..prefix.len())
+        .is_some_and(|h| h.eq_ignore_ascii_case(prefix))
+}
+
+/// Decodes and parses `body`, fetched from `page_url`, into a [`ParsedPage`].
+pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> ParsedPage {
+    let (text, encoding) = decode(body, content_type);
+    let (document, coverage) = parse_document(&text);
+    let walk = Walk::run(&document);
+
+    let mut page = page_url.clone();
+    canonicalize(&mut page);
+    let base = walk
+        .base_href
+        .as_deref()
+        .and_then(|href| page_url.join(href.trim_matches(is_html_space)).ok())
+        .filter(is_http)
+        .unwrap_or_else(|| page_url.clone());
+
+    let mut links: Vec<Link> = Vec::new();
+    let mut link_index: HashMap<Url, usize> = HashMap::new();
+    let mut mailto: Vec<String> = Vec::new();
+    let mut mailto_seen: HashSet<String> = HashSet::new();
+    for raw in walk.links {
+        let Ok(mut url) = base.join(raw.href.trim_matches(is_html_space)) else {
+            continue;
+        };
+        match url.scheme() {
+            "http" | "https" => {}
+            "mailto" => {
+                for address in mailto_addresses(&url) {
+                    if mailto_seen.insert(address.clone()) {
+                        mailto.push(address);
+                    }
+                }
+                continue;
+            }
+            // javascript:, data:, tel:, vbscript:, about:, blob: and every other scheme name
+            // something the crawl cannot fetch.
+            _ => continue,
+        }
+        canonicalize(&mut url);
+        if url == page {
+            continue;
+        }
+        let nofollow = raw.nofollow || walk.meta_robots.nofollow;
+        if let Some(&i) = link_index.get(&url) {
+            // Followable if any occurrence is: one plain link is an endorsement.
+            links[i].nofollow &= nofollow;
+            continue;
+        }
+        link_index.insert(url.clone(), links.len());
+        links.push(Link {
+            url,
+            kind: raw.kind,
+            nofollow,
+        });
+    }
+
+    ParsedPage {
+        title: walk.title,
+        links,
+        mailto,
+        text: walk.text,
+        meta_robots: walk.meta_robots,
+        encoding: encoding.name(),
+        base,
+        coverage,
+    }
+}
+
+/// `Html::parse_document`, fed in chunks so that a tree growing past [`MAX_DEPTH`] stops the
+/// parse. The deepest point is sampled at the most recently created node, which html5ever
+/// inserts at the current open element, so it tracks the stack of open elements.
+fn parse_document(text: &str) -> (Html, Coverage) {
+    let mut parser = driver::parse_document(
+        HtmlTreeSink::new(Html::new_document()),
+        ParseOpts::default(),
+    );
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + PARSE_CHUNK).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        parser.process(StrTendril::from_slice(&text[start..end]));
+        start = end;
+        if start < text.len() && newest_node_depth(&parser) > MAX_DEPTH {
+            return (
+                parser.finish(),
+                Coverage::CutAtDepth {
+                    parsed_bytes: start,
+                },
+            );
+        }
+    }
+    (parser.finish(), Coverage::Whole)
+}
+
+fn newest_node_depth(parser: &Parser<HtmlTreeSink>) -> usize {
+    let html = parser.tokenizer.sink.sink.0.borrow();
+    html.tree
+        .nodes()
+        .next_back()
+        .map_or(0, |node| node.ancestors().take(MAX_DEPTH + 1).count())
+}
+
+fn is_http(url: &Url) -> bool {
+    matches!(url.scheme(), "http" | "https")
+}
+
+/// The HTML standard strips ASCII whitespace around URL attributes.
+fn is_html_space(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\x0C' | '\r' | ' ')
+}
+
+/// The addresses of a `mailto:` URL: the part before `?`, split on commas, percent-decoded.
+fn mailto_addresses(url: &Url) -> impl Iterator<Item = String> + '_ {
+    url.path().split(',').filter_map(|part| {
+        let address = percent_encoding::percent_decode_str(part).decode_utf8_lossy();
+        let address = address.trim();
+        (!address.is_empty()).then(|| address.to_owned())
+    })
+}
+
+/// A link as written, before resolution.
+struct RawLink {
+    href: String,
+    kind: LinkKind,
+    nofollow: bool,
+}
+
+/// Everything one pass over the tree collects.
+#[derive(Default)]
+struct Walk {
+    base_href: Option<String>,
+    title: Option<String>,
+    title_seen: bool,
+    meta_robots: MetaRobots,
+    links: Vec<RawLink>,
+    text: String,
+}
+
+/// Elements whose content is never shown as text. The title is kept apart; an iframe's
+/// content is fallback markup that browsers parse as raw text. `head` is not here: its
+/// text is hidden too, but its `base`, `meta` and `link` elements are read.
+fn is_hidden(name: &str) -> bool {
+    matches!(
+        name,
+        "script" | "style" | "noscript" | "template" | "title" | "iframe"
+    )
+}
+
+/// Elements that start a new line of text.
+fn is_block(name: &str) -> bool {
+    matches!(
+        name,
+        "address"
+            | "article"
+            | "aside"
+            | "blockquote"
+            | "body"
+            | "br"
+            | "caption"
+            | "center"
+            | "dd"
+            | "details"
+            | "dialog"
+            | "dir"
+            | "div"
+            | "dl"
+            | "dt"
+            | "fieldset"
+            | "figcaption"
+            | "figure"
+            | "footer"
+            | "form"
+            | "frameset"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "header"
+            | "hgroup"
+            | "hr"
+            | "html"
+            | "legend"
+            | "li"
+            | "listing"
+            | "main"
+            | "menu"
+            | "nav"
+            | "ol"
+            | "option"
+            | "p"
+            | "plaintext"
+            | "pre"
+            | "section"
+            | "summary"
+            | "table"
+            | "tbody"
+            | "tfoot"
+            | "thead"
+            | "tr"
+            | "ul"
+            | "xmp"
+    )
+}
+
+/// Elements whose text keeps its line breaks.
+fn is_preformatted(name: &str) -> bool {
+    matches!(name, "pre" | "listing" | "plaintext" | "xmp")
+}
+
+impl Walk {
+    /// One iterative depth-first pass over the whole document: no recursion, so a page of
+    /// 100,000 nested elements cannot overflow the stack.
+    fn run(document: &Html) -> Walk {
+        let mut walk = Walk::default();
+        let mut text = TextBuilder::default();
+        // Depth counters rather than flags, because these elements may nest.
+        let mut in_head = 0_usize;
+        let mut in_pre = 0_usize;
+        // Template content is inert in a browser: no links, no base, no meta from it.
+        let mut in_template = 0_usize;
+
+        let root = document.tree.root();
+        let mut node = root;
+        'walk: loop {
+            let mut descend = true;
+            match node.value() {
+                Node::Element(element) => {
+                    let name = element.name();
+                    if in_template == 0
+                        && let Some(element) = ElementRef::wrap(node)
+                    {
+                        walk.collect(element);
+                    }
+                    text.boundary(name);
+                    match name {
+                        "head" => in_head += 1,
+                        "template" => in_template += 1,
+                        _ if is_preformatted(name) => in_pre += 1,
+                        _ => {}
+                    }
+                    // Templates are entered, so the links of nested ones are also ignored
+                    // by the counter; their text is off through `in_template`.
+                    descend = !is_hidden(name) || name == "template";
+                }
+                Node::Text(t) if in_head == 0 && in_template == 0 => text.push(t, in_pre > 0),
+                _ => {}
+            }
+
+            if descend && let Some(child) = node.first_child() {
+                node = child;
+                continue;
+            }
+            // `node` is done: close it and every ancestor whose last child it ends.
+            loop {
+                if let Node::Element(element) = node.value() {
+                    let name = element.name();
+                    text.boundary(name);
+                    match name {
+                        "head" => in_head -= 1,
+                        "template" => in_template -= 1,
+                        _ if is_preformatted(name) => in_pre -= 1,
+                        _ => {}
+                    }
+                }
+                if node == root {
+                    break 'walk;
+                }
+                if let Some(sibling) = node.next_sibling() {
+                    node = sibling;
+                    break;
+                }
+                node = node.parent().expect("a node below the root has a parent");
+            }
+        }
+        walk.text = text.finish();
+        walk
+    }
+
+    fn collect(&mut self, element_ref: ElementRef<'_>) {
+        let element = element_ref.value();
+        let name = element.name();
+        let rel = || element.attr("rel").unwrap_or_default();
+        let (attr, kind) = match name {
+            "a" => ("href", LinkKind::A),
+            "area" => ("href", LinkKind::Area),
+            "frame" => ("src", LinkKind::Frame),
+            "iframe" => ("src", LinkKind::Iframe),
+            "link" if has_token(rel(), "next") => ("href", LinkKind::LinkNext),
+            "link" if has_token(rel(), "prev") => ("href", LinkKind::LinkPrev),
+            "base" => {
+                if self.base_href.is_none() {
+                    self.base_href = element.attr("href").map(str::to_owned);
+                }
+                return;
+            }
+            "meta" => {
+                let name = element.attr("name").unwrap_or_default().trim();
+                if name.eq_ignore_ascii_case("robots") || name.eq_ignore_ascii_case("crawltop") {
+                    self.meta_robots
+                        .add(element.attr("content").unwrap_or_default());
+                }
+                return;
+            }
+            // Only the first HTML title counts, as in a browser, even if it is blank; an
+            // SVG icon's <title> is not the page's.
+            "title" if element.name.ns == html5ever::ns!(html) => {
+                if !self.title_seen {
+                    self.title_seen = true;
+                    let title = collapse(&element_ref.text().collect::<String>());
+                    self.title = (!title.is_empty()).then_some(title);
+                }
+                return;
+            }
+            _ => return,
+        };
+        if let Some(href) = element.attr(attr) {
+            self.links.push(RawLink {
+                href: href.to_owned(),
+                kind,
+                nofollow: has_token(rel(), "nofollow"),
+            });
+        }
+    }
+}
+
+impl MetaRobots {
+    fn add(&mut self, content: &str) {
+        for directive in content.split(',').map(str::trim) {
+            if directive.eq_ignore_ascii_case("noindex") {
+                self.noindex = true;
+            } else if directive.eq_ignore_ascii_case("nofollow") {
+                self.nofollow = true;
+            } else if directive.eq_ignore_ascii_case("none") {
+                self.noindex = true;
+                self.nofollow = true;
+            }
+        }
+    }
+}
+
+/// `rel` is a set of space-separated tokens, compared ASCII case-insensitively.
+fn has_token(list: &str, token: &str) -> bool {
+    list.split(is_html_space)
+        .any(|t| t.eq_ignore_ascii_case(token))
+}
+
+/// Collapses runs of whitespace (and control characters) to one space and trims.
+fn collapse(s: &str) -> String {
+    let mut builder = TextBuilder::default();
+    builder.push(s, false);
+    builder.finish()
+}
+
+/// Builds the page text line by line in one string, in time linear in the text.
+///
+/// Whitespace here is Unicode whitespace (so `&nbsp;` separates words, as it does for a
+/// reader) plus control characters, which must never reach a terminal that shows the text.
+#[derive(Default)]
+struct TextBuilder {
+    out: String,
+    line_has_text: bool,
+    pending_space: bool,
+}
+
+impl TextBuilder {
+    fn push(&mut self, s: &str, preformatted: bool) {
+        for c in s.chars() {
+            if preformatted && c == '\n' {
+                self.break_line();
+            } else if c.is_whitespace() || c.is_control() {
+                self.pending_space = self.line_has_text;
+            } else {
+                if self.pending_space {
+                    self.out.push(' ');
+                    self.pending_space = false;
+                }
+                self.out.push(c);
+                self.line_has_text = true;
+            }
+        }
+    }
+
+    /// Called when an element opens and when it closes.
+    fn boundary(&mut self, name: &str) {
+        if is_block(name) {
+            self.break_line();
+        } else if matches!(name, "td" | "th") {
+            self.pending_space = self.line_has_text;
+        }
+    }
+
+    fn break_line(&mut self) {
+        if self.line_has_text {
+            self.out.push('\n');
+            self.line_has_text = false;
+        }
+        self.pending_space = false;
+    }
+
+    fn finish(mut self) -> String {
+        if self.out.ends_with('\n') {
+            self.out.pop();
+        }
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use super::*;
+
+    const PAGE: &str = "http://example.com/dir/sub/page.html";
+
+    fn page_url() -> Url {
+        Url::parse(PAGE).expect("test URL parses")
+    }
+
+    fn parse(html: &str) -> ParsedPage {
+        parse_html(html.as_bytes(), Some("text/html"), &page_url())
+    }
+
+    fn link_urls(page: &ParsedPage) -> Vec<&str> {
+        page.links.iter().map(|l| l.url.as_str()).collect()
+    }
+
+    fn only_link(html: &str) -> String {
+        let page = parse(html);
+        assert_eq!(
+            page.links.len(),
+            1,
+            "links of {html}: {:?}",
+            link_urls(&page)
+        );
+        page.links[0].url.to_string()
+    }
+
+    // --- link forms ---
+
+    #[test]
+    fn relative_file_resolves_in_same_directory() {
+        assert_eq!(
+            only_link(r#"<a href="other.html">x</a>"#),
+            "http://example.com/dir/sub/other.html"
+        );
+    }
+
+    #[test]
+    fn parent_directory_link_resolves() {
+        assert_eq!(
+            only_link(r#"<a href="../dir2/page.html">x</a>"#),
+            "http://example.com/dir/dir2/page.html"
+        );
+    }
+
+    #[test]
+    fn root_relative_link_resolves() {
+        assert_eq!(
+            only_link(r#"<a href="/top/page.html">x</a>"#),
+            "http://example.com/top/page.html"
+        );
+    }
+
+    #[test]
+    fn dot_slash_link_resolves() {
+        assert_eq!(
+            only_link(r#"<a href="./x">x</a>"#),
+            "http://example.com/dir/sub/x"
+        );
+    }
+
+    #[test]
+    fn protocol_relative_link_takes_page_scheme() {
+        assert_eq!(
+            only_link(r#"<a href="//other.org/path">x</a>"#),
+            "http://other.org/path"
+        );
+    }
+
+    #[test]
+    fn absolute_link_is_kept_and_canonicalized() {
+        assert_eq!(
+            only_link(r#"<a href="HTTPS://Other.ORG:443/a/%7Eb">x</a>"#),
+            "https://other.org/a/~b"
+        );
+    }
+
+    #[test]
+    fn fragment_is_dropped_from_links() {
+        assert_eq!(
+            only_link(r#"<a href="other.html#section">x</a>"#),
+            "http://example.com/dir/sub/other.html"
+        );
+    }
+
+    #[test]
+    fn query_is_kept() {
+        assert_eq!(
+            only_link(r#"<a href="other.html?b=2&amp;a=1">x</a>"#),
+            "http://example.com/dir/sub/other.html?b=2&a=1"
+        );
+    }
+
+    #[test]
+    fn query_only_link_resolves_against_page_path() {
+        assert_eq!(
+            only_link(r#"<a href="?page=2">x</a>"#),
+            "http://example.com/dir/sub/page.html?page=2"
+        );
+    }
+
+    #[test]
+    fn href_whitespace_is_trimmed() {
+        assert_eq!(
+            only_link("<a href=\" \n\tother.html \r\n\">x</a>"),
+            "http://example.com/dir/sub/other.html"
+        );
+    }
+
+    #[test]
+    fn self_links_are_dropped() {
+        let page = parse(
+            r##"<a href="">a</a><a href="#top">b</a><a href="page.html#x">c</a>
+                <a href="http://EXAMPLE.com/dir/sub/page.html">d</a><a href="x.html">e</a>"##,
+        );
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/x.html"]);
+    }
+
+    #[test]
+    fn page_url_with_fragment_still_matches_its_self_links() {
+        let url = Url::parse("http://example.com/p#frag").expect("test URL parses");
+        let page = parse_html(br##"<a href="#other">x</a>"##, None, &url);
+        assert!(page.links.is_empty(), "{:?}", link_urls(&page));
+    }
+
+    #[test]
+    fn every_link_element_kind_is_found() {
+        let page = parse(
+            r#"<html><head><link rel="next" href="n.html"><link rel="prev" href="p.html">
+               <link rel="stylesheet" href="s.css"><link rel="canonical" href="c.html"></head>
+               <body><a href="a.html">a</a><map><area href="area.html"></map>
+               <iframe src="if.html"></iframe></body></html>"#,
+        );
+        let kinds: Vec<(&str, LinkKind)> =
+            page.links.iter().map(|l| (l.url.path(), l.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("/dir/sub/n.html", LinkKind::LinkNext),
+                ("/dir/sub/p.html", LinkKind::LinkPrev),
+                ("/dir/sub/a.html", LinkKind::A),
+                ("/dir/sub/area.html", LinkKind::Area),
+                ("/dir/sub/if.html", LinkKind::Iframe),
+            ]
+        );
+    }
+
+    #[test]
+    fn frameset_frames_are_links() {
+        let page = parse(
+            r#"<html><frameset cols="50%,50%"><frame src="left.html"><frame src="right.html">
+               </frameset></html>"#,
+        );
+        assert_eq!(
+            link_urls(&page),
+            [
+                "http://example.com/dir/sub/left.html",
+                "http://example.com/dir/sub/right.html"
+            ]
+        );
+        assert!(page.links.iter().all(|l| l.kind == LinkKind::Frame));
+    }
+
+    #[test]
+    fn link_rel_tokens_are_case_insensitive_and_space_separated() {
+        let page = parse(r#"<link rel="  Prefetch   NEXT " href="n.html">"#);
+        assert_eq!(page.links[0].kind, LinkKind::LinkNext);
+    }
+
+    #[test]
+    fn anchors_without_href_are_not_links() {
+        let page = parse(r#"<a name="x">x</a><a>y</a><iframe></iframe>"#);
+        assert!(page.links.is_empty());
+    }
+
+    #[test]
+    fn links_inside_template_are_inert() {
+        let page = parse(r#"<template><a href="t.html">t</a></template><a href="r.html">r</a>"#);
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/r.html"]);
+    }
+
+    // --- base ---
+
+    #[test]
+    fn absolute_base_href_is_used() {
+        let page = parse(
+            r#"<head><base href="http://cdn.example.org/root/"></head><a href="x.html">x</a>"#,
+        );
+        assert_eq!(page.base.as_str(), "http://cdn.example.org/root/");
+        assert_eq!(link_urls(&page), ["http://cdn.example.org/root/x.html"]);
+    }
+
+    #[test]
+    fn relative_base_href_resolves_against_page() {
+        let page = parse(r#"<base href="../other/"><a href="x.html">x</a>"#);
+        assert_eq!(page.base.as_str(), "http://example.com/dir/other/");
+        assert_eq!(link_urls(&page), ["http://example.com/dir/other/x.html"]);
+    }
+
+    #[test]
+    fn first_base_with_href_wins() {
+        let page = parse(
+            r#"<base target="_blank"><base href="/one/"><base href="/two/"><a href="x">x</a>"#,
+        );
+        assert_eq!(link_urls(&page), ["http://example.com/one/x"]);
+    }
+
+    #[test]
+    fn base_later_in_document_still_applies_to_earlier_links() {
+        let page = parse(r#"<a href="x">x</a><base href="/late/">"#);
+        assert_eq!(link_urls(&page), ["http://example.com/late/x"]);
+    }
+
+    #[test]
+    fn invalid_base_is_ignored() {
+        let page = parse(r#"<base href="http://[bad/"><a href="x.html">x</a>"#);
+        assert_eq!(page.base.as_str(), PAGE);
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/x.html"]);
+    }
+
+    #[test]
+    fn non_http_base_is_ignored() {
+        let page = parse(r#"<base href="javascript:void(0)"><a href="x.html">x</a>"#);
+        assert_eq!(page.base.as_str(), PAGE);
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/x.html"]);
+    }
+
+    #[test]
+    fn empty_href_with_base_points_at_base_not_page() {
+        let page = parse(r#"<base href="/b/"><a href="">x</a>"#);
+        assert_eq!(link_urls(&page), ["http://example.com/b/"]);
+    }
+
+    // --- schemes ---
+
+    #[test]
+    fn unfetchable_schemes_are_skipped() {
+        let page = parse(
+            r#"<a href="javascript:go()">1</a><a href="JavaScript:go()">2</a>
+               <a href="data:text/html,hi">3</a><a href="tel:+123">4</a>
+               <a href="vbscript:x">5</a><a href="about:blank">6</a>
+               <a href="blob:http://example.com/uuid">7</a><a href="ftp://example.com/f">8</a>
+               <a href="file:///etc/passwd">9</a><a href="news:comp.lang">10</a>"#,
+        );
+        assert!(page.links.is_empty(), "{:?}", link_urls(&page));
+        assert!(page.mailto.is_empty());
+    }
+
+    #[test]
+    fn unparsable_hrefs_are_skipped() {
+        let page = parse(r#"<a href="http://[::1">x</a><a href="http://">y</a><a href="ok">z</a>"#);
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/ok"]);
+    }
+
+    #[test]
+    fn mailto_addresses_are_collected_decoded_deduped_in_order() {
+        let page = parse(
+            r#"<a href="mailto:bob@example.com?subject=hi">b</a>
+               <a href="MAILTO:alice%40example.com">a</a>
+               <a href="mailto:bob@example.com">again</a>
+               <a href="mailto:carol@example.com,%20dave@example.com">cd</a>
+               <a href="mailto:?to=nobody@example.com">empty</a>"#,
+        );
+        assert_eq!(
+            page.mailto,
+            [
+                "bob@example.com",
+                "alice@example.com",
+                "carol@example.com",
+                "dave@example.com"
+            ]
+        );
+        assert!(page.links.is_empty());
+    }
+
+    // --- nofollow ---
+
+    #[test]
+    fn rel_nofollow_marks_link() {
+        let page = parse(r#"<a href="a" rel="nofollow">a</a><a href="b">b</a>"#);
+        assert!(page.links[0].nofollow);
+        assert!(!page.links[1].nofollow);
+    }
+
+    #[test]
+    fn rel_nofollow_among_other_tokens_in_any_case() {
+        let page = parse(
+            r#"<a href="a" rel="noopener NoFollow external">a</a>
+               <a href="b" rel="noopener	nofollow">b</a><area href="c" rel="NOFOLLOW">"#,
+        );
+        assert!(page.links.iter().all(|l| l.nofollow));
+    }
+
+    #[test]
+    fn rel_token_must_match_whole() {
+        let page = parse(r#"<a href="a" rel="nofollowme">a</a><a href="b" rel="no-follow">b</a>"#);
+        assert!(page.links.iter().all(|l| !l.nofollow));
+    }
+
+    #[test]
+    fn duplicate_links_keep_first_occurrence_and_are_followable_if_any_is() {
+        let page = parse(
+            r#"<a href="b">b1</a><a href="a" rel="nofollow">a1</a><iframe src="b"></iframe>
+               <a href="a#x">a2</a><a href="c" rel="nofollow">c1</a><a href="c" rel="nofollow">c2</a>"#,
+        );
+        let got: Vec<(&str, LinkKind, bool)> = page
+            .links
+            .iter()
+            .map(|l| (l.url.path(), l.kind, l.nofollow))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("/dir/sub/b", LinkKind::A, false),
+                ("/dir/sub/a", LinkKind::A, false),
+                ("/dir/sub/c", LinkKind::A, true),
+            ]
+        );
+    }
+
+    // --- meta robots ---
+
+    fn robots(meta: &str) -> MetaRobots {
+        parse(&format!("<head>{meta}</head><a href=\"x\">x</a>")).meta_robots
+    }
+
+    #[test]
+    fn no_meta_robots_means_index_follow() {
+        assert_eq!(robots(""), MetaRobots::default());
+    }
+
+    #[test]
+    fn meta_robots_noindex() {
+        let r = robots(r#"<meta name="robots" content="noindex">"#);
+        assert!(r.noindex && !r.nofollow);
+    }
+
+    #[test]
+    fn meta_robots_list_is_case_insensitive_with_spaces() {
+        let r = robots(r#"<meta name="ROBOTS" content=" NoFollow , index ">"#);
+        assert!(!r.noindex && r.nofollow);
+    }
+
+    #[test]
+    fn meta_robots_none_means_both() {
+        let r = robots(r#"<meta name="robots" content="NONE">"#);
+        assert!(r.noindex && r.nofollow);
+    }
+
+    #[test]
+    fn meta_crawltop_counts_as_robots() {
+        let r = robots(r#"<meta name="CrawlTop" content="noindex,nofollow">"#);
+        assert!(r.noindex && r.nofollow);
+    }
+
+    #[test]
+    fn meta_for_other_agents_is_ignored() {
+        let r = robots(
+            r#"<meta name="googlebot" content="none"><meta name="description" content="noindex">"#,
+        );
+        assert_eq!(r, MetaRobots::default());
+    }
+
+    #[test]
+    fn meta_directives_from_several_tags_add_up() {
+        let r = robots(
+            r#"<meta name="robots" content="noindex"><meta name="crawltop" content="nofollow">"#,
+        );
+        assert!(r.noindex && r.nofollow);
+    }
+
+    #[test]
+    fn meta_nofollow_keeps_links_but_marks_them() {
+        let page =
+            parse(r#"<meta name="robots" content="nofollow"><a href="a">a</a><a href="b">b</a>"#);
+        assert_eq!(page.links.len(), 2);
+        assert!(page.links.iter().all(|l| l.nofollow));
+    }
+
+    // --- malformed HTML ---
+
+    #[test]
+    fn unclosed_tags_still_yield_links_and_text() {
+        let page = parse("<div><p>one<p>two<ul><li><a href=a.html>first<li><a href=b.html>second");
+        assert_eq!(link_urls(&page).len(), 2);
+        assert_eq!(page.text, "one\ntwo\nfirst\nsecond");
+    }
+
+    #[test]
+    fn stray_end_tags_are_ignored() {
+        let page = parse("</div></p><p>text</div> more</span> <a href='x'>x</a></a></a>");
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/x"]);
+        assert_eq!(page.text, "text more x");
+    }
+
+    #[test]
+    fn unquoted_attributes_are_read() {
+        assert_eq!(
+            only_link("<a class=nav href=/a/b.html?x=1 rel=nofollow>x</a>"),
+            "http://example.com/a/b.html?x=1"
+        );
+    }
+
+    #[test]
+    fn tag_never_closed_at_end_of_input_is_dropped_like_a_browser() {
+        // The tokenizer hits end of file inside the tag: the HTML standard drops the tag.
+        let page = parse(r"<p>before</p><a href=x.html");
+        assert!(page.links.is_empty());
+        assert_eq!(page.text, "before");
+    }
+
+    #[test]
+    fn unclosed_anchor_wraps_the_rest_of_the_text() {
+        let page = parse(r"<a href=x.html>click <b>here<p>after");
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/x.html"]);
+        assert_eq!(page.text, "click here\nafter");
+    }
+
+    #[test]
+    fn anchor_missing_closing_bracket_swallows_next_tag_as_attributes() {
+        // `<a href=x.html <p>y</p>`: "<p" becomes an attribute name, so the anchor is kept.
+        let page = parse(r"<a href=x.html <p>y</p>");
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/x.html"]);
+    }
+
+    #[test]
+    fn nested_anchors_are_split_as_a_browser_does() {
+        let page = parse(r#"<a href="1">one <a href="2">two</a></a>"#);
+        assert_eq!(
+            link_urls(&page),
+            [
+                "http://example.com/dir/sub/1",
+                "http://example.com/dir/sub/2"
+            ]
+        );
+    }
+
+    // --- text ---
+
+    #[test]
+    fn text_excludes_head_script_style_noscript_template_and_title() {
+        let page = parse(
+            r#"<html><head><title>T</title><style>p{}</style><script>var a;</script>
+               <meta name="x" content="y"></head><body><script>alert(1)</script>
+               <noscript>enable js</noscript><template><p>tmpl</p></template>
+               <p>visible</p><style>.x{}</style></body></html>"#,
+        );
+        assert_eq!(page.text, "visible");
+        assert_eq!(page.title.as_deref(), Some("T"));
+    }
+
+    #[test]
+    fn blocks_start_new_lines_and_inline_elements_do_not() {
+        let page = parse(
+            "<h1>Head</h1><p>Some <b>bold</b> and <i>it</i>alic.</p><div>d1<div>d2</div>d3</div>\
+             <section>s</section><article>a</article><header>h</header><footer>f</footer>\
+             <blockquote>q</blockquote>",
+        );
+        assert_eq!(
+            page.text,
+            "Head\nSome bold and italic.\nd1\nd2\nd3\ns\na\nh\nf\nq"
+        );
+    }
+
+    #[test]
+    fn br_breaks_a_line() {
+        assert_eq!(parse("one<br>two<br/><br>three").text, "one\ntwo\nthree");
+    }
+
+    #[test]
+    fn whitespace_is_collapsed_within_a_line() {
+        let page = parse("<p>  a \n\t b&nbsp;&nbsp;c   </p>\n\n<p>\n</p><p>d</p>");
+        assert_eq!(page.text, "a b c\nd");
+    }
+
+    #[test]
+    fn table_cells_join_with_a_space_and_rows_are_lines() {
+        let page = parse(
+            "<table><tr><th>Name</th><th>Age</th></tr><tr><td>Ann</td><td>31</td></tr>\
+             <tr><td><b>Bo</b></td><td></td><td>x</td></tr></table>",
+        );
+        assert_eq!(page.text, "Name Age\nAnn 31\nBo x");
+    }
+
+    #[test]
+    fn pre_keeps_its_lines_and_collapses_spaces_within() {
+        let page = parse("<p>intro</p><pre>line  one\n  line two\n\n\nline three</pre>after");
+        assert_eq!(page.text, "intro\nline one\nline two\nline three\nafter");
+    }
+
+    #[test]
+    fn list_items_are_lines() {
+        assert_eq!(parse("<ul><li>a</li><li>b<li>c</ul>").text, "a\nb\nc");
+    }
+
+    #[test]
+    fn control_characters_never_reach_the_text() {
+        let page = parse("<p>a\u{1b}[31mb\u{7}c</p>");
+        assert_eq!(page.text, "a [31mb c");
+    }
+
+    #[test]
+    fn entities_are_decoded_in_text_and_title() {
+        let page = parse("<title>A &amp; B</title><p>&lt;tag&gt; &eacute;</p>");
+        assert_eq!(page.title.as_deref(), Some("A & B"));
+        assert_eq!(page.text, "<tag> é");
+    }
+
+    #[test]
+    fn title_whitespace_is_collapsed_and_blank_title_is_none() {
+        assert_eq!(
+            parse("<title>\n  My \t Page \n</title>").title.as_deref(),
+            Some("My Page")
+        );
+        assert_eq!(parse("<title>   </title>").title, None);
+        assert_eq!(parse("<p>no title</p>").title, None);
+    }
+
+    #[test]
+    fn svg_title_is_not_the_page_title() {
+        let page = parse("<body><svg><title>icon</title></svg><p>x</p>");
+        assert_eq!(page.title, None);
+        let page = parse("<body><svg><title>icon</title></svg><title>Real</title>");
+        assert_eq!(page.title.as_deref(), Some("Real"));
+    }
+
+    #[test]
+    fn first_title_wins() {
+        let page = parse("<title>One</title><body><title>Two</title>");
+        assert_eq!(page.title.as_deref(), Some("One"));
+    }
+
+    #[test]
+    fn text_is_stable_across_runs() {
+        let html = "<div>a<p>b</p>c<table><tr><td>1<td>2</table></div>";
+        assert_eq!(parse(html).text, parse(html).text);
+        assert_eq!(parse(html).text, "a\nb\nc\n1 2");
+    }
+
+    // --- encodings ---
+
+    #[test]
+    fn meta_charset_windows_1252_decodes_e9_as_e_acute() {
+        let body = b"<html><head><meta charset=\"windows-1252\"></head><p>caf\xE9</p>";
+        let page = parse_html(body, Some("text/html"), &page_url());
+        assert_eq!(page.text, "café");
+        assert_eq!(page.encoding, "windows-1252");
+    }
+
+    #[test]
+    fn meta_http_equiv_iso_8859_1_decodes_e9() {
+        let body = b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=ISO-8859-1\">\
+                     <title>r\xE9sum\xE9</title><p>\xE9t\xE9</p>";
+        let page = parse_html(body, None, &page_url());
+        assert_eq!(page.title.as_deref(), Some("résumé"));
+        assert_eq!(page.text, "été");
+        // WHATWG maps the ISO-8859-1 label to windows-1252.
+        assert_eq!(page.encoding, "windows-1252");
+    }
+
+    #[test]
+    fn meta_content_charset_without_http_equiv_is_ignored() {
+        let body = b"<meta content=\"text/html; charset=windows-1252\"><p>\xC3\xA9</p>";
+        let (text, encoding) = decode(body, None);
+        assert_eq!(encoding, UTF_8);
+        assert!(text.ends_with("<p>é</p>"));
+    }
+
+    #[test]
+    fn meta_beyond_first_1024_bytes_is_not_seen() {
+        let mut body = format!("<!-- {} -->", "x".repeat(1024)).into_bytes();
+        body.extend_from_slice(b"<meta charset=windows-1252><p>\xE9</p>");
+        let (_, encoding) = decode(&body, None);
+        assert_eq!(encoding, UTF_8);
+    }
+
+    #[test]
+    fn meta_inside_comment_is_not_seen() {
+        let (_, encoding) = decode(b"<!-- <meta charset=windows-1252> --><p>x</p>", None);
+        assert_eq!(encoding, UTF_8);
+    }
+
+    #[test]
+    fn meta_in_attribute_value_of_other_tag_is_not_seen() {
+        let (_, encoding) = decode(b"<div title='<meta charset=windows-1252>'>x</div>", None);
+        assert_eq!(encoding, UTF_8);
+    }
+
+    #[test]
+    fn meta_utf16_label_means_utf8() {
+        let (_, encoding) = decode(b"<meta charset=utf-16le><p>x</p>", None);
+        assert_eq!(encoding, UTF_8);
+    }
+
+    #[test]
+    fn header_charset_overrides_meta() {
+        let body = b"<meta charset=\"windows-1252\"><p>\xC3\xA9</p>";
+        let page = parse_html(body, Some("text/html; charset=UTF-8"), &page_url());
+        assert_eq!(page.text, "é");
+        assert_eq!(page.encoding, "UTF-8");
+    }
+
+    #[test]
+    fn header_charset_quoted_and_cased() {
+        let (text, encoding) = decode(b"\xE9", Some("Text/HTML; Charset=\"ISO-8859-1\""));
+        assert_eq!(encoding, WINDOWS_1252);
+        assert_eq!(text, "é");
+    }
+
+    #[test]
+    fn unknown_header_charset_falls_back_to_meta() {
+        let body = b"<meta charset=windows-1252><p>\xE9</p>";
+        let page = parse_html(body, Some("text/html; charset=bogus-42"), &page_url());
+        assert_eq!(page.text, "é");
+    }
+
+    #[test]
+    fn unknown_labels_everywhere_fall_back_to_utf8() {
+        let (_, encoding) = decode(
+            b"<meta charset=nonsense><p>x</p>",
+            Some("text/html; charset=x"),
+        );
+        assert_eq!(encoding, UTF_8);
+    }
+
+    #[test]
+    fn replacement_encoding_label_is_treated_as_unknown() {
+        let (text, encoding) = decode(b"<p>hello</p>", Some("text/html; charset=iso-2022-kr"));
+        assert_eq!(encoding, UTF_8);
+        assert_eq!(text, "<p>hello</p>");
+    }
+
+    #[test]
+    fn utf8_bom_overrides_header_and_meta() {
+        let body = b"\xEF\xBB\xBF<meta charset=windows-1252><p>\xC3\xA9</p>";
+        let page = parse_html(body, Some("text/html; charset=windows-1252"), &page_url());
+        assert_eq!(page.text, "é");
+        assert_eq!(page.encoding, "UTF-8");
+    }
+
+    #[test]
+    fn utf16_bom_is_honoured_and_stripped() {
+        let mut body = vec![0xFF, 0xFE];
+        for unit in "<p>é</p>".encode_utf16() {
+            body.extend_from_slice(&unit.to_le_bytes());
+        }
+        let (text, encoding) = decode(&body, Some("text/html; charset=windows-1252"));
+        assert_eq!(encoding, UTF_16LE);
+        assert_eq!(text, "<p>é</p>");
+    }
+
+    #[test]
+    fn garbage_bytes_decode_with_replacement_characters() {
+        let body = b"<p>ok \xFF\xFE\xC0\x80 \xE2\x82</p><a href=\"x\xFF.html\">x</a>";
+        let page = parse_html(body, Some("text/html"), &page_url());
+        assert!(page.text.starts_with("ok \u{FFFD}"), "{}", page.text);
+        assert_eq!(
+            link_urls(&page),
+            ["http://example.com/dir/sub/x%EF%BF%BD.html"]
+        );
+    }
+
+    #[test]
+    fn empty_body_gives_empty_page() {
+        let page = parse_html(b"", None, &page_url());
+        assert_eq!(page.title, None);
+        assert!(page.links.is_empty() && page.mailto.is_empty());
+        assert_eq!(page.text, "");
+        assert_eq!(page.encoding, "UTF-8");
+        assert_eq!(page.base, page_url());
+        assert_eq!(page.coverage, Coverage::Whole);
+    }
+
+    #[test]
+    fn prescan_survives_truncated_tags() {
+        for body in [
+            &b"<meta charset="[..],
+            b"<meta",
+            b"<!--",
+            b"<a href='",
+            b"</",
+            b"<meta x='",
+        ] {
+            assert_eq!(decode(body, None).1, UTF_8, "{body:?}");
+        }
+    }
+
+    // --- size ---
+
+    #[test]
+    fn two_megabyte_page_parses() {
+        let mut html = String::from("<html><body>");
+        let mut i = 0;
+        while html.len() < 2 * 1024 * 1024 {
+            writeln!(
+                html,
+                "<p>paragraph {i} with some words <a href=\"/p{i}\">l</a></p>"
+            )
+            .expect("writing to a String cannot fail");
+            i += 1;
+        }
+        let page = parse(&html);
+        assert_eq!(page.coverage, Coverage::Whole);
+        assert_eq!(page.links.len(), i);
+        assert_eq!(page.text.lines().count(), i);
+    }
+
+    #[test]
+    fn ten_thousand_links_are_all_found_in_order() {
+        let mut html = String::new();
+        for i in 0..10_000 {
+            write!(html, "<a href=\"/l/{i}\">{i}</a> ").expect("writing to a String cannot fail");
+        }
+        let page = parse(&html);
+        assert_eq!(page.links.len(), 10_000);
+        assert_eq!(page.links[9_999].url.path(), "/l/9999");
+        assert!(
+            page.links
+                .iter()
+                .enumerate()
+                .all(|(i, l)| l.url.path() == format!("/l/{i}"))
+        );
+    }
+
+    #[test]
+    fn nesting_below_the_limit_is_parsed_whole() {
+        let depth = MAX_DEPTH - 10;
+        let html = format!("{}<a href=\"deep\">deep</a>", "<div>".repeat(depth));
+        let page = parse(&html);
+        assert_eq!(page.coverage, Coverage::Whole);
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/deep"]);
+        assert_eq!(page.text, "deep");
+    }
+
+    #[test]
+    fn runaway_nesting_stops_the_parse_and_keeps_what_came_before() {
+        let html = format!(
+            "<title>t</title><p>before <a href=\"early\">e</a></p>{}<a href=\"late\">l</a>",
+            "<div>".repeat(100_000)
+        );
+        let page = parse(&html);
+        let Coverage::CutAtDepth { parsed_bytes } = page.coverage else {
+            panic!("expected a cut, got {:?}", page.coverage);
+        };
+        assert!(parsed_bytes < html.len() / 10, "cut late: {parsed_bytes}");
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/early"]);
+        assert_eq!(page.title.as_deref(), Some("t"));
+        assert_eq!(page.text, "before e");
+    }
+
+    #[test]
+    fn many_unclosed_inline_elements_are_parsed() {
+        let html = format!("{}text", "<span>".repeat(400));
+        let page = parse(&html);
+        assert_eq!(page.coverage, Coverage::Whole);
+        assert_eq!(page.text, "text");
+    }
+
+    #[test]
+    fn chunk_boundaries_inside_multibyte_characters_are_safe() {
+        let html = format!("<p>{}</p>", "é€😀".repeat(3 * PARSE_CHUNK));
+        let page = parse(&html);
+        assert_eq!(page.text.chars().count(), 9 * PARSE_CHUNK);
+    }
+
+    // --- is_html ---
+
+    #[test]
+    fn is_html_accepts_html_and_xhtml_with_parameters_and_case() {
+        assert!(is_html(Some("text/html")));
+        assert!(is_html(Some("TEXT/HTML; charset=utf-8")));
+        assert!(is_html(Some(" application/xhtml+xml ;q=1")));
+    }
+
+    #[test]
+    fn is_html_rejects_everything_else() {
+        assert!(!is_html(None));
+        assert!(!is_html(Some("")));
+        assert!(!is_html(Some("text/plain")));
+        assert!(!is_html(Some("text/htmlx")));
+        assert!(!is_html(Some("application/json; x=text/html")));
+    }
+}
