@@ -12,6 +12,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
+use crate::config::CrawlConfig;
+use crate::engine::{self, Command as EngineCommand};
+use crate::headless;
+use crate::snapshot::CommandSource;
 use crate::testweb::{self, GenOptions, ServeOptions, Server};
 
 #[derive(Debug, Parser)]
@@ -32,6 +36,97 @@ pub enum Command {
     GenSite(GenSiteArgs),
     /// Serve a generated web on loopback, one port per site, logging every request.
     Serve(ServeArgs),
+    /// Crawl from the seeds, politely: robots.txt obeyed, one connection per site, a delay
+    /// between contacts. Prints progress on stderr; writes the stats files on every exit.
+    Crawl(Box<CrawlArgs>),
+}
+
+/// `crawltop crawl`: every flag is optional and overrides the same key of `--config`.
+#[derive(Debug, Args)]
+pub struct CrawlArgs {
+    /// Seed URLs (http or https).
+    pub seeds: Vec<String>,
+    /// A file of seed URLs, one a line; blank lines and lines starting with # are skipped.
+    #[arg(long)]
+    pub seeds_file: Option<PathBuf>,
+    /// A TOML file with the same keys as the flags (`delay_ms` = 100, scope = "host", ...);
+    /// flags win. Unknown keys are an error.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Concurrent fetches [default: 16].
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Connections to one site at a time [default: 1].
+    #[arg(long)]
+    pub per_site: Option<usize>,
+    /// Politeness delay between two contacts of one site, in ms [default: 1000].
+    #[arg(long)]
+    pub delay_ms: Option<u64>,
+    /// Cap on a robots.txt Crawl-delay, in ms [default: 30000].
+    #[arg(long)]
+    pub max_crawl_delay_ms: Option<u64>,
+    /// Also wait FACTOR times a site's last response time between its contacts [default: off].
+    #[arg(long, value_name = "FACTOR")]
+    pub adaptive_delay: Option<f64>,
+    /// Link depth limit: seeds are 0, links on a depth-d page are d+1 [default: 20].
+    #[arg(long)]
+    pub depth: Option<u32>,
+    /// Queue at most N URLs in all [default: no limit].
+    #[arg(long)]
+    pub max_pages: Option<u64>,
+    /// Queue at most N URLs of one site [default: no limit].
+    #[arg(long)]
+    pub max_pages_per_site: Option<u64>,
+    /// What may be crawled: the seeds' origins, hosts, registrable domains, or anything
+    /// [default: origin].
+    #[arg(long, value_enum)]
+    pub scope: Option<crate::scope::ScopeKind>,
+    /// Only URLs matching this regex (repeatable: any of them).
+    #[arg(long)]
+    pub include: Vec<String>,
+    /// Never URLs matching this regex (repeatable; wins over --include).
+    #[arg(long)]
+    pub exclude: Vec<String>,
+    /// The User-Agent header [default: crawltop/VERSION (+<https://github.com/crawltop/crawltop>)].
+    /// robots.txt groups are matched against the product token `crawltop` either way.
+    #[arg(long)]
+    pub user_agent: Option<String>,
+    /// Do not fetch or obey robots.txt (only for sites you own).
+    #[arg(long)]
+    pub ignore_robots: bool,
+    /// Patience for a connection, in ms [default: 10000].
+    #[arg(long)]
+    pub connect_timeout_ms: Option<u64>,
+    /// Total patience for one fetch, headers and body, in ms [default: 30000].
+    #[arg(long)]
+    pub timeout_ms: Option<u64>,
+    /// Body cap after decompression; the rest is dropped and the URL says so [default: 10 MiB].
+    #[arg(long)]
+    pub max_body_bytes: Option<u64>,
+    /// Redirect hops followed from one URL [default: 10].
+    #[arg(long)]
+    pub max_redirects: Option<u32>,
+    /// Retries of one URL after 429/503 answers [default: 3].
+    #[arg(long)]
+    pub max_retries: Option<u32>,
+    /// Keep cookies, one jar per site [default: off].
+    #[arg(long)]
+    pub cookies: bool,
+    /// Send every request through this HTTP proxy.
+    #[arg(long)]
+    pub proxy: Option<String>,
+    /// No dashboard, progress lines on stderr (the default when stdout is not a terminal).
+    #[arg(long)]
+    pub headless: bool,
+    /// Write the final statistics (JSON) here, on every exit.
+    #[arg(long)]
+    pub stats_out: Option<PathBuf>,
+    /// Write one CSV row per site here.
+    #[arg(long)]
+    pub sites_out: Option<PathBuf>,
+    /// Write one JSON line per URL here.
+    #[arg(long)]
+    pub urls_out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -88,6 +183,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::GenSite(args) => gen_site(&args),
         Command::Serve(args) => serve(args),
+        Command::Crawl(args) => crawl(&args),
     }
 }
 
@@ -162,6 +258,98 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "served {} requests, {} bytes in {:.1} s",
             stats.requests, stats.bytes, stats.uptime_s
         );
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The configuration a `crawl` runs with: the `--config` file, then the flags over it.
+pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
+    let mut cfg = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the config file {}", path.display()))?;
+            toml::from_str::<CrawlConfig>(&text)
+                .with_context(|| format!("the config file {} does not parse", path.display()))?
+        }
+        None => CrawlConfig::default(),
+    };
+    cfg.seeds.extend(args.seeds.iter().cloned());
+    if let Some(path) = &args.seeds_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the seeds file {}", path.display()))?;
+        cfg.seeds.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string),
+        );
+    }
+    macro_rules! set {
+        ($($field:ident),*) => { $( if let Some(v) = args.$field.clone() { cfg.$field = v; } )* };
+    }
+    set!(
+        workers,
+        per_site,
+        delay_ms,
+        max_crawl_delay_ms,
+        connect_timeout_ms,
+        timeout_ms,
+        max_body_bytes,
+        max_redirects,
+        max_retries,
+        user_agent,
+        scope
+    );
+    macro_rules! set_opt {
+        ($($field:ident),*) => { $( if args.$field.is_some() { cfg.$field = args.$field.clone(); } )* };
+    }
+    set_opt!(
+        adaptive_delay,
+        max_pages,
+        max_pages_per_site,
+        proxy,
+        stats_out,
+        sites_out,
+        urls_out,
+        depth
+    );
+    cfg.include.extend(args.include.iter().cloned());
+    cfg.exclude.extend(args.exclude.iter().cloned());
+    cfg.ignore_robots |= args.ignore_robots;
+    cfg.cookies |= args.cookies;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
+    let cfg = crawl_config(args)?;
+    runtime()?.block_on(async move {
+        let handle = engine::spawn(cfg)?;
+        let commander = handle.commander();
+        let abort = handle.abort_token();
+        // First Ctrl-C or SIGTERM: stop gracefully; a second Ctrl-C: end at once.
+        let signals = tokio::spawn(async move {
+            let Ok(mut term) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            else {
+                return;
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            eprintln!("crawltop: stopping (in-flight requests finish; Ctrl-C again to end now)");
+            commander.send(EngineCommand::Stop, CommandSource::Signal);
+            let _ = tokio::signal::ctrl_c().await;
+            eprintln!("crawltop: ending now");
+            abort.cancel();
+        });
+        let reporter = tokio::spawn(headless::report(handle.snapshots()));
+        let summary = handle.finished().await;
+        signals.abort();
+        let _ = reporter.await;
+        let summary = summary?;
+        headless::print_summary(&summary);
         Ok(ExitCode::SUCCESS)
     })
 }

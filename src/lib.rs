@@ -8,12 +8,22 @@
 //! - [`frontier`]: the Mercator frontier: which URL next, and when each site may be contacted.
 //! - [`robots`]: robots.txt per site: state, rules, crawl delay.
 //! - [`backoff`]: server pushback timing: exponential backoff and `Retry-After`.
+//! - [`config`]: the crawl's settings and their defaults.
+//! - [`engine`]: the crawl itself, behind a handle: snapshots out, commands in.
+//! - [`fetch`]: the HTTP edge: one GET, one outcome.
+//! - [`headless`]: progress lines and the summary when there is no dashboard.
+//! - [`snapshot`]: the published state of a crawl, and the stats file's schema.
 //! - [`testweb`]: the project's own web (`gen-site`, `serve`): generator, server, request log.
 pub mod backoff;
 pub mod canonical;
 pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod fetch;
 pub mod frontier;
+pub mod headless;
 pub mod parse;
 pub mod robots;
 pub mod scope;
+pub mod snapshot;
 pub mod testweb;

@@ -31,10 +31,11 @@ use crate::backoff::Backoff;
 pub const BODY_LIMIT: usize = robotxt::BYTE_LIMIT;
 
 /// Where a site stands with its robots.txt (DESIGN.md, "The object model").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum RobotsState {
     /// Not resolved yet: nothing but robots.txt may be fetched.
+    #[default]
     Discovered,
     /// Fetched (2xx) and parsed: its rules are obeyed.
     Handled,

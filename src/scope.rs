@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use url::{Host, Url};
 
 /// How far from the seeds the crawl may go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum ScopeKind {
     /// Same scheme, host and port as a seed: the seeds' sites, robots.txt's unit.

@@ -1,0 +1,341 @@
+//! The crawl's configuration: every knob with its default, readable from TOML.
+//!
+//! It owns the names, defaults and validation of the settings; the command line fills it from
+//! flags (which win over a `--config` file). It never acts on them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::scope::ScopeKind;
+
+/// The product token robots.txt groups are matched against.
+pub const PRODUCT_TOKEN: &str = "crawltop";
+
+/// The default User-Agent: the product token, the version, and where to read about the bot.
+pub fn default_user_agent() -> String {
+    format!(
+        "{PRODUCT_TOKEN}/{} (+https://github.com/crawltop/crawltop)",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// Everything a crawl needs to know. Durations are whole milliseconds, as in the TOML file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CrawlConfig {
+    /// Where the crawl starts.
+    pub seeds: Vec<String>,
+    /// Concurrent fetches (worker slots).
+    pub workers: usize,
+    /// Connections to one site at a time.
+    pub per_site: usize,
+    /// Politeness delay between contacts of one site.
+    pub delay_ms: u64,
+    /// Cap on a robots.txt Crawl-delay.
+    pub max_crawl_delay_ms: u64,
+    /// Wait at least this factor times a site's last response time between its contacts.
+    pub adaptive_delay: Option<f64>,
+    /// Link depth limit: seeds are 0, links on a depth-d page are d+1.
+    pub depth: Option<u32>,
+    pub max_pages: Option<u64>,
+    pub max_pages_per_site: Option<u64>,
+    pub scope: ScopeKind,
+    /// Regexes; a URL must match one of them when any are given.
+    pub include: Vec<String>,
+    /// Regexes; a URL matching any of them is ignored.
+    pub exclude: Vec<String>,
+    pub user_agent: String,
+    pub ignore_robots: bool,
+    pub connect_timeout_ms: u64,
+    /// Total patience for one fetch: headers and body.
+    pub timeout_ms: u64,
+    /// Body cap, counted after decompression; the rest is dropped and the resource says so.
+    pub max_body_bytes: u64,
+    /// Redirect hops followed from one URL.
+    pub max_redirects: u32,
+    /// Retries of one URL after 429/503 answers.
+    pub max_retries: u32,
+    pub cookies: bool,
+    pub proxy: Option<String>,
+    pub stats_out: Option<PathBuf>,
+    pub sites_out: Option<PathBuf>,
+    pub urls_out: Option<PathBuf>,
+}
+
+impl Default for CrawlConfig {
+    fn default() -> Self {
+        CrawlConfig {
+            seeds: Vec::new(),
+            workers: 16,
+            per_site: 1,
+            delay_ms: 1000,
+            max_crawl_delay_ms: 30_000,
+            adaptive_delay: None,
+            depth: Some(20),
+            max_pages: None,
+            max_pages_per_site: None,
+            scope: ScopeKind::Origin,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            user_agent: default_user_agent(),
+            ignore_robots: false,
+            connect_timeout_ms: 10_000,
+            timeout_ms: 30_000,
+            max_body_bytes: 10 * 1024 * 1024,
+            max_redirects: 10,
+            max_retries: 3,
+            cookies: false,
+            proxy: None,
+            stats_out: None,
+            sites_out: None,
+            urls_out: None,
+        }
+    }
+}
+
+/// The most workers a crawl may have: beyond this a typo, not a plan.
+pub const MAX_WORKERS: usize = 4096;
+
+/// A setting that cannot work, named.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("no seed URL: give at least one, on the command line or with --seeds-file")]
+    NoSeeds,
+    #[error("seed {seed:?} is not a valid URL: {reason}")]
+    BadSeed { seed: String, reason: String },
+    #[error("seed {0:?} is not an http or https URL")]
+    SeedScheme(String),
+    #[error("{name} must be between {min} and {max}, not {value}")]
+    OutOfRange {
+        name: &'static str,
+        value: String,
+        min: String,
+        max: String,
+    },
+    #[error("{flag} {pattern:?} is not a valid regex: {reason}")]
+    BadRegex {
+        flag: &'static str,
+        pattern: String,
+        reason: String,
+    },
+    #[error("--proxy {0:?} is not a valid URL")]
+    BadProxy(String),
+    #[error("--user-agent must not be empty")]
+    EmptyUserAgent,
+}
+
+impl CrawlConfig {
+    pub fn delay(&self) -> Duration {
+        Duration::from_millis(self.delay_ms)
+    }
+
+    /// Checks every setting and parses the seeds; the first problem is named.
+    pub fn validate(&self) -> Result<Vec<url::Url>, ConfigError> {
+        fn range<T: PartialOrd + ToString + Copy>(
+            name: &'static str,
+            value: T,
+            min: T,
+            max: T,
+        ) -> Result<(), ConfigError> {
+            if value < min || value > max {
+                return Err(ConfigError::OutOfRange {
+                    name,
+                    value: value.to_string(),
+                    min: min.to_string(),
+                    max: max.to_string(),
+                });
+            }
+            Ok(())
+        }
+        range("--workers", self.workers, 1, MAX_WORKERS)?;
+        range("--per-site", self.per_site, 1, 256)?;
+        range("--delay-ms", self.delay_ms, 0, 3_600_000)?;
+        range(
+            "--max-crawl-delay-ms",
+            self.max_crawl_delay_ms,
+            0,
+            86_400_000,
+        )?;
+        range(
+            "--connect-timeout-ms",
+            self.connect_timeout_ms,
+            1,
+            3_600_000,
+        )?;
+        range("--timeout-ms", self.timeout_ms, 1, 86_400_000)?;
+        range("--max-body-bytes", self.max_body_bytes, 1, 1 << 40)?;
+        range("--max-redirects", self.max_redirects, 0, 100)?;
+        range("--max-retries", self.max_retries, 0, 100)?;
+        if let Some(f) = self.adaptive_delay
+            && !(f.is_finite() && (0.0..=1000.0).contains(&f))
+        {
+            return Err(ConfigError::OutOfRange {
+                name: "--adaptive-delay",
+                value: f.to_string(),
+                min: "0".into(),
+                max: "1000".into(),
+            });
+        }
+        if self.user_agent.trim().is_empty() {
+            return Err(ConfigError::EmptyUserAgent);
+        }
+        for (flag, patterns) in [("--include", &self.include), ("--exclude", &self.exclude)] {
+            for p in patterns {
+                regex::Regex::new(p).map_err(|e| ConfigError::BadRegex {
+                    flag,
+                    pattern: p.clone(),
+                    reason: e.to_string(),
+                })?;
+            }
+        }
+        if let Some(p) = &self.proxy {
+            url::Url::parse(p).map_err(|_| ConfigError::BadProxy(p.clone()))?;
+        }
+        if self.seeds.is_empty() {
+            return Err(ConfigError::NoSeeds);
+        }
+        let mut seeds = Vec::new();
+        for s in &self.seeds {
+            let url = url::Url::parse(s.trim()).map_err(|e| ConfigError::BadSeed {
+                seed: s.clone(),
+                reason: e.to_string(),
+            })?;
+            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                return Err(ConfigError::SeedScheme(s.clone()));
+            }
+            seeds.push(url);
+        }
+        Ok(seeds)
+    }
+
+    /// Compiled include and exclude patterns (after [`CrawlConfig::validate`]).
+    pub fn regexes(&self) -> Result<(Vec<regex::Regex>, Vec<regex::Regex>), ConfigError> {
+        let compile = |flag: &'static str, ps: &[String]| {
+            ps.iter()
+                .map(|p| {
+                    regex::Regex::new(p).map_err(|e| ConfigError::BadRegex {
+                        flag,
+                        pattern: p.clone(),
+                        reason: e.to_string(),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok((
+            compile("--include", &self.include)?,
+            compile("--exclude", &self.exclude)?,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_seed() -> CrawlConfig {
+        CrawlConfig {
+            seeds: vec!["http://127.0.0.1:8000/".into()],
+            ..CrawlConfig::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid_with_a_seed() {
+        assert_eq!(with_seed().validate().map(|s| s.len()), Ok(1));
+        assert_eq!(CrawlConfig::default().validate(), Err(ConfigError::NoSeeds));
+    }
+
+    #[test]
+    fn each_bad_setting_is_named() {
+        let cases: Vec<(CrawlConfig, &str)> = vec![
+            (
+                CrawlConfig {
+                    workers: 0,
+                    ..with_seed()
+                },
+                "--workers",
+            ),
+            (
+                CrawlConfig {
+                    per_site: 0,
+                    ..with_seed()
+                },
+                "--per-site",
+            ),
+            (
+                CrawlConfig {
+                    timeout_ms: 0,
+                    ..with_seed()
+                },
+                "--timeout-ms",
+            ),
+            (
+                CrawlConfig {
+                    adaptive_delay: Some(f64::NAN),
+                    ..with_seed()
+                },
+                "--adaptive-delay",
+            ),
+            (
+                CrawlConfig {
+                    include: vec!["(".into()],
+                    ..with_seed()
+                },
+                "--include",
+            ),
+            (
+                CrawlConfig {
+                    exclude: vec!["[z-a]".into()],
+                    ..with_seed()
+                },
+                "--exclude",
+            ),
+            (
+                CrawlConfig {
+                    proxy: Some("not a url".into()),
+                    ..with_seed()
+                },
+                "--proxy",
+            ),
+            (
+                CrawlConfig {
+                    user_agent: " ".into(),
+                    ..with_seed()
+                },
+                "--user-agent",
+            ),
+            (
+                CrawlConfig {
+                    seeds: vec!["nope".into()],
+                    ..with_seed()
+                },
+                "\"nope\"",
+            ),
+            (
+                CrawlConfig {
+                    seeds: vec!["ftp://x/".into()],
+                    ..with_seed()
+                },
+                "http",
+            ),
+        ];
+        for (cfg, needle) in cases {
+            let err = cfg.validate().expect_err(needle).to_string();
+            assert!(err.contains(needle), "{err} lacks {needle}");
+        }
+    }
+
+    #[test]
+    fn toml_with_an_unknown_key_is_refused() {
+        let err = toml::from_str::<CrawlConfig>("workers = 4\nwrokers = 5\n").expect_err("typo");
+        assert!(err.to_string().contains("wrokers"), "{err}");
+        let ok: CrawlConfig =
+            toml::from_str("workers = 4\ndelay_ms = 50\nscope = \"host\"\n").expect("valid");
+        assert_eq!(
+            (ok.workers, ok.delay_ms, ok.scope),
+            (4, 50, ScopeKind::Host)
+        );
+    }
+}

@@ -1,0 +1,1112 @@
+//! The coordinator: the one task that owns all mutable crawl state.
+//!
+//! It owns the frontier, the site table, the resources and the counters; workers are tasks in a
+//! `JoinSet` that fetch (and parse) one URL and hand back a value. It decides what is fetched
+//! next and when, and publishes snapshots. It never blocks on I/O itself (files are written only
+//! at export), and never holds state that a worker could change behind its back: the only
+//! shared cells are the workers' phases, written by each worker and read here.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use super::export;
+use super::sites::Site;
+use super::{Command, EngineError, Summary};
+use crate::backoff::{Backoff, parse_retry_after};
+use crate::canonical::canonicalize;
+use crate::config::{CrawlConfig, PRODUCT_TOKEN};
+use crate::fetch::{FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch};
+use crate::frontier::{Frontier, FrontierConfig, SiteId};
+use crate::parse::ParsedPage;
+use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
+use crate::scope::{IgnoreReason, ScopeRules};
+use crate::snapshot::{
+    BlockedBy, BusyBy, CommandRecord, CommandSource, DelaySource, Errors, HeapRow, Http, LogLine,
+    Politeness, Rates, Resources, RunState, Scheduler, Shares, SiteRow, Snapshot, TaskCounts,
+    WorkerState, Workers,
+};
+
+/// How often a snapshot is published.
+const SNAPSHOT_EVERY: Duration = Duration::from_millis(100);
+/// Samples kept for the 10-second averages (one per snapshot).
+const SAMPLES_10S: usize = 100;
+/// Rows of the heap in a snapshot.
+const HEAP_ROWS: usize = 32;
+/// Warnings kept for the log pane.
+const LOG_LINES: usize = 50;
+
+/// A resource's state (DESIGN.md, "The object model").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum ResourceState {
+    Discovered,
+    FetchIgnored,
+    FetchForbidden,
+    FetchError,
+    Fetched,
+    ParseIgnored,
+    ParseError,
+    Parsed,
+}
+
+const STATES: usize = 8;
+
+/// One URL the crawl learned of.
+#[derive(Debug)]
+pub(super) struct Resource {
+    pub(super) url: Box<str>,
+    pub(super) site: Option<SiteId>,
+    pub(super) depth: u32,
+    pub(super) state: ResourceState,
+    pub(super) status: Option<u16>,
+    pub(super) bytes: u64,
+    pub(super) content_type: Option<Box<str>>,
+    pub(super) referrer: Option<u32>,
+    pub(super) reason: Option<String>,
+    pub(super) hops: u8,
+    pub(super) retries: u8,
+    pub(super) truncated: bool,
+}
+
+/// What a worker hands back.
+enum TaskDone {
+    Robots { site: SiteId, fetch: RobotsFetch },
+    Page(Box<PageDone>),
+}
+
+struct PageDone {
+    id: u32,
+    site: SiteId,
+    outcome: FetchOutcome,
+    parsed: Option<Result<ParsedPage, String>>,
+}
+
+/// A worker slot: its phase cell (written by the worker) and whether it holds a task.
+#[derive(Debug)]
+struct Slots {
+    cells: Vec<Arc<PhaseCell>>,
+    used: Vec<bool>,
+    target: usize,
+    in_use: usize,
+}
+
+impl Slots {
+    fn new(n: usize) -> Slots {
+        let mut s = Slots {
+            cells: Vec::new(),
+            used: Vec::new(),
+            target: 0,
+            in_use: 0,
+        };
+        s.resize(n);
+        s
+    }
+
+    fn resize(&mut self, n: usize) {
+        while self.cells.len() < n {
+            self.cells.push(Arc::new(PhaseCell::new()));
+            self.used.push(false);
+        }
+        self.target = n;
+    }
+
+    fn has_free(&self) -> bool {
+        self.in_use < self.target
+    }
+
+    fn take(&mut self) -> Option<usize> {
+        if !self.has_free() {
+            return None;
+        }
+        let i = self.used.iter().take(self.target).position(|u| !u)?;
+        self.used[i] = true;
+        self.in_use += 1;
+        Some(i)
+    }
+
+    fn release(&mut self, i: usize) {
+        if self.used.get(i).copied().unwrap_or(false) {
+            self.used[i] = false;
+            self.in_use -= 1;
+            self.cells[i].set(Phase::Idle);
+        }
+    }
+}
+
+/// Per-task bookkeeping, so a task that panics still frees its slot and its site.
+#[derive(Debug, Clone, Copy)]
+struct Running {
+    slot: usize,
+    site: SiteId,
+    page: Option<u32>,
+}
+
+pub(super) struct Coordinator {
+    cfg: CrawlConfig,
+    seeds: Vec<Url>,
+    scope: ScopeRules,
+    fetcher: Fetcher,
+    policy: RobotsPolicy,
+    backoff: Backoff,
+    frontier: Frontier<u32>,
+    sites: Vec<Site>,
+    resources: Vec<Resource>,
+    by_url: HashMap<u64, u32>,
+    state_counts: [u64; STATES],
+    slots: Slots,
+    tasks: JoinSet<TaskDone>,
+    running: HashMap<tokio::task::Id, Running>,
+    start: Instant,
+    paused: bool,
+    stopping: bool,
+    delay: Duration,
+    admitted: u64,
+    errors: Errors,
+    http: Http,
+    spider_done: u64,
+    thinker_done: u64,
+    mailto: BTreeSet<String>,
+    commands: Vec<CommandRecord>,
+    log: VecDeque<LogLine>,
+    samples: VecDeque<Shares>,
+    /// (seconds since start, pages fetched, bytes) once a second, for rates.
+    per_second: VecDeque<(f64, u64, u64)>,
+    pages_fetched: u64,
+}
+
+fn fingerprint(url: &str) -> u64 {
+    crate::frontier::fingerprint(url)
+}
+
+impl Coordinator {
+    pub(super) fn new(cfg: CrawlConfig) -> Result<Coordinator, EngineError> {
+        let seeds = cfg.validate()?;
+        let (include, exclude) = cfg.regexes()?;
+        let scope = ScopeRules::new(cfg.scope, &seeds, include, exclude, cfg.depth);
+        let fetch_cfg = FetchConfig {
+            user_agent: cfg.user_agent.clone(),
+            connect_timeout: Duration::from_millis(cfg.connect_timeout_ms),
+            timeout: Duration::from_millis(cfg.timeout_ms),
+            max_body_bytes: cfg.max_body_bytes,
+            cookies: cfg.cookies,
+            proxy: cfg.proxy.as_deref().and_then(|p| Url::parse(p).ok()),
+            max_idle_per_host: cfg.per_site.max(1),
+        };
+        let fetcher = Fetcher::new(&fetch_cfg).map_err(|e| EngineError::Client(e.to_string()))?;
+        let mut policy = RobotsPolicy::new(PRODUCT_TOKEN);
+        policy.max_crawl_delay = Duration::from_millis(cfg.max_crawl_delay_ms);
+        let delay = cfg.delay();
+        let frontier = Frontier::new(FrontierConfig {
+            front_queues: FrontierConfig::DEFAULT_FRONT_QUEUES,
+            back_queues: cfg.workers.saturating_mul(3).max(1),
+            per_site: cfg.per_site,
+            default_delay: delay,
+        });
+        let workers = cfg.workers;
+        Ok(Coordinator {
+            cfg,
+            seeds,
+            scope,
+            fetcher,
+            policy,
+            backoff: Backoff::default(),
+            frontier,
+            sites: Vec::new(),
+            resources: Vec::new(),
+            by_url: HashMap::new(),
+            state_counts: [0; STATES],
+            slots: Slots::new(workers),
+            tasks: JoinSet::new(),
+            running: HashMap::new(),
+            start: Instant::now(),
+            paused: false,
+            stopping: false,
+            delay,
+            admitted: 0,
+            errors: Errors::default(),
+            http: Http::default(),
+            spider_done: 0,
+            thinker_done: 0,
+            mailto: BTreeSet::new(),
+            commands: Vec::new(),
+            log: VecDeque::new(),
+            samples: VecDeque::new(),
+            per_second: VecDeque::new(),
+            pages_fetched: 0,
+        })
+    }
+
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    pub(super) async fn run(
+        mut self,
+        mut commands: mpsc::UnboundedReceiver<(Command, CommandSource)>,
+        snapshots: watch::Sender<Arc<Snapshot>>,
+        abort: CancellationToken,
+    ) -> Result<Summary, EngineError> {
+        self.start = Instant::now();
+        for seed in self.seeds.clone() {
+            self.admit(seed, 0, None, 0);
+        }
+        let mut tick = tokio::time::interval(SNAPSHOT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut commands_open = true;
+        let completed = loop {
+            self.dispatch();
+            if self.tasks.is_empty() && (self.stopping || self.frontier.is_empty()) {
+                break !self.stopping;
+            }
+            let wake = (!self.paused && !self.stopping && self.slots.has_free())
+                .then(|| self.frontier.next_ready_at())
+                .flatten()
+                .map(|t| self.start + t);
+            tokio::select! {
+                biased;
+                () = abort.cancelled() => {
+                    self.tasks.abort_all();
+                    break false;
+                }
+                cmd = commands.recv(), if commands_open => match cmd {
+                    Some((c, source)) => self.command(c, source),
+                    None => commands_open = false,
+                },
+                Some(done) = self.tasks.join_next_with_id() => self.on_task(done),
+                () = sleep_until(wake) => {}
+                _ = tick.tick() => {
+                    self.sample();
+                    snapshots.send_replace(Arc::new(self.snapshot_now()));
+                }
+            }
+        };
+        // Aborted tasks are gone: free what they held so the final numbers add up.
+        for (_, r) in self.running.drain() {
+            self.slots.release(r.slot);
+        }
+        self.sample();
+        let mut last = self.snapshot_now();
+        last.state = RunState::Finished;
+        let last = Arc::new(last);
+        snapshots.send_replace(last.clone());
+        let summary = Summary {
+            snapshot: last,
+            completed,
+            mailto: self.mailto.iter().cloned().collect(),
+        };
+        self.export(&summary)?;
+        Ok(summary)
+    }
+
+    fn command(&mut self, command: Command, source: CommandSource) {
+        self.commands.push(CommandRecord {
+            at_s: self.now().as_secs_f64(),
+            source,
+            command: command.to_string(),
+        });
+        match command {
+            Command::Pause => self.paused = true,
+            Command::Resume => self.paused = false,
+            Command::SetDelay(d) => {
+                self.delay = d;
+                self.frontier.set_default_delay(d);
+            }
+            Command::SetWorkers(n) => {
+                let n = n.clamp(1, crate::config::MAX_WORKERS);
+                self.slots.resize(n);
+            }
+            Command::Stop => self.stopping = true,
+            Command::Export => {
+                let mut snap = self.snapshot_now();
+                snap.state = self.run_state();
+                let summary = Summary {
+                    snapshot: Arc::new(snap),
+                    completed: false,
+                    mailto: self.mailto.iter().cloned().collect(),
+                };
+                if let Err(e) = self.export(&summary) {
+                    self.warn(format!("export failed: {e}"));
+                }
+            }
+        }
+    }
+
+    fn export(&self, summary: &Summary) -> Result<(), EngineError> {
+        export::write_all(&self.cfg, summary, &self.resources, self.start_wall())
+    }
+
+    fn start_wall(&self) -> SystemTime {
+        SystemTime::now() - self.now()
+    }
+
+    fn warn(&mut self, message: String) {
+        tracing::warn!("{message}");
+        self.log.push_back(LogLine {
+            at_s: self.now().as_secs(),
+            level: "warn".into(),
+            message,
+        });
+        while self.log.len() > LOG_LINES {
+            self.log.pop_front();
+        }
+    }
+
+    fn set_state(&mut self, id: u32, state: ResourceState) {
+        let r = &mut self.resources[id as usize];
+        self.state_counts[r.state as usize] -= 1;
+        self.state_counts[state as usize] += 1;
+        r.state = state;
+    }
+
+    fn ignore(&mut self, id: u32, reason: IgnoreReason) {
+        self.errors.ignored += 1;
+        if matches!(reason, IgnoreReason::TooManyRedirects) {
+            self.errors.too_many_redirects += 1;
+        }
+        self.resources[id as usize].reason = Some(reason.to_string());
+        self.set_state(id, ResourceState::FetchIgnored);
+    }
+
+    fn site_for(&mut self, url: &Url) -> SiteId {
+        let origin = url.origin().ascii_serialization();
+        let id = self.frontier.site(&origin);
+        if id.index() == self.sites.len() {
+            let mut o = url.clone();
+            o.set_path("/");
+            o.set_query(None);
+            self.sites.push(Site::new(o, self.cfg.ignore_robots));
+        }
+        id
+    }
+
+    /// Decides on a URL: new or seen, in scope or not, under the limits; queues it if so.
+    fn admit(&mut self, mut url: Url, depth: u32, referrer: Option<u32>, hops: u8) {
+        canonicalize(&mut url);
+        let key = fingerprint(url.as_str());
+        if let Some(&id) = self.by_url.get(&key) {
+            self.rediscover(id, depth);
+            return;
+        }
+        let id = u32::try_from(self.resources.len()).unwrap_or(u32::MAX);
+        self.resources.push(Resource {
+            url: url.as_str().into(),
+            site: None,
+            depth,
+            state: ResourceState::Discovered,
+            status: None,
+            bytes: 0,
+            content_type: None,
+            referrer,
+            reason: None,
+            hops,
+            retries: 0,
+            truncated: false,
+        });
+        self.state_counts[ResourceState::Discovered as usize] += 1;
+        self.by_url.insert(key, id);
+        if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
+            self.ignore(id, IgnoreReason::TooManyRedirects);
+            return;
+        }
+        if let Err(reason) = self.scope.check(&url, depth) {
+            self.ignore(id, reason);
+            return;
+        }
+        self.enqueue(id, &url);
+    }
+
+    /// A URL seen before, found again: a shorter path lowers its depth, and a URL cut as too
+    /// deep comes back when the shorter path brings it within the limit.
+    fn rediscover(&mut self, id: u32, depth: u32) {
+        let r = &mut self.resources[id as usize];
+        if depth >= r.depth {
+            return;
+        }
+        r.depth = depth;
+        let too_deep = r.state == ResourceState::FetchIgnored
+            && r.reason.as_deref() == Some(&IgnoreReason::TooDeep.to_string());
+        if too_deep && self.cfg.depth.is_none_or(|max| depth <= max) {
+            let Ok(url) = Url::parse(&r.url) else { return };
+            r.reason = None;
+            self.errors.ignored = self.errors.ignored.saturating_sub(1);
+            self.set_state(id, ResourceState::Discovered);
+            self.enqueue(id, &url);
+        }
+    }
+
+    fn enqueue(&mut self, id: u32, url: &Url) {
+        if self.cfg.max_pages.is_some_and(|max| self.admitted >= max) {
+            self.ignore(id, IgnoreReason::PageLimit);
+            return;
+        }
+        let site = self.site_for(url);
+        if self
+            .cfg
+            .max_pages_per_site
+            .is_some_and(|max| self.sites[site.index()].admitted >= max)
+        {
+            self.ignore(id, IgnoreReason::SitePageLimit);
+            return;
+        }
+        self.admitted += 1;
+        self.sites[site.index()].admitted += 1;
+        let r = &mut self.resources[id as usize];
+        r.site = Some(site);
+        self.frontier.push(site, r.depth as usize, id);
+    }
+
+    fn needs_robots(&self, site: SiteId) -> bool {
+        let s = &self.sites[site.index()];
+        match s.robots.state() {
+            RobotsState::Discovered => true,
+            RobotsState::Error => !s.robots_gave_up,
+            RobotsState::Handled | RobotsState::Unexisting | RobotsState::Skipped => false,
+        }
+    }
+
+    /// Hands out every slot the frontier has ready, while workers are free.
+    fn dispatch(&mut self) {
+        if self.paused || self.stopping {
+            return;
+        }
+        let now = self.now();
+        while self.slots.has_free() {
+            let Some(site) = self.frontier.next_site(now) else {
+                break;
+            };
+            self.use_contact(site, now);
+        }
+    }
+
+    /// A site may be contacted once now: for its robots.txt, or for its next allowed page.
+    fn use_contact(&mut self, site: SiteId, now: Duration) {
+        if self.needs_robots(site) {
+            // No other contact until robots.txt is resolved.
+            self.frontier.hold(site);
+            let Some(slot) = self.slots.take() else {
+                self.frontier.complete(site, now);
+                return;
+            };
+            let fetcher = self.fetcher.clone();
+            let origin = self.sites[site.index()].origin.clone();
+            let cell = self.slots.cells[slot].clone();
+            let handle = self.tasks.spawn(async move {
+                let fetch = fetcher.robots(&origin, &cell).await;
+                TaskDone::Robots { site, fetch }
+            });
+            self.running.insert(
+                handle.id(),
+                Running {
+                    slot,
+                    site,
+                    page: None,
+                },
+            );
+            return;
+        }
+        loop {
+            let Some(id) = self.frontier.take(site) else {
+                // Everything queued here was forbidden: the contact was not used.
+                self.frontier.complete(site, now);
+                return;
+            };
+            let Ok(url) = Url::parse(&self.resources[id as usize].url) else {
+                self.set_state(id, ResourceState::FetchError);
+                continue;
+            };
+            match self.sites[site.index()].robots.verdict(&url) {
+                RobotsVerdict::Allowed => {
+                    self.spawn_page(site, id, url);
+                    return;
+                }
+                RobotsVerdict::Disallowed | RobotsVerdict::Pending => {
+                    self.errors.robots_forbidden += 1;
+                    let r = &mut self.resources[id as usize];
+                    r.reason = Some(if self.sites[site.index()].robots_gave_up {
+                        "robots.txt unreachable".into()
+                    } else {
+                        "disallowed by robots.txt".into()
+                    });
+                    self.set_state(id, ResourceState::FetchForbidden);
+                }
+            }
+        }
+    }
+
+    fn spawn_page(&mut self, site: SiteId, id: u32, url: Url) {
+        let Some(slot) = self.slots.take() else {
+            // Unreachable by construction (dispatch checks for a free slot); keep it queued.
+            self.frontier.push(site, 0, id);
+            self.frontier.complete(site, self.now());
+            return;
+        };
+        let fetcher = self.fetcher.clone();
+        let cell = self.slots.cells[slot].clone();
+        let handle = self.tasks.spawn(async move {
+            let outcome = fetcher.get(&url, &cell).await;
+            let parsed = match &outcome {
+                FetchOutcome::Response(f)
+                    if (200..300).contains(&f.status)
+                        && crate::parse::is_html(f.content_type.as_deref()) =>
+                {
+                    cell.set(Phase::Parsing);
+                    let body = f.body.clone();
+                    let ctype = f.content_type.clone();
+                    let base = f.final_url.clone();
+                    let parsed = tokio::task::spawn_blocking(move || {
+                        crate::parse::parse_html(&body, ctype.as_deref(), &base)
+                    })
+                    .await
+                    .map_err(|e| format!("parser failed: {e}"));
+                    Some(parsed)
+                }
+                _ => None,
+            };
+            cell.set(Phase::Idle);
+            TaskDone::Page(Box::new(PageDone {
+                id,
+                site,
+                outcome,
+                parsed,
+            }))
+        });
+        self.running.insert(
+            handle.id(),
+            Running {
+                slot,
+                site,
+                page: Some(id),
+            },
+        );
+    }
+
+    fn on_task(&mut self, done: Result<(tokio::task::Id, TaskDone), tokio::task::JoinError>) {
+        let now = self.now();
+        let (task_id, result) = match done {
+            Ok((id, r)) => (id, Some(r)),
+            Err(e) => (e.id(), None),
+        };
+        let Some(running) = self.running.remove(&task_id) else {
+            return;
+        };
+        self.slots.release(running.slot);
+        self.frontier.complete(running.site, now);
+        self.spider_done += 1;
+        match result {
+            Some(TaskDone::Robots { site, fetch }) => self.on_robots(site, fetch, now),
+            Some(TaskDone::Page(p)) => {
+                let PageDone {
+                    id,
+                    site,
+                    outcome,
+                    parsed,
+                } = *p;
+                self.on_page(id, site, outcome, parsed, now);
+            }
+            None => {
+                // The task panicked or was cancelled: the URL ends as an error, the site goes on.
+                if let Some(id) = running.page {
+                    self.errors.other += 1;
+                    self.resources[id as usize].reason = Some("worker failed".into());
+                    self.set_state(id, ResourceState::FetchError);
+                } else {
+                    self.frontier.unhold(running.site, now);
+                }
+            }
+        }
+    }
+
+    fn on_robots(&mut self, site: SiteId, fetch: RobotsFetch, now: Duration) {
+        let wall = SystemTime::now();
+        let s = &mut self.sites[site.index()];
+        let outcome = match fetch {
+            RobotsFetch::Response {
+                status,
+                body,
+                retry_after,
+            } => {
+                *self.http.status.entry(status.to_string()).or_default() += 1;
+                self.http.bytes += body.len() as u64;
+                let ra = retry_after
+                    .as_deref()
+                    .and_then(|v| parse_retry_after(v, wall));
+                s.robots.on_response(status, &body, ra, &self.policy)
+            }
+            RobotsFetch::Unreachable(_) => s.robots.on_unreachable(&self.policy),
+            RobotsFetch::TooManyRedirects => s.robots.on_too_many_redirects(),
+        };
+        match outcome {
+            RobotsOutcome::Resolved => {
+                s.crawl_delay = s.robots.crawl_delay();
+                let own = s.own_delay();
+                let capped = s.crawl_delay.filter(|c| c.capped && !s.cap_logged);
+                if capped.is_some() {
+                    s.cap_logged = true;
+                }
+                let origin = s.origin.clone();
+                self.frontier.set_site_delay(site, own);
+                if let Some(c) = capped {
+                    self.warn(format!(
+                        "{origin}: Crawl-delay {} s capped to {} s",
+                        c.requested.as_secs_f64(),
+                        c.effective.as_secs_f64()
+                    ));
+                }
+            }
+            RobotsOutcome::Retry { after } => {
+                s.pushback = Some((DelaySource::Backoff, now + after));
+                self.frontier.defer(site, now + after);
+            }
+            RobotsOutcome::GaveUp => {
+                s.robots_gave_up = true;
+                let origin = s.origin.clone();
+                let ids = self.frontier.remove_site_items(site);
+                for id in ids {
+                    self.errors.robots_forbidden += 1;
+                    self.resources[id as usize].reason = Some("robots.txt unreachable".into());
+                    self.set_state(id, ResourceState::FetchForbidden);
+                }
+                self.warn(format!(
+                    "{origin}: robots.txt unreachable after retries; nothing is fetched there"
+                ));
+            }
+        }
+        self.frontier.unhold(site, now);
+    }
+
+    fn on_page(
+        &mut self,
+        id: u32,
+        site: SiteId,
+        outcome: FetchOutcome,
+        parsed: Option<Result<ParsedPage, String>>,
+        now: Duration,
+    ) {
+        match outcome {
+            FetchOutcome::Response(f) => self.on_response(id, site, &f, parsed, now),
+            FetchOutcome::Timeout { during } => {
+                self.errors.timeout += 1;
+                self.fail(id, site, format!("timeout while {}", phase_name(during)));
+            }
+            FetchOutcome::Connect(e) => {
+                self.errors.connect += 1;
+                self.fail(id, site, format!("connect: {e}"));
+            }
+            FetchOutcome::Other(e) => {
+                self.errors.other += 1;
+                self.fail(id, site, e);
+            }
+        }
+    }
+
+    fn fail(&mut self, id: u32, site: SiteId, reason: String) {
+        self.sites[site.index()].errors += 1;
+        self.resources[id as usize].reason = Some(reason);
+        self.set_state(id, ResourceState::FetchError);
+    }
+
+    fn on_response(
+        &mut self,
+        id: u32,
+        site: SiteId,
+        f: &Fetched,
+        parsed: Option<Result<ParsedPage, String>>,
+        now: Duration,
+    ) {
+        let status = f.status;
+        *self.http.status.entry(status.to_string()).or_default() += 1;
+        self.http.bytes += f.body.len() as u64;
+        let s = &mut self.sites[site.index()];
+        *s.status.entry(status).or_default() += 1;
+        if let Some(factor) = self.cfg.adaptive_delay {
+            s.adaptive = Some(f.elapsed.mul_f64(factor));
+            let own = s.own_delay();
+            self.frontier.set_site_delay(site, own);
+        }
+        let r = &mut self.resources[id as usize];
+        r.status = Some(status);
+        r.bytes = f.body.len() as u64;
+        r.content_type = f.content_type.as_deref().map(Into::into);
+        r.truncated = f.truncated;
+        if f.truncated {
+            self.errors.too_large += 1;
+        }
+        match status {
+            429 | 503 => self.pushback(id, site, f, now),
+            300..=399 => {
+                self.sites[site.index()].backoff_attempt = 0;
+                self.count_fetched(id, site);
+                let target = f.location.as_deref().and_then(|l| f.final_url.join(l).ok());
+                if let Some(target) = target {
+                    let r = &self.resources[id as usize];
+                    let (depth, hops) = (r.depth, r.hops.saturating_add(1));
+                    self.admit(target, depth, Some(id), hops);
+                }
+            }
+            200..=299 => {
+                self.sites[site.index()].backoff_attempt = 0;
+                self.count_fetched(id, site);
+                self.on_parsed(id, parsed);
+            }
+            _ => {
+                if (400..500).contains(&status) {
+                    self.errors.http_4xx += 1;
+                } else {
+                    self.errors.http_5xx += 1;
+                }
+                self.fail(id, site, format!("http {status}"));
+            }
+        }
+    }
+
+    fn count_fetched(&mut self, id: u32, site: SiteId) {
+        self.pages_fetched += 1;
+        self.sites[site.index()].fetched += 1;
+        self.set_state(id, ResourceState::Fetched);
+    }
+
+    fn on_parsed(&mut self, id: u32, parsed: Option<Result<ParsedPage, String>>) {
+        let Some(parsed) = parsed else {
+            self.set_state(id, ResourceState::ParseIgnored);
+            return;
+        };
+        self.thinker_done += 1;
+        let page = match parsed {
+            Ok(p) => p,
+            Err(e) => {
+                self.resources[id as usize].reason = Some(e);
+                self.set_state(id, ResourceState::ParseError);
+                return;
+            }
+        };
+        self.set_state(id, ResourceState::Parsed);
+        self.mailto.extend(page.mailto);
+        let depth = self.resources[id as usize].depth + 1;
+        for link in page.links {
+            if !link.nofollow {
+                self.admit(link.url, depth, Some(id), 0);
+            }
+        }
+    }
+
+    /// 429 or 503: the site backs off (Retry-After or exponential), the URL is tried again a
+    /// bounded number of times.
+    fn pushback(&mut self, id: u32, site: SiteId, f: &Fetched, now: Duration) {
+        let wall = SystemTime::now();
+        let retry_after = f
+            .retry_after
+            .as_deref()
+            .and_then(|v| parse_retry_after(v, wall));
+        let s = &mut self.sites[site.index()];
+        s.backoff_attempt += 1;
+        let wait = self
+            .backoff
+            .with_retry_after(s.backoff_attempt, retry_after);
+        let source = if retry_after.is_some() {
+            DelaySource::RetryAfter
+        } else {
+            DelaySource::Backoff
+        };
+        s.pushback = Some((source, now + wait));
+        self.frontier.defer(site, now + wait);
+        let r = &mut self.resources[id as usize];
+        if u32::from(r.retries) < self.cfg.max_retries {
+            r.retries += 1;
+            self.errors.retries += 1;
+            let depth = r.depth as usize;
+            self.frontier.push(site, depth, id);
+        } else {
+            let status = f.status;
+            if status == 429 {
+                self.errors.http_4xx += 1;
+            } else {
+                self.errors.http_5xx += 1;
+            }
+            let retries = r.retries;
+            self.fail(id, site, format!("http {status} after {retries} retries"));
+        }
+    }
+
+    fn run_state(&self) -> RunState {
+        if self.stopping {
+            RunState::Stopping
+        } else if self.paused {
+            RunState::Paused
+        } else {
+            RunState::Running
+        }
+    }
+
+    /// Each worker's state: a slot with a task is busy in its phase; free slots are blocked
+    /// while some site has queued work it may not start yet (one worker per such site, as a
+    /// thread-per-worker crawler would park one), else idle.
+    fn worker_states(&self) -> Vec<WorkerState> {
+        let now = self.now();
+        let mut waiting_politeness = 0usize;
+        let mut waiting_robots = 0usize;
+        if !self.paused && !self.stopping {
+            for v in self.frontier.sites() {
+                if v.queued == 0 {
+                    continue;
+                }
+                let robots_pending = self.needs_robots(v.id) && v.in_flight > 0;
+                if robots_pending {
+                    waiting_robots += 1;
+                } else if v.next_allowed > now || v.in_flight >= self.frontier.per_site() {
+                    waiting_politeness += 1;
+                }
+            }
+        }
+        let mut states = Vec::with_capacity(self.slots.target);
+        for i in 0..self.slots.target.max(self.slots.used.len()) {
+            if self.slots.used[i] {
+                states.push(match self.slots.cells[i].get() {
+                    Phase::Connecting | Phase::Idle => WorkerState::Connecting,
+                    Phase::WaitingFirstByte => WorkerState::WaitingFirstByte,
+                    Phase::Receiving => WorkerState::Receiving,
+                    Phase::Parsing => WorkerState::Parsing,
+                });
+            } else if i < self.slots.target {
+                states.push(if waiting_politeness > 0 {
+                    waiting_politeness -= 1;
+                    WorkerState::BlockedPoliteness
+                } else if waiting_robots > 0 {
+                    waiting_robots -= 1;
+                    WorkerState::BlockedRobots
+                } else {
+                    WorkerState::Idle
+                });
+            }
+        }
+        states
+    }
+
+    fn sample(&mut self) {
+        let states = self.worker_states();
+        self.samples.push_back(shares(&states));
+        while self.samples.len() > SAMPLES_10S {
+            self.samples.pop_front();
+        }
+        let t = self.now().as_secs_f64();
+        if self
+            .per_second
+            .back()
+            .is_none_or(|(last, _, _)| t - last >= 1.0)
+        {
+            self.per_second
+                .push_back((t, self.pages_fetched, self.http.bytes));
+            while self.per_second.len() > 61 {
+                self.per_second.pop_front();
+            }
+        }
+    }
+
+    fn workers_view(&self, states: Vec<WorkerState>) -> Workers {
+        let total = states.len();
+        let count = |f: fn(WorkerState) -> bool| states.iter().filter(|s| f(**s)).count();
+        let busy = count(WorkerState::is_busy);
+        let blocked = count(WorkerState::is_blocked);
+        let now_shares = shares(&states);
+        let avg = if self.samples.is_empty() {
+            now_shares
+        } else {
+            let n = self.samples.len() as f64;
+            Shares {
+                idle_pct: self.samples.iter().map(|s| s.idle_pct).sum::<f64>() / n,
+                blocked_pct: self.samples.iter().map(|s| s.blocked_pct).sum::<f64>() / n,
+                busy_pct: self.samples.iter().map(|s| s.busy_pct).sum::<f64>() / n,
+            }
+        };
+        Workers {
+            total,
+            idle: total - busy - blocked,
+            blocked,
+            busy,
+            idle_pct: now_shares.idle_pct,
+            blocked_pct: now_shares.blocked_pct,
+            busy_pct: now_shares.busy_pct,
+            blocked_by: BlockedBy {
+                politeness: states
+                    .iter()
+                    .filter(|s| **s == WorkerState::BlockedPoliteness)
+                    .count(),
+                robots: states
+                    .iter()
+                    .filter(|s| **s == WorkerState::BlockedRobots)
+                    .count(),
+            },
+            busy_by: BusyBy {
+                connecting: states
+                    .iter()
+                    .filter(|s| **s == WorkerState::Connecting)
+                    .count(),
+                waiting_first_byte: states
+                    .iter()
+                    .filter(|s| **s == WorkerState::WaitingFirstByte)
+                    .count(),
+                receiving: states
+                    .iter()
+                    .filter(|s| **s == WorkerState::Receiving)
+                    .count(),
+                parsing: states
+                    .iter()
+                    .filter(|s| **s == WorkerState::Parsing)
+                    .count(),
+            },
+            avg_10s: avg,
+            slots: states,
+        }
+    }
+
+    pub(super) fn snapshot_now(&self) -> Snapshot {
+        let now = self.now();
+        let workers = self.workers_view(self.worker_states());
+        let mut blocked_urls = 0u64;
+        let mut sites = Vec::with_capacity(self.sites.len());
+        for v in self.frontier.sites() {
+            let s = &self.sites[v.id.index()];
+            if self.needs_robots(v.id) {
+                blocked_urls += v.queued as u64;
+            }
+            sites.push(SiteRow {
+                origin: v.origin.to_string(),
+                robots_state: s.robots.state(),
+                crawl_delay_ms: s.crawl_delay.map(|c| c.effective.as_millis() as u64),
+                delay_ms: v.delay.as_millis() as u64,
+                delay_source: s.delay_source(self.delay, now),
+                queued: v.queued as u64,
+                in_flight: v.in_flight as u64,
+                fetched: s.fetched,
+                errors: s.errors,
+                next_allowed_in_ms: v.next_allowed.saturating_sub(now).as_millis() as u64,
+                status: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            });
+        }
+        let parsing = workers.busy_by.parsing as u64;
+        let spider_assigned = self.running.len() as u64 - parsing;
+        let spider = TaskCounts {
+            queued: self.frontier.len() as u64 - blocked_urls,
+            assigned: spider_assigned,
+            done: self.spider_done,
+        };
+        let thinker = TaskCounts {
+            queued: 0,
+            assigned: parsing,
+            done: self.thinker_done,
+        };
+        let c = &self.state_counts;
+        let st = |s: ResourceState| c[s as usize];
+        Snapshot {
+            state: self.run_state(),
+            elapsed_s: now.as_secs_f64(),
+            workers,
+            scheduler: Scheduler {
+                queued: spider.queued + thinker.queued,
+                assigned: spider.assigned + thinker.assigned,
+                blocked: blocked_urls,
+                done: spider.done + thinker.done,
+                spider,
+                thinker,
+            },
+            resources: Resources {
+                discovered: self.resources.len() as u64,
+                fetched: st(ResourceState::Fetched)
+                    + st(ResourceState::Parsed)
+                    + st(ResourceState::ParseIgnored)
+                    + st(ResourceState::ParseError),
+                parsed: st(ResourceState::Parsed),
+                fetch_error: st(ResourceState::FetchError),
+                fetch_ignored: st(ResourceState::FetchIgnored),
+                fetch_forbidden: st(ResourceState::FetchForbidden),
+                parse_error: st(ResourceState::ParseError),
+                parse_ignored: st(ResourceState::ParseIgnored),
+            },
+            errors: self.errors,
+            http: self.http.clone(),
+            politeness: Politeness {
+                delay_ms: self.delay.as_millis() as u64,
+                per_site: self.frontier.per_site(),
+                max_crawl_delay_ms: self.cfg.max_crawl_delay_ms,
+                adaptive_factor: self.cfg.adaptive_delay,
+            },
+            sites,
+            heap: self
+                .frontier
+                .heap_top(HEAP_ROWS)
+                .into_iter()
+                .map(|h| HeapRow {
+                    origin: self.frontier.origin(h.site).to_string(),
+                    ready_in_ms: h.ready_at.saturating_sub(now).as_millis() as u64,
+                    queue_len: h.queue_len as u64,
+                })
+                .collect(),
+            rates: self.rates(now),
+            commands: self.commands.clone(),
+            log: self.log.iter().cloned().collect(),
+        }
+    }
+
+    fn rates(&self, now: Duration) -> Rates {
+        let t = now.as_secs_f64();
+        // Over the last ~3 seconds, from the once-a-second samples and the live counters.
+        let window = self
+            .per_second
+            .iter()
+            .rev()
+            .find(|(ts, _, _)| t - ts >= 3.0)
+            .or(self.per_second.front());
+        let (pages_per_s, bytes_per_s) = match window {
+            Some(&(ts, pages, bytes)) if t > ts => (
+                (self.pages_fetched - pages) as f64 / (t - ts),
+                (self.http.bytes - bytes) as f64 / (t - ts),
+            ),
+            _ => (0.0, 0.0),
+        };
+        let history = self
+            .per_second
+            .iter()
+            .zip(self.per_second.iter().skip(1))
+            .map(|(a, b)| (b.1 - a.1) as f64 / (b.0 - a.0).max(1e-9))
+            .collect();
+        Rates {
+            pages_per_s,
+            bytes_per_s,
+            history,
+        }
+    }
+}
+
+fn shares(states: &[WorkerState]) -> Shares {
+    let n = states.len().max(1) as f64;
+    let busy = states.iter().filter(|s| s.is_busy()).count() as f64;
+    let blocked = states.iter().filter(|s| s.is_blocked()).count() as f64;
+    Shares {
+        idle_pct: 100.0 * (n - busy - blocked) / n,
+        blocked_pct: 100.0 * blocked / n,
+        busy_pct: 100.0 * busy / n,
+    }
+}
+
+fn phase_name(p: Phase) -> &'static str {
+    match p {
+        Phase::Idle | Phase::Connecting => "connecting",
+        Phase::WaitingFirstByte => "waiting for the first byte",
+        Phase::Receiving => "receiving the body",
+        Phase::Parsing => "parsing",
+    }
+}
+
+/// Sleeps until `at`, or forever when there is nothing to wake for.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,206 @@
+//! The crawl's files: the stats (JSON), one CSV row per site, one JSON line per resource.
+//!
+//! It owns their formats and writes each atomically (a temporary file beside it, then a
+//! rename), so a reader never sees half a file. It never decides when to write: the
+//! coordinator calls it on every way out and on the `export` command.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use super::coordinator::Resource;
+use super::{EngineError, Summary};
+use crate::config::CrawlConfig;
+use crate::snapshot::Snapshot;
+
+/// The stats file: the final snapshot's keys at the top level, plus totals, the effective
+/// configuration and the mailto addresses found.
+#[derive(Debug, Serialize)]
+pub struct StatsFile<'a> {
+    #[serde(flatten)]
+    pub snapshot: &'a Snapshot,
+    pub totals: Totals,
+    pub config: &'a CrawlConfig,
+    pub mailto: &'a [String],
+}
+
+/// Totals over the whole crawl.
+#[derive(Debug, Serialize)]
+pub struct Totals {
+    /// Seconds since the Unix epoch when the crawl started.
+    pub started_at_unix_s: f64,
+    pub elapsed_s: f64,
+    /// True when the crawl ran out of work; false when it was stopped or aborted.
+    pub completed: bool,
+    pub urls_discovered: u64,
+    pub pages_fetched: u64,
+    pub bytes: u64,
+    pub sites: usize,
+    pub requests: u64,
+}
+
+/// Writes every file the configuration asks for.
+pub(super) fn write_all(
+    cfg: &CrawlConfig,
+    summary: &Summary,
+    resources: &[Resource],
+    started: SystemTime,
+) -> Result<(), EngineError> {
+    let snap = &summary.snapshot;
+    if let Some(path) = &cfg.stats_out {
+        let stats = StatsFile {
+            snapshot: snap,
+            totals: Totals {
+                started_at_unix_s: started
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64()),
+                elapsed_s: snap.elapsed_s,
+                completed: summary.completed,
+                urls_discovered: snap.resources.discovered,
+                pages_fetched: snap.resources.fetched,
+                bytes: snap.http.bytes,
+                sites: snap.sites.len(),
+                requests: snap.http.status.values().sum(),
+            },
+            config: cfg,
+            mailto: &summary.mailto,
+        };
+        atomically(path, |w| {
+            serde_json::to_writer_pretty(&mut *w, &stats).map_err(std::io::Error::other)?;
+            writeln!(w)
+        })?;
+    }
+    if let Some(path) = &cfg.sites_out {
+        atomically(path, |w| {
+            writeln!(
+                w,
+                "origin,robots_state,crawl_delay_ms,delay_ms,delay_source,queued,fetched,errors"
+            )?;
+            for s in &snap.sites {
+                writeln!(
+                    w,
+                    "{},{},{},{},{},{},{},{}",
+                    csv(&s.origin),
+                    enum_name(&s.robots_state),
+                    s.crawl_delay_ms.map_or(String::new(), |d| d.to_string()),
+                    s.delay_ms,
+                    enum_name(&s.delay_source),
+                    s.queued,
+                    s.fetched,
+                    s.errors
+                )?;
+            }
+            Ok(())
+        })?;
+    }
+    if let Some(path) = &cfg.urls_out {
+        atomically(path, |w| {
+            for r in resources {
+                let line = UrlLine {
+                    url: &r.url,
+                    depth: r.depth,
+                    state: r.state,
+                    status: r.status,
+                    bytes: r.bytes,
+                    content_type: r.content_type.as_deref(),
+                    referrer: r
+                        .referrer
+                        .and_then(|i| resources.get(i as usize))
+                        .map(|p| &*p.url),
+                    reason: r.reason.as_deref(),
+                    truncated: r.truncated,
+                    retries: r.retries,
+                };
+                serde_json::to_writer(&mut *w, &line).map_err(std::io::Error::other)?;
+                writeln!(w)?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct UrlLine<'a> {
+    url: &'a str,
+    depth: u32,
+    state: super::coordinator::ResourceState,
+    status: Option<u16>,
+    bytes: u64,
+    content_type: Option<&'a str>,
+    referrer: Option<&'a str>,
+    reason: Option<&'a str>,
+    truncated: bool,
+    retries: u8,
+}
+
+/// The serde name of a unit enum variant (`"handled"`, `"crawl_delay"`).
+fn enum_name<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Quotes a CSV field when it needs it.
+fn csv(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}
+
+/// Writes `path` through a temporary file beside it and a rename.
+fn atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<(), EngineError> {
+    let err = |source| EngineError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".crawltop-")
+        .tempfile_in(dir)
+        .map_err(err)?;
+    let mut w = std::io::BufWriter::new(tmp.reopen().map_err(err)?);
+    write(&mut w).map_err(err)?;
+    w.flush().map_err(err)?;
+    w.get_ref().sync_all().map_err(err)?;
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_are_quoted_when_needed() {
+        assert_eq!(csv("http://a:1"), "http://a:1");
+        assert_eq!(csv("a,b"), "\"a,b\"");
+        assert_eq!(csv("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
+    #[test]
+    fn atomic_write_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out.json");
+        atomically(&path, |w| writeln!(w, "{{}}")).expect("written");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "{}\n");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        let missing = dir.path().join("no/such/dir/out.json");
+        assert!(atomically(&missing, |w| writeln!(w, "x")).is_err());
+    }
+}

@@ -1,0 +1,143 @@
+//! The crawl engine: a library with a handle. `spawn(config)` starts a crawl and returns a
+//! [`CrawlHandle`]: snapshots out, commands in, a summary at the end.
+//!
+//! It owns the crawl: the coordinator task (the one owner of the frontier, the site table and
+//! the counters), the worker tasks that fetch and parse, and the stats files. It never knows a
+//! terminal exists: the dashboard, the headless reporter and the control API only read
+//! snapshots and send commands.
+
+mod coordinator;
+pub mod export;
+mod sites;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ConfigError, CrawlConfig};
+use crate::snapshot::{CommandSource, Snapshot};
+
+/// What an observer may ask of a running crawl.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Command {
+    /// In-flight fetches finish; nothing new starts until `Resume`.
+    Pause,
+    Resume,
+    /// The global politeness delay, applied to every site's next contact.
+    SetDelay(Duration),
+    SetWorkers(usize),
+    /// In-flight fetches finish, then the crawl ends and the stats are written.
+    Stop,
+    /// Write the stats files now, without stopping.
+    Export,
+}
+
+impl std::fmt::Display for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Command::Pause => write!(f, "pause"),
+            Command::Resume => write!(f, "resume"),
+            Command::SetDelay(d) => write!(f, "delay {} ms", d.as_millis()),
+            Command::SetWorkers(n) => write!(f, "workers {n}"),
+            Command::Stop => write!(f, "stop"),
+            Command::Export => write!(f, "export"),
+        }
+    }
+}
+
+/// Why a crawl could not start or could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the crawl task ended abnormally: {0}")]
+    Task(String),
+}
+
+/// How a crawl ended.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// The last snapshot (state `Finished`), the same numbers the stats file holds.
+    pub snapshot: Arc<Snapshot>,
+    /// True when the queue ran dry; false when stopped or aborted first.
+    pub completed: bool,
+    /// `mailto:` addresses found on crawled pages.
+    pub mailto: Vec<String>,
+}
+
+/// Sends commands to a running crawl; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Commander {
+    tx: mpsc::UnboundedSender<(Command, CommandSource)>,
+}
+
+impl Commander {
+    /// Sends a command; false if the crawl is already over.
+    pub fn send(&self, command: Command, source: CommandSource) -> bool {
+        self.tx.send((command, source)).is_ok()
+    }
+}
+
+/// A running crawl.
+#[derive(Debug)]
+pub struct CrawlHandle {
+    commands: Commander,
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    abort: CancellationToken,
+    task: JoinHandle<Result<Summary, EngineError>>,
+}
+
+impl CrawlHandle {
+    pub fn commander(&self) -> Commander {
+        self.commands.clone()
+    }
+
+    /// The latest snapshot and every new one: `rx.borrow_and_update().clone()`, then drop the
+    /// borrow at once.
+    pub fn snapshots(&self) -> watch::Receiver<Arc<Snapshot>> {
+        self.snapshots.clone()
+    }
+
+    /// Ends the crawl at once: in-flight work is dropped, the stats are still written.
+    pub fn abort(&self) {
+        self.abort.cancel();
+    }
+
+    /// A token that aborts the crawl when cancelled (for a second Ctrl-C).
+    pub fn abort_token(&self) -> CancellationToken {
+        self.abort.clone()
+    }
+
+    /// Waits for the end of the crawl.
+    pub async fn finished(self) -> Result<Summary, EngineError> {
+        self.task
+            .await
+            .map_err(|e| EngineError::Task(e.to_string()))?
+    }
+}
+
+/// Starts a crawl on the current tokio runtime. Fails only when it cannot start: a bad
+/// setting or an HTTP client that cannot be built.
+pub fn spawn(config: CrawlConfig) -> Result<CrawlHandle, EngineError> {
+    let coordinator = coordinator::Coordinator::new(config)?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (snap_tx, snap_rx) = watch::channel(Arc::new(coordinator.snapshot_now()));
+    let abort = CancellationToken::new();
+    let task = tokio::spawn(coordinator.run(rx, snap_tx, abort.clone()));
+    Ok(CrawlHandle {
+        commands: Commander { tx },
+        snapshots: snap_rx,
+        abort,
+        task,
+    })
+}

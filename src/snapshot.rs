@@ -1,0 +1,274 @@
+//! The snapshot: what the engine publishes a few times a second, and the stats file's schema.
+//!
+//! One plain, serializable value read by every observer (dashboard, headless reporter, control
+//! API, stats export), so what the screen shows and what the file says are the same numbers. It
+//! holds no engine internals and no locks; renaming a top-level key is a breaking change
+//! (DESIGN.md, "Snapshot and stats file"): add keys, never rename them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Where the crawl stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    #[default]
+    Running,
+    Paused,
+    /// Stop was asked for: in-flight work finishes, nothing new starts.
+    Stopping,
+    Finished,
+}
+
+/// The whole picture at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub state: RunState,
+    pub elapsed_s: f64,
+    pub workers: Workers,
+    pub scheduler: Scheduler,
+    pub resources: Resources,
+    pub errors: Errors,
+    pub http: Http,
+    pub politeness: Politeness,
+    /// One row per site, in the order sites were discovered.
+    pub sites: Vec<SiteRow>,
+    /// The top of the back-queue heap: which sites the crawler touches next, soonest first.
+    pub heap: Vec<HeapRow>,
+    pub rates: Rates,
+    /// Every command given while running, oldest first.
+    pub commands: Vec<CommandRecord>,
+    /// Recent warnings (e.g. a capped Crawl-delay), newest last.
+    pub log: Vec<LogLine>,
+}
+
+/// What each worker is doing, now and on average over the last seconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Workers {
+    pub total: usize,
+    pub idle: usize,
+    pub blocked: usize,
+    pub busy: usize,
+    pub idle_pct: f64,
+    pub blocked_pct: f64,
+    pub busy_pct: f64,
+    /// Why blocked workers wait.
+    pub blocked_by: BlockedBy,
+    /// What busy workers are doing.
+    pub busy_by: BusyBy,
+    /// The same shares averaged over the last 10 seconds.
+    pub avg_10s: Shares,
+    /// One entry per worker, for the dashboard's strip.
+    pub slots: Vec<WorkerState>,
+}
+
+/// Blocked workers by cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockedBy {
+    /// Work is queued for a site, but its next allowed contact is still ahead.
+    pub politeness: usize,
+    /// Work is queued for a site whose robots.txt is not resolved yet.
+    pub robots: usize,
+}
+
+/// Busy workers by phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BusyBy {
+    pub connecting: usize,
+    pub waiting_first_byte: usize,
+    pub receiving: usize,
+    pub parsing: usize,
+}
+
+/// Idle, blocked and busy shares in percent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shares {
+    pub idle_pct: f64,
+    pub blocked_pct: f64,
+    pub busy_pct: f64,
+}
+
+/// One worker's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerState {
+    #[default]
+    Idle,
+    BlockedPoliteness,
+    BlockedRobots,
+    Connecting,
+    WaitingFirstByte,
+    Receiving,
+    Parsing,
+}
+
+impl WorkerState {
+    pub fn is_busy(self) -> bool {
+        matches!(
+            self,
+            WorkerState::Connecting
+                | WorkerState::WaitingFirstByte
+                | WorkerState::Receiving
+                | WorkerState::Parsing
+        )
+    }
+
+    pub fn is_blocked(self) -> bool {
+        matches!(
+            self,
+            WorkerState::BlockedPoliteness | WorkerState::BlockedRobots
+        )
+    }
+}
+
+/// The job counters of `JSpider`. Spider tasks touch the network (robots.txt and page fetches);
+/// thinker tasks do not (parsing a page and deciding on its links).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scheduler {
+    pub queued: u64,
+    pub assigned: u64,
+    /// Page fetches waiting for their site's robots.txt.
+    pub blocked: u64,
+    pub done: u64,
+    pub spider: TaskCounts,
+    pub thinker: TaskCounts,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskCounts {
+    pub queued: u64,
+    pub assigned: u64,
+    pub done: u64,
+}
+
+/// Resources (URLs) by state; `discovered` counts every distinct URL the crawl learned of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resources {
+    pub discovered: u64,
+    pub fetched: u64,
+    pub parsed: u64,
+    pub fetch_error: u64,
+    pub fetch_ignored: u64,
+    pub fetch_forbidden: u64,
+    pub parse_error: u64,
+    pub parse_ignored: u64,
+}
+
+/// Errors by class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Errors {
+    pub timeout: u64,
+    pub connect: u64,
+    pub http_4xx: u64,
+    pub http_5xx: u64,
+    /// Bodies cut at the body cap.
+    pub too_large: u64,
+    pub robots_forbidden: u64,
+    /// URLs ignored by scope, depth, limits or trap rules.
+    pub ignored: u64,
+    pub other: u64,
+    /// Fetches repeated after a 429/503 or a failure.
+    pub retries: u64,
+    /// Redirect chains cut by the hop limit.
+    pub too_many_redirects: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Http {
+    /// Responses by status code, e.g. `"200": 1234`.
+    pub status: BTreeMap<String, u64>,
+    /// Body bytes received (after decompression).
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Politeness {
+    /// The global politeness delay, as set now.
+    pub delay_ms: u64,
+    pub per_site: usize,
+    pub max_crawl_delay_ms: u64,
+    pub adaptive_factor: Option<f64>,
+}
+
+/// Where a site's effective delay comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DelaySource {
+    /// The configured (global) delay.
+    #[default]
+    Configured,
+    /// The site's robots.txt Crawl-delay.
+    CrawlDelay,
+    /// The Crawl-delay, capped at the maximum.
+    CappedCrawlDelay,
+    /// Adaptive politeness: a factor times the last response time.
+    Adaptive,
+    /// The server said Retry-After.
+    RetryAfter,
+    /// Exponential backoff after errors.
+    Backoff,
+}
+
+/// One site in the sites table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SiteRow {
+    pub origin: String,
+    pub robots_state: crate::robots::RobotsState,
+    /// The robots.txt Crawl-delay as applied (after the cap), if any.
+    pub crawl_delay_ms: Option<u64>,
+    /// The delay between contacts now in force for this site.
+    pub delay_ms: u64,
+    pub delay_source: DelaySource,
+    pub queued: u64,
+    pub in_flight: u64,
+    pub fetched: u64,
+    pub errors: u64,
+    /// Milliseconds until the site may next be contacted (0: now).
+    pub next_allowed_in_ms: u64,
+    /// Responses by status code.
+    pub status: BTreeMap<String, u64>,
+}
+
+/// One entry of the back-queue heap.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeapRow {
+    pub origin: String,
+    pub ready_in_ms: u64,
+    pub queue_len: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rates {
+    /// Over the last few seconds.
+    pub pages_per_s: f64,
+    pub bytes_per_s: f64,
+    /// Pages per second, one value per second, oldest first (up to a minute).
+    pub history: Vec<f64>,
+}
+
+/// Who gave a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandSource {
+    Key,
+    Api,
+    Signal,
+    Library,
+}
+
+/// A command given while running: what, when, by whom.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandRecord {
+    pub at_s: f64,
+    pub source: CommandSource,
+    pub command: String,
+}
+
+/// A warning worth showing, e.g. a capped Crawl-delay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogLine {
+    pub at_s: u64,
+    pub level: String,
+    pub message: String,
+}
