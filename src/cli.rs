@@ -109,6 +109,10 @@ pub struct CrawlArgs {
     /// Retries of one URL after 429/503 answers [default: 3].
     #[arg(long)]
     pub max_retries: Option<u32>,
+    /// Retries of a robots.txt that answers 5xx or cannot be reached; then nothing is fetched
+    /// from that site [default: 4].
+    #[arg(long)]
+    pub robots_retries: Option<u32>,
     /// Keep cookies, one jar per site [default: off].
     #[arg(long)]
     pub cookies: bool,
@@ -297,6 +301,7 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
         max_body_bytes,
         max_redirects,
         max_retries,
+        robots_retries,
         user_agent,
         scope
     );

@@ -57,6 +57,9 @@ pub struct CrawlConfig {
     pub max_redirects: u32,
     /// Retries of one URL after 429/503 answers.
     pub max_retries: u32,
+    /// Retries of a robots.txt that answers 5xx or cannot be reached, before the site is given
+    /// up (nothing fetched there).
+    pub robots_retries: u32,
     pub cookies: bool,
     pub proxy: Option<String>,
     pub stats_out: Option<PathBuf>,
@@ -86,6 +89,7 @@ impl Default for CrawlConfig {
             max_body_bytes: 10 * 1024 * 1024,
             max_redirects: 10,
             max_retries: 3,
+            robots_retries: 4,
             cookies: false,
             proxy: None,
             stats_out: None,
@@ -168,6 +172,7 @@ impl CrawlConfig {
         range("--max-body-bytes", self.max_body_bytes, 1, 1 << 40)?;
         range("--max-redirects", self.max_redirects, 0, 100)?;
         range("--max-retries", self.max_retries, 0, 100)?;
+        range("--robots-retries", self.robots_retries, 0, 100)?;
         if let Some(f) = self.adaptive_delay
             && !(f.is_finite() && (0.0..=1000.0).contains(&f))
         {

@@ -1,53 +1,105 @@
-//! TEMPORARY stand-in for the fetch module (being written separately); same API.
+//! The crawler's HTTP edge: one reqwest client, and one GET turned into one [`FetchOutcome`].
+//!
+//! It owns the client (pool, proxy, cookies, user agent), the limits (total patience, body cap)
+//! and the phase a fetch is in, which the engine's snapshot reads from a [`PhaseCell`]. It never
+//! follows a redirect for a page (every target goes back through the frontier; only robots.txt
+//! follows redirects, as RFC 9309 says), never holds more than the body cap of a body, never
+//! prints, and never panics on anything a server sends: whatever happens ends as a value.
+//!
+//! Bodies are decoded here rather than by reqwest: reqwest's decompression removes
+//! `Content-Encoding` from the headers, and the crawl needs it (stats, WARC records). Decoding
+//! chunk by chunk into a capped buffer also makes the cap count decoded bytes, so a gzip bomb
+//! costs no more memory than a plain page of the cap's size.
+
+use std::future::Future;
+use std::io::Write as _;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
+use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+use tokio::time::{Instant, timeout_at};
+use url::Url;
 
+/// RFC 9309, 2.3.1.2: crawlers should follow at least five consecutive redirects.
+pub const ROBOTS_MAX_REDIRECTS: usize = 5;
+/// RFC 9309, 2.5: a parsing limit of at least 500 kibibytes.
+pub const ROBOTS_MAX_BYTES: u64 = 512_000;
+/// Most a body buffer is sized for up front; longer bodies grow it as they arrive.
+const RESERVE_LIMIT: usize = 1 << 20;
+
+/// What the HTTP edge is allowed to do; the defaults are the documented ones.
 #[derive(Debug, Clone)]
 pub struct FetchConfig {
+    /// The whole `User-Agent` header (the robots product token is the engine's business).
     pub user_agent: String,
+    /// How long a new connection (DNS, TCP, TLS) may take.
     pub connect_timeout: Duration,
+    /// Total patience for one fetch: connection, headers and body under one deadline.
     pub timeout: Duration,
+    /// Body cap, counted after decoding; the rest of a longer body is never read.
     pub max_body_bytes: u64,
+    /// Keep a cookie jar (cookies are scoped by domain, so effectively per site).
     pub cookies: bool,
-    pub proxy: Option<url::Url>,
+    /// Send every request through this HTTP proxy; without it no proxy is used at all (the
+    /// environment's proxy variables are never read).
+    pub proxy: Option<Url>,
+    /// Idle keep-alive connections kept per host.
     pub max_idle_per_host: usize,
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct FetchError(String);
-
-#[derive(Debug, Clone)]
-pub struct Fetcher {
-    client: reqwest::Client,
-    max_body: u64,
-    timeout: Duration,
+impl Default for FetchConfig {
+    fn default() -> Self {
+        FetchConfig {
+            user_agent: concat!("crawltop/", env!("CARGO_PKG_VERSION")).to_string(),
+            connect_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(30),
+            max_body_bytes: 10 << 20,
+            cookies: false,
+            proxy: None,
+            max_idle_per_host: 4,
+        }
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// A client that cannot be built: the crawl cannot start with this configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// reqwest would quietly read `file:///x` as `http://file/`: only plain proxy URLs pass.
+    #[error("proxy {0}: only http:// and https:// proxies with a host are supported")]
+    UnsupportedProxy(Url),
+    #[error("proxy {url}: {source}")]
+    Proxy {
+        url: Url,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+}
+
+/// Where a fetch stands, as the dashboard shows it. Stored in a [`PhaseCell`] as its `u8`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum Phase {
     Idle = 0,
+    /// A new connection is being made (DNS, TCP, TLS); a pooled one skips this.
     Connecting = 1,
+    /// The connection is up and the request sent; no response header yet.
     WaitingFirstByte = 2,
+    /// Headers are in; the body is arriving.
     Receiving = 3,
+    /// Set by the engine while it parses what arrived.
     Parsing = 4,
 }
 
-#[derive(Debug, Default)]
-pub struct PhaseCell(AtomicU8);
-impl PhaseCell {
-    pub fn new() -> Self {
-        PhaseCell(AtomicU8::new(0))
-    }
-    pub fn set(&self, p: Phase) {
-        self.0.store(p as u8, Ordering::Relaxed);
-    }
-    pub fn get(&self) -> Phase {
-        match self.0.load(Ordering::Relaxed) {
+impl Phase {
+    fn from_u8(v: u8) -> Phase {
+        match v {
             1 => Phase::Connecting,
             2 => Phase::WaitingFirstByte,
             3 => Phase::Receiving,
@@ -57,155 +109,1423 @@ impl PhaseCell {
     }
 }
 
-#[derive(Debug)]
+/// One worker slot's current [`Phase`]: the fetch task writes it, the engine's snapshot reads it.
+///
+/// Clones share the cell (it is an `Arc`), so the engine keeps one and hands one to the task;
+/// the connector layer also needs an owned handle to mark a new connection.
+#[derive(Debug, Clone, Default)]
+pub struct PhaseCell(Arc<AtomicU8>);
+
+impl PhaseCell {
+    pub fn new() -> Self {
+        PhaseCell::default()
+    }
+
+    pub fn set(&self, p: Phase) {
+        self.0.store(p as u8, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> Phase {
+        Phase::from_u8(self.0.load(Ordering::Relaxed))
+    }
+
+    /// Moves `from` to `to`, and leaves any other phase alone.
+    fn advance(&self, from: Phase, to: Phase) {
+        let _ = self
+            .0
+            .compare_exchange(from as u8, to as u8, Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
+
+/// A response, whatever its status: 3xx are returned, not followed.
+#[derive(Debug, Clone)]
 pub struct Fetched {
-    pub final_url: url::Url,
+    /// The URL asked for (never a redirect target: none is followed).
+    pub final_url: Url,
     pub status: u16,
     pub content_type: Option<String>,
     pub location: Option<String>,
     pub retry_after: Option<String>,
+    /// As the server sent it. The body is decoded for `gzip`, `x-gzip`, `deflate` and `br`;
+    /// for any other coding it is left as it came.
     pub content_encoding: Option<String>,
+    /// The decoded body, at most `max_body_bytes` long.
     pub body: Bytes,
+    /// The body went past the cap: the rest was not read and the connection was dropped.
     pub truncated: bool,
+    /// Body bytes as they came off the wire (before decoding): what the transfer cost.
+    pub wire_bytes: u64,
+    /// From the start of the fetch to the response headers.
     pub ttfb: Duration,
+    /// From the start of the fetch to the end of the body.
     pub elapsed: Duration,
 }
 
-#[derive(Debug)]
+/// How one GET ended.
+#[derive(Debug, Clone)]
 pub enum FetchOutcome {
-    Response(Fetched),
+    /// Any HTTP status, including 3xx (not followed), 4xx and 5xx.
+    Response(Box<Fetched>),
+    /// The total patience ran out in this phase (a stall before the headers, a trickling body:
+    /// partial bodies are dropped), or a new connection took longer than `connect_timeout`
+    /// (`during: Connecting`).
     Timeout { during: Phase },
+    /// No response at all: refused, reset or closed before a response, DNS failure.
     Connect(String),
+    /// Anything else (an invalid response, a body cut mid-way, a body that does not decode),
+    /// with the error chain as text.
     Other(String),
 }
 
-#[derive(Debug)]
+/// How a robots.txt fetch ended; interpreting the status is the robots module's job.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RobotsFetch {
+    /// The status after following redirects, and the body cut at [`ROBOTS_MAX_BYTES`].
     Response {
         status: u16,
         body: Bytes,
         retry_after: Option<String>,
     },
+    /// Network failure or timeout: no status to go by.
     Unreachable(String),
+    /// More than [`ROBOTS_MAX_REDIRECTS`] consecutive redirects.
     TooManyRedirects,
 }
 
-fn header(r: &reqwest::Response, name: reqwest::header::HeaderName) -> Option<String> {
-    r.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
+/// The HTTP client and its limits. Cheap to clone: the client is shared.
+#[derive(Debug, Clone)]
+pub struct Fetcher {
+    client: reqwest::Client,
+    timeout: Duration,
+    max_body_bytes: u64,
 }
 
 impl Fetcher {
     pub fn new(cfg: &FetchConfig) -> Result<Fetcher, FetchError> {
+        // reqwest is built without a default crypto provider; installing twice is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("gzip, deflate, br"),
+        );
+        let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(cfg.user_agent.clone())
-            .no_proxy()
+            .user_agent(cfg.user_agent.as_str())
+            .default_headers(headers)
             .connect_timeout(cfg.connect_timeout)
-            .build()
-            .map_err(|e| FetchError(e.to_string()))?;
+            .pool_max_idle_per_host(cfg.max_idle_per_host)
+            .cookie_store(cfg.cookies)
+            .connector_layer(PhaseLayer);
+        builder = match &cfg.proxy {
+            Some(url) if !matches!(url.scheme(), "http" | "https") || !url.has_host() => {
+                return Err(FetchError::UnsupportedProxy(url.clone()));
+            }
+            Some(url) => {
+                let proxy =
+                    reqwest::Proxy::all(url.as_str()).map_err(|source| FetchError::Proxy {
+                        url: url.clone(),
+                        source,
+                    })?;
+                builder.proxy(proxy)
+            }
+            None => builder.no_proxy(),
+        };
+        let client = builder.build().map_err(FetchError::Client)?;
         Ok(Fetcher {
             client,
-            max_body: cfg.max_body_bytes,
             timeout: cfg.timeout,
+            max_body_bytes: cfg.max_body_bytes,
         })
     }
 
-    pub async fn get(&self, url: &url::Url, phase: &PhaseCell) -> FetchOutcome {
-        let start = Instant::now();
-        let deadline = tokio::time::Instant::now() + self.timeout;
-        phase.set(Phase::WaitingFirstByte);
-        let resp =
-            match tokio::time::timeout_at(deadline, self.client.get(url.clone()).send()).await {
-                Err(_) => {
-                    return FetchOutcome::Timeout {
-                        during: Phase::WaitingFirstByte,
-                    };
-                }
-                Ok(Err(e)) if e.is_connect() => return FetchOutcome::Connect(e.to_string()),
-                Ok(Err(e)) => return FetchOutcome::Other(e.to_string()),
-                Ok(Ok(r)) => r,
-            };
-        let ttfb = start.elapsed();
-        phase.set(Phase::Receiving);
-        let status = resp.status().as_u16();
-        let content_type = header(&resp, reqwest::header::CONTENT_TYPE);
-        let location = header(&resp, reqwest::header::LOCATION);
-        let retry_after = header(&resp, reqwest::header::RETRY_AFTER);
-        let content_encoding = header(&resp, reqwest::header::CONTENT_ENCODING);
-        let final_url = resp.url().clone();
-        let mut resp = resp;
-        let mut body = Vec::new();
-        let mut truncated = false;
-        loop {
-            match tokio::time::timeout_at(deadline, resp.chunk()).await {
-                Err(_) => {
-                    return FetchOutcome::Timeout {
-                        during: Phase::Receiving,
-                    };
-                }
-                Ok(Err(e)) => return FetchOutcome::Other(e.to_string()),
-                Ok(Ok(None)) => break,
-                Ok(Ok(Some(c))) => {
-                    let room = (self.max_body as usize).saturating_sub(body.len());
-                    if c.len() > room {
-                        body.extend_from_slice(&c[..room]);
-                        truncated = true;
-                        break;
-                    }
-                    body.extend_from_slice(&c);
-                }
-            }
-        }
+    /// One GET, redirects not followed, under the total patience and the body cap.
+    pub async fn get(&self, url: &Url, phase: &PhaseCell) -> FetchOutcome {
+        let deadline = Instant::now() + self.timeout;
+        let outcome = self.fetch(url, phase, deadline, self.max_body_bytes).await;
         phase.set(Phase::Idle);
-        FetchOutcome::Response(Fetched {
-            final_url,
-            status,
-            content_type,
-            location,
-            retry_after,
-            content_encoding,
-            body: Bytes::from(body),
-            truncated,
-            ttfb,
-            elapsed: start.elapsed(),
-        })
+        outcome
     }
 
-    pub async fn robots(&self, origin: &url::Url, phase: &PhaseCell) -> RobotsFetch {
-        let Ok(mut url) = origin.join("/robots.txt") else {
-            return RobotsFetch::Unreachable("bad origin".into());
+    /// GET `/robots.txt` of `origin`, following up to five redirects to any origin, all hops
+    /// under one total patience; the body is cut at [`ROBOTS_MAX_BYTES`].
+    pub async fn robots(&self, origin: &Url, phase: &PhaseCell) -> RobotsFetch {
+        let deadline = Instant::now() + self.timeout;
+        let outcome = self.robots_hops(origin, phase, deadline).await;
+        phase.set(Phase::Idle);
+        outcome
+    }
+
+    async fn robots_hops(&self, origin: &Url, phase: &PhaseCell, deadline: Instant) -> RobotsFetch {
+        let mut url = match origin.join("/robots.txt") {
+            Ok(url) => url,
+            Err(e) => return RobotsFetch::Unreachable(format!("{origin}: {e}")),
         };
-        for _ in 0..=5 {
-            match self.get(&url, phase).await {
-                FetchOutcome::Response(f) if (300..400).contains(&f.status) => {
-                    match f.location.as_deref().and_then(|l| url.join(l).ok()) {
-                        Some(next) => url = next,
-                        None => {
-                            return RobotsFetch::Response {
-                                status: f.status,
-                                body: f.body,
-                                retry_after: f.retry_after,
-                            };
-                        }
-                    }
+        let mut redirects = 0;
+        loop {
+            let fetched = match self.fetch(&url, phase, deadline, ROBOTS_MAX_BYTES).await {
+                FetchOutcome::Response(f) => f,
+                FetchOutcome::Timeout { during } => {
+                    return RobotsFetch::Unreachable(format!("{url}: timed out ({during:?})"));
                 }
-                FetchOutcome::Response(f) => {
-                    return RobotsFetch::Response {
-                        status: f.status,
-                        body: f.body.slice(..f.body.len().min(512_000)),
-                        retry_after: f.retry_after,
-                    };
-                }
-                FetchOutcome::Timeout { .. } => return RobotsFetch::Unreachable("timeout".into()),
                 FetchOutcome::Connect(e) | FetchOutcome::Other(e) => {
                     return RobotsFetch::Unreachable(e);
                 }
+            };
+            // A redirect without a usable Location has nowhere to go: its status stands.
+            let next = is_redirect(fetched.status)
+                .then_some(fetched.location.as_deref())
+                .flatten()
+                .and_then(|loc| url.join(loc).ok());
+            let Some(next) = next else {
+                return RobotsFetch::Response {
+                    status: fetched.status,
+                    body: fetched.body,
+                    retry_after: fetched.retry_after,
+                };
+            };
+            if redirects == ROBOTS_MAX_REDIRECTS {
+                return RobotsFetch::TooManyRedirects;
+            }
+            redirects += 1;
+            url = next;
+        }
+    }
+
+    async fn fetch(
+        &self,
+        url: &Url,
+        phase: &PhaseCell,
+        deadline: Instant,
+        cap: u64,
+    ) -> FetchOutcome {
+        let started = Instant::now();
+        // A pooled connection goes straight to waiting; the connector layer marks Connecting
+        // only when a new connection is really being made.
+        phase.set(Phase::WaitingFirstByte);
+        let send = CURRENT_PHASE.scope(phase.clone(), self.client.get(url.clone()).send());
+        let mut resp = match timeout_at(deadline, send).await {
+            Err(_) => {
+                return FetchOutcome::Timeout {
+                    during: phase.get(),
+                };
+            }
+            Ok(Err(e)) => return classify(&e),
+            Ok(Ok(resp)) => resp,
+        };
+        let ttfb = started.elapsed();
+        phase.set(Phase::Receiving);
+
+        let headers = resp.headers();
+        let content_encoding = header_text(headers, &header::CONTENT_ENCODING);
+        let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+        // The server's length is only a hint for the first allocation: never trusted past the
+        // cap, nor past RESERVE_LIMIT, so a lying Content-Length cannot make a huge allocation.
+        let hint = resp
+            .content_length()
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let reserve = hint.min(cap).min(RESERVE_LIMIT);
+        let mut decoder = Decoder::new(content_encoding.as_deref(), cap, reserve);
+        let mut fetched = Fetched {
+            final_url: resp.url().clone(),
+            status: resp.status().as_u16(),
+            content_type: header_text(headers, &header::CONTENT_TYPE),
+            location: header_text(headers, &header::LOCATION),
+            retry_after: header_text(headers, &header::RETRY_AFTER),
+            content_encoding,
+            body: Bytes::new(),
+            truncated: false,
+            wire_bytes: 0,
+            ttfb,
+            elapsed: Duration::ZERO,
+        };
+
+        let mut end = loop {
+            let chunk = match timeout_at(deadline, resp.chunk()).await {
+                Err(_) => {
+                    return FetchOutcome::Timeout {
+                        during: phase.get(),
+                    };
+                }
+                Ok(Err(e)) => return FetchOutcome::Other(error_chain(&e)),
+                Ok(Ok(None)) => break Ok(()),
+                Ok(Ok(Some(chunk))) => chunk,
+            };
+            fetched.wire_bytes += chunk.len() as u64;
+            if let Err(stop) = decoder.write(&chunk) {
+                break Err(stop);
+            }
+        };
+        // Dropping the response before its end closes the connection instead of draining it.
+        drop(resp);
+        if end.is_ok() {
+            end = decoder.finish();
+        }
+        match end {
+            Ok(()) => {}
+            Err(Stop::Full) => fetched.truncated = true,
+            Err(Stop::Invalid(why)) => {
+                return FetchOutcome::Other(format!(
+                    "{url}: body does not decode as {}: {why}",
+                    fetched.content_encoding.as_deref().unwrap_or("identity")
+                ));
             }
         }
-        RobotsFetch::TooManyRedirects
+        fetched.body = Bytes::from(decoder.take_body());
+        fetched.elapsed = started.elapsed();
+        FetchOutcome::Response(Box::new(fetched))
+    }
+}
+
+fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+/// All values of a header, joined as HTTP joins repeated fields; bytes that are not UTF-8
+/// are replaced rather than failing the fetch.
+fn header_text(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
+    let mut values = headers.get_all(name).iter();
+    let first = String::from_utf8_lossy(values.next()?.as_bytes()).into_owned();
+    Some(values.fold(first, |mut acc, v| {
+        acc.push_str(", ");
+        acc.push_str(&String::from_utf8_lossy(v.as_bytes()));
+        acc
+    }))
+}
+
+/// Sorts an error from sending the request (no response yet) into the outcome.
+fn classify(e: &reqwest::Error) -> FetchOutcome {
+    if e.is_connect() && e.is_timeout() {
+        return FetchOutcome::Timeout {
+            during: Phase::Connecting,
+        };
+    }
+    if e.is_connect() || hung_up(e) {
+        return FetchOutcome::Connect(error_chain(e));
+    }
+    FetchOutcome::Other(error_chain(e))
+}
+
+/// Whether the peer closed or reset the connection before any response came.
+fn hung_up(e: &reqwest::Error) -> bool {
+    use std::io::ErrorKind;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(h) = err.downcast_ref::<hyper::Error>()
+            && h.is_incomplete_message()
+        {
+            return true;
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::BrokenPipe
+                    | ErrorKind::UnexpectedEof
+            )
+        {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
+/// The error and its sources, outermost first, as one line.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(err) = source {
+        let part = err.to_string();
+        // Some layers repeat their source's message; once is enough.
+        if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = err.source();
+    }
+    text
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connect / first-byte split.
+
+tokio::task_local! {
+    /// The cell of the fetch being sent, for the connector layer to mark a new connection.
+    static CURRENT_PHASE: PhaseCell;
+}
+
+/// A connector layer: hyper calls the connector only when no pooled connection serves the
+/// request, so this is where a fetch really is `Connecting`.
+#[derive(Debug, Clone, Copy)]
+struct PhaseLayer;
+
+impl<S> tower_layer::Layer<S> for PhaseLayer {
+    type Service = PhaseConnect<S>;
+
+    fn layer(&self, inner: S) -> PhaseConnect<S> {
+        PhaseConnect(inner)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct PhaseConnect<S>(S);
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<S, R> tower_service::Service<R> for PhaseConnect<S>
+where
+    S: tower_service::Service<R>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<S::Response, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: R) -> Self::Future {
+        // Called from the fetch's own task, inside its scope.
+        let _ = CURRENT_PHASE.try_with(|p| p.set(Phase::Connecting));
+        let connecting = self.0.call(req);
+        Box::pin(async move {
+            let conn = connecting.await;
+            // When a pooled connection won the race, hyper finishes this connect in a task of
+            // its own: there the scope is absent and the fetch's phase is left alone.
+            let _ =
+                CURRENT_PHASE.try_with(|p| p.advance(Phase::Connecting, Phase::WaitingFirstByte));
+            conn
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Body decoding under the cap.
+
+/// Why writing to the body stopped early.
+#[derive(Debug, PartialEq, Eq)]
+enum Stop {
+    /// The decoded body reached the cap with more to come.
+    Full,
+    /// The bytes do not decode as the announced coding.
+    Invalid(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SinkState {
+    Open,
+    /// More was offered than the cap allows; every later write is refused.
+    Overflowed,
+}
+
+/// The decoded body: takes bytes up to the cap and refuses the rest, so a decoder writing
+/// into it stops as soon as the cap is passed.
+#[derive(Debug)]
+struct Sink {
+    buf: Vec<u8>,
+    cap: usize,
+    state: SinkState,
+}
+
+impl Sink {
+    fn new(cap: usize, reserve: usize) -> Sink {
+        Sink {
+            buf: Vec::with_capacity(reserve),
+            cap,
+            state: SinkState::Open,
+        }
+    }
+}
+
+impl std::io::Write for Sink {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let room = self.cap - self.buf.len();
+        if self.state == SinkState::Overflowed || data.len() > room {
+            self.buf.extend_from_slice(&data[..room.min(data.len())]);
+            self.state = SinkState::Overflowed;
+            return Err(std::io::Error::other("body cap reached"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+type Brotli = brotli_decompressor::DecompressorWriter<Sink>;
+
+/// The response's content coding, as a streaming decoder writing into a [`Sink`].
+enum Codec {
+    Identity(Sink),
+    Gzip(flate2::write::GzDecoder<Sink>),
+    /// `deflate` before its first two bytes are known: RFC 9110 says zlib-wrapped, but some
+    /// servers send raw deflate, and the zlib header tells the two apart.
+    DeflateUndecided(Sink, Vec<u8>),
+    Zlib(flate2::write::ZlibDecoder<Sink>),
+    RawDeflate(flate2::write::DeflateDecoder<Sink>),
+    Brotli(Box<Brotli>),
+}
+
+/// Decodes a body chunk by chunk into a capped buffer.
+struct Decoder {
+    codec: Codec,
+    /// Whether any byte came; an empty body (a 304, a redirect) has no stream to finish.
+    fed: bool,
+}
+
+impl Decoder {
+    fn new(content_encoding: Option<&str>, cap: usize, reserve: usize) -> Decoder {
+        let sink = Sink::new(cap, reserve);
+        let coding = content_encoding.map(|c| c.trim().to_ascii_lowercase());
+        let codec = match coding.as_deref() {
+            Some("gzip" | "x-gzip") => Codec::Gzip(flate2::write::GzDecoder::new(sink)),
+            Some("deflate") => Codec::DeflateUndecided(sink, Vec::new()),
+            Some("br") => Codec::Brotli(Box::new(Brotli::new(sink, 32 * 1024))),
+            // identity, absent, or a coding this client did not ask for: left as it came.
+            _ => Codec::Identity(sink),
+        };
+        Decoder { codec, fed: false }
+    }
+
+    fn sink(&self) -> &Sink {
+        match &self.codec {
+            Codec::Identity(s) | Codec::DeflateUndecided(s, _) => s,
+            Codec::Gzip(d) => d.get_ref(),
+            Codec::Zlib(d) => d.get_ref(),
+            Codec::RawDeflate(d) => d.get_ref(),
+            Codec::Brotli(d) => d.get_ref(),
+        }
+    }
+
+    fn sink_mut(&mut self) -> &mut Sink {
+        match &mut self.codec {
+            Codec::Identity(s) | Codec::DeflateUndecided(s, _) => s,
+            Codec::Gzip(d) => d.get_mut(),
+            Codec::Zlib(d) => d.get_mut(),
+            Codec::RawDeflate(d) => d.get_mut(),
+            Codec::Brotli(d) => d.get_mut(),
+        }
+    }
+
+    /// Feeds bytes as they came off the wire.
+    fn write(&mut self, wire: &[u8]) -> Result<(), Stop> {
+        self.fed |= !wire.is_empty();
+        let written = match &mut self.codec {
+            Codec::Identity(s) => s.write_all(wire),
+            Codec::Gzip(d) => d.write_all(wire),
+            Codec::Zlib(d) => d.write_all(wire),
+            Codec::RawDeflate(d) => d.write_all(wire),
+            Codec::Brotli(d) => d.write_all(wire),
+            Codec::DeflateUndecided(_, held) => {
+                held.extend_from_slice(wire);
+                if held.len() < 2 {
+                    return Ok(());
+                }
+                return self.decide_deflate();
+            }
+        };
+        self.check(written)
+    }
+
+    /// Picks zlib or raw deflate from what is held, and feeds it on.
+    fn decide_deflate(&mut self) -> Result<(), Stop> {
+        let placeholder = Codec::Identity(Sink::new(0, 0));
+        let Codec::DeflateUndecided(sink, held) = std::mem::replace(&mut self.codec, placeholder)
+        else {
+            unreachable!("decide_deflate is only called on an undecided deflate decoder");
+        };
+        // RFC 1950: method 8 in the low nibble, and the first two bytes a multiple of 31.
+        let zlib = held.len() >= 2
+            && held[0] & 0x0f == 8
+            && (u16::from(held[0]) << 8 | u16::from(held[1])) % 31 == 0;
+        self.codec = if zlib {
+            Codec::Zlib(flate2::write::ZlibDecoder::new(sink))
+        } else {
+            Codec::RawDeflate(flate2::write::DeflateDecoder::new(sink))
+        };
+        self.write(&held)
+    }
+
+    /// The body is over: flushes what the decoder still holds and checks the stream ended.
+    fn finish(&mut self) -> Result<(), Stop> {
+        if !self.fed {
+            return Ok(());
+        }
+        if matches!(self.codec, Codec::DeflateUndecided(..)) {
+            self.decide_deflate()?;
+        }
+        let finished = match &mut self.codec {
+            Codec::Identity(_) | Codec::DeflateUndecided(..) => Ok(()),
+            Codec::Gzip(d) => d.try_finish(),
+            Codec::Zlib(d) => d.try_finish(),
+            Codec::RawDeflate(d) => d.try_finish(),
+            Codec::Brotli(d) => d.close(),
+        };
+        self.check(finished)
+    }
+
+    fn check(&self, result: std::io::Result<()>) -> Result<(), Stop> {
+        if self.sink().state == SinkState::Overflowed {
+            return Err(Stop::Full);
+        }
+        result.map_err(|e| Stop::Invalid(e.to_string()))
+    }
+
+    /// The decoded body; the decoder accepts nothing after this.
+    fn take_body(&mut self) -> Vec<u8> {
+        let sink = self.sink_mut();
+        // A decoder dropped later may still flush into the sink: refuse it.
+        sink.state = SinkState::Overflowed;
+        sink.cap = 0;
+        std::mem::take(&mut sink.buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    mod decoding {
+        use super::*;
+
+        fn decode(
+            coding: Option<&str>,
+            cap: usize,
+            chunks: &[&[u8]],
+        ) -> (Result<(), Stop>, Vec<u8>) {
+            let mut d = Decoder::new(coding, cap, 0);
+            let mut end = Ok(());
+            for c in chunks {
+                end = d.write(c);
+                if end.is_err() {
+                    break;
+                }
+            }
+            if end.is_ok() {
+                end = d.finish();
+            }
+            (end, d.take_body())
+        }
+
+        fn gzip(data: &[u8]) -> Vec<u8> {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(data).expect("in memory");
+            e.finish().expect("in memory")
+        }
+
+        const PAGE: &[u8] = b"<html><body><p>hello, hello, hello</p></body></html>\n";
+
+        #[test]
+        fn identity_under_the_cap_arrives_whole() {
+            let (end, body) = decode(None, 1000, &[&PAGE[..10], &PAGE[10..]]);
+            assert_eq!(end, Ok(()));
+            assert_eq!(body, PAGE);
+        }
+
+        #[test]
+        fn a_body_exactly_at_the_cap_is_not_truncated() {
+            let (end, body) = decode(None, PAGE.len(), &[PAGE]);
+            assert_eq!(end, Ok(()));
+            assert_eq!(body, PAGE);
+        }
+
+        #[test]
+        fn a_body_over_the_cap_is_cut_exactly_at_it() {
+            let (end, body) = decode(Some("identity"), 7, &[&PAGE[..5], &PAGE[5..]]);
+            assert_eq!(end, Err(Stop::Full));
+            assert_eq!(body, &PAGE[..7]);
+        }
+
+        #[test]
+        fn gzip_is_decoded_across_chunks() {
+            let wire = gzip(PAGE);
+            let chunks: Vec<&[u8]> = wire.chunks(3).collect();
+            let (end, body) = decode(Some("gzip"), 1000, &chunks);
+            assert_eq!(end, Ok(()));
+            assert_eq!(body, PAGE);
+            let (end, body) = decode(Some(" X-GZIP "), 1000, &[&wire]);
+            assert_eq!((end, body.as_slice()), (Ok(()), PAGE));
+        }
+
+        #[test]
+        fn gzip_cap_counts_decoded_bytes() {
+            let wire = gzip(&vec![0u8; 8 << 20]);
+            assert!(wire.len() < 64 << 10, "the test needs a small wire size");
+            let (end, body) = decode(Some("gzip"), 1 << 20, &[&wire]);
+            assert_eq!(end, Err(Stop::Full));
+            assert_eq!(body.len(), 1 << 20);
+            assert!(body.iter().all(|&b| b == 0));
+        }
+
+        #[test]
+        fn gzip_garbage_is_invalid() {
+            let (end, _) = decode(Some("gzip"), 1000, &[b"this is not gzip at all"]);
+            assert!(matches!(end, Err(Stop::Invalid(_))), "{end:?}");
+        }
+
+        #[test]
+        fn a_gzip_stream_cut_short_is_invalid() {
+            let wire = gzip(PAGE);
+            let (end, _) = decode(Some("gzip"), 1000, &[&wire[..wire.len() - 6]]);
+            assert!(matches!(end, Err(Stop::Invalid(_))), "{end:?}");
+        }
+
+        #[test]
+        fn an_empty_body_with_a_coding_is_empty() {
+            for coding in ["gzip", "deflate", "br"] {
+                let (end, body) = decode(Some(coding), 1000, &[]);
+                assert_eq!(end, Ok(()), "{coding}");
+                assert!(body.is_empty());
+            }
+        }
+
+        #[test]
+        fn deflate_is_decoded_zlib_wrapped_or_raw() {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(PAGE).expect("in memory");
+            let zlib = z.finish().expect("in memory");
+            let mut r =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            r.write_all(PAGE).expect("in memory");
+            let raw = r.finish().expect("in memory");
+            for wire in [zlib, raw] {
+                // One byte at a time: the choice waits for two bytes.
+                let chunks: Vec<&[u8]> = wire.chunks(1).collect();
+                let (end, body) = decode(Some("deflate"), 1000, &chunks);
+                assert_eq!(end, Ok(()));
+                assert_eq!(body, PAGE);
+            }
+        }
+
+        #[test]
+        fn brotli_is_decoded() {
+            let mut wire = Vec::new();
+            {
+                let mut w = brotli::CompressorWriter::new(&mut wire, 4096, 5, 22);
+                w.write_all(PAGE).expect("in memory");
+            }
+            let chunks: Vec<&[u8]> = wire.chunks(4).collect();
+            let (end, body) = decode(Some("br"), 1000, &chunks);
+            assert_eq!(end, Ok(()));
+            assert_eq!(body, PAGE);
+            let (end, body) = decode(Some("br"), 10, &[&wire]);
+            assert_eq!(end, Err(Stop::Full));
+            assert_eq!(body, &PAGE[..10]);
+        }
+
+        #[test]
+        fn an_unknown_coding_is_left_as_it_came() {
+            let (end, body) = decode(Some("zstd"), 1000, &[b"\x28\xb5\x2f\xfd"]);
+            assert_eq!(end, Ok(()));
+            assert_eq!(body, b"\x28\xb5\x2f\xfd");
+        }
+    }
+
+    #[test]
+    fn phase_cell_holds_every_phase() {
+        let cell = PhaseCell::new();
+        assert_eq!(cell.get(), Phase::Idle);
+        for p in [
+            Phase::Connecting,
+            Phase::WaitingFirstByte,
+            Phase::Receiving,
+            Phase::Parsing,
+            Phase::Idle,
+        ] {
+            cell.set(p);
+            assert_eq!(cell.get(), p);
+            assert_eq!(cell.clone().get(), p, "clones share the cell");
+        }
+    }
+
+    #[test]
+    fn phases_serialize_in_snake_case() {
+        let json = serde_json::to_string(&Phase::WaitingFirstByte).expect("serializes");
+        assert_eq!(json, "\"waiting_first_byte\"");
+    }
+
+    #[test]
+    fn repeated_headers_are_joined_and_bad_bytes_replaced() {
+        let mut h = HeaderMap::new();
+        h.append(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        h.append(header::CONTENT_ENCODING, HeaderValue::from_static("br"));
+        h.append(
+            header::LOCATION,
+            HeaderValue::from_bytes(b"/caf\xe9").expect("obs-text is allowed"),
+        );
+        assert_eq!(
+            header_text(&h, &header::CONTENT_ENCODING).as_deref(),
+            Some("gzip, br")
+        );
+        assert_eq!(
+            header_text(&h, &header::LOCATION).as_deref(),
+            Some("/caf\u{fffd}")
+        );
+        assert_eq!(header_text(&h, &header::RETRY_AFTER), None);
+    }
+
+    mod phase_layer {
+        use super::*;
+        use tower_layer::Layer as _;
+        use tower_service::Service as _;
+
+        /// A connector that finishes when told to.
+        #[derive(Clone)]
+        struct Gate(Arc<tokio::sync::Notify>);
+
+        impl tower_service::Service<()> for Gate {
+            type Response = ();
+            type Error = ();
+            type Future = BoxFuture<Result<(), ()>>;
+
+            fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), ()>> {
+                Poll::Ready(Ok(()))
+            }
+
+            fn call(&mut self, (): ()) -> Self::Future {
+                let open = self.0.clone();
+                Box::pin(async move {
+                    open.notified().await;
+                    Ok(())
+                })
+            }
+        }
+
+        #[tokio::test]
+        async fn a_new_connection_is_connecting_until_it_is_up() {
+            let open = Arc::new(tokio::sync::Notify::new());
+            let mut svc = PhaseLayer.layer(Gate(open.clone()));
+            let cell = PhaseCell::new();
+            cell.set(Phase::WaitingFirstByte);
+            let seen = CURRENT_PHASE
+                .scope(cell.clone(), async {
+                    let connecting = svc.call(());
+                    let during = cell.get();
+                    open.notify_one();
+                    connecting.await.expect("gate opens");
+                    (during, cell.get())
+                })
+                .await;
+            assert_eq!(seen, (Phase::Connecting, Phase::WaitingFirstByte));
+        }
+
+        #[tokio::test]
+        async fn a_connect_finished_in_the_background_leaves_the_phase_alone() {
+            let open = Arc::new(tokio::sync::Notify::new());
+            let mut svc = PhaseLayer.layer(Gate(open.clone()));
+            let cell = PhaseCell::new();
+            let connecting = CURRENT_PHASE.sync_scope(cell.clone(), || svc.call(()));
+            assert_eq!(cell.get(), Phase::Connecting);
+            // A pooled connection won; the fetch moved on, and hyper finishes this connect in a
+            // task of its own.
+            cell.set(Phase::Receiving);
+            let background = tokio::spawn(connecting);
+            open.notify_one();
+            background.await.expect("no panic").expect("gate opens");
+            assert_eq!(cell.get(), Phase::Receiving);
+        }
+
+        #[test]
+        fn advance_moves_only_from_the_expected_phase() {
+            let cell = PhaseCell::new();
+            cell.set(Phase::Receiving);
+            cell.advance(Phase::Connecting, Phase::WaitingFirstByte);
+            assert_eq!(cell.get(), Phase::Receiving);
+            cell.set(Phase::Connecting);
+            cell.advance(Phase::Connecting, Phase::WaitingFirstByte);
+            assert_eq!(cell.get(), Phase::WaitingFirstByte);
+        }
+    }
+
+    #[test]
+    fn a_proxy_that_is_not_http_is_refused_at_build_time() {
+        let cfg = FetchConfig {
+            proxy: Some(Url::parse("file:///tmp/proxy").expect("valid url")),
+            ..FetchConfig::default()
+        };
+        assert!(matches!(
+            Fetcher::new(&cfg),
+            Err(FetchError::UnsupportedProxy(_))
+        ));
+    }
+
+    #[test]
+    fn a_user_agent_that_is_no_header_value_is_refused_at_build_time() {
+        let cfg = FetchConfig {
+            user_agent: "crawltop\r\nX-Injected: 1".into(),
+            ..FetchConfig::default()
+        };
+        assert!(matches!(Fetcher::new(&cfg), Err(FetchError::Client(_))));
+    }
+
+    /// Against the project's test web and tiny servers on loopback; nothing else is contacted.
+    mod network {
+        use std::net::SocketAddr;
+
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::net::{TcpListener, TcpStream};
+        use tokio::sync::mpsc;
+
+        use super::*;
+        use crate::testweb::manifest::RobotsRole;
+        use crate::testweb::{GenOptions, HostileOptions, RequestRecord, TestWeb};
+
+        /// Generous bound for waiting on an event; a test that needs it has failed anyway.
+        const PATIENCE: Duration = Duration::from_secs(30);
+
+        fn fetcher(tune: impl FnOnce(&mut FetchConfig)) -> Fetcher {
+            let mut cfg = FetchConfig {
+                user_agent: "crawltop-fetch-tests/1".into(),
+                ..FetchConfig::default()
+            };
+            tune(&mut cfg);
+            Fetcher::new(&cfg).expect("client builds")
+        }
+
+        fn url(s: &str) -> Url {
+            Url::parse(s).expect("test URL")
+        }
+
+        async fn hostile_web(tune: impl FnOnce(&mut HostileOptions)) -> TestWeb {
+            TestWeb::start_with(GenOptions::new(1, 3).hostile(true), |o| {
+                o.hostile.stall = Duration::from_secs(5);
+                o.hostile.trickle_interval = Duration::from_millis(50);
+                tune(&mut o.hostile);
+            })
+            .await
+            .expect("web starts")
+        }
+
+        async fn get(f: &Fetcher, u: &str) -> FetchOutcome {
+            let phase = PhaseCell::new();
+            let out = f.get(&url(u), &phase).await;
+            assert_eq!(
+                phase.get(),
+                Phase::Idle,
+                "a finished fetch leaves its slot idle"
+            );
+            out
+        }
+
+        fn response(out: FetchOutcome) -> Fetched {
+            match out {
+                FetchOutcome::Response(f) => *f,
+                other => panic!("expected a response, got {other:?}"),
+            }
+        }
+
+        async fn record_for(web: &TestWeb, path: &str) -> RequestRecord {
+            tokio::time::timeout(
+                PATIENCE,
+                web.log().wait_until(|r| r.iter().any(|r| r.path == path)),
+            )
+            .await
+            .expect("the request is logged");
+            web.log()
+                .records()
+                .into_iter()
+                .find(|r| r.path == path)
+                .expect("logged above")
+        }
+
+        /// A tiny HTTP/1.1 server for what the test web lacks: one request per connection,
+        /// answered by `answer` from the request head; every head goes to the receiver.
+        async fn extra_server(
+            answer: impl Fn(&str) -> Vec<u8> + Send + Sync + 'static,
+        ) -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("bound");
+            let (tx, rx) = mpsc::unbounded_channel();
+            let answer = Arc::new(answer);
+            tokio::spawn(async move {
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    let (tx, answer) = (tx.clone(), answer.clone());
+                    tokio::spawn(async move {
+                        let Some(head) = read_head(&mut stream).await else {
+                            return;
+                        };
+                        let reply = answer(&head);
+                        let _ = tx.send(head);
+                        let _ = stream.write_all(&reply).await;
+                        let _ = stream.shutdown().await;
+                    });
+                }
+            });
+            (addr, rx)
+        }
+
+        async fn read_head(stream: &mut TcpStream) -> Option<String> {
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = stream.read(&mut buf).await.ok()?;
+                if n == 0 || head.len() > 64 << 10 {
+                    return None;
+                }
+                head.extend_from_slice(&buf[..n]);
+            }
+            Some(String::from_utf8_lossy(&head).into_owned())
+        }
+
+        fn reply(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+            let mut out = format!("HTTP/1.1 {status}\r\nConnection: close\r\n").into_bytes();
+            for (k, v) in headers {
+                out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+            }
+            out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+            out.extend_from_slice(body);
+            out
+        }
+
+        fn path_of(head: &str) -> &str {
+            head.split(' ').nth(1).unwrap_or("")
+        }
+
+        fn header_of<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+            head.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim())
+            })
+        }
+
+        async fn next_head(rx: &mut mpsc::UnboundedReceiver<String>) -> String {
+            tokio::time::timeout(PATIENCE, rx.recv())
+                .await
+                .expect("a request arrives")
+                .expect("server runs")
+        }
+
+        #[tokio::test]
+        async fn a_plain_page_arrives_whole_with_its_type_and_timings() {
+            let web = TestWeb::start(GenOptions::new(1, 3))
+                .await
+                .expect("web starts");
+            let f = fetcher(|_| {});
+            let page = response(get(&f, &web.url("site00", "/")).await);
+            assert_eq!(page.status, 200);
+            assert_eq!(page.content_type.as_deref(), Some("text/html"));
+            assert_eq!(page.content_encoding, None);
+            assert!(!page.truncated);
+            assert!(page.ttfb <= page.elapsed);
+            assert_eq!(page.final_url.as_str(), web.url("site00", "/"));
+            let logged = record_for(&web, "/").await;
+            assert!(logged.complete);
+            assert_eq!(page.body.len() as u64, logged.bytes);
+            assert_eq!(page.wire_bytes, logged.bytes);
+            assert!(page.body.starts_with(b"<!DOCTYPE html>") || page.body.starts_with(b"<html"));
+        }
+
+        #[tokio::test]
+        async fn a_redirect_is_returned_not_followed() {
+            let web = hostile_web(|_| {}).await;
+            let f = fetcher(|_| {});
+            let moved = response(get(&f, &web.url("hostile", "/loop/a")).await);
+            assert_eq!(moved.status, 302);
+            assert_eq!(moved.location.as_deref(), Some("/loop/b"));
+            // A later request's record proves the log has caught up with this client.
+            let _ = get(&f, &web.url("hostile", "/robots.txt")).await;
+            record_for(&web, "/robots.txt").await;
+            let paths: Vec<String> = web.log().records().into_iter().map(|r| r.path).collect();
+            assert_eq!(paths, ["/loop/a", "/robots.txt"]);
+        }
+
+        #[tokio::test]
+        async fn a_huge_body_is_cut_at_the_cap_and_the_connection_dropped() {
+            let web = hostile_web(|_| {}).await;
+            let f = fetcher(|c| c.max_body_bytes = 1 << 20);
+            let big = response(get(&f, &web.url("hostile", "/big.html")).await);
+            assert_eq!(big.status, 200);
+            assert_eq!(big.body.len(), 1 << 20);
+            assert!(big.truncated);
+            let logged = record_for(&web, "/big.html").await;
+            assert!(!logged.complete, "the server saw the client go");
+            assert!(logged.bytes < 10_000_000, "{} bytes sent", logged.bytes);
+        }
+
+        #[tokio::test]
+        async fn a_gzip_bomb_is_cut_at_the_cap_after_decoding() {
+            // The default bomb: 1 GiB of zeros unpacked.
+            let web = hostile_web(|_| {}).await;
+            let f = fetcher(|c| c.max_body_bytes = 1 << 20);
+            let bomb = response(get(&f, &web.url("hostile", "/bomb.html")).await);
+            assert_eq!(bomb.content_encoding.as_deref(), Some("gzip"));
+            assert_eq!(bomb.body.len(), 1 << 20);
+            assert!(bomb.body.iter().all(|&b| b == 0));
+            assert!(bomb.truncated);
+            assert!(
+                bomb.wire_bytes < bomb.body.len() as u64,
+                "the body was decoded"
+            );
+        }
+
+        #[tokio::test]
+        async fn a_trickling_body_times_out_while_receiving() {
+            let web = hostile_web(|_| {}).await;
+            // Long enough for the headers on a loaded machine; the body never ends anyway.
+            let f = fetcher(|c| c.timeout = Duration::from_secs(1));
+            let out = get(&f, &web.url("hostile", "/trickle.html")).await;
+            assert!(
+                matches!(
+                    out,
+                    FetchOutcome::Timeout {
+                        during: Phase::Receiving
+                    }
+                ),
+                "{out:?}"
+            );
+        }
+
+        #[tokio::test]
+        async fn a_stalled_answer_times_out_waiting_for_the_first_byte() {
+            let web = hostile_web(|_| {}).await;
+            // Long enough for a loopback connect on a loaded machine; the stall is 5 s.
+            let f = fetcher(|c| c.timeout = Duration::from_secs(1));
+            let out = get(&f, &web.url("hostile", "/stall.html")).await;
+            assert!(
+                matches!(
+                    out,
+                    FetchOutcome::Timeout {
+                        during: Phase::WaitingFirstByte
+                    }
+                ),
+                "{out:?}"
+            );
+        }
+
+        #[tokio::test]
+        async fn a_handshake_that_never_ends_times_out_connecting() {
+            // A TLS client hello to a server that never answers: the connector itself waits.
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("bound");
+            tokio::spawn(async move {
+                let mut held = Vec::new();
+                while let Ok((stream, _)) = listener.accept().await {
+                    held.push(stream);
+                }
+            });
+            let f = fetcher(|c| c.timeout = Duration::from_millis(300));
+            let out = get(&f, &format!("https://{addr}/")).await;
+            assert!(
+                matches!(
+                    out,
+                    FetchOutcome::Timeout {
+                        during: Phase::Connecting
+                    }
+                ),
+                "{out:?}"
+            );
+        }
+
+        #[tokio::test]
+        async fn a_slow_connection_is_cut_by_the_connect_timeout() {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("bound");
+            tokio::spawn(async move {
+                let mut held = Vec::new();
+                while let Ok((stream, _)) = listener.accept().await {
+                    held.push(stream);
+                }
+            });
+            let f = fetcher(|c| c.connect_timeout = Duration::from_millis(200));
+            let out = get(&f, &format!("https://{addr}/")).await;
+            assert!(
+                matches!(
+                    out,
+                    FetchOutcome::Timeout {
+                        during: Phase::Connecting
+                    }
+                ),
+                "{out:?}"
+            );
+        }
+
+        #[tokio::test]
+        async fn a_closed_port_is_a_connect_failure() {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("bound");
+            drop(listener);
+            let out = get(&fetcher(|_| {}), &format!("http://{addr}/")).await;
+            assert!(matches!(out, FetchOutcome::Connect(_)), "{out:?}");
+        }
+
+        #[tokio::test]
+        async fn a_hang_up_before_any_answer_is_a_connect_failure() {
+            let (addr, _rx) = extra_server(|_| Vec::new()).await;
+            let out = get(&fetcher(|_| {}), &format!("http://{addr}/")).await;
+            assert!(matches!(out, FetchOutcome::Connect(_)), "{out:?}");
+        }
+
+        #[tokio::test]
+        async fn a_garbage_answer_is_another_failure() {
+            let (addr, _rx) = extra_server(|_| b"SPAM SPAM SPAM\r\n\r\n".to_vec()).await;
+            let out = get(&fetcher(|_| {}), &format!("http://{addr}/")).await;
+            assert!(matches!(out, FetchOutcome::Other(_)), "{out:?}");
+        }
+
+        #[tokio::test]
+        async fn a_body_cut_short_is_another_failure() {
+            let (addr, _rx) = extra_server(|_| {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\nonly this"
+                    .to_vec()
+            })
+            .await;
+            let out = get(&fetcher(|_| {}), &format!("http://{addr}/")).await;
+            assert!(matches!(out, FetchOutcome::Other(_)), "{out:?}");
+        }
+
+        #[tokio::test]
+        async fn a_gzip_body_that_does_not_decode_is_another_failure() {
+            let (addr, _rx) =
+                extra_server(|_| reply("200 OK", &[("Content-Encoding", "gzip")], b"not gzip"))
+                    .await;
+            let out = get(&fetcher(|_| {}), &format!("http://{addr}/")).await;
+            assert!(matches!(out, FetchOutcome::Other(_)), "{out:?}");
+        }
+
+        #[tokio::test]
+        async fn the_user_agent_and_accept_encoding_reach_the_server() {
+            let web = hostile_web(|_| {}).await;
+            let f = fetcher(|c| c.user_agent = "crawltop-ua-check/7 (+http://127.0.0.1/)".into());
+            let _ = response(get(&f, &web.url("hostile", "/")).await);
+            let logged = record_for(&web, "/").await;
+            assert_eq!(
+                logged.user_agent.as_deref(),
+                Some("crawltop-ua-check/7 (+http://127.0.0.1/)")
+            );
+            let (addr, mut rx) = extra_server(|_| reply("200 OK", &[], b"ok")).await;
+            let _ = response(get(&f, &format!("http://{addr}/")).await);
+            let head = next_head(&mut rx).await;
+            assert_eq!(
+                header_of(&head, "accept-encoding"),
+                Some("gzip, deflate, br")
+            );
+        }
+
+        #[tokio::test]
+        async fn sequential_fetches_to_a_site_reuse_one_connection() {
+            let web = hostile_web(|_| {}).await;
+            let f = fetcher(|_| {});
+            let _ = response(get(&f, &web.url("hostile", "/")).await);
+            let _ = response(get(&f, &web.url("hostile", "/latin1.html")).await);
+            record_for(&web, "/latin1.html").await;
+            let conns: Vec<u64> = web.log().records().iter().map(|r| r.conn).collect();
+            assert_eq!(conns.len(), 2);
+            assert_eq!(conns[0], conns[1], "one keep-alive connection");
+        }
+
+        #[tokio::test]
+        async fn latin1_bytes_arrive_unchanged() {
+            let web = hostile_web(|_| {}).await;
+            let page = response(get(&fetcher(|_| {}), &web.url("hostile", "/latin1.html")).await);
+            let on_disk =
+                std::fs::read(web.dir().join("hostile").join("latin1.html")).expect("file");
+            assert!(
+                std::str::from_utf8(&on_disk).is_err(),
+                "the page is not UTF-8"
+            );
+            assert_eq!(page.body.as_ref(), on_disk.as_slice());
+        }
+
+        #[tokio::test]
+        async fn retry_after_is_kept() {
+            let web = hostile_web(|_| {}).await;
+            let slow =
+                response(get(&fetcher(|_| {}), &web.url("hostile", "/retry/429.html")).await);
+            assert_eq!(slow.status, 429);
+            assert_eq!(slow.retry_after.as_deref(), Some("1"));
+        }
+
+        async fn robots(f: &Fetcher, origin: &str) -> RobotsFetch {
+            let phase = PhaseCell::new();
+            let out = f.robots(&url(origin), &phase).await;
+            assert_eq!(phase.get(), Phase::Idle);
+            out
+        }
+
+        fn robots_status(out: &RobotsFetch) -> Option<u16> {
+            match out {
+                RobotsFetch::Response { status, .. } => Some(*status),
+                _ => None,
+            }
+        }
+
+        #[tokio::test]
+        async fn robots_200_404_and_500_are_returned_as_they_are() {
+            let web = TestWeb::start(GenOptions::new(4, 3).hostile(true))
+                .await
+                .expect("web starts");
+            let f = fetcher(|_| {});
+            let RobotsFetch::Response { status, body, .. } =
+                robots(&f, &web.origin("hostile")).await
+            else {
+                panic!("hostile has a robots.txt");
+            };
+            assert_eq!(status, 200);
+            assert!(String::from_utf8_lossy(&body).contains("User-agent: *"));
+            let none = web
+                .manifest()
+                .sites
+                .iter()
+                .find(|s| s.robots == RobotsRole::None)
+                .expect("a site without robots.txt");
+            assert_eq!(
+                robots_status(&robots(&f, &web.origin(&none.name)).await),
+                Some(404)
+            );
+            assert_eq!(
+                robots_status(&robots(&f, &web.origin("robots500")).await),
+                Some(500)
+            );
+        }
+
+        /// `/robots.txt` redirects `hops` times (absolute and relative Locations), then 200.
+        async fn redirecting_robots(hops: u32) -> SocketAddr {
+            let (addr, _rx) = extra_server(move |head| {
+                let path = path_of(head);
+                let n: u32 = match path {
+                    "/robots.txt" => 0,
+                    p => p
+                        .strip_prefix("/hop/")
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(u32::MAX),
+                };
+                if n == u32::MAX {
+                    reply("404 Not Found", &[], b"")
+                } else if n < hops {
+                    // Relative from /hop/n, absolute-path from /robots.txt.
+                    let to = if n == 0 {
+                        "/hop/1".to_string()
+                    } else {
+                        format!("{}", n + 1)
+                    };
+                    let status = ["301 Moved", "302 Found", "307 Temporary", "308 Permanent"]
+                        [n as usize % 4];
+                    reply(status, &[("Location", &to)], b"")
+                } else {
+                    reply(
+                        "200 OK",
+                        &[("Content-Type", "text/plain")],
+                        b"User-agent: *\nDisallow: /x\n",
+                    )
+                }
+            })
+            .await;
+            addr
+        }
+
+        #[tokio::test]
+        async fn robots_follows_redirects_up_to_five() {
+            let f = fetcher(|_| {});
+            for hops in [3, 5] {
+                let addr = redirecting_robots(hops).await;
+                let out = robots(&f, &format!("http://{addr}")).await;
+                assert_eq!(
+                    out,
+                    RobotsFetch::Response {
+                        status: 200,
+                        body: Bytes::from_static(b"User-agent: *\nDisallow: /x\n"),
+                        retry_after: None
+                    },
+                    "{hops} redirects"
+                );
+            }
+        }
+
+        #[tokio::test]
+        async fn robots_gives_up_after_five_redirects() {
+            let addr = redirecting_robots(6).await;
+            let out = robots(&fetcher(|_| {}), &format!("http://{addr}")).await;
+            assert_eq!(out, RobotsFetch::TooManyRedirects);
+        }
+
+        #[tokio::test]
+        async fn robots_body_is_cut_at_500_kib() {
+            let (addr, _rx) = extra_server(|_| {
+                let mut body = b"User-agent: *\n".to_vec();
+                body.resize(600 << 10, b'#');
+                reply("200 OK", &[], &body)
+            })
+            .await;
+            let out = robots(&fetcher(|_| {}), &format!("http://{addr}")).await;
+            let RobotsFetch::Response { status, body, .. } = out else {
+                panic!("{out:?}");
+            };
+            assert_eq!(status, 200);
+            assert_eq!(body.len(), 512_000);
+            assert!(body.starts_with(b"User-agent: *\n"));
+        }
+
+        #[tokio::test]
+        async fn robots_on_a_closed_port_is_unreachable() {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("bound");
+            drop(listener);
+            let out = robots(&fetcher(|_| {}), &format!("http://{addr}")).await;
+            assert!(matches!(out, RobotsFetch::Unreachable(_)), "{out:?}");
+        }
+
+        #[tokio::test]
+        async fn robots_that_stall_are_unreachable() {
+            let web = hostile_web(|_| {}).await;
+            let (addr, _rx) = extra_server({
+                let stall = web.url("hostile", "/stall.html");
+                move |_| reply("302 Found", &[("Location", &stall)], b"")
+            })
+            .await;
+            let f = fetcher(|c| c.timeout = Duration::from_millis(300));
+            let out = robots(&f, &format!("http://{addr}")).await;
+            assert!(matches!(out, RobotsFetch::Unreachable(_)), "{out:?}");
+        }
+
+        async fn cookie_server() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
+            extra_server(|head| match path_of(head) {
+                "/set" => reply("200 OK", &[("Set-Cookie", "session=42; Path=/")], b"set"),
+                _ => reply("200 OK", &[], b"checked"),
+            })
+            .await
+        }
+
+        #[tokio::test]
+        async fn cookies_are_not_kept_by_default() {
+            let (addr, mut rx) = cookie_server().await;
+            let f = fetcher(|_| {});
+            let _ = response(get(&f, &format!("http://{addr}/set")).await);
+            let _ = response(get(&f, &format!("http://{addr}/check")).await);
+            let _set = next_head(&mut rx).await;
+            let check = next_head(&mut rx).await;
+            assert_eq!(path_of(&check), "/check");
+            assert_eq!(header_of(&check, "cookie"), None);
+        }
+
+        #[tokio::test]
+        async fn cookies_when_on_go_back_to_their_origin() {
+            let (addr, mut rx) = cookie_server().await;
+            let f = fetcher(|c| c.cookies = true);
+            let _ = response(get(&f, &format!("http://{addr}/set")).await);
+            let _ = response(get(&f, &format!("http://{addr}/check")).await);
+            let _set = next_head(&mut rx).await;
+            let check = next_head(&mut rx).await;
+            assert_eq!(path_of(&check), "/check");
+            assert_eq!(header_of(&check, "cookie"), Some("session=42"));
+        }
+
+        #[tokio::test]
+        async fn a_proxy_gets_the_request_in_absolute_form() {
+            let (proxy, mut rx) = extra_server(|_| reply("200 OK", &[], b"via proxy")).await;
+            let f = fetcher(|c| c.proxy = Some(url(&format!("http://{proxy}"))));
+            // Nothing listens on port 1: only the proxy can answer this.
+            let page = response(get(&f, "http://127.0.0.1:1/proxied?q=1").await);
+            assert_eq!(page.body.as_ref(), b"via proxy");
+            let head = next_head(&mut rx).await;
+            assert!(
+                head.starts_with("GET http://127.0.0.1:1/proxied?q=1 HTTP/1.1\r\n"),
+                "{head}"
+            );
+        }
     }
 }

@@ -202,6 +202,7 @@ impl Coordinator {
         let fetcher = Fetcher::new(&fetch_cfg).map_err(|e| EngineError::Client(e.to_string()))?;
         let mut policy = RobotsPolicy::new(PRODUCT_TOKEN);
         policy.max_crawl_delay = Duration::from_millis(cfg.max_crawl_delay_ms);
+        policy.max_retries = cfg.robots_retries;
         let delay = cfg.delay();
         let frontier = Frontier::new(FrontierConfig {
             front_queues: FrontierConfig::DEFAULT_FRONT_QUEUES,

@@ -1,0 +1,639 @@
+//! The crawl engine against the test web, judged where a site owner would judge it: at the
+//! server's request log.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crawltop::config::CrawlConfig;
+use crawltop::engine::{self, Command, Summary};
+use crawltop::scope::IgnoreReason;
+use crawltop::snapshot::{CommandSource, RunState, Snapshot};
+use crawltop::testweb::manifest::SiteKind;
+use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
+
+use crate::util::PATIENCE;
+
+/// A crawl's outcome: the summary and the urls-out lines, keyed by URL.
+pub struct Crawled {
+    pub summary: Summary,
+    pub urls: BTreeMap<String, serde_json::Value>,
+    pub stats: serde_json::Value,
+    _dir: tempfile::TempDir,
+}
+
+pub fn config(seeds: Vec<String>) -> CrawlConfig {
+    CrawlConfig {
+        seeds,
+        workers: 8,
+        delay_ms: 5,
+        timeout_ms: 5_000,
+        ..CrawlConfig::default()
+    }
+}
+
+pub fn seeds(web: &TestWeb, kind: SiteKind) -> Vec<String> {
+    web.manifest()
+        .sites
+        .iter()
+        .filter(|s| s.kind == kind)
+        .map(|s| web.url(&s.name, "/"))
+        .collect()
+}
+
+pub async fn crawl(mut cfg: CrawlConfig) -> Crawled {
+    let dir = tempfile::tempdir().expect("tempdir");
+    cfg.stats_out = Some(dir.path().join("stats.json"));
+    cfg.urls_out = Some(dir.path().join("urls.jsonl"));
+    let handle = engine::spawn(cfg).expect("crawl starts");
+    let summary = tokio::time::timeout(Duration::from_secs(120), handle.finished())
+        .await
+        .expect("the crawl ends by itself")
+        .expect("no engine error");
+    read_outputs(summary, dir)
+}
+
+fn read_outputs(summary: Summary, dir: tempfile::TempDir) -> Crawled {
+    let urls = std::fs::read_to_string(dir.path().join("urls.jsonl"))
+        .expect("urls-out")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("json line");
+            (v["url"].as_str().expect("url").to_string(), v)
+        })
+        .collect();
+    let stats = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("stats.json")).expect("stats-out"),
+    )
+    .expect("stats json");
+    Crawled {
+        summary,
+        urls,
+        stats,
+        _dir: dir,
+    }
+}
+
+/// Page requests (not robots.txt) per site and path.
+fn requests_by_site(records: &[RequestRecord]) -> BTreeMap<String, BTreeMap<String, usize>> {
+    let mut out: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    for r in records {
+        if r.path != "/robots.txt" {
+            *out.entry(r.site.clone())
+                .or_default()
+                .entry(r.path.clone())
+                .or_default() += 1;
+        }
+    }
+    out
+}
+
+/// Asserts the two politeness rules on a site's records: consecutive arrivals at least
+/// `delay` apart, and never more than `per_site` in flight.
+fn assert_polite(records: &[RequestRecord], site: &str, delay: Duration, per_site: u32) {
+    let mut recs: Vec<&RequestRecord> = records.iter().filter(|r| r.site == site).collect();
+    recs.sort_by_key(|r| r.t_us);
+    for pair in recs.windows(2) {
+        let gap = pair[1].t_us - pair[0].t_us;
+        assert!(
+            gap >= delay.as_micros() as u64,
+            "{site}: {} then {} only {gap} us apart (delay {delay:?})",
+            pair[0].path,
+            pair[1].path
+        );
+    }
+    for r in &recs {
+        assert!(
+            r.in_flight <= per_site,
+            "{site}: {} in flight at {}",
+            r.in_flight,
+            r.path
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_allowed_page_exactly_once_robots_first_and_polite() {
+    let web = TestWeb::start(GenOptions::new(5, 25).seed(3).crawl_delay_s(0.3))
+        .await
+        .expect("web");
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.delay_ms = 40;
+    cfg.workers = 6;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    let records = web.log().records();
+    let by_site = requests_by_site(&records);
+    for site in web.manifest().normal_sites() {
+        let got = by_site.get(&site.name).cloned().unwrap_or_default();
+        // Exactly once: every allowed reachable page, no duplicates.
+        for page in &site.pages {
+            assert_eq!(got.get(&page.path), Some(&1), "{} {}", site.name, page.path);
+        }
+        // Nothing else but dead links and redirects.
+        let mut expected: BTreeSet<&str> = site.page_paths();
+        expected.extend(site.dead.iter().map(String::as_str));
+        expected.extend(site.redirects.iter().map(|r| r.from.as_str()));
+        for (path, n) in &got {
+            assert!(
+                expected.contains(path.as_str()),
+                "{}: unexpected {path}",
+                site.name
+            );
+            assert_eq!(*n, 1, "{}: {path} fetched {n} times", site.name);
+        }
+        for path in site.disallowed.iter().chain(&site.nofollow_only) {
+            assert!(
+                !got.contains_key(path),
+                "{}: {path} must never be asked",
+                site.name
+            );
+        }
+        // robots.txt first, once.
+        let mut recs: Vec<&RequestRecord> =
+            records.iter().filter(|r| r.site == site.name).collect();
+        recs.sort_by_key(|r| r.t_us);
+        assert_eq!(recs[0].path, "/robots.txt", "{}", site.name);
+        assert_eq!(
+            recs.iter().filter(|r| r.path == "/robots.txt").count(),
+            1,
+            "{}",
+            site.name
+        );
+        let delay = match site.crawl_delay_s {
+            Some(s) => Duration::from_secs_f64(s),
+            None => Duration::from_millis(40),
+        };
+        assert_polite(&records, &site.name, delay, 1);
+    }
+    // The crawl's mailto addresses are the manifest's.
+    let want: BTreeSet<String> = web
+        .manifest()
+        .normal_sites()
+        .flat_map(|s| s.mailto.iter().cloned())
+        .collect();
+    let got: BTreeSet<String> = crawled.summary.mailto.iter().cloned().collect();
+    assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn per_site_connections_are_never_exceeded() {
+    // Slow answers, so that requests overlap at the server: ten stalled URLs on one site.
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.stall = Duration::from_millis(200);
+    })
+    .await
+    .expect("web");
+    let seeds = (0..10)
+        .map(|i| web.url("hostile", &format!("/stall.html?n={i}")))
+        .collect();
+    let mut cfg = config(seeds);
+    cfg.delay_ms = 0;
+    cfg.per_site = 3;
+    cfg.workers = 12;
+    cfg.depth = Some(0);
+    crawl(cfg).await;
+    let records = web.log().site_records("hostile");
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r.path.starts_with("/stall"))
+            .count(),
+        10
+    );
+    assert_polite(&records, "hostile", Duration::ZERO, 3);
+    let max = records.iter().map(|r| r.in_flight).max().unwrap_or(0);
+    assert_eq!(max, 3, "three connections at once, never more");
+}
+
+/// The pages of `site` reachable from its index within `max_depth`, over links that stay on
+/// the site (redirects keep depth), from the manifest's link graph.
+fn expected_within(web: &TestWeb, site: &str, max_depth: u32) -> BTreeSet<String> {
+    let s = web.manifest().site(site).expect("site");
+    let links: HashMap<&str, &Vec<(String, String)>> = s
+        .pages
+        .iter()
+        .map(|p| (p.path.as_str(), &p.links))
+        .collect();
+    let redirects: HashMap<&str, &str> = s
+        .redirects
+        .iter()
+        .map(|r| (r.from.as_str(), r.to.as_str()))
+        .collect();
+    let mut depth: HashMap<String, u32> = HashMap::new();
+    let mut queue = VecDeque::from([("/".to_string(), 0u32)]);
+    depth.insert("/".into(), 0);
+    while let Some((path, d)) = queue.pop_front() {
+        if let Some(to) = redirects.get(path.as_str()) {
+            if depth.get(*to).is_none_or(|&old| d < old) {
+                depth.insert((*to).to_string(), d);
+                queue.push_front(((*to).to_string(), d));
+            }
+            continue;
+        }
+        for (target_site, target) in links.get(path.as_str()).into_iter().flat_map(|v| v.iter()) {
+            if target_site == site && depth.get(target).is_none_or(|&old| d + 1 < old) {
+                depth.insert(target.clone(), d + 1);
+                queue.push_back((target.clone(), d + 1));
+            }
+        }
+    }
+    depth
+        .into_iter()
+        .filter(|(p, d)| *d <= max_depth && s.page_paths().contains(p.as_str()))
+        .map(|(p, _)| p)
+        .collect()
+}
+
+#[tokio::test]
+async fn depth_limit_cuts_where_it_should() {
+    let web = TestWeb::start(GenOptions::new(2, 80).seed(11).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    for max_depth in [0, 1, 2] {
+        let before = web.log().len();
+        let mut cfg = config(vec![web.url("site00", "/")]);
+        cfg.depth = Some(max_depth);
+        cfg.workers = 16;
+        cfg.delay_ms = 0;
+        crawl(cfg).await;
+        let records: Vec<RequestRecord> = web
+            .log()
+            .records()
+            .into_iter()
+            .skip(before as usize)
+            .collect();
+        let fetched: BTreeSet<String> = records
+            .iter()
+            .filter(|r| r.site == "site00" && (200..300).contains(&r.status))
+            .filter(|r| r.path != "/robots.txt")
+            .map(|r| r.path.clone())
+            .collect();
+        assert_eq!(
+            fetched,
+            expected_within(&web, "site00", max_depth),
+            "depth {max_depth}"
+        );
+        assert!(
+            records.iter().all(|r| r.site == "site00"),
+            "scope origin stays on site00"
+        );
+    }
+}
+
+#[tokio::test]
+async fn scope_and_page_limits() {
+    let web = TestWeb::start(GenOptions::new(3, 20).seed(2).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    // Scope any from site00 reaches the other sites through cross-site links.
+    let mut cfg = config(vec![web.url("site00", "/")]);
+    cfg.scope = crawltop::scope::ScopeKind::Any;
+    cfg.delay_ms = 0;
+    crawl(cfg).await;
+    let sites: BTreeSet<String> = web.log().records().iter().map(|r| r.site.clone()).collect();
+    assert_eq!(sites.len(), 3, "{sites:?}");
+
+    // A page limit: exactly N URLs requested, robots.txt aside.
+    let before = web.log().len() as usize;
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.max_pages = Some(10);
+    cfg.delay_ms = 0;
+    let crawled = crawl(cfg).await;
+    let pages = web.log().records()[before..]
+        .iter()
+        .filter(|r| r.path != "/robots.txt")
+        .count();
+    assert_eq!(pages, 10);
+    assert!(crawled.summary.snapshot.resources.fetch_ignored > 0);
+    let limited = crawled
+        .urls
+        .values()
+        .filter(|u| u["reason"] == IgnoreReason::PageLimit.to_string().as_str())
+        .count();
+    assert!(limited > 0, "some URLs say they hit the page limit");
+
+    // A per-site limit.
+    let before = web.log().len() as usize;
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.max_pages_per_site = Some(4);
+    cfg.delay_ms = 0;
+    crawl(cfg).await;
+    let per_site = requests_by_site(&web.log().records()[before..]);
+    for (site, paths) in per_site {
+        assert_eq!(paths.values().sum::<usize>(), 4, "{site}");
+    }
+
+    // Include and exclude.
+    let before = web.log().len() as usize;
+    let mut cfg = config(vec![web.url("site00", "/")]);
+    cfg.exclude = vec!["/guide/".into()];
+    cfg.delay_ms = 0;
+    crawl(cfg).await;
+    let asked: Vec<String> = web.log().records()[before..]
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    assert!(asked.iter().all(|p| !p.starts_with("/guide/")), "{asked:?}");
+    assert!(asked.len() > 3);
+}
+
+async fn wait_for_snapshot(
+    rx: &mut tokio::sync::watch::Receiver<Arc<Snapshot>>,
+    mut done: impl FnMut(&Snapshot) -> bool,
+) {
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            if done(&rx.borrow_and_update()) {
+                return;
+            }
+            rx.changed().await.expect("crawl alive");
+        }
+    })
+    .await
+    .expect("snapshot condition reached");
+}
+
+#[tokio::test]
+async fn pause_resume_delay_and_stop_are_seen_at_the_server() {
+    let web = TestWeb::start(GenOptions::new(2, 200).seed(8).crawl_delay_s(0.02))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.delay_ms = 20;
+    cfg.stats_out = Some(dir.path().join("stats.json"));
+    cfg.urls_out = Some(dir.path().join("urls.jsonl"));
+    let handle = engine::spawn(cfg).expect("starts");
+    let cmd = handle.commander();
+    let mut snaps = handle.snapshots();
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
+        .await
+        .expect("crawl under way");
+
+    // Pause: once nothing is in flight, nothing reaches the server until resume.
+    cmd.send(Command::Pause, CommandSource::Library);
+    wait_for_snapshot(&mut snaps, |s| {
+        s.state == RunState::Paused && s.scheduler.assigned == 0
+    })
+    .await;
+    let paused_at = web.log().now_us();
+    let count_at_pause = web.log().len();
+    tokio::time::sleep(Duration::from_millis(400)).await; // an observation window, not a wait
+    assert_eq!(
+        web.log().len(),
+        count_at_pause,
+        "requests arrived while paused"
+    );
+    cmd.send(Command::Resume, CommandSource::Library);
+    tokio::time::timeout(
+        PATIENCE,
+        web.log()
+            .wait_until(|r| r.len() as u64 >= count_at_pause + 4),
+    )
+    .await
+    .expect("resumed");
+    let resumed: Vec<u64> = web
+        .log()
+        .records()
+        .iter()
+        .map(|r| r.t_us)
+        .filter(|t| *t > paused_at)
+        .collect();
+    assert!(resumed.iter().all(|t| *t >= paused_at + 400_000));
+
+    // Throttle: after the new delay is set, a site's requests are at least 150 ms apart.
+    cmd.send(
+        Command::SetDelay(Duration::from_millis(150)),
+        CommandSource::Library,
+    );
+    let set_at = web.log().now_us();
+    let count_at_set = web.log().len();
+    tokio::time::timeout(
+        PATIENCE,
+        web.log().wait_until(|r| r.len() as u64 >= count_at_set + 6),
+    )
+    .await
+    .expect("crawl goes on");
+    for site in ["site00", "site01"] {
+        let recs = web.log().site_records(site);
+        for pair in recs.windows(2) {
+            if pair[1].t_us > set_at + 1_000 && pair[0].t_us > set_at {
+                let gap = pair[1].t_us - pair[0].t_us;
+                assert!(
+                    gap >= 150_000,
+                    "{site}: {gap} us after the delay went to 150 ms"
+                );
+            }
+        }
+    }
+
+    // Stop: in-flight finish, the crawl ends, the stats are written and say stopped.
+    cmd.send(Command::Stop, CommandSource::Library);
+    let summary = tokio::time::timeout(PATIENCE, handle.finished())
+        .await
+        .expect("stops")
+        .expect("no error");
+    assert!(!summary.completed);
+    assert_eq!(summary.snapshot.state, RunState::Finished);
+    let stats: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("stats.json")).expect("stats written"),
+    )
+    .expect("json");
+    let commands: Vec<&str> = stats["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .map(|c| c["command"].as_str().expect("text"))
+        .collect();
+    assert_eq!(commands, ["pause", "resume", "delay 150 ms", "stop"]);
+    assert_eq!(stats["totals"]["completed"], false);
+}
+
+#[tokio::test]
+async fn stats_file_has_every_key_and_agrees_with_the_server() {
+    let web = TestWeb::start(GenOptions::new(4, 15).seed(21).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.delay_ms = 0;
+    let crawled = crawl(cfg).await;
+    let stats = &crawled.stats;
+    for key in [
+        "state",
+        "elapsed_s",
+        "workers",
+        "scheduler",
+        "resources",
+        "http",
+        "politeness",
+        "sites",
+        "heap",
+        "rates",
+        "totals",
+        "config",
+        "commands",
+    ] {
+        assert!(stats.get(key).is_some(), "missing {key}");
+    }
+    for key in [
+        "total",
+        "idle",
+        "blocked",
+        "busy",
+        "idle_pct",
+        "blocked_pct",
+        "busy_pct",
+    ] {
+        assert!(stats["workers"].get(key).is_some(), "workers.{key}");
+    }
+    for key in ["queued", "assigned", "blocked", "done", "spider", "thinker"] {
+        assert!(stats["scheduler"].get(key).is_some(), "scheduler.{key}");
+    }
+    for key in [
+        "discovered",
+        "fetched",
+        "parsed",
+        "fetch_error",
+        "fetch_ignored",
+        "fetch_forbidden",
+        "parse_error",
+        "parse_ignored",
+    ] {
+        assert!(stats["resources"].get(key).is_some(), "resources.{key}");
+    }
+    for key in [
+        "origin",
+        "robots_state",
+        "crawl_delay_ms",
+        "queued",
+        "fetched",
+        "errors",
+        "next_allowed_in_ms",
+    ] {
+        assert!(stats["sites"][0].get(key).is_some(), "sites[].{key}");
+    }
+    assert_eq!(stats["state"], "finished");
+    // Responses by status: the crawler's count is the server's.
+    let mut server: BTreeMap<String, u64> = BTreeMap::new();
+    let records = web.log().records();
+    for r in &records {
+        *server.entry(r.status.to_string()).or_default() += 1;
+    }
+    let crawler: BTreeMap<String, u64> =
+        serde_json::from_value(stats["http"]["status"].clone()).expect("status map");
+    assert_eq!(crawler, server);
+    let server_bytes: u64 = records.iter().map(|r| r.bytes).sum();
+    assert_eq!(stats["http"]["bytes"], server_bytes);
+    // Per site: fetched = 2xx and 3xx page responses at the server.
+    for row in stats["sites"].as_array().expect("sites") {
+        let origin = row["origin"].as_str().expect("origin");
+        let site = web.site_of(origin).expect("our site");
+        let fetched = records
+            .iter()
+            .filter(|r| r.site == site && r.path != "/robots.txt" && r.status < 400)
+            .count();
+        assert_eq!(row["fetched"], fetched as u64, "{site}");
+        assert!(row["robots_state"] == "handled" || row["robots_state"] == "unexisting");
+    }
+    let page_requests = records.iter().filter(|r| r.path != "/robots.txt").count() as u64;
+    let r = &stats["resources"];
+    assert_eq!(
+        r["fetched"].as_u64().expect("n") + r["fetch_error"].as_u64().expect("n"),
+        page_requests
+    );
+    assert_eq!(stats["scheduler"]["spider"]["done"], records.len() as u64);
+}
+
+#[tokio::test]
+async fn hostile_paths_end_in_clear_states_and_the_crawl_finishes() {
+    let web = TestWeb::start_with(GenOptions::new(1, 3).hostile(true), |o| {
+        o.hostile.stall = Duration::from_secs(10);
+        o.hostile.trickle_interval = Duration::from_millis(100);
+    })
+    .await
+    .expect("web");
+    let mut cfg = config(vec![web.url("hostile", "/"), web.url("robots500", "/")]);
+    cfg.depth = Some(4);
+    cfg.timeout_ms = 1_000;
+    cfg.max_body_bytes = 1 << 20;
+    cfg.delay_ms = 0;
+    cfg.robots_retries = 1;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    let state = |path: &str| {
+        let url = web.url("hostile", path);
+        let v = crawled
+            .urls
+            .get(&url)
+            .unwrap_or_else(|| panic!("{url} not recorded"));
+        (
+            v["state"].as_str().expect("state").to_string(),
+            v["reason"].as_str().map(str::to_string),
+            v["truncated"].as_bool().expect("bool"),
+        )
+    };
+    assert_eq!(state("/loop/a").0, "fetched");
+    assert_eq!(state("/loop/b").0, "fetched");
+    assert_eq!(state("/chain/10").0, "fetched");
+    let (s, reason, _) = state("/chain/11");
+    assert_eq!(s, "fetch_ignored");
+    assert_eq!(reason, Some(IgnoreReason::TooManyRedirects.to_string()));
+    // The seed is depth 0, the calendar's first day 1: day 4 is the last within depth 4.
+    assert_eq!(state("/calendar/2026-01-04.html").0, "parsed");
+    assert_eq!(
+        state("/calendar/2026-01-05.html").1,
+        Some(IgnoreReason::TooDeep.to_string())
+    );
+    assert_eq!(state("/big.html"), ("parsed".into(), None, true));
+    assert_eq!(state("/bomb.html"), ("parsed".into(), None, true));
+    let (s, reason, _) = state("/trickle.html");
+    assert_eq!(s, "fetch_error");
+    assert!(reason.expect("reason").contains("timeout"));
+    let (s, reason, _) = state("/stall.html");
+    assert_eq!(s, "fetch_error");
+    assert!(reason.expect("reason").contains("timeout"));
+    assert_eq!(state("/malformed.html").0, "parsed");
+    assert_eq!(state("/m/unquoted.html").0, "parsed");
+    assert_eq!(state("/m/in-table.html").0, "parsed");
+    assert!(
+        !crawled
+            .urls
+            .contains_key(&web.url("hostile", "/m/eof.html"))
+    );
+    assert_eq!(state("/latin1.html").0, "parsed");
+    assert_eq!(
+        state("/caf%C3%A9.html").0,
+        "parsed",
+        "the Latin-1 link was decoded right"
+    );
+    let retried = &crawled.urls[&web.url("hostile", "/retry/429.html")];
+    assert_eq!(
+        (retried["state"].as_str(), retried["retries"].as_u64()),
+        (Some("parsed"), Some(2))
+    );
+    let s = &crawled.summary.snapshot;
+    assert!(s.errors.timeout >= 2);
+    assert!(s.errors.too_large >= 2);
+    assert!(s.errors.retries >= 4);
+    assert!(s.errors.too_many_redirects >= 1);
+    // robots500: the site is in Error and nothing but robots.txt was asked.
+    let r500: Vec<String> = web
+        .log()
+        .site_records("robots500")
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    assert!(r500.iter().all(|p| p == "/robots.txt"), "{r500:?}");
+    assert_eq!(r500.len(), 2, "one try and one retry");
+    let row = s
+        .sites
+        .iter()
+        .find(|r| r.origin == web.origin("robots500"))
+        .expect("row");
+    assert_eq!(row.robots_state, crawltop::robots::RobotsState::Error);
+    assert_eq!(
+        crawled.urls[&web.url("robots500", "/")]["reason"],
+        "robots.txt unreachable"
+    );
+}
