@@ -1,0 +1,2 @@
+//! placeholder, written by the benchmark helper
+fn main() {}
