@@ -4,6 +4,7 @@
 // A test reads best as one story from setup to verdict, even when that story is long.
 #![allow(clippy::too_many_lines)]
 
+mod crawl_cli;
 mod engine;
 mod testweb_cli;
 mod testweb_gen;

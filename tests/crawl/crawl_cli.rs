@@ -1,0 +1,249 @@
+//! `crawltop crawl` from the command line: errors, files written, signals.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crawltop::testweb::{GenOptions, TestWeb};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::util::{PATIENCE, bin};
+
+fn crawltop(args: &[&str]) -> std::process::Output {
+    Command::new(bin()).args(args).output().expect("runs")
+}
+
+#[test]
+fn bad_input_is_named_and_exits_2() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bad_toml = tmp.path().join("bad.toml");
+    std::fs::write(&bad_toml, "workers = [oops").expect("write");
+    let typo_toml = tmp.path().join("typo.toml");
+    std::fs::write(&typo_toml, "wrokers = 4\n").expect("write");
+    let bad_toml_s = bad_toml.to_str().expect("utf8");
+    let typo_toml_s = typo_toml.to_str().expect("utf8");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["crawl"], "no seed URL"),
+        (
+            vec!["crawl", "not a url"],
+            "\"not a url\" is not a valid URL",
+        ),
+        (
+            vec!["crawl", "ftp://127.0.0.1/"],
+            "not an http or https URL",
+        ),
+        (
+            vec!["crawl", "http://127.0.0.1:9/", "--include", "("],
+            "--include \"(\"",
+        ),
+        (
+            vec!["crawl", "http://127.0.0.1:9/", "--exclude", "[z-a]"],
+            "--exclude",
+        ),
+        (
+            vec!["crawl", "http://127.0.0.1:9/", "--workers", "0"],
+            "--workers",
+        ),
+        (
+            vec!["crawl", "http://127.0.0.1:9/", "--frobnicate"],
+            "unexpected argument",
+        ),
+        (
+            vec!["crawl", "http://127.0.0.1:9/", "--scope", "planet"],
+            "invalid value 'planet'",
+        ),
+        (vec!["crawl", "--config", bad_toml_s], "does not parse"),
+        (vec!["crawl", "--config", typo_toml_s], "wrokers"),
+        (vec!["crawl", "--config", "/no/such.toml"], "/no/such.toml"),
+        (
+            vec!["crawl", "--seeds-file", "/no/seeds.txt"],
+            "/no/seeds.txt",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = crawltop(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn a_crawl_writes_its_files_and_reports_progress() {
+    let web = TestWeb::start(GenOptions::new(2, 8).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let seeds = tmp.path().join("seeds.txt");
+    std::fs::write(
+        &seeds,
+        format!(
+            "# the two sites\n{}\n\n{}\n",
+            web.url("site00", "/"),
+            web.url("site01", "/")
+        ),
+    )
+    .expect("write");
+    let config = tmp.path().join("crawl.toml");
+    // The file says 1 s; the flag wins with 10 ms.
+    std::fs::write(&config, "delay_ms = 1000\nworkers = 4\n").expect("write");
+    let stats = tmp.path().join("stats.json");
+    let sites = tmp.path().join("sites.csv");
+    let urls = tmp.path().join("urls.jsonl");
+    let path = |p: &std::path::Path| p.to_str().expect("utf8").to_string();
+    let out = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            "--seeds-file",
+            &path(&seeds),
+            "--config",
+            &path(&config),
+        ])
+        .args(["--delay-ms", "10", "--headless"])
+        .args(["--stats-out", &path(&stats), "--sites-out", &path(&sites)])
+        .args(["--urls-out", &path(&urls)])
+        .output()
+        .await
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("crawltop: done after"), "{err}");
+    assert!(err.contains("finished pages"), "{err}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(stats["config"]["delay_ms"], 10);
+    assert_eq!(stats["config"]["workers"], 4);
+    assert_eq!(stats["totals"]["completed"], true);
+    let want: usize = web.manifest().normal_sites().map(|s| s.pages.len()).sum();
+    let fetched_pages = stats["resources"]["fetched"].as_u64().expect("n") as usize;
+    let redirects: usize = web
+        .manifest()
+        .normal_sites()
+        .map(|s| s.redirects.len())
+        .sum();
+    assert_eq!(fetched_pages, want + redirects);
+    let csv = std::fs::read_to_string(&sites).expect("sites");
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("origin,robots_state,crawl_delay_ms,delay_ms,delay_source,queued,fetched,errors")
+    );
+    assert_eq!(lines.count(), 2);
+    let url_lines = std::fs::read_to_string(&urls).expect("urls");
+    let first: serde_json::Value =
+        serde_json::from_str(url_lines.lines().next().expect("a line")).expect("json");
+    for key in [
+        "url",
+        "depth",
+        "state",
+        "status",
+        "bytes",
+        "content_type",
+        "referrer",
+        "reason",
+    ] {
+        assert!(first.get(key).is_some(), "urls-out line lacks {key}");
+    }
+}
+
+async fn wait_for_requests(web: &TestWeb, n: usize) {
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= n))
+        .await
+        .expect("the crawl reached the server");
+}
+
+#[tokio::test]
+async fn sigterm_stops_gracefully_and_writes_the_stats() {
+    let web = TestWeb::start(GenOptions::new(1, 300).crawl_delay_s(0.05))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let mut child = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &web.url("site00", "/"),
+            "--delay-ms",
+            "50",
+            "--stats-out",
+        ])
+        .arg(&stats)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    wait_for_requests(&web, 5).await;
+    let pid = Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
+    kill(pid, Signal::SIGTERM).expect("signal");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert!(status.success(), "{status:?}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(stats["state"], "finished");
+    assert_eq!(stats["totals"]["completed"], false);
+    assert_eq!(stats["commands"][0]["command"], "stop");
+    assert_eq!(stats["commands"][0]["source"], "signal");
+    let fetched = stats["resources"]["fetched"].as_u64().expect("n");
+    assert!(fetched < 300, "stopped early: {fetched}");
+}
+
+#[tokio::test]
+async fn a_second_interrupt_ends_at_once_with_stats() {
+    // Stalled answers keep requests in flight, so a graceful stop would wait on them.
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.stall = Duration::from_secs(60);
+    })
+    .await
+    .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let mut child = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &web.url("hostile", "/stall.html"),
+            "--timeout-ms",
+            "120000",
+        ])
+        .arg("--stats-out")
+        .arg(&stats)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // robots.txt, then the stalled page is in flight.
+    tokio::time::timeout(
+        PATIENCE,
+        web.log()
+            .wait_until(|r| r.iter().any(|r| r.path == "/robots.txt")),
+    )
+    .await
+    .expect("robots fetched");
+    let pid = Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
+    // The stall is asked for right after robots.txt; give the page request a moment to leave.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    kill(pid, Signal::SIGINT).expect("first");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let mut seen = String::new();
+    tokio::time::timeout(PATIENCE, async {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 256];
+        while !seen.contains("stopping") {
+            let n = stderr.read(&mut buf).await.expect("read");
+            assert!(n > 0, "stderr closed before the stop notice");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    })
+    .await
+    .expect("stop notice");
+    kill(pid, Signal::SIGINT).expect("second");
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("ended at once, not after the 60 s stall")
+        .expect("status");
+    assert!(status.success(), "{status:?}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(stats["state"], "finished");
+    assert_eq!(stats["totals"]["completed"], false);
+}
