@@ -3,7 +3,7 @@
 //! It owns argument parsing, the runtime, signals and what is printed for a person or a script.
 //! It never holds crawl logic: every verb calls the library.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,7 +13,8 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::CrawlConfig;
-use crate::engine::{self, Command as EngineCommand};
+use crate::dashboard::DashboardOptions;
+use crate::engine::{self, Command as EngineCommand, Summary};
 use crate::headless;
 use crate::snapshot::CommandSource;
 use crate::testweb::{self, GenOptions, ServeOptions, Server};
@@ -39,6 +40,36 @@ pub enum Command {
     /// Crawl from the seeds, politely: robots.txt obeyed, one connection per site, a delay
     /// between contacts. Prints progress on stderr; writes the stats files on every exit.
     Crawl(Box<CrawlArgs>),
+    /// Generate a small web in a temporary folder, serve it on loopback, and crawl it with the
+    /// dashboard: the quickest way to see crawltop work. Cleans up on exit unless --keep.
+    Demo(DemoArgs),
+}
+
+/// `crawltop demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Generate the web into DIR and keep it (it must be empty or absent).
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Number of sites (a Crawl-delay site, a site without robots.txt, and a disallowed folder
+    /// are among them; a hostile site and a robots.txt-500 site are added).
+    #[arg(long, default_value_t = 8)]
+    pub sites: usize,
+    /// Pages per site.
+    #[arg(long, default_value_t = 400)]
+    pub pages: usize,
+    /// Politeness delay, in ms.
+    #[arg(long, default_value_t = 100)]
+    pub delay_ms: u64,
+    /// Concurrent fetches.
+    #[arg(long, default_value_t = 16)]
+    pub workers: usize,
+    /// No dashboard: progress lines on stderr.
+    #[arg(long)]
+    pub headless: bool,
+    /// Where the stats go [default: crawltop-stats-TIMESTAMP.json in the current folder].
+    #[arg(long)]
+    pub stats_out: Option<PathBuf>,
 }
 
 /// `crawltop crawl`: every flag is optional and overrides the same key of `--config`.
@@ -131,6 +162,10 @@ pub struct CrawlArgs {
     /// Write one JSON line per URL here.
     #[arg(long)]
     pub urls_out: Option<PathBuf>,
+    /// Write the crawl's log (warnings, errors) to FILE; nothing is ever printed over the
+    /// dashboard.
+    #[arg(long)]
+    pub log: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -188,6 +223,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::GenSite(args) => gen_site(&args),
         Command::Serve(args) => serve(args),
         Command::Crawl(args) => crawl(&args),
+        Command::Demo(args) => demo(&args),
     }
 }
 
@@ -326,35 +362,152 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
     Ok(cfg)
 }
 
+/// `crawltop-stats-20261121-063000.json`: the stats file's name when none was given.
+pub fn default_stats_path() -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    PathBuf::from(format!(
+        "crawltop-stats-{y:04}{m:02}{d:02}-{:02}{:02}{:02}.json",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    ))
+}
+
+/// Runs a crawl with the dashboard when stdout is a terminal (and not `headless`), else with
+/// progress lines; returns the summary.
+async fn crawl_with_face(mut cfg: CrawlConfig, headless: bool) -> anyhow::Result<Option<Summary>> {
+    let dashboard = !headless && std::io::stdout().is_terminal();
+    if dashboard && cfg.stats_out.is_none() {
+        cfg.stats_out = Some(default_stats_path());
+    }
+    let stats_path = cfg.stats_out.as_ref().map(|p| p.display().to_string());
+    let opts = DashboardOptions {
+        delay_ms: cfg.delay_ms,
+        workers: cfg.workers,
+        stats_path: stats_path.clone(),
+    };
+    let handle = engine::spawn(cfg)?;
+    if dashboard {
+        let summary = crate::dashboard::run(handle, opts).await?;
+        if let Some(s) = &summary {
+            headless::print_summary(s);
+        }
+        if let Some(p) = stats_path {
+            eprintln!("crawltop: stats written to {p}");
+        }
+        return Ok(summary);
+    }
+    let commander = handle.commander();
+    let abort = handle.abort_token();
+    // First Ctrl-C or SIGTERM: stop gracefully; a second Ctrl-C: end at once.
+    let signals = tokio::spawn(async move {
+        let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        eprintln!("crawltop: stopping (in-flight requests finish; Ctrl-C again to end now)");
+        commander.send(EngineCommand::Stop, CommandSource::Signal);
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("crawltop: ending now");
+        abort.cancel();
+    });
+    let reporter = tokio::spawn(headless::report(handle.snapshots()));
+    let summary = handle.finished().await;
+    signals.abort();
+    let _ = reporter.await;
+    let summary = summary?;
+    headless::print_summary(&summary);
+    Ok(Some(summary))
+}
+
+/// Sends `tracing` output to a file (never to the terminal, which the dashboard owns).
+fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("cannot write the log file {}", path.display()))?;
+    tracing_subscriber::fmt()
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("cannot start the log: {e}"))
+}
+
 fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     let cfg = crawl_config(args)?;
+    if let Some(path) = &args.log {
+        log_to(path)?;
+    }
+    let headless = args.headless;
     runtime()?.block_on(async move {
-        let handle = engine::spawn(cfg)?;
-        let commander = handle.commander();
-        let abort = handle.abort_token();
-        // First Ctrl-C or SIGTERM: stop gracefully; a second Ctrl-C: end at once.
-        let signals = tokio::spawn(async move {
-            let Ok(mut term) =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            else {
-                return;
-            };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            eprintln!("crawltop: stopping (in-flight requests finish; Ctrl-C again to end now)");
-            commander.send(EngineCommand::Stop, CommandSource::Signal);
-            let _ = tokio::signal::ctrl_c().await;
-            eprintln!("crawltop: ending now");
-            abort.cancel();
-        });
-        let reporter = tokio::spawn(headless::report(handle.snapshots()));
-        let summary = handle.finished().await;
-        signals.abort();
-        let _ = reporter.await;
-        let summary = summary?;
-        headless::print_summary(&summary);
+        crawl_with_face(cfg, headless).await?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
+    let temp = tempfile::Builder::new()
+        .prefix("crawltop-demo-")
+        .tempdir()?;
+    let dir = args.keep.clone().unwrap_or_else(|| temp.path().join("web"));
+    let gen_opts = GenOptions::new(args.sites, args.pages)
+        .hostile(true)
+        .crawl_delay_s(0.5);
+    eprintln!(
+        "crawltop demo: generating {} sites of {} pages in {}",
+        args.sites,
+        args.pages,
+        dir.display()
+    );
+    let manifest = testweb::generate(&dir, &gen_opts, false)?;
+    let cfg = CrawlConfig {
+        workers: args.workers,
+        delay_ms: args.delay_ms,
+        // The hostile site stalls for 30 s; the demo's patience is shorter.
+        timeout_ms: 10_000,
+        max_body_bytes: 2 * 1024 * 1024,
+        stats_out: args.stats_out.clone(),
+        ..CrawlConfig::default()
+    };
+    let headless = args.headless;
+    let result = runtime()?.block_on(async move {
+        let mut serve = ServeOptions::new(&dir);
+        serve.keep_records = false;
+        let server = Server::start(serve).await?;
+        let mut cfg = cfg;
+        cfg.seeds = manifest
+            .sites
+            .iter()
+            .filter_map(|s| server.origin(&s.name).map(|o| format!("{o}/")))
+            .collect();
+        let result = crawl_with_face(cfg, headless).await;
+        server.shutdown();
+        server.finished().await;
+        result
+    });
+    drop(temp);
+    if let Some(keep) = &args.keep {
+        eprintln!("crawltop demo: the web is kept in {}", keep.display());
+    }
+    result.map(|_| ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@
 //! - [`robots`]: robots.txt per site: state, rules, crawl delay.
 //! - [`backoff`]: server pushback timing: exponential backoff and `Retry-After`.
 //! - [`config`]: the crawl's settings and their defaults.
+//! - [`dashboard`]: the live terminal face: snapshots in, commands out.
 //! - [`engine`]: the crawl itself, behind a handle: snapshots out, commands in.
 //! - [`fetch`]: the HTTP edge: one GET, one outcome.
 //! - [`headless`]: progress lines and the summary when there is no dashboard.
@@ -18,6 +19,7 @@ pub mod backoff;
 pub mod canonical;
 pub mod cli;
 pub mod config;
+pub mod dashboard;
 pub mod engine;
 pub mod fetch;
 pub mod frontier;

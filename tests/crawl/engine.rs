@@ -637,3 +637,67 @@ async fn hostile_paths_end_in_clear_states_and_the_crawl_finishes() {
         "robots.txt unreachable"
     );
 }
+
+#[tokio::test]
+async fn a_capped_crawl_delay_is_obeyed_at_the_cap_and_logged_once() {
+    // site01 asks for a 1 s Crawl-delay; the cap is 200 ms.
+    let web = TestWeb::start(GenOptions::new(2, 8).crawl_delay_s(1.0))
+        .await
+        .expect("web");
+    let mut cfg = config(vec![web.url("site01", "/")]);
+    cfg.delay_ms = 10;
+    cfg.max_crawl_delay_ms = 200;
+    let crawled = crawl(cfg).await;
+    let records = web.log().records();
+    assert_polite(&records, "site01", Duration::from_millis(200), 1);
+    let row = &crawled.summary.snapshot.sites[0];
+    assert_eq!(row.delay_ms, 200);
+    assert_eq!(row.crawl_delay_ms, Some(200));
+    assert_eq!(
+        row.delay_source,
+        crawltop::snapshot::DelaySource::CappedCrawlDelay
+    );
+    let capped: Vec<_> = crawled
+        .summary
+        .snapshot
+        .log
+        .iter()
+        .filter(|l| l.message.contains("capped"))
+        .collect();
+    assert_eq!(capped.len(), 1, "{capped:?}");
+}
+
+#[tokio::test]
+async fn adaptive_delay_follows_the_response_time() {
+    // Each answer takes 200 ms; with factor 1 the next request waits at least as long again.
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.stall = Duration::from_millis(200);
+    })
+    .await
+    .expect("web");
+    let seeds = (0..4)
+        .map(|i| web.url("hostile", &format!("/stall.html?n={i}")))
+        .collect();
+    let mut cfg = config(seeds);
+    cfg.delay_ms = 0;
+    cfg.depth = Some(0);
+    cfg.adaptive_delay = Some(1.0);
+    let crawled = crawl(cfg).await;
+    let stalls: Vec<RequestRecord> = web
+        .log()
+        .site_records("hostile")
+        .into_iter()
+        .filter(|r| r.path.starts_with("/stall"))
+        .collect();
+    assert_eq!(stalls.len(), 4);
+    for pair in stalls.windows(2) {
+        let gap = pair[1].t_us - pair[0].t_us;
+        assert!(
+            gap >= 400_000,
+            "{gap} us: 200 ms answer + 200 ms adaptive delay"
+        );
+    }
+    let row = &crawled.summary.snapshot.sites[0];
+    assert_eq!(row.delay_source, crawltop::snapshot::DelaySource::Adaptive);
+    assert!(row.delay_ms >= 200, "{}", row.delay_ms);
+}

@@ -5,6 +5,7 @@
 #![allow(clippy::too_many_lines)]
 
 mod crawl_cli;
+mod dashboard_pty;
 mod engine;
 mod testweb_cli;
 mod testweb_gen;

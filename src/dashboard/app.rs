@@ -1,0 +1,846 @@
+//! The dashboard's state: the latest snapshot, what the user is looking at (mode, focused pane,
+//! sort, scroll positions), and what the user asked for that the engine has not confirmed yet.
+//!
+//! `App` never talks to the engine: `apply` turns an [`Action`] into an [`Effect`] that the
+//! terminal loop carries out (send a command, leave). It never reads a clock or the terminal;
+//! the loop tells it the terminal's size with [`App::resize`]. Drawing (`view.rs`) takes `&App`.
+
+use std::cmp::Reverse;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ratatui::layout::Rect;
+
+use crate::dashboard::view;
+use crate::engine::Command;
+use crate::snapshot::{RunState, Snapshot};
+
+/// What a key asks for; `keys::action` decides, `App::apply` carries it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Pause,
+    Resume,
+    SetDelay(Duration),
+    SetWorkers(usize),
+    /// Stop gracefully; the final screen stays until a key.
+    Stop,
+    /// Stop, then leave once the crawl has finished.
+    Quit,
+    /// Leave at once (a second Ctrl-C).
+    QuitNow,
+    /// Write the stats now.
+    Export,
+    /// The crawl has finished: leave.
+    Exit,
+    FocusNext,
+    FocusPrev,
+    Scroll(Scroll),
+    CycleSort,
+    /// Open the detail of the site under the cursor.
+    OpenDetail,
+    /// Close the help overlay or the site detail.
+    Close,
+    Help,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scroll {
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+}
+
+/// What the terminal loop must do after an action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    None,
+    Send(Command),
+    /// Send `Command::Stop`; the app stops running by itself once a finished snapshot arrives.
+    Quit,
+    /// Abort the crawl and leave now.
+    QuitNow,
+    /// The crawl has finished: leave.
+    Exit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    Help,
+    /// The detail of one site, by its index in `Snapshot::sites` (discovery order, so the index
+    /// names the same site in every later snapshot).
+    SiteDetail(usize),
+}
+
+/// The pane that scroll keys act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Sites,
+    Heap,
+    Log,
+}
+
+impl Pane {
+    fn next(self) -> Pane {
+        match self {
+            Pane::Sites => Pane::Heap,
+            Pane::Heap => Pane::Log,
+            Pane::Log => Pane::Sites,
+        }
+    }
+
+    fn prev(self) -> Pane {
+        match self {
+            Pane::Sites => Pane::Log,
+            Pane::Heap => Pane::Sites,
+            Pane::Log => Pane::Heap,
+        }
+    }
+}
+
+/// The sites table's order; `o` cycles through them in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    /// Most queued first.
+    Queued,
+    /// Most fetched first.
+    Fetched,
+    /// Most errors first.
+    Errors,
+    /// Soonest next contact first.
+    NextContact,
+    Origin,
+}
+
+impl SortKey {
+    fn next(self) -> SortKey {
+        match self {
+            SortKey::Queued => SortKey::Fetched,
+            SortKey::Fetched => SortKey::Errors,
+            SortKey::Errors => SortKey::NextContact,
+            SortKey::NextContact => SortKey::Origin,
+            SortKey::Origin => SortKey::Queued,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SortKey::Queued => "queued",
+            SortKey::Fetched => "fetched",
+            SortKey::Errors => "errors",
+            SortKey::NextContact => "next contact",
+            SortKey::Origin => "origin",
+        }
+    }
+}
+
+/// Whether the dashboard stays up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifecycle {
+    Watching,
+    /// `q` or Ctrl-C: the crawl was told to stop; leave as soon as it has finished.
+    QuitWhenFinished,
+    Leaving,
+}
+
+/// A setting the user can change: the value the engine last confirmed, and the one asked for.
+/// The screen shows the asked-for value at once, marked as pending until a snapshot has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Setting<T> {
+    confirmed: T,
+    pending: Option<T>,
+}
+
+impl<T: Copy + PartialEq> Setting<T> {
+    fn new(value: T) -> Self {
+        Setting {
+            confirmed: value,
+            pending: None,
+        }
+    }
+
+    fn shown(&self) -> T {
+        self.pending.unwrap_or(self.confirmed)
+    }
+
+    fn confirm(&mut self, value: T) {
+        self.confirmed = value;
+        if self.pending == Some(value) {
+            self.pending = None;
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct App {
+    snapshot: Arc<Snapshot>,
+    /// Indices into `snapshot.sites` in display order; rebuilt when the snapshot or the sort
+    /// changes, so drawing never sorts and never clones the rows.
+    order: Vec<usize>,
+    sort: SortKey,
+    mode: Mode,
+    focus: Pane,
+    /// Position of the highlighted row in `order`.
+    cursor: usize,
+    /// The site the user moved the cursor to: the cursor follows it when the order changes.
+    /// `None` until the user scrolls, so an untouched table keeps its top row highlighted.
+    followed: Option<usize>,
+    sites_top: usize,
+    heap_top: usize,
+    /// Log lines scrolled back from the newest (0: follow the newest).
+    log_back: usize,
+    delay_ms: Setting<u64>,
+    workers: Setting<usize>,
+    /// Pause or resume asked for and not yet confirmed.
+    pending_state: Option<RunState>,
+    lifecycle: Lifecycle,
+    notice: Option<String>,
+    stats_path: Option<String>,
+    /// The terminal's size, so scrolling knows how many rows each pane shows.
+    area: Rect,
+}
+
+impl App {
+    /// `delay_ms` and `workers` are the configured values, shown until the first snapshot.
+    pub fn new(delay_ms: u64, workers: usize) -> App {
+        App {
+            snapshot: Arc::new(Snapshot::default()),
+            order: Vec::new(),
+            sort: SortKey::Queued,
+            mode: Mode::Normal,
+            focus: Pane::Sites,
+            cursor: 0,
+            followed: None,
+            sites_top: 0,
+            heap_top: 0,
+            log_back: 0,
+            delay_ms: Setting::new(delay_ms),
+            workers: Setting::new(workers),
+            pending_state: None,
+            lifecycle: Lifecycle::Watching,
+            notice: None,
+            stats_path: None,
+            area: Rect::new(0, 0, view::MIN_WIDTH, view::MIN_HEIGHT),
+        }
+    }
+
+    pub fn set_snapshot(&mut self, snap: Arc<Snapshot>) {
+        self.delay_ms.confirm(snap.politeness.delay_ms);
+        self.workers.confirm(snap.workers.total);
+        if let Some(wanted) = self.pending_state
+            && (snap.state == wanted
+                || matches!(snap.state, RunState::Stopping | RunState::Finished))
+        {
+            self.pending_state = None;
+        }
+        if self.lifecycle == Lifecycle::QuitWhenFinished && snap.state == RunState::Finished {
+            self.lifecycle = Lifecycle::Leaving;
+        }
+        self.snapshot = snap;
+        self.sort_sites();
+        self.clamp_scroll();
+    }
+
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The terminal's size: call it at start and on every resize event.
+    pub fn resize(&mut self, width: u16, height: u16) {
+        self.area = Rect::new(0, 0, width, height);
+        self.clamp_scroll();
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.lifecycle != Lifecycle::Leaving
+    }
+
+    /// A one-line message for the footer; it goes away with the next key.
+    pub fn set_notice(&mut self, text: String) {
+        self.notice = Some(text);
+    }
+
+    /// Where the stats were written, for the final screen.
+    pub fn set_stats_path(&mut self, path: String) {
+        self.stats_path = Some(path);
+    }
+
+    pub fn apply(&mut self, action: Action) -> Effect {
+        if action != Action::Export {
+            self.notice = None;
+        }
+        match action {
+            Action::Pause => {
+                self.pending_state = Some(RunState::Paused);
+                Effect::Send(Command::Pause)
+            }
+            Action::Resume => {
+                self.pending_state = Some(RunState::Running);
+                Effect::Send(Command::Resume)
+            }
+            Action::SetDelay(delay) => {
+                self.delay_ms.pending = Some(delay.as_millis() as u64);
+                Effect::Send(Command::SetDelay(delay))
+            }
+            Action::SetWorkers(n) => {
+                self.workers.pending = Some(n);
+                Effect::Send(Command::SetWorkers(n))
+            }
+            Action::Stop => Effect::Send(Command::Stop),
+            Action::Export => Effect::Send(Command::Export),
+            Action::Quit => match (self.lifecycle, self.snapshot.state) {
+                (_, RunState::Finished) => self.leave(Effect::Exit),
+                (Lifecycle::Watching, _) => {
+                    self.lifecycle = Lifecycle::QuitWhenFinished;
+                    Effect::Quit
+                }
+                _ => Effect::None,
+            },
+            Action::QuitNow => self.leave(Effect::QuitNow),
+            Action::Exit => self.leave(Effect::Exit),
+            Action::FocusNext => {
+                self.focus = self.focus.next();
+                Effect::None
+            }
+            Action::FocusPrev => {
+                self.focus = self.focus.prev();
+                Effect::None
+            }
+            Action::Scroll(scroll) => {
+                self.scroll(scroll);
+                Effect::None
+            }
+            Action::CycleSort => {
+                self.sort = self.sort.next();
+                self.sort_sites();
+                self.clamp_scroll();
+                Effect::None
+            }
+            Action::OpenDetail => {
+                if let Some(site) = self.site_under_cursor() {
+                    self.mode = Mode::SiteDetail(site);
+                }
+                Effect::None
+            }
+            Action::Close => {
+                self.mode = Mode::Normal;
+                Effect::None
+            }
+            Action::Help => {
+                self.mode = Mode::Help;
+                Effect::None
+            }
+        }
+    }
+
+    fn leave(&mut self, effect: Effect) -> Effect {
+        self.lifecycle = Lifecycle::Leaving;
+        effect
+    }
+
+    // --- what keys and view read ---------------------------------------------------------------
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn focus(&self) -> Pane {
+        self.focus
+    }
+
+    pub fn sort(&self) -> SortKey {
+        self.sort
+    }
+
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle
+    }
+
+    /// The run state as the user sees it: a pause or resume asked for counts at once.
+    pub fn run_state(&self) -> RunState {
+        self.pending_state.unwrap_or(self.snapshot.state)
+    }
+
+    /// The confirmed run state differs from what was asked for.
+    pub fn run_state_pending(&self) -> Option<RunState> {
+        self.pending_state
+    }
+
+    /// The global politeness delay as shown: the asked-for value if any.
+    pub fn delay(&self) -> Duration {
+        Duration::from_millis(self.delay_ms.shown())
+    }
+
+    pub fn delay_pending(&self) -> Option<Duration> {
+        self.delay_ms.pending.map(Duration::from_millis)
+    }
+
+    /// The number of workers as shown: the asked-for value if any.
+    pub fn workers(&self) -> usize {
+        self.workers.shown()
+    }
+
+    pub fn workers_pending(&self) -> Option<usize> {
+        self.workers.pending
+    }
+
+    pub fn notice(&self) -> Option<&str> {
+        self.notice.as_deref()
+    }
+
+    pub fn stats_path(&self) -> Option<&str> {
+        self.stats_path.as_deref()
+    }
+
+    /// Indices into `snapshot().sites`, in display order.
+    pub fn site_order(&self) -> &[usize] {
+        &self.order
+    }
+
+    /// The highlighted row's position in `site_order()`.
+    pub fn cursor(&self) -> usize {
+        self.cursor
+    }
+
+    /// The highlighted site, as an index into `snapshot().sites`.
+    pub fn site_under_cursor(&self) -> Option<usize> {
+        self.order.get(self.cursor).copied()
+    }
+
+    /// The first visible row of the sites table, as a position in `site_order()`.
+    pub fn sites_top(&self) -> usize {
+        self.sites_top
+    }
+
+    pub fn heap_top(&self) -> usize {
+        self.heap_top
+    }
+
+    pub fn log_back(&self) -> usize {
+        self.log_back
+    }
+
+    // --- sorting and scrolling -----------------------------------------------------------------
+
+    fn sort_sites(&mut self) {
+        let sites = &self.snapshot.sites;
+        self.order.clear();
+        self.order.extend(0..sites.len());
+        // Stable sorts: ties keep discovery order, so equal rows do not swap between frames.
+        match self.sort {
+            SortKey::Queued => self.order.sort_by_key(|&i| Reverse(sites[i].queued)),
+            SortKey::Fetched => self.order.sort_by_key(|&i| Reverse(sites[i].fetched)),
+            SortKey::Errors => self.order.sort_by_key(|&i| Reverse(sites[i].errors)),
+            SortKey::NextContact => self.order.sort_by_key(|&i| sites[i].next_allowed_in_ms),
+            SortKey::Origin => self
+                .order
+                .sort_by(|&a, &b| sites[a].origin.cmp(&sites[b].origin)),
+        }
+        if let Some(site) = self.followed {
+            match self.order.iter().position(|&i| i == site) {
+                Some(position) => self.cursor = position,
+                None => self.followed = None,
+            }
+        }
+    }
+
+    fn rows(&self, pane: Pane) -> usize {
+        view::visible_rows(self.area, pane).max(1)
+    }
+
+    fn scroll(&mut self, scroll: Scroll) {
+        match self.focus {
+            Pane::Sites => {
+                let last = self.order.len().saturating_sub(1);
+                self.cursor = step(self.cursor, scroll, self.rows(Pane::Sites), last);
+                self.followed = self.site_under_cursor();
+            }
+            Pane::Heap => {
+                let rows = self.rows(Pane::Heap);
+                let last_top = self.snapshot.heap.len().saturating_sub(rows);
+                self.heap_top = step(self.heap_top, scroll, rows, last_top);
+            }
+            Pane::Log => {
+                // `log_back` counts from the newest line, so up means further back.
+                let rows = self.rows(Pane::Log);
+                let oldest = self.snapshot.log.len().saturating_sub(rows);
+                let reversed = match scroll {
+                    Scroll::Up => Scroll::Down,
+                    Scroll::Down => Scroll::Up,
+                    Scroll::PageUp => Scroll::PageDown,
+                    Scroll::PageDown => Scroll::PageUp,
+                    Scroll::Home => Scroll::End,
+                    Scroll::End => Scroll::Home,
+                };
+                self.log_back = step(self.log_back, reversed, rows, oldest);
+            }
+        }
+        self.clamp_scroll();
+    }
+
+    /// Keeps every position inside its list and the cursor inside the visible rows.
+    fn clamp_scroll(&mut self) {
+        let sites = self.order.len();
+        self.cursor = self.cursor.min(sites.saturating_sub(1));
+        let rows = self.rows(Pane::Sites);
+        self.sites_top = keep_visible(self.sites_top, self.cursor, rows);
+        let heap_rows = self.rows(Pane::Heap);
+        self.heap_top = self
+            .heap_top
+            .min(self.snapshot.heap.len().saturating_sub(heap_rows));
+        let log_rows = self.rows(Pane::Log);
+        self.log_back = self
+            .log_back
+            .min(self.snapshot.log.len().saturating_sub(log_rows));
+    }
+}
+
+/// Moves `position` in 0..=`last` by one scroll step; a page is `rows` long.
+fn step(position: usize, scroll: Scroll, rows: usize, last: usize) -> usize {
+    let moved = match scroll {
+        Scroll::Up => position.saturating_sub(1),
+        Scroll::Down => position.saturating_add(1),
+        Scroll::PageUp => position.saturating_sub(rows),
+        Scroll::PageDown => position.saturating_add(rows),
+        Scroll::Home => 0,
+        Scroll::End => last,
+    };
+    moved.min(last)
+}
+
+/// The first visible row, moved as little as possible so that `cursor` is on screen.
+pub(crate) fn keep_visible(top: usize, cursor: usize, rows: usize) -> usize {
+    let rows = rows.max(1);
+    if cursor < top {
+        cursor
+    } else if cursor >= top + rows {
+        cursor + 1 - rows
+    } else {
+        top
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{HeapRow, LogLine, Politeness, SiteRow, Workers};
+
+    fn site(origin: &str, queued: u64, fetched: u64, errors: u64, next: u64) -> SiteRow {
+        SiteRow {
+            origin: origin.into(),
+            queued,
+            fetched,
+            errors,
+            next_allowed_in_ms: next,
+            ..SiteRow::default()
+        }
+    }
+
+    fn snapshot_with_sites(sites: Vec<SiteRow>) -> Arc<Snapshot> {
+        Arc::new(Snapshot {
+            sites,
+            politeness: Politeness {
+                delay_ms: 100,
+                ..Politeness::default()
+            },
+            workers: Workers {
+                total: 8,
+                ..Workers::default()
+            },
+            ..Snapshot::default()
+        })
+    }
+
+    fn app_with(sites: Vec<SiteRow>) -> App {
+        let mut app = App::new(100, 8);
+        app.set_snapshot(snapshot_with_sites(sites));
+        app
+    }
+
+    fn origins(app: &App) -> Vec<&str> {
+        app.site_order()
+            .iter()
+            .map(|&i| app.snapshot().sites[i].origin.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn sites_sort_by_each_key_in_turn() {
+        let mut app = app_with(vec![
+            site("b", 5, 1, 0, 300),
+            site("a", 9, 0, 2, 0),
+            site("c", 1, 7, 1, 100),
+        ]);
+        assert_eq!(origins(&app), ["a", "b", "c"], "queued, most first");
+        app.apply(Action::CycleSort);
+        assert_eq!(origins(&app), ["c", "b", "a"], "fetched, most first");
+        app.apply(Action::CycleSort);
+        assert_eq!(origins(&app), ["a", "c", "b"], "errors, most first");
+        app.apply(Action::CycleSort);
+        assert_eq!(
+            origins(&app),
+            ["a", "c", "b"],
+            "next contact, soonest first"
+        );
+        app.apply(Action::CycleSort);
+        assert_eq!(app.sort(), SortKey::Origin);
+        assert_eq!(origins(&app), ["a", "b", "c"]);
+        app.apply(Action::CycleSort);
+        assert_eq!(app.sort(), SortKey::Queued);
+    }
+
+    #[test]
+    fn cursor_follows_the_chosen_site_when_the_order_changes() {
+        let mut app = app_with(vec![site("a", 9, 0, 0, 0), site("b", 5, 0, 0, 0)]);
+        app.apply(Action::Scroll(Scroll::Down));
+        assert_eq!(app.site_under_cursor(), Some(1));
+        app.set_snapshot(snapshot_with_sites(vec![
+            site("a", 1, 0, 0, 0),
+            site("b", 5, 0, 0, 0),
+        ]));
+        assert_eq!(app.cursor(), 0, "b is now first");
+        assert_eq!(app.site_under_cursor(), Some(1));
+    }
+
+    #[test]
+    fn scrolling_stops_at_both_ends_of_the_sites() {
+        let mut app = app_with((0..5).map(|i| site(&i.to_string(), 0, 0, 0, 0)).collect());
+        app.apply(Action::Scroll(Scroll::Up));
+        assert_eq!(app.cursor(), 0);
+        app.apply(Action::Scroll(Scroll::End));
+        assert_eq!(app.cursor(), 4);
+        app.apply(Action::Scroll(Scroll::Down));
+        assert_eq!(app.cursor(), 4);
+        app.apply(Action::Scroll(Scroll::Home));
+        assert_eq!(app.cursor(), 0);
+    }
+
+    #[test]
+    fn page_down_moves_by_the_visible_rows_and_keeps_the_cursor_on_screen() {
+        let mut app = app_with(
+            (0..100)
+                .map(|i| site(&format!("{i:03}"), 0, 0, 0, 0))
+                .collect(),
+        );
+        app.resize(100, 30);
+        let rows = view::visible_rows(Rect::new(0, 0, 100, 30), Pane::Sites);
+        assert!(rows > 3);
+        app.apply(Action::Scroll(Scroll::PageDown));
+        assert_eq!(app.cursor(), rows);
+        assert_eq!(app.sites_top(), 1, "moved just enough to show the cursor");
+        app.apply(Action::Scroll(Scroll::Up));
+        assert_eq!(app.sites_top(), 1, "moving back inside the window keeps it");
+    }
+
+    #[test]
+    fn a_shrinking_site_list_pulls_the_cursor_back() {
+        let mut app = app_with((0..10).map(|i| site(&i.to_string(), 0, 0, 0, 0)).collect());
+        app.apply(Action::Scroll(Scroll::End));
+        app.set_snapshot(snapshot_with_sites(vec![site("x", 0, 0, 0, 0)]));
+        assert_eq!(app.cursor(), 0);
+        assert_eq!(app.site_under_cursor(), Some(0));
+    }
+
+    #[test]
+    fn log_scrolls_back_from_the_newest_line_and_returns() {
+        let mut app = App::new(0, 1);
+        let log = (0..50)
+            .map(|i| LogLine {
+                at_s: i,
+                level: "WARN".into(),
+                message: format!("line {i}"),
+            })
+            .collect();
+        app.set_snapshot(Arc::new(Snapshot {
+            log,
+            ..Snapshot::default()
+        }));
+        app.apply(Action::FocusNext);
+        app.apply(Action::FocusNext);
+        assert_eq!(app.focus(), Pane::Log);
+        app.apply(Action::Scroll(Scroll::Up));
+        assert_eq!(app.log_back(), 1);
+        app.apply(Action::Scroll(Scroll::Home));
+        let rows = view::visible_rows(Rect::new(0, 0, 80, 24), Pane::Log);
+        assert_eq!(app.log_back(), 50 - rows, "oldest line at the top");
+        app.apply(Action::Scroll(Scroll::End));
+        assert_eq!(app.log_back(), 0);
+    }
+
+    #[test]
+    fn heap_scroll_stops_when_the_last_entry_is_visible() {
+        let mut app = App::new(0, 1);
+        let heap = (0..3)
+            .map(|i| HeapRow {
+                origin: i.to_string(),
+                ready_in_ms: i,
+                queue_len: 1,
+            })
+            .collect();
+        app.set_snapshot(Arc::new(Snapshot {
+            heap,
+            ..Snapshot::default()
+        }));
+        app.apply(Action::FocusNext);
+        app.apply(Action::Scroll(Scroll::End));
+        let rows = view::visible_rows(Rect::new(0, 0, 80, 24), Pane::Heap);
+        assert_eq!(app.heap_top(), 3_usize.saturating_sub(rows));
+    }
+
+    #[test]
+    fn focus_cycles_through_the_panes_both_ways() {
+        let mut app = App::new(0, 1);
+        assert_eq!(app.focus(), Pane::Sites);
+        app.apply(Action::FocusNext);
+        assert_eq!(app.focus(), Pane::Heap);
+        app.apply(Action::FocusPrev);
+        app.apply(Action::FocusPrev);
+        assert_eq!(app.focus(), Pane::Log);
+    }
+
+    #[test]
+    fn delay_change_is_shown_at_once_and_pending_until_confirmed() {
+        let mut app = app_with(vec![]);
+        let effect = app.apply(Action::SetDelay(Duration::from_millis(250)));
+        assert_eq!(
+            effect,
+            Effect::Send(Command::SetDelay(Duration::from_millis(250)))
+        );
+        assert_eq!(app.delay(), Duration::from_millis(250));
+        assert_eq!(app.delay_pending(), Some(Duration::from_millis(250)));
+        app.set_snapshot(snapshot_with_sites(vec![]));
+        assert_eq!(
+            app.delay_pending(),
+            Some(Duration::from_millis(250)),
+            "still 100 ms"
+        );
+        let mut confirmed = (*snapshot_with_sites(vec![])).clone();
+        confirmed.politeness.delay_ms = 250;
+        app.set_snapshot(Arc::new(confirmed));
+        assert_eq!(app.delay_pending(), None);
+        assert_eq!(app.delay(), Duration::from_millis(250));
+    }
+
+    #[test]
+    fn configured_values_are_shown_before_the_first_snapshot() {
+        let app = App::new(500, 16);
+        assert_eq!(app.delay(), Duration::from_millis(500));
+        assert_eq!(app.workers(), 16);
+    }
+
+    #[test]
+    fn worker_change_is_pending_until_confirmed() {
+        let mut app = app_with(vec![]);
+        assert_eq!(
+            app.apply(Action::SetWorkers(10)),
+            Effect::Send(Command::SetWorkers(10))
+        );
+        assert_eq!((app.workers(), app.workers_pending()), (10, Some(10)));
+        let mut confirmed = (*snapshot_with_sites(vec![])).clone();
+        confirmed.workers.total = 10;
+        app.set_snapshot(Arc::new(confirmed));
+        assert_eq!((app.workers(), app.workers_pending()), (10, None));
+    }
+
+    #[test]
+    fn pause_shows_paused_until_the_engine_says_so() {
+        let mut app = app_with(vec![]);
+        assert_eq!(app.apply(Action::Pause), Effect::Send(Command::Pause));
+        assert_eq!(app.run_state(), RunState::Paused);
+        assert_eq!(app.run_state_pending(), Some(RunState::Paused));
+        let mut paused = (*snapshot_with_sites(vec![])).clone();
+        paused.state = RunState::Paused;
+        app.set_snapshot(Arc::new(paused));
+        assert_eq!(app.run_state_pending(), None);
+        assert_eq!(app.apply(Action::Resume), Effect::Send(Command::Resume));
+        assert_eq!(app.run_state(), RunState::Running);
+    }
+
+    #[test]
+    fn quit_stops_and_leaves_once_the_crawl_has_finished() {
+        let mut app = app_with(vec![]);
+        assert_eq!(app.apply(Action::Quit), Effect::Quit);
+        assert_eq!(app.lifecycle(), Lifecycle::QuitWhenFinished);
+        assert_eq!(
+            app.apply(Action::Quit),
+            Effect::None,
+            "asked once is enough"
+        );
+        let mut stopping = (*snapshot_with_sites(vec![])).clone();
+        stopping.state = RunState::Stopping;
+        app.set_snapshot(Arc::new(stopping.clone()));
+        assert!(app.is_running());
+        stopping.state = RunState::Finished;
+        app.set_snapshot(Arc::new(stopping));
+        assert!(!app.is_running());
+    }
+
+    #[test]
+    fn quit_after_the_crawl_finished_exits() {
+        let mut app = App::new(0, 1);
+        app.set_snapshot(Arc::new(Snapshot {
+            state: RunState::Finished,
+            ..Snapshot::default()
+        }));
+        assert_eq!(app.apply(Action::Quit), Effect::Exit);
+        assert!(!app.is_running());
+    }
+
+    #[test]
+    fn stop_keeps_the_dashboard_up_after_the_crawl_finished() {
+        let mut app = app_with(vec![]);
+        assert_eq!(app.apply(Action::Stop), Effect::Send(Command::Stop));
+        app.set_snapshot(Arc::new(Snapshot {
+            state: RunState::Finished,
+            ..Snapshot::default()
+        }));
+        assert!(app.is_running());
+        assert_eq!(app.apply(Action::Exit), Effect::Exit);
+        assert!(!app.is_running());
+    }
+
+    #[test]
+    fn quit_now_leaves_at_once() {
+        let mut app = app_with(vec![]);
+        app.apply(Action::Quit);
+        assert_eq!(app.apply(Action::QuitNow), Effect::QuitNow);
+        assert!(!app.is_running());
+    }
+
+    #[test]
+    fn detail_opens_on_the_site_under_the_cursor_and_closes() {
+        let mut app = app_with(vec![site("a", 1, 0, 0, 0), site("b", 5, 0, 0, 0)]);
+        app.apply(Action::OpenDetail);
+        assert_eq!(app.mode(), Mode::SiteDetail(1), "b has the most queued");
+        app.apply(Action::Close);
+        assert_eq!(app.mode(), Mode::Normal);
+    }
+
+    #[test]
+    fn detail_does_not_open_without_sites() {
+        let mut app = app_with(vec![]);
+        app.apply(Action::OpenDetail);
+        assert_eq!(app.mode(), Mode::Normal);
+    }
+
+    #[test]
+    fn notice_stays_until_the_next_key() {
+        let mut app = app_with(vec![]);
+        app.set_notice("stats written".into());
+        assert_eq!(app.apply(Action::Export), Effect::Send(Command::Export));
+        assert_eq!(app.notice(), Some("stats written"));
+        app.apply(Action::FocusNext);
+        assert_eq!(app.notice(), None);
+    }
+
+    #[test]
+    fn keep_visible_moves_the_window_as_little_as_possible() {
+        assert_eq!(keep_visible(0, 3, 5), 0);
+        assert_eq!(keep_visible(0, 5, 5), 1);
+        assert_eq!(keep_visible(4, 2, 5), 2);
+        assert_eq!(keep_visible(0, 0, 0), 0);
+    }
+}

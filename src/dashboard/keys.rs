@@ -1,0 +1,460 @@
+//! What a key means, as a pure function of the app's state and the key: no state is changed
+//! here and nothing is sent; `App::apply` carries the resulting [`Action`] out.
+//!
+//! Values that depend on the current setting (the next delay step, the next worker count) are
+//! computed here, so the action says exactly what will be asked of the engine.
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use crate::dashboard::app::{Action, App, Lifecycle, Mode, Pane, Scroll};
+use crate::snapshot::RunState;
+
+/// The politeness delay steps `+` and `-` move through.
+pub const DELAY_STEPS_MS: [u64; 9] = [0, 50, 100, 250, 500, 1_000, 2_000, 5_000, 10_000];
+
+pub const MIN_WORKERS: usize = 1;
+pub const MAX_WORKERS: usize = 4096;
+/// Below this, `]` and `[` add or remove one worker; from here on, a quarter.
+const FINE_WORKERS: usize = 8;
+
+pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
+    // Terminals that report releases (Windows, the kitty protocol) would act twice otherwise.
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    let finished = app.snapshot().state == RunState::Finished;
+    if key.modifiers.contains(KeyModifiers::CONTROL) && matches!(key.code, KeyCode::Char('c')) {
+        return Some(match app.lifecycle() {
+            _ if finished => Action::Exit,
+            Lifecycle::Watching => Action::Quit,
+            Lifecycle::QuitWhenFinished | Lifecycle::Leaving => Action::QuitNow,
+        });
+    }
+    if finished {
+        return Some(Action::Exit);
+    }
+    if app.mode() == Mode::Help {
+        return Some(Action::Close);
+    }
+    if key
+        .modifiers
+        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+    {
+        return None;
+    }
+    let in_detail = matches!(app.mode(), Mode::SiteDetail(_));
+    let quitting = app.lifecycle() != Lifecycle::Watching;
+    match key.code {
+        KeyCode::Char('p' | ' ') => toggle_pause(app),
+        KeyCode::Char('+' | '=') => delay_up(app.delay()).map(Action::SetDelay),
+        KeyCode::Char('-') => delay_down(app.delay()).map(Action::SetDelay),
+        KeyCode::Char(']') => workers_up(app.workers()).map(Action::SetWorkers),
+        KeyCode::Char('[') => workers_down(app.workers()).map(Action::SetWorkers),
+        KeyCode::Char('s') if !quitting && app.snapshot().state != RunState::Stopping => {
+            Some(Action::Stop)
+        }
+        KeyCode::Char('q') if !quitting => Some(Action::Quit),
+        KeyCode::Char('e') => Some(Action::Export),
+        KeyCode::Char('?') => Some(Action::Help),
+        KeyCode::Esc | KeyCode::Enter if in_detail => Some(Action::Close),
+        _ if in_detail => None,
+        KeyCode::Enter if app.focus() == Pane::Sites && app.site_under_cursor().is_some() => {
+            Some(Action::OpenDetail)
+        }
+        KeyCode::Char('o') => Some(Action::CycleSort),
+        KeyCode::Tab => Some(Action::FocusNext),
+        KeyCode::BackTab => Some(Action::FocusPrev),
+        KeyCode::Up | KeyCode::Char('k') => Some(Action::Scroll(Scroll::Up)),
+        KeyCode::Down | KeyCode::Char('j') => Some(Action::Scroll(Scroll::Down)),
+        KeyCode::PageUp => Some(Action::Scroll(Scroll::PageUp)),
+        KeyCode::PageDown => Some(Action::Scroll(Scroll::PageDown)),
+        KeyCode::Home => Some(Action::Scroll(Scroll::Home)),
+        KeyCode::End => Some(Action::Scroll(Scroll::End)),
+        _ => None,
+    }
+}
+
+/// Pause and resume mean nothing once the crawl is stopping.
+fn toggle_pause(app: &App) -> Option<Action> {
+    match app.run_state() {
+        RunState::Running => Some(Action::Pause),
+        RunState::Paused => Some(Action::Resume),
+        RunState::Stopping | RunState::Finished => None,
+    }
+}
+
+/// The next step above `delay`; `None` at or above the last step.
+pub fn delay_up(delay: Duration) -> Option<Duration> {
+    let ms = delay.as_millis();
+    DELAY_STEPS_MS
+        .iter()
+        .find(|&&step| u128::from(step) > ms)
+        .map(|&step| Duration::from_millis(step))
+}
+
+/// The next step below `delay`; `None` at zero.
+pub fn delay_down(delay: Duration) -> Option<Duration> {
+    let ms = delay.as_millis();
+    DELAY_STEPS_MS
+        .iter()
+        .rev()
+        .find(|&&step| u128::from(step) < ms)
+        .map(|&step| Duration::from_millis(step))
+}
+
+/// One more below 8 workers, a quarter more from there; `None` at the maximum.
+pub fn workers_up(workers: usize) -> Option<usize> {
+    let next = if workers < FINE_WORKERS {
+        workers + 1
+    } else {
+        workers + workers / 4
+    };
+    let next = next.clamp(MIN_WORKERS, MAX_WORKERS);
+    (next > workers).then_some(next)
+}
+
+/// One fewer up to 8 workers, a quarter fewer above (but not below 8); `None` at the minimum.
+pub fn workers_down(workers: usize) -> Option<usize> {
+    let next = if workers <= FINE_WORKERS {
+        workers.saturating_sub(1)
+    } else {
+        (workers - workers / 4).max(FINE_WORKERS)
+    };
+    let next = next.clamp(MIN_WORKERS, MAX_WORKERS);
+    (next < workers).then_some(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::dashboard::app::Effect;
+    use crate::snapshot::{Politeness, SiteRow, Snapshot, Workers};
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn ch(c: char) -> KeyEvent {
+        key(KeyCode::Char(c))
+    }
+
+    fn ctrl_c() -> KeyEvent {
+        KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)
+    }
+
+    fn snapshot(state: RunState, delay_ms: u64, workers: usize) -> Arc<Snapshot> {
+        Arc::new(Snapshot {
+            state,
+            politeness: Politeness {
+                delay_ms,
+                ..Politeness::default()
+            },
+            workers: Workers {
+                total: workers,
+                ..Workers::default()
+            },
+            sites: vec![SiteRow {
+                origin: "http://127.0.0.1:18000".into(),
+                ..SiteRow::default()
+            }],
+            ..Snapshot::default()
+        })
+    }
+
+    fn app(state: RunState, delay_ms: u64, workers: usize) -> App {
+        let mut app = App::new(delay_ms, workers);
+        app.set_snapshot(snapshot(state, delay_ms, workers));
+        app
+    }
+
+    fn running() -> App {
+        app(RunState::Running, 100, 16)
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn p_and_space_pause_a_running_crawl() {
+        assert_eq!(action(&running(), ch('p')), Some(Action::Pause));
+        assert_eq!(action(&running(), ch(' ')), Some(Action::Pause));
+    }
+
+    #[test]
+    fn p_resumes_a_paused_crawl() {
+        assert_eq!(
+            action(&app(RunState::Paused, 100, 16), ch('p')),
+            Some(Action::Resume)
+        );
+    }
+
+    #[test]
+    fn p_pressed_twice_resumes_before_the_engine_confirmed_the_pause() {
+        let mut app = running();
+        app.apply(Action::Pause);
+        assert_eq!(action(&app, ch('p')), Some(Action::Resume));
+    }
+
+    #[test]
+    fn p_does_nothing_while_stopping() {
+        assert_eq!(action(&app(RunState::Stopping, 100, 16), ch('p')), None);
+    }
+
+    #[test]
+    fn plus_and_equals_raise_the_delay_to_the_next_step() {
+        assert_eq!(action(&running(), ch('+')), Some(Action::SetDelay(ms(250))));
+        assert_eq!(action(&running(), ch('=')), Some(Action::SetDelay(ms(250))));
+    }
+
+    #[test]
+    fn plus_with_shift_as_some_terminals_send_it_still_counts() {
+        let shifted = KeyEvent::new(KeyCode::Char('+'), KeyModifiers::SHIFT);
+        assert_eq!(action(&running(), shifted), Some(Action::SetDelay(ms(250))));
+    }
+
+    #[test]
+    fn minus_lowers_the_delay_to_the_step_below() {
+        assert_eq!(action(&running(), ch('-')), Some(Action::SetDelay(ms(50))));
+    }
+
+    #[test]
+    fn delay_between_steps_moves_to_the_neighbouring_steps() {
+        let app = app(RunState::Running, 300, 16);
+        assert_eq!(action(&app, ch('+')), Some(Action::SetDelay(ms(500))));
+        assert_eq!(action(&app, ch('-')), Some(Action::SetDelay(ms(250))));
+    }
+
+    #[test]
+    fn delay_at_zero_stays_at_zero() {
+        let app = app(RunState::Running, 0, 16);
+        assert_eq!(action(&app, ch('-')), None);
+        assert_eq!(action(&app, ch('+')), Some(Action::SetDelay(ms(50))));
+    }
+
+    #[test]
+    fn delay_at_ten_seconds_stays_at_ten_seconds() {
+        let app = app(RunState::Running, 10_000, 16);
+        assert_eq!(action(&app, ch('+')), None);
+        assert_eq!(action(&app, ch('-')), Some(Action::SetDelay(ms(5_000))));
+    }
+
+    #[test]
+    fn delay_above_the_last_step_goes_down_to_it() {
+        let app = app(RunState::Running, 60_000, 16);
+        assert_eq!(action(&app, ch('+')), None);
+        assert_eq!(action(&app, ch('-')), Some(Action::SetDelay(ms(10_000))));
+    }
+
+    #[test]
+    fn delay_steps_start_from_the_pending_delay() {
+        let mut app = running();
+        app.apply(Action::SetDelay(ms(250)));
+        assert_eq!(action(&app, ch('+')), Some(Action::SetDelay(ms(500))));
+    }
+
+    #[test]
+    fn workers_change_by_one_below_eight() {
+        let app = app(RunState::Running, 100, 4);
+        assert_eq!(action(&app, ch(']')), Some(Action::SetWorkers(5)));
+        assert_eq!(action(&app, ch('[')), Some(Action::SetWorkers(3)));
+    }
+
+    #[test]
+    fn workers_change_by_a_quarter_from_eight() {
+        let app = app(RunState::Running, 100, 64);
+        assert_eq!(action(&app, ch(']')), Some(Action::SetWorkers(80)));
+        assert_eq!(action(&app, ch('[')), Some(Action::SetWorkers(48)));
+        assert_eq!(workers_up(8), Some(10));
+        assert_eq!(workers_down(9), Some(8), "not below 8 in quarter steps");
+        assert_eq!(workers_down(8), Some(7));
+    }
+
+    #[test]
+    fn workers_stay_within_one_and_4096() {
+        let one = app(RunState::Running, 100, 1);
+        assert_eq!(action(&one, ch('[')), None);
+        let max = app(RunState::Running, 100, 4096);
+        assert_eq!(action(&max, ch(']')), None);
+        assert_eq!(workers_up(4000), Some(4096));
+        assert_eq!(workers_up(0), Some(1));
+    }
+
+    #[test]
+    fn s_stops_gracefully_once() {
+        assert_eq!(action(&running(), ch('s')), Some(Action::Stop));
+        assert_eq!(action(&app(RunState::Stopping, 100, 16), ch('s')), None);
+    }
+
+    #[test]
+    fn q_quits_and_is_not_repeated() {
+        let mut app = running();
+        assert_eq!(action(&app, ch('q')), Some(Action::Quit));
+        assert_eq!(app.apply(Action::Quit), Effect::Quit);
+        assert_eq!(action(&app, ch('q')), None);
+    }
+
+    #[test]
+    fn first_ctrl_c_quits_second_quits_now() {
+        let mut app = running();
+        assert_eq!(action(&app, ctrl_c()), Some(Action::Quit));
+        app.apply(Action::Quit);
+        assert_eq!(action(&app, ctrl_c()), Some(Action::QuitNow));
+    }
+
+    #[test]
+    fn other_control_keys_do_nothing() {
+        let ctrl_s = KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL);
+        assert_eq!(action(&running(), ctrl_s), None);
+        let alt_q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::ALT);
+        assert_eq!(action(&running(), alt_q), None);
+    }
+
+    #[test]
+    fn e_exports() {
+        assert_eq!(action(&running(), ch('e')), Some(Action::Export));
+    }
+
+    #[test]
+    fn tab_and_backtab_move_the_focus() {
+        assert_eq!(
+            action(&running(), key(KeyCode::Tab)),
+            Some(Action::FocusNext)
+        );
+        let backtab = KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT);
+        assert_eq!(action(&running(), backtab), Some(Action::FocusPrev));
+    }
+
+    #[test]
+    fn arrows_pages_home_and_end_scroll() {
+        let app = running();
+        for (code, scroll) in [
+            (KeyCode::Up, Scroll::Up),
+            (KeyCode::Down, Scroll::Down),
+            (KeyCode::PageUp, Scroll::PageUp),
+            (KeyCode::PageDown, Scroll::PageDown),
+            (KeyCode::Home, Scroll::Home),
+            (KeyCode::End, Scroll::End),
+        ] {
+            assert_eq!(
+                action(&app, key(code)),
+                Some(Action::Scroll(scroll)),
+                "{code:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn o_cycles_the_sort() {
+        assert_eq!(action(&running(), ch('o')), Some(Action::CycleSort));
+    }
+
+    #[test]
+    fn enter_opens_the_site_detail_from_the_sites_pane_only() {
+        let mut app = running();
+        assert_eq!(action(&app, key(KeyCode::Enter)), Some(Action::OpenDetail));
+        app.apply(Action::FocusNext);
+        assert_eq!(action(&app, key(KeyCode::Enter)), None);
+    }
+
+    #[test]
+    fn enter_without_sites_does_nothing() {
+        let mut app = App::new(100, 4);
+        app.set_snapshot(Arc::new(Snapshot::default()));
+        assert_eq!(action(&app, key(KeyCode::Enter)), None);
+    }
+
+    #[test]
+    fn question_mark_opens_help() {
+        assert_eq!(action(&running(), ch('?')), Some(Action::Help));
+    }
+
+    #[test]
+    fn esc_in_normal_mode_does_nothing() {
+        assert_eq!(action(&running(), key(KeyCode::Esc)), None);
+    }
+
+    #[test]
+    fn in_help_any_key_closes_it() {
+        let mut app = running();
+        app.apply(Action::Help);
+        for k in [
+            ch('q'),
+            ch('p'),
+            ch('s'),
+            key(KeyCode::Esc),
+            key(KeyCode::Down),
+            ch('x'),
+        ] {
+            assert_eq!(action(&app, k), Some(Action::Close), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn in_help_ctrl_c_still_quits() {
+        let mut app = running();
+        app.apply(Action::Help);
+        assert_eq!(action(&app, ctrl_c()), Some(Action::Quit));
+    }
+
+    #[test]
+    fn in_site_detail_esc_and_enter_close_it() {
+        let mut app = running();
+        app.apply(Action::OpenDetail);
+        assert_eq!(app.mode(), Mode::SiteDetail(0));
+        assert_eq!(action(&app, key(KeyCode::Esc)), Some(Action::Close));
+        assert_eq!(action(&app, key(KeyCode::Enter)), Some(Action::Close));
+    }
+
+    #[test]
+    fn in_site_detail_crawl_keys_work_and_table_keys_do_not() {
+        let mut app = running();
+        app.apply(Action::OpenDetail);
+        assert_eq!(action(&app, ch('p')), Some(Action::Pause));
+        assert_eq!(action(&app, ch('+')), Some(Action::SetDelay(ms(250))));
+        assert_eq!(action(&app, ch('q')), Some(Action::Quit));
+        assert_eq!(action(&app, ch('?')), Some(Action::Help));
+        assert_eq!(action(&app, key(KeyCode::Down)), None);
+        assert_eq!(action(&app, key(KeyCode::Tab)), None);
+        assert_eq!(action(&app, ch('o')), None);
+    }
+
+    #[test]
+    fn after_the_crawl_finished_any_key_exits() {
+        let app = app(RunState::Finished, 100, 16);
+        for k in [
+            ch('p'),
+            ch('x'),
+            key(KeyCode::Esc),
+            key(KeyCode::Down),
+            ctrl_c(),
+        ] {
+            assert_eq!(action(&app, k), Some(Action::Exit), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn after_the_crawl_finished_a_key_exits_even_from_help() {
+        let mut app = running();
+        app.apply(Action::Help);
+        app.set_snapshot(snapshot(RunState::Finished, 100, 16));
+        assert_eq!(action(&app, ch('x')), Some(Action::Exit));
+    }
+
+    #[test]
+    fn key_releases_are_ignored() {
+        let mut release = ch('p');
+        release.kind = KeyEventKind::Release;
+        assert_eq!(action(&running(), release), None);
+    }
+
+    #[test]
+    fn unknown_keys_do_nothing() {
+        assert_eq!(action(&running(), ch('x')), None);
+        assert_eq!(action(&running(), key(KeyCode::F(5))), None);
+    }
+}

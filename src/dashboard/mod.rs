@@ -1,0 +1,134 @@
+//! The live terminal dashboard: watch a crawl, pause it, throttle it, stop it.
+//!
+//! It owns the terminal (alternate screen, raw mode, restored on every way out) and the loop
+//! that draws after each snapshot or key. It observes the engine only through its handle:
+//! snapshots in, commands out. It never reaches into engine state and never slows the crawl:
+//! the engine publishes on a `watch` channel and never waits for the screen.
+
+pub mod app;
+pub mod keys;
+pub mod view;
+pub mod widgets;
+
+use std::sync::Arc;
+
+use crossterm::event::{Event, EventStream, KeyEventKind};
+use futures::StreamExt as _;
+
+use crate::engine::{Command, CrawlHandle, EngineError, Summary};
+use crate::snapshot::{CommandSource, RunState, Snapshot};
+use app::{App, Effect};
+
+/// Why the dashboard ended without a summary.
+#[derive(Debug, thiserror::Error)]
+pub enum DashboardError {
+    #[error("terminal: {0}")]
+    Terminal(#[from] std::io::Error),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// What the dashboard needs to know beyond the snapshots.
+#[derive(Debug, Clone)]
+pub struct DashboardOptions {
+    /// The configured delay and workers, shown before the first snapshot.
+    pub delay_ms: u64,
+    pub workers: usize,
+    /// Where the stats file goes, shown on the final screen and after `e`.
+    pub stats_path: Option<String>,
+}
+
+/// Runs the dashboard over a crawl until the user leaves, and returns the crawl's summary.
+///
+/// The terminal is restored on return, on error and on panic (ratatui's panic hook).
+pub async fn run(
+    handle: CrawlHandle,
+    opts: DashboardOptions,
+) -> Result<Option<Summary>, DashboardError> {
+    let mut terminal = ratatui::try_init()?;
+    let result = event_loop(&mut terminal, handle, &opts).await;
+    ratatui::restore();
+    result
+}
+
+async fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    handle: CrawlHandle,
+    opts: &DashboardOptions,
+) -> Result<Option<Summary>, DashboardError> {
+    let mut app = App::new(opts.delay_ms, opts.workers);
+    if let Some(p) = &opts.stats_path {
+        app.set_stats_path(p.clone());
+    }
+    let size = terminal.size()?;
+    app.resize(size.width, size.height);
+    let mut snapshots = handle.snapshots();
+    app.set_snapshot(snapshots.borrow_and_update().clone());
+    let commander = handle.commander();
+    let abort = handle.abort_token();
+    let mut finished = tokio::spawn(handle.finished());
+    let mut summary: Option<Summary> = None;
+    let mut events = EventStream::new();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut snapshots_open = true;
+    while app.is_running() {
+        terminal.draw(|f| f.render_widget(&app, f.area()))?;
+        tokio::select! {
+            changed = snapshots.changed(), if snapshots_open => {
+                if changed.is_ok() {
+                    let snap: Arc<Snapshot> = snapshots.borrow_and_update().clone();
+                    app.set_snapshot(snap);
+                } else {
+                    snapshots_open = false;
+                }
+            }
+            done = &mut finished, if summary.is_none() => {
+                let s = done.map_err(|e| EngineError::Task(e.to_string()))??;
+                app.set_snapshot(s.snapshot.clone());
+                summary = Some(s);
+            }
+            event = events.next() => match event {
+                Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
+                    let Some(action) = keys::action(&app, key) else { continue };
+                    match app.apply(action) {
+                        Effect::None | Effect::Exit => {}
+                        Effect::Send(command) => {
+                            if command == Command::Export
+                                && let Some(p) = &opts.stats_path
+                            {
+                                app.set_notice(format!("stats written to {p}"));
+                            }
+                            commander.send(command, CommandSource::Key);
+                        }
+                        Effect::Quit => {
+                            commander.send(Command::Stop, CommandSource::Key);
+                        }
+                        Effect::QuitNow => abort.cancel(),
+                    }
+                }
+                Some(Ok(Event::Resize(w, h))) => app.resize(w, h),
+                Some(Ok(_)) => {}
+                // The terminal is gone: stop the crawl, wait for its end, leave.
+                Some(Err(_)) | None => {
+                    commander.send(Command::Stop, CommandSource::Key);
+                    break;
+                }
+            },
+            _ = term.recv() => {
+                commander.send(Command::Stop, CommandSource::Signal);
+                app.apply(app::Action::Quit);
+            }
+        }
+    }
+    // Leaving: the crawl ends (stopped or aborted) and its stats are written before we return.
+    if summary.is_none() {
+        if app.snapshot().state != RunState::Finished {
+            commander.send(Command::Stop, CommandSource::Key);
+        }
+        let s = finished
+            .await
+            .map_err(|e| EngineError::Task(e.to_string()))??;
+        summary = Some(s);
+    }
+    Ok(summary)
+}

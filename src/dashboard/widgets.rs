@@ -1,0 +1,676 @@
+//! The dashboard's small parts: number formats, the colour code, and the widgets that are more
+//! than a line of text (the shares bar, the worker strip, the heap list, the sparkline).
+//!
+//! Everything here is a pure function of the values passed in: no `App`, no snapshot lookups, no
+//! state kept between frames. Widgets format only what fits in the area they are given, so a
+//! caller that passes the visible slice of a long list pays for the visible rows only.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::robots::RobotsState;
+use crate::snapshot::{DelaySource, HeapRow, Shares, WorkerState};
+
+// --- colours -----------------------------------------------------------------------------------
+
+pub const BUSY: Color = Color::Green;
+pub const BLOCKED: Color = Color::Yellow;
+pub const IDLE: Color = Color::DarkGray;
+/// Labels and other text that should recede behind the numbers.
+pub const DIM: Style = Style::new().fg(Color::DarkGray);
+/// The border of the pane that scroll keys act on.
+pub const FOCUS: Color = Color::Cyan;
+
+const BAR_BUSY: char = '█';
+const BAR_BLOCKED: char = '▒';
+const BAR_IDLE: char = '░';
+
+pub fn robots_style(state: RobotsState) -> Style {
+    let fg = match state {
+        RobotsState::Handled => Color::Green,
+        RobotsState::Unexisting => Color::Blue,
+        RobotsState::Error => Color::Red,
+        RobotsState::Discovered => Color::Yellow,
+        RobotsState::Skipped => Color::Gray,
+    };
+    Style::new().fg(fg)
+}
+
+pub fn robots_label(state: RobotsState) -> &'static str {
+    match state {
+        RobotsState::Handled => "handled",
+        RobotsState::Unexisting => "unexisting",
+        RobotsState::Error => "error",
+        RobotsState::Discovered => "discovered",
+        RobotsState::Skipped => "skipped",
+    }
+}
+
+/// The robots colour code, in the order a site usually goes through it.
+pub const ROBOTS_STATES: [RobotsState; 5] = [
+    RobotsState::Discovered,
+    RobotsState::Handled,
+    RobotsState::Unexisting,
+    RobotsState::Error,
+    RobotsState::Skipped,
+];
+
+pub fn robots_legend() -> Line<'static> {
+    let mut spans = vec![Span::styled(" robots.txt:", DIM)];
+    for state in ROBOTS_STATES {
+        spans.push(Span::styled(" ■ ", robots_style(state)));
+        spans.push(Span::styled(robots_label(state), robots_style(state)));
+    }
+    spans.push(Span::raw(" "));
+    Line::from(spans)
+}
+
+pub fn source_label(source: DelaySource) -> &'static str {
+    match source {
+        DelaySource::Configured => "configured",
+        DelaySource::CrawlDelay => "crawl-delay",
+        DelaySource::CappedCrawlDelay => "capped",
+        DelaySource::Adaptive => "adaptive",
+        DelaySource::RetryAfter => "retry-after",
+        DelaySource::Backoff => "backoff",
+    }
+}
+
+/// Every busy phase and blocked cause has its own colour, so the strip and the split lines
+/// below the bars read as one legend.
+pub fn worker_color(state: WorkerState) -> Color {
+    match state {
+        WorkerState::Idle => IDLE,
+        WorkerState::BlockedPoliteness => Color::Yellow,
+        WorkerState::BlockedRobots => Color::Magenta,
+        WorkerState::Connecting => Color::Blue,
+        WorkerState::WaitingFirstByte => Color::Cyan,
+        WorkerState::Receiving => Color::Green,
+        WorkerState::Parsing => Color::LightGreen,
+    }
+}
+
+/// The shape tells idle, blocked and busy apart without colour; the colour tells the phase.
+pub fn worker_glyph(state: WorkerState) -> char {
+    if state.is_busy() {
+        '▮'
+    } else if state.is_blocked() {
+        '▪'
+    } else {
+        '▯'
+    }
+}
+
+// --- numbers -----------------------------------------------------------------------------------
+
+/// `18204` -> `18,204`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A count that fits `width` columns: `12,345` when it fits, else `1.2M`-style.
+pub fn count_fit(n: u64, width: usize) -> String {
+    let full = count(n);
+    if full.len() <= width {
+        return full;
+    }
+    let (value, unit) = match n {
+        0..1_000_000 => (n as f64 / 1e3, 'k'),
+        1_000_000..1_000_000_000 => (n as f64 / 1e6, 'M'),
+        _ => (n as f64 / 1e9, 'G'),
+    };
+    if value < 10.0 {
+        format!("{value:.1}{unit}")
+    } else {
+        format!("{value:.0}{unit}")
+    }
+}
+
+/// A duration in milliseconds, short: `0 ms`, `640 ms`, `1.5 s`, `29 s`, `2 min`, `3 h`.
+pub fn millis(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms} ms"),
+        1_000..10_000 if !ms.is_multiple_of(1_000) => format!("{:.1} s", ms as f64 / 1e3),
+        1_000..60_000 => format!("{} s", ms / 1_000),
+        60_000..3_600_000 => format!("{} min", ms / 60_000),
+        _ => format!("{} h", ms / 3_600_000),
+    }
+}
+
+/// Time until a site may be contacted again; zero means it may be contacted now.
+pub fn countdown(ms: u64) -> String {
+    if ms == 0 {
+        "now".to_owned()
+    } else {
+        millis(ms)
+    }
+}
+
+/// `hh:mm:ss` since the crawl started; garbage (negative, NaN) shows as zero.
+pub fn elapsed(seconds: f64) -> String {
+    let s = if seconds.is_finite() && seconds > 0.0 {
+        seconds as u64
+    } else {
+        0
+    };
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// `3.1 MB/s`, decimal units as network tools print them.
+pub fn byte_rate(bytes_per_s: f64) -> String {
+    let b = finite_non_negative(bytes_per_s);
+    match b {
+        x if x < 1e3 => format!("{x:.0} B/s"),
+        x if x < 1e6 => format!("{:.1} kB/s", x / 1e3),
+        x if x < 1e9 => format!("{:.1} MB/s", x / 1e6),
+        x => format!("{:.1} GB/s", x / 1e9),
+    }
+}
+
+pub fn page_rate(pages_per_s: f64) -> String {
+    let p = finite_non_negative(pages_per_s);
+    if p < 10.0 {
+        format!("{p:.1} p/s")
+    } else {
+        format!("{} p/s", count(p.round() as u64))
+    }
+}
+
+/// A percentage as shown: whole numbers, clamped to 0..=100.
+pub fn pct(value: f64) -> u64 {
+    finite_non_negative(value).min(100.0).round() as u64
+}
+
+fn finite_non_negative(x: f64) -> f64 {
+    if x.is_finite() && x > 0.0 { x } else { 0.0 }
+}
+
+/// Keeps the end of `text` (where origins differ: the port, the domain) within `width` columns.
+pub fn truncate_left(text: &str, width: usize) -> String {
+    let len = text.chars().count();
+    if len <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let tail: String = text.chars().skip(len - (width - 1)).collect();
+    format!("…{tail}")
+}
+
+/// An origin in `width` columns: whole if it fits, else without its scheme, else cut on the
+/// left (the port and the domain are what tell sites apart).
+pub fn fit_origin(origin: &str, width: usize) -> String {
+    if origin.chars().count() <= width {
+        return origin.to_owned();
+    }
+    let host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+    truncate_left(host, width)
+}
+
+// --- sparkline ---------------------------------------------------------------------------------
+
+const SPARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// The pages/s history as at most `width` cells. A history longer than `width` is averaged in
+/// buckets, so the line always spans the whole history (a minute) rather than its last seconds.
+pub fn spark(history: &[f64], width: usize) -> String {
+    if width == 0 || history.is_empty() {
+        return String::new();
+    }
+    let cells = history.len().min(width);
+    let values: Vec<f64> = (0..cells)
+        .map(|i| {
+            let start = i * history.len() / cells;
+            let end = ((i + 1) * history.len() / cells).max(start + 1);
+            let bucket = &history[start..end];
+            bucket.iter().copied().map(finite_non_negative).sum::<f64>() / bucket.len() as f64
+        })
+        .collect();
+    let max = values.iter().copied().fold(0.0, f64::max);
+    values
+        .iter()
+        .map(|&v| {
+            if max <= 0.0 {
+                SPARKS[0]
+            } else {
+                SPARKS[((v / max) * 7.0).round() as usize]
+            }
+        })
+        .collect()
+}
+
+// --- the shares bar ----------------------------------------------------------------------------
+
+/// One line: `now ██████▒▒▒░░░  58  27  15`: busy, blocked and idle shares as a stacked bar,
+/// then the same shares in percent, each number in its segment's colour.
+pub struct SharesBar<'a> {
+    pub label: &'a str,
+    pub shares: Shares,
+}
+
+/// The width of the numbers after the bar: three right-aligned percentages.
+const SHARES_SUFFIX: u16 = 12;
+
+impl SharesBar<'_> {
+    /// Cell counts of the three segments for a bar `width` cells wide. Rounds cumulatively so
+    /// the segments always add up to the width, and normalises shares that do not add up to
+    /// 100 (rounding in the engine, or garbage).
+    fn segments(&self, width: u16) -> (u16, u16, u16) {
+        let busy = finite_non_negative(self.shares.busy_pct);
+        let blocked = finite_non_negative(self.shares.blocked_pct);
+        let idle = finite_non_negative(self.shares.idle_pct);
+        let total = busy + blocked + idle;
+        if total <= 0.0 {
+            return (0, 0, width);
+        }
+        let w = f64::from(width);
+        let busy_cells = (busy / total * w).round() as u16;
+        let upto_blocked = ((busy + blocked) / total * w).round() as u16;
+        let busy_cells = busy_cells.min(width);
+        let blocked_cells = upto_blocked.clamp(busy_cells, width) - busy_cells;
+        (
+            busy_cells,
+            blocked_cells,
+            width - busy_cells - blocked_cells,
+        )
+    }
+}
+
+impl Widget for SharesBar<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.is_empty() {
+            return;
+        }
+        let label_width = self.label.chars().count() as u16 + 1;
+        let (bar_x, bar_width, suffix) = if area.width >= label_width + SHARES_SUFFIX + 4 {
+            (
+                area.x + label_width,
+                area.width - label_width - SHARES_SUFFIX,
+                true,
+            )
+        } else {
+            (area.x, area.width, false)
+        };
+        if bar_x > area.x {
+            buf.set_string(area.x, area.y, self.label, Style::new());
+        }
+        let (busy, blocked, idle) = self.segments(bar_width);
+        let mut x = bar_x;
+        for (cells, glyph, color) in [
+            (busy, BAR_BUSY, BUSY),
+            (blocked, BAR_BLOCKED, BLOCKED),
+            (idle, BAR_IDLE, IDLE),
+        ] {
+            for _ in 0..cells {
+                buf[(x, area.y)]
+                    .set_char(glyph)
+                    .set_style(Style::new().fg(color));
+                x += 1;
+            }
+        }
+        if suffix {
+            let numbers = Line::from(vec![
+                Span::styled(format!(" {:>3}", pct(self.shares.busy_pct)), BUSY),
+                Span::styled(format!(" {:>3}", pct(self.shares.blocked_pct)), BLOCKED),
+                Span::styled(format!(" {:>3}", pct(self.shares.idle_pct)), IDLE),
+            ]);
+            buf.set_line(x, area.y, &numbers, SHARES_SUFFIX);
+        }
+    }
+}
+
+// --- the worker strip --------------------------------------------------------------------------
+
+/// One cell per worker, row after row, coloured by its state. When there are more workers than
+/// cells, the last cells say how many are not shown (`+120`).
+pub struct WorkerStrip<'a> {
+    pub slots: &'a [WorkerState],
+}
+
+impl Widget for WorkerStrip<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let cells = usize::from(area.width) * usize::from(area.height);
+        if cells == 0 {
+            return;
+        }
+        let (shown, more) = if self.slots.len() <= cells {
+            (self.slots.len(), None)
+        } else {
+            // "+N" with N at most the number of slots: reserve room for its widest form.
+            let reserve = 1 + self.slots.len().to_string().len();
+            let shown = cells.saturating_sub(reserve);
+            (shown, Some(format!("+{}", self.slots.len() - shown)))
+        };
+        let width = usize::from(area.width);
+        let position = |i: usize| (area.x + (i % width) as u16, area.y + (i / width) as u16);
+        for (i, &state) in self.slots[..shown].iter().enumerate() {
+            buf[position(i)]
+                .set_char(worker_glyph(state))
+                .set_style(Style::new().fg(worker_color(state)));
+        }
+        if let Some(more) = more {
+            for (i, c) in more.chars().enumerate() {
+                if shown + i < cells {
+                    buf[position(shown + i)].set_char(c).set_style(DIM);
+                }
+            }
+        }
+    }
+}
+
+// --- the heap list -----------------------------------------------------------------------------
+
+/// The back-queue heap's top, soonest first: `ready in`, origin, queue length. Renders the
+/// entries from `offset` on, as many as there are rows.
+pub struct HeapList<'a> {
+    pub rows: &'a [HeapRow],
+    pub offset: usize,
+}
+
+const HEAP_READY: usize = 6;
+const HEAP_QUEUE: usize = 6;
+
+impl HeapList<'_> {
+    /// The column header that goes above the list, aligned with its rows.
+    pub fn header(width: u16) -> Line<'static> {
+        let origin = usize::from(width).saturating_sub(HEAP_READY + HEAP_QUEUE + 2);
+        Line::styled(
+            format!(
+                "{:>HEAP_READY$} {:<origin$} {:>HEAP_QUEUE$}",
+                "in", "origin", "queue"
+            ),
+            DIM.add_modifier(Modifier::BOLD),
+        )
+    }
+}
+
+impl Widget for HeapList<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let origin_width = usize::from(area.width).saturating_sub(HEAP_READY + HEAP_QUEUE + 2);
+        let visible = self
+            .rows
+            .iter()
+            .skip(self.offset)
+            .take(usize::from(area.height));
+        for (y, row) in (area.y..).zip(visible) {
+            let ready_style = if row.ready_in_ms == 0 {
+                Style::new().fg(BUSY)
+            } else {
+                Style::new()
+            };
+            let line = Line::from(vec![
+                Span::styled(
+                    format!("{:>HEAP_READY$}", countdown(row.ready_in_ms)),
+                    ready_style,
+                ),
+                Span::raw(" "),
+                Span::raw(format!(
+                    "{:<origin_width$}",
+                    fit_origin(&row.origin, origin_width)
+                )),
+                Span::raw(" "),
+                Span::raw(format!(
+                    "{:>HEAP_QUEUE$}",
+                    count_fit(row.queue_len, HEAP_QUEUE)
+                )),
+            ]);
+            buf.set_line(area.x, y, &line, area.width);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shares(busy: f64, blocked: f64, idle: f64) -> Shares {
+        Shares {
+            idle_pct: idle,
+            blocked_pct: blocked,
+            busy_pct: busy,
+        }
+    }
+
+    #[test]
+    fn shares_bar_draws_segments_and_coloured_percentages() {
+        let mut buf = Buffer::empty(Rect::new(0, 0, 30, 1));
+        SharesBar {
+            label: "now",
+            shares: shares(50.0, 30.0, 20.0),
+        }
+        .render(buf.area, &mut buf);
+
+        let mut expected = Buffer::with_lines(["now ███████▒▒▒▒░░░  50  30  20"]);
+        // 30 columns: "now " (4), a 14-cell bar, 12 columns of numbers.
+        expected.set_style(Rect::new(4, 0, 7, 1), Style::new().fg(BUSY));
+        expected.set_style(Rect::new(11, 0, 4, 1), Style::new().fg(BLOCKED));
+        expected.set_style(Rect::new(15, 0, 3, 1), Style::new().fg(IDLE));
+        expected.set_style(Rect::new(18, 0, 4, 1), Style::new().fg(BUSY));
+        expected.set_style(Rect::new(22, 0, 4, 1), Style::new().fg(BLOCKED));
+        expected.set_style(Rect::new(26, 0, 4, 1), Style::new().fg(IDLE));
+        assert_eq!(buf, expected);
+    }
+
+    #[test]
+    fn shares_bar_segments_fill_the_width_whatever_the_rounding() {
+        let bar = SharesBar {
+            label: "10s",
+            shares: shares(33.3, 33.3, 33.4),
+        };
+        for width in 1..40 {
+            let (a, b, c) = bar.segments(width);
+            assert_eq!(a + b + c, width, "width {width}");
+        }
+    }
+
+    #[test]
+    fn shares_bar_normalises_shares_that_do_not_add_up() {
+        let bar = SharesBar {
+            label: "now",
+            shares: shares(150.0, 50.0, f64::NAN),
+        };
+        assert_eq!(bar.segments(8), (6, 2, 0));
+    }
+
+    #[test]
+    fn shares_bar_without_workers_is_all_idle() {
+        let bar = SharesBar {
+            label: "now",
+            shares: shares(0.0, 0.0, 0.0),
+        };
+        assert_eq!(bar.segments(10), (0, 0, 10));
+    }
+
+    #[test]
+    fn shares_bar_too_narrow_for_numbers_draws_only_the_bar() {
+        let mut buf = Buffer::empty(Rect::new(0, 0, 8, 1));
+        SharesBar {
+            label: "now",
+            shares: shares(50.0, 25.0, 25.0),
+        }
+        .render(buf.area, &mut buf);
+        let symbols: String = buf
+            .content
+            .iter()
+            .map(ratatui::buffer::Cell::symbol)
+            .collect();
+        assert_eq!(symbols, "████▒▒░░");
+    }
+
+    #[test]
+    fn heap_list_renders_entries_in_order_with_aligned_columns() {
+        let rows = [
+            HeapRow {
+                origin: "http://127.0.0.1:18011".into(),
+                ready_in_ms: 0,
+                queue_len: 488,
+            },
+            HeapRow {
+                origin: "http://127.0.0.1:18004".into(),
+                ready_in_ms: 40,
+                queue_len: 12_612,
+            },
+            HeapRow {
+                origin: "https://example.org".into(),
+                ready_in_ms: 1_500,
+                queue_len: 3_400_000,
+            },
+        ];
+        let mut buf = Buffer::empty(Rect::new(0, 0, 30, 3));
+        HeapList {
+            rows: &rows,
+            offset: 0,
+        }
+        .render(buf.area, &mut buf);
+
+        let mut expected = Buffer::with_lines([
+            "   now 127.0.0.1:18011     488",
+            " 40 ms 127.0.0.1:18004  12,612",
+            " 1.5 s example.org        3.4M",
+        ]);
+        expected.set_style(Rect::new(0, 0, 6, 1), Style::new().fg(BUSY));
+        assert_eq!(buf, expected);
+    }
+
+    #[test]
+    fn heap_list_starts_at_the_offset_and_leaves_spare_rows_blank() {
+        let rows = [
+            HeapRow {
+                origin: "a".into(),
+                ready_in_ms: 5,
+                queue_len: 1,
+            },
+            HeapRow {
+                origin: "b".into(),
+                ready_in_ms: 7,
+                queue_len: 2,
+            },
+        ];
+        let mut buf = Buffer::empty(Rect::new(0, 0, 16, 2));
+        HeapList {
+            rows: &rows,
+            offset: 1,
+        }
+        .render(buf.area, &mut buf);
+        assert_eq!(buf, Buffer::with_lines(["  7 ms b       2", ""]));
+    }
+
+    #[test]
+    fn worker_strip_colours_one_cell_per_worker() {
+        let slots = [
+            WorkerState::Receiving,
+            WorkerState::BlockedPoliteness,
+            WorkerState::Idle,
+        ];
+        let mut buf = Buffer::empty(Rect::new(0, 0, 4, 1));
+        WorkerStrip { slots: &slots }.render(buf.area, &mut buf);
+        let mut expected = Buffer::with_lines(["▮▪▯ "]);
+        expected[(0, 0)].set_fg(Color::Green);
+        expected[(1, 0)].set_fg(Color::Yellow);
+        expected[(2, 0)].set_fg(IDLE);
+        assert_eq!(buf, expected);
+    }
+
+    #[test]
+    fn worker_strip_says_how_many_workers_do_not_fit() {
+        let slots = vec![WorkerState::Parsing; 20];
+        let mut buf = Buffer::empty(Rect::new(0, 0, 6, 2));
+        WorkerStrip { slots: &slots }.render(buf.area, &mut buf);
+        let symbols: String = buf
+            .content
+            .iter()
+            .map(ratatui::buffer::Cell::symbol)
+            .collect();
+        assert_eq!(symbols, "▮▮▮▮▮▮▮▮▮+11");
+    }
+
+    #[test]
+    fn counts_get_thousands_separators() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1_000), "1,000");
+        assert_eq!(count(18_204), "18,204");
+        assert_eq!(count(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn counts_that_do_not_fit_are_shortened() {
+        assert_eq!(count_fit(99_999, 6), "99,999");
+        assert_eq!(count_fit(123_456, 6), "123k");
+        assert_eq!(count_fit(3_400_000, 6), "3.4M");
+        assert_eq!(count_fit(u64::MAX, 6), "18446744074G");
+    }
+
+    #[test]
+    fn millis_picks_a_readable_unit() {
+        assert_eq!(millis(0), "0 ms");
+        assert_eq!(millis(640), "640 ms");
+        assert_eq!(millis(1_000), "1 s");
+        assert_eq!(millis(1_500), "1.5 s");
+        assert_eq!(millis(29_400), "29 s");
+        assert_eq!(millis(120_000), "2 min");
+        assert_eq!(millis(7_200_000), "2 h");
+        assert_eq!(countdown(0), "now");
+    }
+
+    #[test]
+    fn elapsed_is_hours_minutes_seconds_and_ignores_garbage() {
+        assert_eq!(elapsed(192.7), "00:03:12");
+        assert_eq!(elapsed(3_600.0 * 27.0), "27:00:00");
+        assert_eq!(elapsed(-5.0), "00:00:00");
+        assert_eq!(elapsed(f64::NAN), "00:00:00");
+    }
+
+    #[test]
+    fn rates_use_decimal_units() {
+        assert_eq!(byte_rate(512.0), "512 B/s");
+        assert_eq!(byte_rate(3_100_000.0), "3.1 MB/s");
+        assert_eq!(byte_rate(f64::INFINITY), "0 B/s");
+        assert_eq!(page_rate(3.44), "3.4 p/s");
+        assert_eq!(page_rate(1_482.4), "1,482 p/s");
+    }
+
+    #[test]
+    fn truncate_left_keeps_the_end() {
+        assert_eq!(truncate_left("http://127.0.0.1:18004", 10), "…0.1:18004");
+        assert_eq!(truncate_left("short", 10), "short");
+        assert_eq!(truncate_left("abc", 0), "");
+    }
+
+    #[test]
+    fn fit_origin_drops_the_scheme_before_cutting() {
+        assert_eq!(
+            fit_origin("http://127.0.0.1:18004", 22),
+            "http://127.0.0.1:18004"
+        );
+        assert_eq!(fit_origin("http://127.0.0.1:18004", 16), "127.0.0.1:18004");
+        assert_eq!(fit_origin("https://www.example.com", 10), "…ample.com");
+        assert_eq!(fit_origin("no-scheme.example", 8), "…example");
+    }
+
+    #[test]
+    fn spark_scales_to_the_maximum() {
+        assert_eq!(spark(&[0.0, 1.0, 2.0, 4.0, 8.0], 10), "▁▂▃▅█");
+        assert_eq!(spark(&[0.0, 0.0], 10), "▁▁");
+        assert_eq!(spark(&[], 10), "");
+        assert_eq!(spark(&[1.0], 0), "");
+    }
+
+    #[test]
+    fn spark_averages_a_long_history_into_the_width() {
+        let history: Vec<f64> = (0..60).map(|i| if i < 30 { 0.0 } else { 10.0 }).collect();
+        assert_eq!(spark(&history, 4), "▁▁██");
+    }
+}
