@@ -41,6 +41,9 @@ const SAMPLES_10S: usize = 100;
 const HEAP_ROWS: usize = 32;
 /// Warnings kept for the log pane.
 const LOG_LINES: usize = 50;
+/// How long a stop waits for in-flight work before cutting it (a stalled server must not
+/// hold the user's terminal for a whole fetch patience).
+const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// A resource's state (DESIGN.md, "The object model").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -166,6 +169,8 @@ pub(super) struct Coordinator {
     start: Instant,
     paused: bool,
     stopping: bool,
+    /// When a stop stops waiting for in-flight work.
+    stop_deadline: Option<Instant>,
     delay: Duration,
     admitted: u64,
     errors: Errors,
@@ -229,6 +234,7 @@ impl Coordinator {
             start: Instant::now(),
             paused: false,
             stopping: false,
+            stop_deadline: None,
             delay,
             admitted: 0,
             errors: Errors::default(),
@@ -282,6 +288,10 @@ impl Coordinator {
                 },
                 Some(done) = self.tasks.join_next_with_id() => self.on_task(done),
                 () = sleep_until(wake) => {}
+                () = sleep_until(self.stop_deadline), if !self.tasks.is_empty() => {
+                    self.tasks.abort_all();
+                    self.stop_deadline = None;
+                }
                 _ = tick.tick() => {
                     self.sample();
                     snapshots.send_replace(Arc::new(self.snapshot_now()));
@@ -323,7 +333,12 @@ impl Coordinator {
                 let n = n.clamp(1, crate::config::MAX_WORKERS);
                 self.slots.resize(n);
             }
-            Command::Stop => self.stopping = true,
+            Command::Stop => {
+                if !self.stopping {
+                    self.stopping = true;
+                    self.stop_deadline = Some(Instant::now() + STOP_GRACE);
+                }
+            }
             Command::Export => {
                 let mut snap = self.snapshot_now();
                 snap.state = self.run_state();
@@ -599,7 +614,9 @@ impl Coordinator {
         };
         self.slots.release(running.slot);
         self.frontier.complete(running.site, now);
-        self.spider_done += 1;
+        if result.is_some() {
+            self.spider_done += 1;
+        }
         match result {
             Some(TaskDone::Robots { site, fetch }) => self.on_robots(site, fetch, now),
             Some(TaskDone::Page(p)) => {
@@ -612,11 +629,17 @@ impl Coordinator {
                 self.on_page(id, site, outcome, parsed, now);
             }
             None => {
-                // The task panicked or was cancelled: the URL ends as an error, the site goes on.
                 if let Some(id) = running.page {
-                    self.errors.other += 1;
-                    self.resources[id as usize].reason = Some("worker failed".into());
-                    self.set_state(id, ResourceState::FetchError);
+                    if self.stopping {
+                        // Cut at the end of the stop's grace: not fetched, not an error.
+                        self.resources[id as usize].reason =
+                            Some("cancelled when the crawl stopped".into());
+                    } else {
+                        // The task panicked: the URL ends as an error, the site goes on.
+                        self.errors.other += 1;
+                        self.resources[id as usize].reason = Some("worker failed".into());
+                        self.set_state(id, ResourceState::FetchError);
+                    }
                 } else {
                     self.frontier.unhold(running.site, now);
                 }

@@ -247,3 +247,63 @@ async fn a_second_interrupt_ends_at_once_with_stats() {
     assert_eq!(stats["state"], "finished");
     assert_eq!(stats["totals"]["completed"], false);
 }
+
+#[test]
+fn demo_crawls_its_own_web_and_cleans_up_unless_kept() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let o = crawltop(&[
+        "demo",
+        "--sites",
+        "2",
+        "--pages",
+        "6",
+        "--delay-ms",
+        "0",
+        "--headless",
+        "--stats-out",
+        stats.to_str().expect("utf8"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // The web was generated in a temporary folder, named on stderr, and removed at the end.
+    let dir = err
+        .lines()
+        .find_map(|l| l.split(" pages in ").nth(1))
+        .expect("the demo says where the web is");
+    assert!(
+        !std::path::Path::new(dir.trim()).exists(),
+        "{dir} left behind"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(json["totals"]["completed"], true);
+    // Two sites, the hostile one and robots500: every kind of robots.txt state shows up.
+    let states: Vec<&str> = json["sites"]
+        .as_array()
+        .expect("sites")
+        .iter()
+        .map(|s| s["robots_state"].as_str().expect("state"))
+        .collect();
+    assert_eq!(states.len(), 4, "{states:?}");
+    assert!(states.contains(&"error"), "{states:?}");
+    assert!(json["errors"]["timeout"].as_u64().expect("n") >= 1);
+
+    let keep = tmp.path().join("kept");
+    let o = crawltop(&[
+        "demo",
+        "--sites",
+        "1",
+        "--pages",
+        "3",
+        "--delay-ms",
+        "0",
+        "--headless",
+        "--keep",
+        keep.to_str().expect("utf8"),
+        "--stats-out",
+        stats.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(keep.join("manifest.json").is_file(), "--keep keeps the web");
+}

@@ -44,14 +44,13 @@ impl Screen {
     }
 }
 
-#[tokio::test]
-async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
-    let web = TestWeb::start(GenOptions::new(1, 400).seed(4))
-        .await
-        .expect("web");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let stats = tmp.path().join("stats.json");
+type Child = Box<dyn portable_pty::Child + Send + Sync>;
 
+/// Starts the binary in a 100x30 pseudo-terminal; its output feeds a `Screen`.
+fn spawn_in_pty(
+    args: &[&str],
+    cwd: &std::path::Path,
+) -> (Child, Screen, Box<dyn std::io::Write + Send>) {
     let pty = native_pty_system()
         .openpty(PtySize {
             rows: 30,
@@ -61,20 +60,13 @@ async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
         })
         .expect("pty");
     let mut cmd = CommandBuilder::new(bin());
-    cmd.args([
-        "crawl",
-        &web.url("site00", "/"),
-        "--delay-ms",
-        "50",
-        "--stats-out",
-    ]);
-    cmd.arg(stats.as_os_str());
-    cmd.cwd(tmp.path());
+    cmd.args(args);
+    cmd.cwd(cwd);
     cmd.env("TERM", "xterm-256color");
-    let mut child = pty.slave.spawn_command(cmd).expect("spawn in the pty");
+    let child = pty.slave.spawn_command(cmd).expect("spawn in the pty");
     drop(pty.slave);
     let mut reader = pty.master.try_clone_reader().expect("reader");
-    let mut keys = pty.master.take_writer().expect("writer");
+    let keys = pty.master.take_writer().expect("writer");
     let screen = Screen {
         raw: Arc::new(Mutex::new(Vec::new())),
         parser: Arc::new(Mutex::new(vt100::Parser::new(30, 100, 0))),
@@ -82,6 +74,8 @@ async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
     };
     let s = screen.clone();
     std::thread::spawn(move || {
+        // The master must outlive the child's output: it moves here and drops at EOF.
+        let _master = pty.master;
         let mut buf = [0u8; 8192];
         while let Ok(n) = reader.read(&mut buf) {
             if n == 0 {
@@ -92,6 +86,53 @@ async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
             s.changed.notify_waiters();
         }
     });
+    (child, screen, keys)
+}
+
+/// The terminal was given back: the alternate screen left after it was entered, the cursor
+/// shown after it was last hidden.
+fn assert_restored(screen: &Screen) {
+    let raw = screen.raw();
+    let text = String::from_utf8_lossy(&raw);
+    let entered = text
+        .rfind("\x1b[?1049h")
+        .expect("entered the alternate screen");
+    let left = text
+        .rfind("\x1b[?1049l")
+        .expect("left the alternate screen");
+    assert!(left > entered);
+    let shown = text.rfind("\x1b[?25h").expect("cursor shown again");
+    let hidden = text.rfind("\x1b[?25l").unwrap_or(0);
+    assert!(shown > hidden, "the cursor is visible at the end");
+}
+
+async fn wait_exit(mut child: Child) -> portable_pty::ExitStatus {
+    tokio::time::timeout(PATIENCE, tokio::task::spawn_blocking(move || child.wait()))
+        .await
+        .expect("the process exits")
+        .expect("join")
+        .expect("exit status")
+}
+
+#[tokio::test]
+async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
+    let web = TestWeb::start(GenOptions::new(1, 400).seed(4))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+
+    let (child, screen, mut keys) = spawn_in_pty(
+        &[
+            "crawl",
+            &web.url("site00", "/"),
+            "--delay-ms",
+            "50",
+            "--stats-out",
+            stats.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+    );
     let mut press = |k: &str| {
         keys.write_all(k.as_bytes()).expect("key");
         keys.flush().expect("flush");
@@ -147,23 +188,9 @@ async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
 
     // q: stop, then exit; the terminal is given back as it was.
     press("q");
-    let status = tokio::task::spawn_blocking(move || child.wait())
-        .await
-        .expect("join")
-        .expect("exit status");
+    let status = wait_exit(child).await;
     assert!(status.success(), "{status:?}");
-    let raw = screen.raw();
-    let text = String::from_utf8_lossy(&raw);
-    let entered = text
-        .rfind("\x1b[?1049h")
-        .expect("entered the alternate screen");
-    let left = text
-        .rfind("\x1b[?1049l")
-        .expect("left the alternate screen");
-    assert!(left > entered);
-    let shown = text.rfind("\x1b[?25h").expect("cursor shown again");
-    let hidden = text.rfind("\x1b[?25l").unwrap_or(0);
-    assert!(shown > hidden, "the cursor is visible at the end");
+    assert_restored(&screen);
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
     for key in [
@@ -200,4 +227,81 @@ async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
             ("stop", "key")
         ]
     );
+}
+
+#[tokio::test]
+async fn ctrl_c_twice_ends_at_once_and_restores_the_terminal() {
+    // A stalled answer keeps a request in flight: a graceful stop would wait 60 s for it.
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.stall = Duration::from_secs(60);
+    })
+    .await
+    .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let url = web.url("hostile", "/stall.html");
+    let (child, screen, mut keys) = spawn_in_pty(
+        &["crawl", &url, "--timeout-ms", "120000", "--delay-ms", "0"],
+        tmp.path(),
+    );
+    screen.wait_for("running").await;
+    tokio::time::timeout(
+        PATIENCE,
+        web.log()
+            .wait_until(|r| r.iter().any(|r| r.path == "/robots.txt")),
+    )
+    .await
+    .expect("robots.txt fetched");
+    // The stalled page is asked for right after robots.txt; let that request leave first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    keys.write_all(b"\x03").expect("ctrl-c");
+    keys.flush().expect("flush");
+    screen.wait_for("stopping").await;
+    keys.write_all(b"\x03").expect("ctrl-c");
+    keys.flush().expect("flush");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen);
+    // No --stats-out: the stats went to crawltop-stats-<timestamp>.json here, as the shell says.
+    let stats: Vec<_> = std::fs::read_dir(tmp.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("crawltop-stats-") && n.ends_with(".json"))
+        .collect();
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    assert!(
+        screen.text().contains(&stats[0])
+            || String::from_utf8_lossy(&screen.raw()).contains(&stats[0])
+    );
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_dashboard_and_restores_the_terminal() {
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let url = web.url("site00", "/");
+    let (child, screen, _keys) = spawn_in_pty(
+        &[
+            "crawl",
+            &url,
+            "--delay-ms",
+            "50",
+            "--stats-out",
+            stats.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+    );
+    screen.wait_for("running").await;
+    let pid = child.process_id().expect("pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen);
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(stats["commands"][0]["source"], "signal");
 }

@@ -701,3 +701,57 @@ async fn adaptive_delay_follows_the_response_time() {
     assert_eq!(row.delay_source, crawltop::snapshot::DelaySource::Adaptive);
     assert!(row.delay_ms >= 200, "{}", row.delay_ms);
 }
+
+#[tokio::test]
+async fn observers_that_never_read_do_not_slow_the_crawl() {
+    let web = TestWeb::start(GenOptions::new(2, 30).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.delay_ms = 0;
+    let handle = engine::spawn(cfg).expect("starts");
+    // A dozen stuck dashboards: receivers that are never read.
+    let stuck: Vec<_> = (0..12).map(|_| handle.snapshots()).collect();
+    let summary = tokio::time::timeout(PATIENCE, handle.finished())
+        .await
+        .expect("finished while nobody read a snapshot")
+        .expect("no error");
+    assert!(summary.completed);
+    let want: usize = web.manifest().normal_sites().map(|s| s.pages.len()).sum();
+    assert!(summary.snapshot.resources.fetched as usize >= want);
+    drop(stuck);
+}
+
+#[tokio::test]
+async fn stop_cuts_in_flight_work_after_a_grace_period() {
+    // A 60 s stall with a 120 s patience: a stop must not wait for it.
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.stall = Duration::from_secs(60);
+    })
+    .await
+    .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![web.url("hostile", "/stall.html")]);
+    cfg.delay_ms = 0;
+    cfg.timeout_ms = 120_000;
+    cfg.stats_out = Some(dir.path().join("stats.json"));
+    cfg.urls_out = Some(dir.path().join("urls.jsonl"));
+    let handle = engine::spawn(cfg).expect("starts");
+    let mut snaps = handle.snapshots();
+    wait_for_snapshot(&mut snaps, |s| {
+        s.scheduler.spider.done == 1 && s.scheduler.assigned == 1
+    })
+    .await;
+    handle
+        .commander()
+        .send(Command::Stop, CommandSource::Library);
+    let summary = tokio::time::timeout(PATIENCE, handle.finished())
+        .await
+        .expect("the stop did not wait for the 60 s stall")
+        .expect("no error");
+    assert!(!summary.completed);
+    let crawled = read_outputs(summary, dir);
+    let stall = &crawled.urls[&web.url("hostile", "/stall.html")];
+    assert_eq!(stall["state"], "discovered");
+    assert_eq!(stall["reason"], "cancelled when the crawl stopped");
+}
