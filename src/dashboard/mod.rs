@@ -19,6 +19,10 @@ use crate::engine::{Command, CrawlHandle, EngineError, Summary};
 use crate::snapshot::{CommandSource, RunState, Snapshot};
 use app::{App, Effect};
 
+/// Set in the environment, the dashboard panics after its first frame: how the tests prove
+/// that a panic gives the terminal back.
+pub const PANIC_ENV: &str = "CRAWLTOP_TEST_PANIC";
+
 /// Why the dashboard ended without a summary.
 #[derive(Debug, thiserror::Error)]
 pub enum DashboardError {
@@ -71,8 +75,14 @@ async fn event_loop(
     let mut events = EventStream::new();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut snapshots_open = true;
+    // Fault injection for the tests: a panic must still give the terminal back.
+    let panic_after_draw = std::env::var_os(PANIC_ENV).is_some();
     while app.is_running() {
         terminal.draw(|f| f.render_widget(&app, f.area()))?;
+        assert!(
+            !panic_after_draw,
+            "{PANIC_ENV} is set: panicking on purpose"
+        );
         tokio::select! {
             changed = snapshots.changed(), if snapshots_open => {
                 if changed.is_ok() {

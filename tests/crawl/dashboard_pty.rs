@@ -51,6 +51,15 @@ fn spawn_in_pty(
     args: &[&str],
     cwd: &std::path::Path,
 ) -> (Child, Screen, Box<dyn std::io::Write + Send>) {
+    spawn_in_pty_env(args, cwd, &[])
+}
+
+/// As `spawn_in_pty`, with extra environment variables.
+fn spawn_in_pty_env(
+    args: &[&str],
+    cwd: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (Child, Screen, Box<dyn std::io::Write + Send>) {
     let pty = native_pty_system()
         .openpty(PtySize {
             rows: 30,
@@ -63,6 +72,9 @@ fn spawn_in_pty(
     cmd.args(args);
     cmd.cwd(cwd);
     cmd.env("TERM", "xterm-256color");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let child = pty.slave.spawn_command(cmd).expect("spawn in the pty");
     drop(pty.slave);
     let mut reader = pty.master.try_clone_reader().expect("reader");
@@ -304,4 +316,45 @@ async fn sigterm_stops_the_dashboard_and_restores_the_terminal() {
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
     assert_eq!(stats["commands"][0]["source"], "signal");
+}
+
+#[tokio::test]
+async fn a_finished_crawl_stays_on_screen_until_a_key() {
+    let web = TestWeb::start(GenOptions::new(1, 3)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let url = web.url("site00", "/");
+    let (child, screen, mut keys) = spawn_in_pty(&["crawl", &url, "--delay-ms", "0"], tmp.path());
+    screen.wait_for("finished").await;
+    keys.write_all(b"x").expect("a key");
+    keys.flush().expect("flush");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen);
+}
+
+#[tokio::test]
+async fn a_panic_gives_the_terminal_back() {
+    let web = TestWeb::start(GenOptions::new(1, 3)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let url = web.url("site00", "/");
+    let (child, screen, _keys) = spawn_in_pty_env(
+        &["crawl", &url, "--delay-ms", "0"],
+        tmp.path(),
+        &[(crawltop::dashboard::PANIC_ENV, "1")],
+    );
+    let status = wait_exit(child).await;
+    assert!(!status.success(), "the panic ends the process");
+    assert_restored(&screen);
+    let raw = screen.raw();
+    let text = String::from_utf8_lossy(&raw);
+    let restored_at = text
+        .rfind("\x1b[?1049l")
+        .expect("left the alternate screen");
+    let panic_at = text
+        .find("panicking on purpose")
+        .expect("the panic message is shown");
+    assert!(
+        panic_at > restored_at,
+        "the message is printed on the restored terminal"
+    );
 }

@@ -755,3 +755,29 @@ async fn stop_cuts_in_flight_work_after_a_grace_period() {
     assert_eq!(stall["state"], "discovered");
     assert_eq!(stall["reason"], "cancelled when the crawl stopped");
 }
+
+#[tokio::test]
+async fn trap_rules_end_urls_as_ignored_with_the_reason() {
+    let web = TestWeb::start(GenOptions::new(1, 3)).await.expect("web");
+    let long = format!("/{}.html", "x".repeat(2_100));
+    let deep = format!("{}/p.html", "/s".repeat(17).replace("/s", "/seg"));
+    let deep = deep.replacen("/seg", "/first", 1);
+    let traps = [
+        ("/a/b/a/b/a/p.html", IgnoreReason::RepeatedSegment),
+        (long.as_str(), IgnoreReason::UrlTooLong),
+        (deep.as_str(), IgnoreReason::PathTooDeep),
+    ];
+    let mut seeds: Vec<String> = traps.iter().map(|(p, _)| web.url("site00", p)).collect();
+    seeds.push(web.url("site00", "/"));
+    let mut cfg = config(seeds);
+    cfg.depth = Some(0);
+    cfg.delay_ms = 0;
+    let crawled = crawl(cfg).await;
+    for (path, reason) in traps {
+        let rec = &crawled.urls[&web.url("site00", path)];
+        assert_eq!(rec["state"], "fetch_ignored", "{path}");
+        assert_eq!(rec["reason"], reason.to_string().as_str(), "{path}");
+    }
+    let asked: Vec<String> = web.log().records().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(asked.len(), 2, "robots.txt and the index only: {asked:?}");
+}
