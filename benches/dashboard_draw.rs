@@ -30,6 +30,7 @@ fn snapshot(sites: usize) -> Snapshot {
             errors: (i % 3) as u64,
             next_allowed_in_ms: (i % 250) as u64,
             status: BTreeMap::new(),
+            recent_errors: Vec::new(),
         })
         .collect();
     s.heap = (0..32)

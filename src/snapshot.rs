@@ -228,6 +228,9 @@ pub struct SiteRow {
     pub next_allowed_in_ms: u64,
     /// Responses by status code.
     pub status: BTreeMap<String, u64>,
+    /// The last few errors on this site (`path: reason`), oldest first.
+    #[serde(default)]
+    pub recent_errors: Vec<String>,
 }
 
 /// One entry of the back-queue heap.

@@ -840,6 +840,14 @@ fn render_detail(snap: &Snapshot, index: usize, area: Rect, buf: &mut Buffer) {
         usize::from(DETAIL_WIDTH - 2 - 15),
         label,
     ));
+    for (i, e) in site.recent_errors.iter().rev().take(3).enumerate() {
+        let width = usize::from(DETAIL_WIDTH - 2 - 15);
+        let text: String = e.chars().take(width).collect();
+        lines.push(Line::from(vec![
+            label(if i == 0 { "recent errors" } else { "" }),
+            Span::styled(text, Style::new().fg(Color::Red)),
+        ]));
+    }
     let height = lines.len() as u16 + 2;
     let rect = popup(area, DETAIL_WIDTH, height, buf);
     let origin = widgets::fit_origin(&site.origin, usize::from(DETAIL_WIDTH) - 6);
@@ -943,6 +951,9 @@ mod tests {
             errors,
             next_allowed_in_ms,
             status,
+            recent_errors: (0..errors.min(2))
+                .map(|i| format!("/missing-{i}.html: http 404"))
+                .collect(),
         }
     }
 

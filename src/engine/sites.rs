@@ -28,7 +28,12 @@ pub(super) struct Site {
     pub(super) admitted: u64,
     /// A capped Crawl-delay is logged once.
     pub(super) cap_logged: bool,
+    /// The last few errors here, `path: reason`, oldest first.
+    pub(super) recent_errors: std::collections::VecDeque<String>,
 }
+
+/// How many recent errors a site keeps for its detail view.
+pub(super) const RECENT_ERRORS: usize = 5;
 
 impl Site {
     pub(super) fn new(origin: url::Url, ignore_robots: bool) -> Site {
@@ -49,6 +54,7 @@ impl Site {
             status: BTreeMap::new(),
             admitted: 0,
             cap_logged: false,
+            recent_errors: std::collections::VecDeque::new(),
         }
     }
 

@@ -534,6 +534,24 @@ async fn stats_file_has_every_key_and_agrees_with_the_server() {
             .filter(|r| r.site == site && r.path != "/robots.txt" && r.status < 400)
             .count();
         assert_eq!(row["fetched"], fetched as u64, "{site}");
+        // Dead links are this site's errors, and its detail lists the latest.
+        let dead = &web.manifest().site(site).expect("site").dead;
+        let recent: Vec<&str> = row["recent_errors"]
+            .as_array()
+            .expect("recent_errors")
+            .iter()
+            .map(|e| e.as_str().expect("text"))
+            .collect();
+        assert_eq!(recent.len(), dead.len().min(5), "{site}: {recent:?}");
+        for e in &recent {
+            assert!(
+                e.ends_with(": http 404")
+                    && dead
+                        .iter()
+                        .any(|d| e.starts_with(d.split('?').next().unwrap_or(d))),
+                "{site}: {e}"
+            );
+        }
         assert!(row["robots_state"] == "handled" || row["robots_state"] == "unexisting");
     }
     let page_requests = records.iter().filter(|r| r.path != "/robots.txt").count() as u64;

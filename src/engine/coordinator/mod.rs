@@ -732,7 +732,14 @@ impl Coordinator {
     }
 
     fn fail(&mut self, id: u32, site: SiteId, reason: String) {
-        self.sites[site.index()].errors += 1;
+        let s = &mut self.sites[site.index()];
+        s.errors += 1;
+        let path = Url::parse(&self.resources[id as usize].url)
+            .map_or_else(|_| String::new(), |u| u.path().to_string());
+        s.recent_errors.push_back(format!("{path}: {reason}"));
+        while s.recent_errors.len() > super::sites::RECENT_ERRORS {
+            s.recent_errors.pop_front();
+        }
         self.resources[id as usize].reason = Some(reason);
         self.set_state(id, ResourceState::FetchError);
     }

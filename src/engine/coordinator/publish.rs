@@ -171,6 +171,7 @@ impl Coordinator {
                 errors: s.errors,
                 next_allowed_in_ms: v.next_allowed.saturating_sub(now).as_millis() as u64,
                 status: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                recent_errors: s.recent_errors.iter().cloned().collect(),
             });
         }
         let parsing = workers.busy_by.parsing as u64;
