@@ -14,6 +14,7 @@
 //! - [`fetch`]: the HTTP edge: one GET, one outcome.
 //! - [`headless`]: progress lines and the summary when there is no dashboard.
 //! - [`snapshot`]: the published state of a crawl, and the stats file's schema.
+//! - [`store`]: keeping what was crawled (WARC today).
 //! - [`testweb`]: the project's own web (`gen-site`, `serve`): generator, server, request log.
 pub mod backoff;
 pub mod canonical;
@@ -28,4 +29,5 @@ pub mod parse;
 pub mod robots;
 pub mod scope;
 pub mod snapshot;
+pub mod store;
 pub mod testweb;

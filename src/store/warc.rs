@@ -1,0 +1,1336 @@
+//! The WARC 1.1 archive of what the crawl fetched: one request and one response record per fetch,
+//! each record its own gzip member, in files `PREFIX-00000.warc.gz`, `-00001`, ... that rotate at a
+//! size. The record bytes are built and compressed in memory and written with one `write_all`, so
+//! a killed process leaves at worst one partial gzip member at the end of a file, which
+//! [`truncate_partial_tail`] cuts off.
+//!
+//! It must never overwrite or append to a file it did not create (a resumed crawl starts a new
+//! file), never split an exchange across files, never read a clock (every date is passed in) and
+//! never touch the network. It does blocking file I/O: call it from the committer's blocking
+//! thread, not from an async task.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use sha1::{Digest, Sha1};
+
+/// What went wrong writing or repairing a WARC file. Any of these means the archive cannot be
+/// trusted to grow further, so the crawl should stop rather than skip.
+#[derive(Debug, thiserror::Error)]
+pub enum WarcError {
+    #[error("WARC file {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("WARC file prefix {0:?} must be non-empty and must not contain a path separator")]
+    InvalidPrefix(String),
+    /// A target URI with whitespace or control characters would corrupt the WARC header; a parsed
+    /// `url::Url` never has them, so this is a caller bug, not a hostile page.
+    #[error("target URI {0:?} contains whitespace or control characters")]
+    InvalidTargetUri(String),
+}
+
+impl WarcError {
+    fn io(path: &Path) -> impl FnOnce(io::Error) -> WarcError + '_ {
+        move |source| WarcError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Why a stored body is shorter than what the server sent: the values of `WARC-Truncated`
+/// (WARC 1.1 section 5.13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Truncation {
+    /// The body reached the size cap.
+    Length,
+    /// The fetch ran out of time.
+    Time,
+    /// The connection dropped.
+    Disconnect,
+    Unspecified,
+}
+
+impl Truncation {
+    fn as_warc_value(self) -> &'static str {
+        match self {
+            Truncation::Length => "length",
+            Truncation::Time => "time",
+            Truncation::Disconnect => "disconnect",
+            Truncation::Unspecified => "unspecified",
+        }
+    }
+}
+
+/// One fetch as the engine saw it. The body is the decoded body (the fetch module removes any
+/// Content-Encoding); `response_headers` are the server's headers as received.
+#[derive(Debug, Clone, Copy)]
+pub struct Exchange<'a> {
+    pub target_uri: &'a str,
+    /// When the request was sent; becomes `WARC-Date` of both records.
+    pub date: SystemTime,
+    pub ip: Option<IpAddr>,
+    /// The HTTP request as sent, e.g. `b"GET /p.html HTTP/1.1\r\nHost: a\r\n\r\n"`.
+    pub request_line_and_headers: &'a [u8],
+    pub status: u16,
+    pub reason: &'a str,
+    pub response_headers: &'a [(String, String)],
+    pub body: &'a [u8],
+    pub truncated: Option<Truncation>,
+}
+
+/// Where an exchange landed: enough to find the response record again (a CDX line needs file
+/// and offset) and to link other records to it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RecordIds {
+    /// `<urn:uuid:...>` of the request record.
+    pub request: String,
+    /// `<urn:uuid:...>` of the response record.
+    pub response: String,
+    pub file: PathBuf,
+    /// Byte offset of the response record's gzip member in `file`.
+    pub offset: u64,
+}
+
+/// The response header that tells a reader which Content-Encoding the server used on a body that
+/// is stored decoded.
+pub const ORIGINAL_CONTENT_ENCODING: &str = "X-Crawltop-Original-Content-Encoding";
+
+const SOFTWARE: &str = concat!("crawltop/", env!("CARGO_PKG_VERSION"));
+const FILE_SUFFIX: &str = ".warc.gz";
+
+/// Writes exchanges to the current file and rotates to a new one when the next exchange would
+/// take the file past `max_file_bytes`. It does not fsync per record: [`WarcWriter::sync`] is the
+/// committer's checkpoint.
+#[derive(Debug)]
+pub struct WarcWriter {
+    dir: PathBuf,
+    prefix: String,
+    max_file_bytes: u64,
+    next_number: u64,
+    current: OpenWarc,
+}
+
+#[derive(Debug)]
+struct OpenWarc {
+    path: PathBuf,
+    file: File,
+    /// End of the last complete record: the file's length while no write has failed.
+    len: u64,
+    warcinfo_id: String,
+    content: FileContent,
+    dir_entry: DirEntry,
+}
+
+/// A file holding only its warcinfo record takes the next exchange whatever its size, so an
+/// exchange larger than `max_file_bytes` still gets written (alone) instead of rotating forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FileContent {
+    WarcinfoOnly,
+    Exchanges,
+}
+
+/// A new file's name survives a power loss only once its directory is fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DirEntry {
+    Unsynced,
+    Synced,
+}
+
+impl WarcWriter {
+    /// Opens a new file `dir/PREFIX-NNNNN.warc.gz`, numbered after the highest existing file of
+    /// that prefix, and writes its warcinfo record dated `now`. `dir` is created if missing.
+    pub fn create(
+        dir: &Path,
+        prefix: &str,
+        max_file_bytes: u64,
+        now: SystemTime,
+    ) -> Result<WarcWriter, WarcError> {
+        if prefix.is_empty() || prefix.contains(['/', '\\']) {
+            return Err(WarcError::InvalidPrefix(prefix.to_owned()));
+        }
+        fs::create_dir_all(dir).map_err(WarcError::io(dir))?;
+        let next_number = highest_existing_number(dir, prefix)?.map_or(0, |n| n + 1);
+        let current = open_new_file(dir, prefix, next_number, now)?;
+        Ok(WarcWriter {
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_owned(),
+            max_file_bytes,
+            next_number: next_number + 1,
+            current,
+        })
+    }
+
+    /// Appends a request record and a response record (two gzip members, linked both ways by
+    /// `WARC-Concurrent-To`) to the current file, rotating first if they would not fit. An `Err`
+    /// other than `InvalidTargetUri` means the crawl should stop: the file was cut back to its
+    /// last record where the system allowed, and [`truncate_partial_tail`] finishes the job.
+    pub fn write_exchange(&mut self, ex: &Exchange<'_>) -> Result<RecordIds, WarcError> {
+        if ex.target_uri.is_empty()
+            || ex
+                .target_uri
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(WarcError::InvalidTargetUri(ex.target_uri.to_owned()));
+        }
+        let request_id = new_record_id();
+        let response_id = new_record_id();
+        let mut members = exchange_members(ex, &request_id, &response_id, &self.current);
+        if self.current.content == FileContent::Exchanges
+            && self.current.len + members.bytes.len() as u64 > self.max_file_bytes
+        {
+            self.rotate(ex.date)?;
+            // The records name their file's warcinfo record, so they are rebuilt for the new file.
+            members = exchange_members(ex, &request_id, &response_id, &self.current);
+        }
+
+        let current = &mut self.current;
+        if let Err(source) = current.file.write_all(&members.bytes) {
+            // Cut a partial write back so the file still ends on a record boundary. If even that
+            // fails, truncate_partial_tail repairs the file on the next start.
+            let _ = current.file.set_len(current.len);
+            return Err(WarcError::Io {
+                path: current.path.clone(),
+                source,
+            });
+        }
+        let offset = current.len + members.request_len;
+        current.len += members.bytes.len() as u64;
+        current.content = FileContent::Exchanges;
+        Ok(RecordIds {
+            request: request_id,
+            response: response_id,
+            file: current.path.clone(),
+            offset,
+        })
+    }
+
+    /// Makes everything written so far durable: flushes and fsyncs the current file, and its
+    /// directory the first time so the file's name is durable too.
+    pub fn sync(&mut self) -> Result<(), WarcError> {
+        sync_file(&mut self.current)
+    }
+
+    pub fn current_file(&self) -> &Path {
+        &self.current.path
+    }
+
+    /// Where the last complete record of the current file ends; a checkpoint stores it with
+    /// [`WarcWriter::current_file`].
+    pub fn position(&self) -> u64 {
+        self.current.len
+    }
+
+    fn rotate(&mut self, now: SystemTime) -> Result<(), WarcError> {
+        // A checkpoint after the rotation names only the new file, so the old one must be durable
+        // before the writer forgets it.
+        sync_file(&mut self.current)?;
+        let next = open_new_file(&self.dir, &self.prefix, self.next_number, now)?;
+        self.next_number += 1;
+        self.current = next;
+        Ok(())
+    }
+}
+
+fn sync_file(current: &mut OpenWarc) -> Result<(), WarcError> {
+    current
+        .file
+        .flush()
+        .and_then(|()| current.file.sync_all())
+        .map_err(WarcError::io(&current.path))?;
+    if current.dir_entry == DirEntry::Unsynced {
+        if let Some(dir) = current.path.parent() {
+            sync_dir(dir).map_err(WarcError::io(dir))?;
+        }
+        current.dir_entry = DirEntry::Synced;
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Other systems do not let a directory be opened for fsync; the file's own fsync is all there is.
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+fn file_name(prefix: &str, number: u64) -> String {
+    format!("{prefix}-{number:05}{FILE_SUFFIX}")
+}
+
+fn highest_existing_number(dir: &Path, prefix: &str) -> Result<Option<u64>, WarcError> {
+    let mut highest = None;
+    for entry in fs::read_dir(dir).map_err(WarcError::io(dir))? {
+        let entry = entry.map_err(WarcError::io(dir))?;
+        let name = entry.file_name();
+        let Some(number) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(prefix))
+            .and_then(|rest| rest.strip_prefix('-'))
+            .and_then(|rest| rest.strip_suffix(FILE_SUFFIX))
+            .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|digits| digits.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        highest = highest.max(Some(number));
+    }
+    Ok(highest)
+}
+
+fn open_new_file(
+    dir: &Path,
+    prefix: &str,
+    number: u64,
+    now: SystemTime,
+) -> Result<OpenWarc, WarcError> {
+    let name = file_name(prefix, number);
+    let path = dir.join(&name);
+    // create_new: a file that appeared since the directory scan belongs to someone else.
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(WarcError::io(&path))?;
+    let warcinfo_id = new_record_id();
+    let member = warcinfo_member(&warcinfo_id, &name, now);
+    file.write_all(&member).map_err(WarcError::io(&path))?;
+    Ok(OpenWarc {
+        path,
+        file,
+        len: member.len() as u64,
+        warcinfo_id,
+        content: FileContent::WarcinfoOnly,
+        dir_entry: DirEntry::Unsynced,
+    })
+}
+
+fn new_record_id() -> String {
+    format!("<{}>", uuid::Uuid::new_v4().urn())
+}
+
+fn warcinfo_member(record_id: &str, file_name: &str, now: SystemTime) -> Vec<u8> {
+    let block = format!(
+        "software: {SOFTWARE}\r\n\
+         format: WARC File Format 1.1\r\n\
+         conformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n\
+         robots: obey\r\n"
+    );
+    let date = warc_date(now);
+    let block_digest = sha1_label(block.as_bytes());
+    gzip_record(
+        &[
+            ("WARC-Type", "warcinfo"),
+            ("WARC-Record-ID", record_id),
+            ("WARC-Date", &date),
+            ("WARC-Filename", file_name),
+            ("WARC-Block-Digest", &block_digest),
+            ("Content-Type", "application/warc-fields"),
+        ],
+        block.as_bytes(),
+    )
+}
+
+struct ExchangeMembers {
+    /// The request member followed by the response member.
+    bytes: Vec<u8>,
+    request_len: u64,
+}
+
+fn exchange_members(
+    ex: &Exchange<'_>,
+    request_id: &str,
+    response_id: &str,
+    file: &OpenWarc,
+) -> ExchangeMembers {
+    let date = warc_date(ex.date);
+    let ip = ex.ip.map(|ip| ip.to_string());
+
+    let request_block = ex.request_line_and_headers;
+    let request_payload = http_payload(request_block);
+    let request_block_digest = sha1_label(request_block);
+    let request_payload_digest = sha1_label(request_payload);
+    let mut fields = vec![
+        ("WARC-Type", "request"),
+        ("WARC-Record-ID", request_id),
+        ("WARC-Date", date.as_str()),
+        ("WARC-Target-URI", ex.target_uri),
+    ];
+    if let Some(ip) = &ip {
+        fields.push(("WARC-IP-Address", ip.as_str()));
+    }
+    fields.extend([
+        ("WARC-Warcinfo-ID", file.warcinfo_id.as_str()),
+        ("WARC-Concurrent-To", response_id),
+        ("WARC-Block-Digest", request_block_digest.as_str()),
+        ("WARC-Payload-Digest", request_payload_digest.as_str()),
+        ("Content-Type", "application/http;msgtype=request"),
+    ]);
+    let mut bytes = gzip_record(&fields, request_block);
+    let request_len = bytes.len() as u64;
+
+    let response_block = response_block(ex);
+    let response_block_digest = sha1_label(&response_block);
+    let response_payload_digest = sha1_label(ex.body);
+    let mut fields = vec![
+        ("WARC-Type", "response"),
+        ("WARC-Record-ID", response_id),
+        ("WARC-Date", date.as_str()),
+        ("WARC-Target-URI", ex.target_uri),
+    ];
+    if let Some(ip) = &ip {
+        fields.push(("WARC-IP-Address", ip.as_str()));
+    }
+    fields.extend([
+        ("WARC-Warcinfo-ID", file.warcinfo_id.as_str()),
+        ("WARC-Concurrent-To", request_id),
+        ("WARC-Block-Digest", response_block_digest.as_str()),
+        ("WARC-Payload-Digest", response_payload_digest.as_str()),
+    ]);
+    if let Some(truncation) = ex.truncated {
+        fields.push(("WARC-Truncated", truncation.as_warc_value()));
+    }
+    fields.push(("Content-Type", "application/http;msgtype=response"));
+    bytes.extend_from_slice(&gzip_record(&fields, &response_block));
+
+    ExchangeMembers { bytes, request_len }
+}
+
+/// The response as an HTTP/1.1 message whose headers describe the body as stored: the body is
+/// decoded and de-chunked, so Content-Encoding and Transfer-Encoding would make readers decode it
+/// again. The removed Content-Encoding is kept under [`ORIGINAL_CONTENT_ENCODING`], and
+/// Content-Length is the stored length (a truncated body says so in `WARC-Truncated`).
+fn response_block(ex: &Exchange<'_>) -> Vec<u8> {
+    let mut head = format!("HTTP/1.1 {} {}\r\n", ex.status, one_line(ex.reason));
+    let mut original_encodings = Vec::new();
+    for (name, value) in ex.response_headers {
+        if name.eq_ignore_ascii_case("content-encoding") {
+            original_encodings.push(one_line(value));
+        } else if !name.eq_ignore_ascii_case("transfer-encoding")
+            && !name.eq_ignore_ascii_case("content-length")
+        {
+            push_field(&mut head, &one_line(name), &one_line(value));
+        }
+    }
+    if !original_encodings.is_empty() {
+        push_field(
+            &mut head,
+            ORIGINAL_CONTENT_ENCODING,
+            &original_encodings.join(", "),
+        );
+    }
+    push_field(&mut head, "Content-Length", &ex.body.len().to_string());
+    head.push_str("\r\n");
+    let mut block = head.into_bytes();
+    block.extend_from_slice(ex.body);
+    block
+}
+
+/// A CR or LF inside a header would end it early and let the rest pose as headers; HTTP clients
+/// reject them, so this only guards against a caller passing unchecked strings.
+fn one_line(text: &str) -> String {
+    text.replace(['\r', '\n'], " ")
+}
+
+fn push_field(out: &mut String, name: &str, value: &str) {
+    out.push_str(name);
+    out.push_str(": ");
+    out.push_str(value);
+    out.push_str("\r\n");
+}
+
+/// The payload of an HTTP message: what follows its first blank line. A message without a blank
+/// line is all head, so its payload is empty.
+fn http_payload(message: &[u8]) -> &[u8] {
+    message
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(&[][..], |at| &message[at + 4..])
+}
+
+fn sha1_label(bytes: &[u8]) -> String {
+    format!(
+        "sha1:{}",
+        data_encoding::BASE32.encode(Sha1::digest(bytes).as_slice())
+    )
+}
+
+/// One complete record, `WARC/1.1` header through the closing `\r\n\r\n`, as one gzip member.
+fn gzip_record(fields: &[(&str, &str)], block: &[u8]) -> Vec<u8> {
+    let mut head = String::from("WARC/1.1\r\n");
+    for (name, value) in fields {
+        push_field(&mut head, name, value);
+    }
+    push_field(&mut head, "Content-Length", &block.len().to_string());
+    head.push_str("\r\n");
+
+    let mut gz = GzEncoder::new(
+        Vec::with_capacity(block.len() / 2 + 512),
+        Compression::default(),
+    );
+    gz.write_all(head.as_bytes())
+        .and_then(|()| gz.write_all(block))
+        .and_then(|()| gz.write_all(b"\r\n\r\n"))
+        .expect("compressing into a Vec cannot fail");
+    gz.finish().expect("compressing into a Vec cannot fail")
+}
+
+/// `WARC-Date` as `YYYY-MM-DDThh:mm:ssZ` in UTC. A time before 1970 (a broken clock) is written
+/// as the epoch rather than failing the record.
+pub fn warc_date(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (year, month, day) = civil_from_days(secs / 86_400);
+    let of_day = secs % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `civil_from_days`,
+/// for non-negative day counts).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+/// After a crash: cuts `path` back to the end of its last complete gzip member and returns the
+/// new length. A member that does not decompress to its end with a valid trailer, and everything
+/// after it, is the partial tail. A read error fails the call instead of being taken for a tail.
+pub fn truncate_partial_tail(path: &Path) -> Result<u64, WarcError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(WarcError::io(path))?;
+    let total = file.metadata().map_err(WarcError::io(path))?.len();
+    let mut reader = CountingReader {
+        inner: BufReader::new(&file),
+        consumed: 0,
+        read_error: None,
+    };
+    let mut complete_end = 0;
+    loop {
+        match reader.fill_buf() {
+            Ok([]) => break,
+            Ok(_) => {}
+            Err(source) => return Err(WarcError::io(path)(source)),
+        }
+        let mut member = flate2::bufread::GzDecoder::new(&mut reader);
+        let decoded = io::copy(&mut member, &mut io::sink());
+        if let Some(source) = reader.read_error.take() {
+            return Err(WarcError::io(path)(source));
+        }
+        if decoded.is_err() {
+            break;
+        }
+        complete_end = reader.consumed;
+    }
+    drop(reader);
+    if complete_end < total {
+        file.set_len(complete_end)
+            .and_then(|()| file.sync_all())
+            .map_err(WarcError::io(path))?;
+    }
+    Ok(complete_end)
+}
+
+/// Counts the bytes the gzip decoder consumes, so a member's end is known exactly, and keeps read
+/// errors apart from corrupt data.
+struct CountingReader<R> {
+    inner: R,
+    consumed: u64,
+    read_error: Option<io::Error>,
+}
+
+impl<R: BufRead> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for CountingReader<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self.inner.fill_buf() {
+            Ok(buf) => Ok(buf),
+            Err(e) => {
+                self.read_error = Some(io::Error::new(e.kind(), e.to_string()));
+                Err(e)
+            }
+        }
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.consumed += amount as u64;
+        self.inner.consume(amount);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    /// Seconds since the epoch of [`DATE`].
+    const DATE_SECS: u64 = 1_795_242_600;
+
+    fn date() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(DATE_SECS)
+    }
+
+    const DATE: &str = "2026-11-21T06:30:00Z";
+    const REQUEST: &[u8] =
+        b"GET /p.html HTTP/1.1\r\nHost: example.test\r\nUser-Agent: crawltop/0.1\r\n\r\n";
+
+    fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn exchange<'a>(
+        uri: &'a str,
+        response_headers: &'a [(String, String)],
+        body: &'a [u8],
+    ) -> Exchange<'a> {
+        Exchange {
+            target_uri: uri,
+            date: date(),
+            ip: Some(IpAddr::from([127, 0, 0, 1])),
+            request_line_and_headers: REQUEST,
+            status: 200,
+            reason: "OK",
+            response_headers,
+            body,
+            truncated: None,
+        }
+    }
+
+    fn b32_sha1(bytes: &[u8]) -> String {
+        format!(
+            "sha1:{}",
+            data_encoding::BASE32.encode(&Sha1::digest(bytes)[..])
+        )
+    }
+
+    /// A record as the independent `warc` crate reads it: lowercased header names.
+    struct ReadRecord {
+        version: String,
+        headers: HashMap<String, String>,
+        block: Vec<u8>,
+    }
+
+    impl ReadRecord {
+        fn header(&self, name: &str) -> &str {
+            self.headers
+                .get(name)
+                .map_or_else(|| panic!("record has no {name} header"), String::as_str)
+        }
+    }
+
+    fn read_with_warc_crate(path: &Path) -> Vec<ReadRecord> {
+        warc::WarcReader::from_path_gzip(path)
+            .expect("test file opens")
+            .iter_raw_records()
+            .map(|record| {
+                let (head, block) = record.expect("the warc crate parses every record");
+                ReadRecord {
+                    version: head.version,
+                    headers: head
+                        .headers
+                        .into_iter()
+                        .map(|(name, value)| {
+                            (
+                                name.to_string(),
+                                String::from_utf8(value).expect("header values are UTF-8"),
+                            )
+                        })
+                        .collect(),
+                    block,
+                }
+            })
+            .collect()
+    }
+
+    /// Splits a file into its gzip members, decompressed, with the offset each starts at.
+    fn members(path: &Path) -> Vec<(u64, Vec<u8>)> {
+        let bytes = fs::read(path).expect("test file reads");
+        let mut reader = CountingReader {
+            inner: &bytes[..],
+            consumed: 0,
+            read_error: None,
+        };
+        let mut out = Vec::new();
+        while !reader.fill_buf().expect("slice reads").is_empty() {
+            let start = reader.consumed;
+            let mut data = Vec::new();
+            flate2::bufread::GzDecoder::new(&mut reader)
+                .read_to_end(&mut data)
+                .expect("every member decompresses");
+            out.push((start, data));
+        }
+        out
+    }
+
+    fn http_head(block: &[u8]) -> String {
+        let body_len = http_payload(block).len();
+        String::from_utf8(block[..block.len() - body_len].to_vec()).expect("HTTP head is UTF-8")
+    }
+
+    fn warc_files(dir: &Path) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = fs::read_dir(dir)
+            .expect("dir lists")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn every_header_and_body_reads_back_with_the_warc_crate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let response_headers = headers(&[
+            ("Content-Type", "text/html; charset=utf-8"),
+            ("Content-Encoding", "gzip"),
+            ("Transfer-Encoding", "chunked"),
+            ("Content-Length", "999"),
+            ("Set-Cookie", "a=1"),
+            ("Set-Cookie", "b=2"),
+        ]);
+        let body = b"<html><title>p</title>hello</html>";
+        let ids = writer
+            .write_exchange(&exchange(
+                "http://example.test/p.html",
+                &response_headers,
+                body,
+            ))
+            .expect("write");
+        let path = writer.current_file().to_path_buf();
+        assert_eq!(path, dir.path().join("crawl-00000.warc.gz"));
+        assert_eq!(ids.file, path);
+
+        let records = read_with_warc_crate(&path);
+        assert_eq!(records.len(), 3);
+        let [info, request, response] = &records[..] else {
+            unreachable!()
+        };
+        let warcinfo_id = info.header("warc-record-id").to_owned();
+
+        let expected_request: HashMap<String, String> = [
+            ("warc-type", "request"),
+            ("warc-record-id", ids.request.as_str()),
+            ("warc-date", DATE),
+            ("warc-target-uri", "http://example.test/p.html"),
+            ("warc-ip-address", "127.0.0.1"),
+            ("warc-warcinfo-id", warcinfo_id.as_str()),
+            ("warc-concurrent-to", ids.response.as_str()),
+            ("warc-block-digest", b32_sha1(REQUEST).as_str()),
+            ("warc-payload-digest", b32_sha1(b"").as_str()),
+            ("content-type", "application/http;msgtype=request"),
+            ("content-length", REQUEST.len().to_string().as_str()),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(request.version, "1.1");
+        assert_eq!(request.headers, expected_request);
+        assert_eq!(request.block, REQUEST);
+
+        let expected_block = [
+            &b"HTTP/1.1 200 OK\r\n\
+               Content-Type: text/html; charset=utf-8\r\n\
+               Set-Cookie: a=1\r\n\
+               Set-Cookie: b=2\r\n\
+               X-Crawltop-Original-Content-Encoding: gzip\r\n\
+               Content-Length: 34\r\n\
+               \r\n"[..],
+            body,
+        ]
+        .concat();
+        let expected_response: HashMap<String, String> = [
+            ("warc-type", "response"),
+            ("warc-record-id", ids.response.as_str()),
+            ("warc-date", DATE),
+            ("warc-target-uri", "http://example.test/p.html"),
+            ("warc-ip-address", "127.0.0.1"),
+            ("warc-warcinfo-id", warcinfo_id.as_str()),
+            ("warc-concurrent-to", ids.request.as_str()),
+            ("warc-block-digest", b32_sha1(&expected_block).as_str()),
+            ("warc-payload-digest", b32_sha1(body).as_str()),
+            ("content-type", "application/http;msgtype=response"),
+            ("content-length", expected_block.len().to_string().as_str()),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(response.version, "1.1");
+        assert_eq!(response.headers, expected_response);
+        assert_eq!(response.block, expected_block);
+    }
+
+    #[test]
+    fn warcinfo_opens_each_file_and_every_record_names_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let no_headers = headers(&[]);
+        writer
+            .write_exchange(&exchange("http://a.test/", &no_headers, b"x"))
+            .expect("write");
+        let records = read_with_warc_crate(writer.current_file());
+        let info = &records[0];
+        assert_eq!(info.header("warc-type"), "warcinfo");
+        assert_eq!(info.header("warc-filename"), "crawl-00000.warc.gz");
+        assert_eq!(info.header("warc-date"), DATE);
+        assert_eq!(info.header("content-type"), "application/warc-fields");
+        assert_eq!(info.header("warc-block-digest"), b32_sha1(&info.block));
+        let fields = String::from_utf8(info.block.clone()).expect("warcinfo is text");
+        assert!(fields.contains(&format!(
+            "software: crawltop/{}\r\n",
+            env!("CARGO_PKG_VERSION")
+        )));
+        assert!(fields.contains("format: WARC File Format 1.1\r\n"));
+        for record in &records[1..] {
+            assert_eq!(
+                record.header("warc-warcinfo-id"),
+                info.header("warc-record-id")
+            );
+        }
+    }
+
+    #[test]
+    fn record_ids_are_urn_uuid_v4_and_distinct() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let no_headers = headers(&[]);
+        let a = writer
+            .write_exchange(&exchange("http://a.test/", &no_headers, b""))
+            .expect("write");
+        let b = writer
+            .write_exchange(&exchange("http://a.test/", &no_headers, b""))
+            .expect("write");
+        let all = [&a.request, &a.response, &b.request, &b.response];
+        for id in all {
+            let inner = id
+                .strip_prefix("<urn:uuid:")
+                .and_then(|s| s.strip_suffix('>'))
+                .expect("id is <urn:uuid:...>");
+            let uuid = uuid::Uuid::parse_str(inner).expect("a UUID");
+            assert_eq!(uuid.get_version_num(), 4);
+        }
+        let distinct: std::collections::HashSet<_> = all.into_iter().collect();
+        assert_eq!(distinct.len(), 4);
+    }
+
+    #[test]
+    fn each_record_is_its_own_gzip_member_and_offsets_point_at_responses() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let no_headers = headers(&[]);
+        let mut written = Vec::new();
+        for i in 0..3 {
+            let uri = format!("http://a.test/{i}");
+            let body = format!("body {i}");
+            written.push(
+                writer
+                    .write_exchange(&exchange(&uri, &no_headers, body.as_bytes()))
+                    .expect("write"),
+            );
+        }
+        let members = members(writer.current_file());
+        assert_eq!(members.len(), 1 + 2 * 3);
+        for (_, data) in &members {
+            assert!(data.starts_with(b"WARC/1.1\r\n"));
+            assert!(data.ends_with(b"\r\n\r\n"));
+            // One record per member: the version line appears once.
+            assert_eq!(data.windows(10).filter(|w| w == b"WARC/1.1\r\n").count(), 1);
+        }
+        for (i, ids) in written.iter().enumerate() {
+            let (offset, data) = &members[2 + 2 * i];
+            assert_eq!(*offset, ids.offset);
+            let text = String::from_utf8_lossy(data);
+            assert!(text.contains("WARC-Type: response\r\n"));
+            assert!(text.contains(&format!("WARC-Record-ID: {}\r\n", ids.response)));
+        }
+        let file_len = fs::metadata(writer.current_file()).expect("meta").len();
+        assert_eq!(writer.position(), file_len);
+    }
+
+    #[test]
+    fn digests_match_a_recomputation_over_block_and_payload() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let response_headers = headers(&[("Content-Type", "application/octet-stream")]);
+        let post = b"POST /form HTTP/1.1\r\nHost: a.test\r\nContent-Length: 3\r\n\r\na=1";
+        let mut ex = exchange("http://a.test/form", &response_headers, b"\x00\x01binary");
+        ex.request_line_and_headers = post;
+        writer.write_exchange(&ex).expect("write");
+        let records = read_with_warc_crate(writer.current_file());
+        for record in &records[1..] {
+            assert_eq!(record.header("warc-block-digest"), b32_sha1(&record.block));
+            assert_eq!(
+                record.header("warc-payload-digest"),
+                b32_sha1(http_payload(&record.block))
+            );
+        }
+        assert_eq!(http_payload(&records[1].block), b"a=1");
+        assert_eq!(http_payload(&records[2].block), b"\x00\x01binary");
+    }
+
+    #[test]
+    fn invalid_utf8_and_nul_bytes_round_trip_byte_for_byte() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let no_headers = headers(&[]);
+        let body: Vec<u8> = (0..=255u8)
+            .chain([0xff, 0xfe, 0x00, 0xc3, 0x28, b'\r', b'\n', b'\r', b'\n'])
+            .collect();
+        writer
+            .write_exchange(&exchange("http://a.test/bin", &no_headers, &body))
+            .expect("write");
+        let records = read_with_warc_crate(writer.current_file());
+        assert_eq!(http_payload(&records[2].block), &body[..]);
+        assert_eq!(records[2].header("warc-payload-digest"), b32_sha1(&body));
+    }
+
+    #[test]
+    fn a_truncated_body_carries_warc_truncated_length() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let response_headers = headers(&[("Content-Length", "1000000")]);
+        let mut cut = exchange("http://a.test/big", &response_headers, b"first bytes");
+        cut.truncated = Some(Truncation::Length);
+        writer.write_exchange(&cut).expect("write");
+        writer
+            .write_exchange(&exchange("http://a.test/small", &response_headers, b"all"))
+            .expect("write");
+        let records = read_with_warc_crate(writer.current_file());
+        assert_eq!(records[2].header("warc-truncated"), "length");
+        assert!(http_head(&records[2].block).contains("Content-Length: 11\r\n"));
+        assert!(!records[1].headers.contains_key("warc-truncated"));
+        assert!(!records[4].headers.contains_key("warc-truncated"));
+    }
+
+    #[test]
+    fn no_original_encoding_header_when_the_server_sent_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let response_headers = headers(&[("content-type", "text/plain"), ("content-length", "2")]);
+        writer
+            .write_exchange(&exchange("http://a.test/", &response_headers, b"hi"))
+            .expect("write");
+        let records = read_with_warc_crate(writer.current_file());
+        assert_eq!(
+            http_head(&records[2].block),
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nContent-Length: 2\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn several_content_encodings_are_all_recorded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let response_headers = headers(&[("Content-Encoding", "gzip"), ("content-encoding", "br")]);
+        writer
+            .write_exchange(&exchange("http://a.test/", &response_headers, b"hi"))
+            .expect("write");
+        let records = read_with_warc_crate(writer.current_file());
+        let head = http_head(&records[2].block);
+        assert!(head.contains("X-Crawltop-Original-Content-Encoding: gzip, br\r\n"));
+        assert!(!head.to_ascii_lowercase().contains("\ncontent-encoding:"));
+    }
+
+    #[test]
+    fn crlf_in_response_headers_cannot_inject_lines() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let response_headers = headers(&[("X-Evil", "a\r\nContent-Length: 0\r\n\r\nfake")]);
+        let mut ex = exchange("http://a.test/", &response_headers, b"real");
+        ex.reason = "OK\r\nX-Injected: 1";
+        writer.write_exchange(&ex).expect("write");
+        let records = read_with_warc_crate(writer.current_file());
+        let block = &records[2].block;
+        assert_eq!(http_payload(block), b"real");
+        assert_eq!(
+            http_head(block),
+            "HTTP/1.1 200 OK  X-Injected: 1\r\nX-Evil: a  Content-Length: 0    fake\r\n\
+             Content-Length: 4\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn a_target_uri_with_whitespace_is_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let before = writer.position();
+        let no_headers = headers(&[]);
+        for uri in [
+            "http://a.test/\r\nWARC-Type: metadata",
+            "http://a.test/a b",
+            "",
+        ] {
+            let err = writer
+                .write_exchange(&exchange(uri, &no_headers, b"x"))
+                .expect_err("refused");
+            assert!(matches!(err, WarcError::InvalidTargetUri(_)));
+        }
+        assert_eq!(writer.position(), before);
+        assert_eq!(
+            fs::metadata(writer.current_file()).expect("meta").len(),
+            before
+        );
+    }
+
+    #[test]
+    fn a_missing_ip_leaves_out_warc_ip_address() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let no_headers = headers(&[]);
+        let mut ex = exchange("http://a.test/", &no_headers, b"x");
+        ex.ip = Some("::1".parse().expect("ipv6"));
+        writer.write_exchange(&ex).expect("write");
+        ex.ip = None;
+        writer.write_exchange(&ex).expect("write");
+        let records = read_with_warc_crate(writer.current_file());
+        assert_eq!(records[1].header("warc-ip-address"), "::1");
+        assert_eq!(records[2].header("warc-ip-address"), "::1");
+        assert!(!records[3].headers.contains_key("warc-ip-address"));
+        assert!(!records[4].headers.contains_key("warc-ip-address"));
+    }
+
+    #[test]
+    fn rotation_gives_several_files_with_whole_exchanges_in_each() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let max = 2_000;
+        let mut writer = WarcWriter::create(dir.path(), "crawl", max, date()).expect("create");
+        let no_headers = headers(&[]);
+        let mut written = Vec::new();
+        for i in 0..20 {
+            let uri = format!("http://a.test/{i}");
+            // Incompressible-ish bodies so a few exchanges fill a file.
+            let body: Vec<u8> = (0..300u32)
+                .map(|j| (j.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8)
+                .collect();
+            written.push(
+                writer
+                    .write_exchange(&exchange(&uri, &no_headers, &body))
+                    .expect("write"),
+            );
+        }
+        writer.sync().expect("sync");
+        let files = warc_files(dir.path());
+        assert!(files.len() >= 3, "only {} files", files.len());
+        for (n, file) in files.iter().enumerate() {
+            assert_eq!(file, &dir.path().join(format!("crawl-{n:05}.warc.gz")));
+        }
+        let mut responses = 0;
+        for file in &files {
+            let records = read_with_warc_crate(file);
+            assert_eq!(records[0].header("warc-type"), "warcinfo");
+            let exchanges = (records.len() - 1) / 2;
+            assert_eq!(records.len(), 1 + 2 * exchanges);
+            assert!(exchanges >= 1);
+            let size = fs::metadata(file).expect("meta").len();
+            assert!(
+                size <= max || exchanges == 1,
+                "{} is {size} bytes",
+                file.display()
+            );
+            for pair in records[1..].chunks(2) {
+                assert_eq!(pair[0].header("warc-type"), "request");
+                assert_eq!(pair[1].header("warc-type"), "response");
+                assert_eq!(
+                    pair[1].header("warc-concurrent-to"),
+                    pair[0].header("warc-record-id")
+                );
+                assert_eq!(
+                    pair[0].header("warc-warcinfo-id"),
+                    records[0].header("warc-record-id")
+                );
+                let ids = written
+                    .iter()
+                    .find(|ids| ids.response == pair[1].header("warc-record-id"))
+                    .expect("a written response");
+                assert_eq!(&ids.file, file);
+                responses += 1;
+            }
+        }
+        assert_eq!(responses, 20);
+    }
+
+    #[test]
+    fn an_exchange_larger_than_the_limit_gets_a_file_of_its_own() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 10, date()).expect("create");
+        let no_headers = headers(&[]);
+        for i in 0..3 {
+            writer
+                .write_exchange(&exchange(&format!("http://a.test/{i}"), &no_headers, b"x"))
+                .expect("write");
+        }
+        let files = warc_files(dir.path());
+        assert_eq!(files.len(), 3);
+        for file in &files {
+            assert_eq!(read_with_warc_crate(file).len(), 3);
+        }
+    }
+
+    #[test]
+    fn a_new_writer_continues_numbering_and_never_overwrites() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in [
+            "crawl-00000.warc.gz",
+            "crawl-00003.warc.gz",
+            "other-00009.warc.gz",
+            "crawl-x-00007.warc.gz",
+            "crawl-00005.warc",
+            "crawl-.warc.gz",
+        ] {
+            fs::write(dir.path().join(name), name).expect("seed file");
+        }
+        let writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        assert_eq!(
+            writer.current_file(),
+            dir.path().join("crawl-00004.warc.gz")
+        );
+        assert_eq!(
+            fs::read(dir.path().join("crawl-00003.warc.gz")).expect("read"),
+            b"crawl-00003.warc.gz"
+        );
+        drop(writer);
+        let again = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        assert_eq!(again.current_file(), dir.path().join("crawl-00005.warc.gz"));
+    }
+
+    #[test]
+    fn a_prefix_with_a_path_separator_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for prefix in ["", "a/b", "..\\x"] {
+            assert!(matches!(
+                WarcWriter::create(dir.path(), prefix, 1 << 30, date()),
+                Err(WarcError::InvalidPrefix(_))
+            ));
+        }
+    }
+
+    /// A file of two exchanges, and its length.
+    fn complete_file(dir: &Path) -> (PathBuf, u64) {
+        let mut writer = WarcWriter::create(dir, "crawl", 1 << 30, date()).expect("create");
+        let no_headers = headers(&[]);
+        for i in 0..2 {
+            writer
+                .write_exchange(&exchange(&format!("http://a.test/{i}"), &no_headers, b"x"))
+                .expect("write");
+        }
+        writer.sync().expect("sync");
+        (writer.current_file().to_path_buf(), writer.position())
+    }
+
+    fn append(path: &Path, bytes: &[u8]) {
+        OpenOptions::new()
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .expect("append");
+    }
+
+    fn one_member() -> Vec<u8> {
+        let no_headers = headers(&[]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "m", 1 << 30, date()).expect("create");
+        let body: Vec<u8> = (0..2_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let ids = writer
+            .write_exchange(&exchange("http://a.test/big", &no_headers, &body))
+            .expect("write");
+        let bytes = fs::read(&ids.file).expect("read");
+        bytes[ids.offset as usize..].to_vec()
+    }
+
+    #[test]
+    fn truncate_cuts_half_a_member_back_to_the_last_record() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, complete) = complete_file(dir.path());
+        let member = one_member();
+        append(&path, &member[..member.len() / 2]);
+        assert_eq!(truncate_partial_tail(&path).expect("truncate"), complete);
+        assert_eq!(fs::metadata(&path).expect("meta").len(), complete);
+        assert_eq!(read_with_warc_crate(&path).len(), 5);
+    }
+
+    #[test]
+    fn truncate_cuts_a_member_missing_only_its_trailer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, complete) = complete_file(dir.path());
+        let member = one_member();
+        append(&path, &member[..member.len() - 4]);
+        assert_eq!(truncate_partial_tail(&path).expect("truncate"), complete);
+        assert_eq!(read_with_warc_crate(&path).len(), 5);
+    }
+
+    #[test]
+    fn truncate_cuts_random_garbage() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, complete) = complete_file(dir.path());
+        let garbage: Vec<u8> = (0..1_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        append(&path, &garbage);
+        assert_eq!(truncate_partial_tail(&path).expect("truncate"), complete);
+        assert_eq!(read_with_warc_crate(&path).len(), 5);
+        // A lone gzip magic number is a partial member too.
+        append(&path, &[0x1f, 0x8b]);
+        assert_eq!(truncate_partial_tail(&path).expect("truncate"), complete);
+    }
+
+    #[test]
+    fn truncate_keeps_a_clean_file_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, complete) = complete_file(dir.path());
+        let before = fs::read(&path).expect("read");
+        assert_eq!(truncate_partial_tail(&path).expect("truncate"), complete);
+        assert_eq!(fs::read(&path).expect("read"), before);
+    }
+
+    #[test]
+    fn truncate_empties_a_file_of_garbage_and_keeps_an_empty_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("crawl-00000.warc.gz");
+        fs::write(&path, b"not gzip at all").expect("write");
+        assert_eq!(truncate_partial_tail(&path).expect("truncate"), 0);
+        assert_eq!(truncate_partial_tail(&path).expect("truncate"), 0);
+        assert_eq!(fs::metadata(&path).expect("meta").len(), 0);
+    }
+
+    #[test]
+    fn truncate_of_a_missing_file_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(matches!(
+            truncate_partial_tail(&dir.path().join("absent.warc.gz")),
+            Err(WarcError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn warc_date_formats_utc_with_seconds() {
+        let at = |secs| warc_date(UNIX_EPOCH + Duration::from_secs(secs));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(at(4_102_444_799), "2099-12-31T23:59:59Z");
+        assert_eq!(warc_date(date()), DATE);
+        assert_eq!(
+            warc_date(date() + Duration::from_millis(999)),
+            DATE,
+            "sub-seconds are cut, not rounded"
+        );
+    }
+
+    #[test]
+    fn warc_date_before_1970_is_the_epoch() {
+        assert_eq!(
+            warc_date(UNIX_EPOCH - Duration::from_secs(5)),
+            "1970-01-01T00:00:00Z"
+        );
+    }
+
+    /// warcio is the reference reader of the web-archiving community; it rejects files that are
+    /// one gzip stream. Runs only where `python3` with warcio is installed.
+    #[test]
+    fn warcio_reads_every_record_and_verifies_digests() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/warcio_check.py");
+        let probe = std::process::Command::new("python3")
+            .args(["-c", "import warcio"])
+            .output();
+        match probe {
+            Ok(out) if out.status.success() => {}
+            Ok(_) => {
+                println!("skipped: python3 has no warcio (pip install warcio)");
+                return;
+            }
+            Err(e) => {
+                println!("skipped: python3 not runnable: {e}");
+                return;
+            }
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::create(dir.path(), "crawl", 3_000, date()).expect("create");
+        let response_headers = headers(&[
+            ("Content-Type", "text/html"),
+            ("Content-Encoding", "gzip"),
+            ("Transfer-Encoding", "chunked"),
+        ]);
+        let mut expected = Vec::new();
+        for i in 0..8u32 {
+            let uri = format!("http://a.test/{i}");
+            let body: Vec<u8> = (0..400u32 * i)
+                .map(|j| (j.wrapping_mul(2_654_435_761) >> 9) as u8)
+                .chain([0, 0xff, 0xfe])
+                .collect();
+            let mut ex = exchange(&uri, &response_headers, &body);
+            if i == 3 {
+                ex.truncated = Some(Truncation::Length);
+            }
+            let ids = writer.write_exchange(&ex).expect("write");
+            expected.push(format!(
+                "{}\t{}\tresponse\t{}\t{uri}\t200\t{}\t{}",
+                ids.file.display(),
+                ids.offset,
+                ids.response,
+                body.len(),
+                &b32_sha1(&body)["sha1:".len()..]
+            ));
+        }
+        writer.sync().expect("sync");
+        let files = warc_files(dir.path());
+        assert!(files.len() > 1);
+        let out = std::process::Command::new("python3")
+            .arg(script)
+            .args(&files)
+            .output()
+            .expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "warcio failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), files.len() + 2 * 8);
+        let responses: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|l| l.split('\t').nth(2) == Some("response"))
+            .collect();
+        assert_eq!(responses, expected);
+    }
+}
