@@ -1,0 +1,1040 @@
+//! The page mirror: where a fetched page lives on disk, one file per page under
+//! `DIR/pages/<host>_<port>/<path>`.
+//!
+//! [`mirror_path`] is a pure function of the URL: the committer, the index and a resumed crawl
+//! all compute the same place for a page without looking at the disk, and the order in which
+//! pages arrive never changes where they go. [`write_page`] is the one small writer on top.
+//! This module must never produce a path that leaves the pages folder, whatever the URL, and
+//! never let one page's file stand where another page needs a folder.
+//!
+//! The rules, each closing one hole:
+//! - **Site folder** `<host>_<port>`: the host lowercased (IDNA hosts are already punycode),
+//!   the port always written (80 and 443 filled in). An IPv6 host `[::1]` becomes
+//!   `ipv6~0000-0000-0000-0000-0000-0000-0000-0001`: no colons or brackets, and the `~`
+//!   keeps it apart from any domain name (a domain's `~` is escaped, see below).
+//! - **Escaping**: each path segment is percent-decoded, then every byte or character that
+//!   could be special anywhere is written back as `%XX` (upper-case hex): `/`, `\`, NUL and all
+//!   control characters, `%` itself, the Windows-reserved `<>:"|?*`, space, `#`, `` ` `` and
+//!   `~` (reserved below for this module's own marks), bytes that are not UTF-8, a leading `.`
+//!   (so no name is `.`, `..` or hidden) and a trailing `.` (Windows drops it). A segment named
+//!   like a Windows device (`CON`, `aux.html`, `COM1`) gets its first letter escaped. Other
+//!   Unicode is kept as is; NFC and NFD spellings stay distinct files.
+//! - **Files and folders never clash**: `/a`, `/a/` and `/a/b` must all fit in one tree. A
+//!   file name always contains a `.` or a `~` and never ends in `~dir`; a folder name is
+//!   either plain (no `.`, no `~`) or ends in `~dir`. So `/a` is the file `a~file` (no
+//!   extension, no query), `/a/` is `a/index.html`, `/v1.2/x.html` is `v1.2~dir/x.html`,
+//!   `/p7.html` stays `p7.html`. The rule does not depend on letter case, so it holds on
+//!   case-insensitive disks too.
+//! - **Folder pages**: a path ending in `/` is stored as `index.html` in that folder. The one
+//!   deliberate alias: `/a/` and `/a/index.html` share a file (nearly every server serves the
+//!   same page for both).
+//! - **Query**: `p.html?ref=1` becomes `p~<8 hex>.html`, the hex being xxh3 of the query as
+//!   the URL spells it: stable across runs, and `?a=1&b=2` differs from `?b=2&a=1`.
+//! - **Long names**: a name over [`MAX_NAME`] bytes is cut on a character boundary (never
+//!   inside a `%XX`) and gets `~<8 hex>` of the whole name before its marks and extension.
+//! - **Deep paths**: the relative path stays within [`MAX_PATH`] bytes, leaving room for the
+//!   root below Linux's 4096: folders past the budget are folded into one
+//!   `~deep~<16 hex>~dir` folder named by a hash of the folded part. The decision depends on
+//!   the folders only, so all pages of one deep folder land in the same place.
+//!
+//! Apart from the folder-page alias, two URLs share a file only when they spell the same
+//! bytes differently (`%61` and `a`), on an http/https pair for one host and port, or on a
+//! hash collision (32 bits for queries: worth knowing for a page with many thousands of
+//! query variants; the WARC keeps every response regardless).
+
+use std::fs;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use percent_encoding::percent_decode_str;
+use url::{Host, Url};
+use xxhash_rust::xxh3::xxh3_64;
+
+/// Longest name this module writes, in bytes (most file systems allow 255).
+pub const MAX_NAME: usize = 200;
+
+/// Longest relative path this module returns, in bytes, so that the root may take up to
+/// about a thousand bytes before Linux's `PATH_MAX` of 4096.
+pub const MAX_PATH: usize = 3000;
+
+/// Longest extension kept apart from the stem when a mark or a hash is added to a name.
+const MAX_EXTENSION: usize = 16;
+
+const FILE_MARK: &str = "~file";
+const DIR_MARK: &str = "~dir";
+const FOLDER_PAGE: &str = "index.html";
+
+/// Every `~deep~<16 hex>~dir` folder has this length.
+const FOLD_NAME_LEN: usize = "~deep~".len() + 16 + DIR_MARK.len();
+
+/// ASCII punctuation kept as is in names: harmless on Linux, macOS and Windows.
+const KEPT_PUNCTUATION: &str = "-_.!$&'()+,;=@[]{}^";
+
+/// Device names Windows reserves, with or without an extension.
+const WINDOWS_DEVICES: [&str; 24] = [
+    "CON", "PRN", "AUX", "NUL", "COM0", "COM1", "COM2", "COM3", "COM4", "COM5", "COM6", "COM7",
+    "COM8", "COM9", "LPT0", "LPT1", "LPT2", "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8", "LPT9",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum MirrorError {
+    #[error("{url} has no place in the mirror: only http and https URLs with a host do")]
+    Unmappable { url: Url },
+    #[error("cannot write the mirror file {}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Where `url` is stored, relative to the pages folder, e.g. `127.0.0.1_8080/guide/p7.html`.
+///
+/// `None` for a URL that is not http or https, or has no host. Every component of the result
+/// is a plain name (never empty, `.`, `..`, hidden, or holding a separator), so joined to any
+/// root the path stays inside it.
+pub fn mirror_path(url: &Url) -> Option<PathBuf> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    let site = site_name(&url.host()?, url.port_or_known_default()?);
+    let segments: Vec<Vec<u8>> = url
+        .path_segments()?
+        .map(|segment| percent_decode_str(segment).collect())
+        .collect();
+    let (last, folders) = segments.split_last()?;
+    let folders = fold_deep(&site, folders.iter().map(|f| folder_name(f)).collect());
+    let mut path = PathBuf::from(site);
+    path.extend(folders);
+    path.push(file_name(last, url.query()));
+    Some(path)
+}
+
+/// Stores `body` as the page of `url` under `root` (the pages folder) and returns the file's path.
+///
+/// The bytes go to a temporary file in the same folder, which is then renamed over the page:
+/// a reader sees the old page or the new one, never a part. Temporary names start with `.`,
+/// which no mirror name does. The file is not synced (one fsync per page would cap the crawl
+/// rate): the rename is atomic, but after a power loss a page may be missing or empty, so a
+/// durable checkpoint must sync the pages folder before it records the mark.
+pub fn write_page(root: &Path, url: &Url, body: &[u8]) -> Result<PathBuf, MirrorError> {
+    static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+    let relative = mirror_path(url).ok_or_else(|| MirrorError::Unmappable { url: url.clone() })?;
+    let path = root.join(relative);
+    let folder = path
+        .parent()
+        .expect("a mirror path has a site folder above its file");
+    fs::create_dir_all(folder).map_err(|source| MirrorError::Io {
+        path: folder.to_path_buf(),
+        source,
+    })?;
+    let temp = folder.join(format!(
+        ".~{}-{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = write_new(&temp, body).and_then(|()| fs::rename(&temp, &path));
+    if let Err(source) = written {
+        // The write already failed and is reported; a temporary file left behind is only
+        // litter (the name starts with `.`), so a failed clean-up adds nothing to report.
+        let _ = fs::remove_file(&temp);
+        return Err(MirrorError::Io { path, source });
+    }
+    Ok(path)
+}
+
+/// `create_new` refuses an existing name, so a planted file or symlink is never written through.
+fn write_new(path: &Path, body: &[u8]) -> io::Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    file.write_all(body)
+}
+
+fn site_name(host: &Host<&str>, port: u16) -> String {
+    let host = match host {
+        Host::Domain(domain) => escape(domain.to_ascii_lowercase().as_bytes()),
+        Host::Ipv4(address) => address.to_string(),
+        Host::Ipv6(address) => {
+            let groups: Vec<String> = address
+                .segments()
+                .iter()
+                .map(|group| format!("{group:04x}"))
+                .collect();
+            format!("ipv6~{}", groups.join("-"))
+        }
+    };
+    fit(&host, &format!("_{port}"))
+}
+
+fn folder_name(segment: &[u8]) -> String {
+    let literal = defuse_device(escape(segment));
+    if !literal.is_empty() && !literal.contains('.') && literal.len() <= MAX_NAME {
+        literal
+    } else {
+        fit(&literal, DIR_MARK)
+    }
+}
+
+fn file_name(segment: &[u8], query: Option<&str>) -> String {
+    let literal = if segment.is_empty() {
+        FOLDER_PAGE.to_owned()
+    } else {
+        defuse_device(escape(segment))
+    };
+    let (stem, extension) = split_extension(&literal);
+    let mut suffix = match query {
+        Some(query) => format!("~{}", hash8(query.as_bytes())),
+        None if extension.is_none() => FILE_MARK.to_owned(),
+        None => String::new(),
+    };
+    if let Some(extension) = extension {
+        suffix.push('.');
+        suffix.push_str(extension);
+    }
+    fit(stem, &suffix)
+}
+
+/// Splits `name` at its last `.` when what follows looks like an extension (short, ASCII
+/// letters and digits), so marks and hashes go before it and the file still opens by type.
+fn split_extension(name: &str) -> (&str, Option<&str>) {
+    match name.rsplit_once('.') {
+        Some((stem, extension))
+            if !stem.is_empty()
+                && !extension.is_empty()
+                && extension.len() <= MAX_EXTENSION
+                && extension.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            (stem, Some(extension))
+        }
+        _ => (name, None),
+    }
+}
+
+/// `stem` + `suffix`, with `stem` cut and tagged by a hash of the whole name when the result
+/// would be longer than [`MAX_NAME`]. The suffix (marks, extension, port) always survives.
+fn fit(stem: &str, suffix: &str) -> String {
+    if stem.len() + suffix.len() <= MAX_NAME {
+        return format!("{stem}{suffix}");
+    }
+    let tag = format!("~{}", hash8(format!("{stem}{suffix}").as_bytes()));
+    let room = MAX_NAME.saturating_sub(tag.len() + suffix.len());
+    format!("{}{tag}{suffix}", cut(stem, room))
+}
+
+/// The longest prefix of `text` within `max` bytes that ends neither inside a character nor
+/// inside a `%XX` escape (so the cut name still reads as escapes plus plain text).
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let bytes = text.as_bytes();
+    if let Some(percent) = bytes[end.saturating_sub(2)..end]
+        .iter()
+        .position(|&b| b == b'%')
+    {
+        end = end.saturating_sub(2) + percent;
+    }
+    &text[..end]
+}
+
+fn escape(raw: &[u8]) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for chunk in raw.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if is_kept(c) {
+                out.push(c);
+            } else {
+                let mut buffer = [0; 4];
+                for &b in c.encode_utf8(&mut buffer).as_bytes() {
+                    push_escaped(&mut out, b);
+                }
+            }
+        }
+        for &b in chunk.invalid() {
+            push_escaped(&mut out, b);
+        }
+    }
+    if out.starts_with('.') {
+        out.replace_range(..1, "%2E");
+    }
+    if out.ends_with('.') {
+        let last = out.len() - 1;
+        out.replace_range(last.., "%2E");
+    }
+    out
+}
+
+fn is_kept(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_alphanumeric() || KEPT_PUNCTUATION.contains(c)
+    } else {
+        !c.is_control()
+    }
+}
+
+fn push_escaped(out: &mut String, byte: u8) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    out.push('%');
+    out.push(char::from(HEX[usize::from(byte >> 4)]));
+    out.push(char::from(HEX[usize::from(byte & 0x0F)]));
+}
+
+/// Windows opens a device instead of a file for `CON`, `aux.html` and the like (the part before
+/// the first dot decides). Escaping the first letter keeps the name and makes it harmless.
+fn defuse_device(name: String) -> String {
+    let stem = name.split('.').next().unwrap_or_default();
+    let is_device = WINDOWS_DEVICES
+        .iter()
+        .any(|device| stem.eq_ignore_ascii_case(device));
+    match name.as_bytes().first() {
+        Some(&first) if is_device => {
+            let mut out = String::with_capacity(name.len() + 2);
+            push_escaped(&mut out, first);
+            out.push_str(&name[1..]);
+            out
+        }
+        _ => name,
+    }
+}
+
+/// Keeps the folders that fit the budget and folds the rest into one hashed folder. The budget
+/// assumes the longest possible file name, so whether a folder is folded never depends on the
+/// page inside it.
+fn fold_deep(site: &str, mut folders: Vec<String>) -> Vec<String> {
+    let budget = MAX_PATH - (site.len() + 1) - MAX_NAME;
+    let total: usize = folders.iter().map(|f| f.len() + 1).sum();
+    if total <= budget {
+        return folders;
+    }
+    let keep_budget = budget - (FOLD_NAME_LEN + 1);
+    let mut used = 0;
+    let keep = folders
+        .iter()
+        .take_while(|folder| {
+            used += folder.len() + 1;
+            used <= keep_budget
+        })
+        .count();
+    let folded = folders.split_off(keep).join("/");
+    folders.push(format!(
+        "~deep~{:016x}{DIR_MARK}",
+        xxh3_64(folded.as_bytes())
+    ));
+    folders
+}
+
+fn hash8(bytes: &[u8]) -> String {
+    format!("{:08x}", xxh3_64(bytes) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashMap, HashSet};
+    use std::path::Component;
+
+    use super::*;
+
+    fn path_of(url: &str) -> String {
+        let url = Url::parse(url).expect("test URL parses");
+        mirror_path(&url)
+            .expect("http URL maps")
+            .to_str()
+            .expect("mirror paths are UTF-8")
+            .to_owned()
+    }
+
+    fn assert_contained(path: &Path) {
+        assert!(path.is_relative(), "{path:?} is not relative");
+        assert!(
+            path.components().all(|c| matches!(c, Component::Normal(_))),
+            "{path:?} has a special component"
+        );
+        assert!(path.as_os_str().len() <= MAX_PATH, "{path:?} is too long");
+        for component in path.components() {
+            let name = component.as_os_str().to_str().expect("UTF-8 name");
+            assert!(!name.is_empty() && name.len() <= MAX_NAME, "{name:?}");
+            assert!(!name.starts_with('.') && !name.ends_with('.'), "{name:?}");
+            assert!(
+                !name.contains(['/', '\\', '\0', '<', '>', ':', '"', '|', '?', '*', ' ']),
+                "{name:?} holds a reserved character"
+            );
+            assert!(!name.chars().any(char::is_control), "{name:?}");
+        }
+    }
+
+    // --- the common case -------------------------------------------------------------
+
+    #[test]
+    fn plain_page_keeps_its_path() {
+        assert_eq!(
+            path_of("http://127.0.0.1:8080/guide/p7.html"),
+            "127.0.0.1_8080/guide/p7.html"
+        );
+    }
+
+    #[test]
+    fn default_ports_are_written_out() {
+        assert_eq!(
+            path_of("http://example.com/a.html"),
+            "example.com_80/a.html"
+        );
+        assert_eq!(
+            path_of("https://example.com/a.html"),
+            "example.com_443/a.html"
+        );
+        assert_eq!(
+            path_of("http://example.com:80/a.html"),
+            "example.com_80/a.html"
+        );
+    }
+
+    #[test]
+    fn host_is_lowercased_and_path_case_kept() {
+        assert_eq!(
+            path_of("HTTP://ExAmple.COM/Guide/P.HTML"),
+            "example.com_80/Guide/P.HTML"
+        );
+    }
+
+    #[test]
+    fn site_root_and_folders_get_index_html() {
+        assert_eq!(path_of("http://h/"), "h_80/index.html");
+        assert_eq!(path_of("http://h"), "h_80/index.html");
+        assert_eq!(path_of("http://h/a/b/"), "h_80/a/b/index.html");
+    }
+
+    #[test]
+    fn folder_page_and_explicit_index_share_a_file() {
+        assert_eq!(path_of("http://h/a/"), path_of("http://h/a/index.html"));
+    }
+
+    #[test]
+    fn fragment_is_ignored() {
+        assert_eq!(path_of("http://h/p.html#top"), "h_80/p.html");
+    }
+
+    #[test]
+    fn non_http_urls_have_no_place() {
+        for url in [
+            "ftp://h/a",
+            "file:///etc/passwd",
+            "mailto:a@b.c",
+            "data:text/html,hi",
+            "javascript:alert(1)",
+            "ws://h/a",
+        ] {
+            let url = Url::parse(url).expect("test URL parses");
+            assert_eq!(mirror_path(&url), None, "{url}");
+        }
+    }
+
+    // --- files and folders -----------------------------------------------------------
+
+    #[test]
+    fn extensionless_file_is_marked_so_its_folder_can_exist() {
+        assert_eq!(path_of("http://h/a"), "h_80/a~file");
+        assert_eq!(path_of("http://h/a/b"), "h_80/a/b~file");
+        assert_eq!(path_of("http://h/a/"), "h_80/a/index.html");
+    }
+
+    #[test]
+    fn folder_with_a_dot_is_marked_so_the_file_can_exist() {
+        assert_eq!(path_of("http://h/v1.2/x.html"), "h_80/v1.2~dir/x.html");
+        assert_eq!(path_of("http://h/v1.2"), "h_80/v1.2");
+        assert_eq!(path_of("http://h/p.html/x"), "h_80/p.html~dir/x~file");
+        assert_eq!(path_of("http://h/p.html"), "h_80/p.html");
+    }
+
+    #[test]
+    fn dotted_name_without_a_real_extension_is_marked_as_file() {
+        assert_eq!(path_of("http://h/a.b-c"), "h_80/a.b-c~file");
+    }
+
+    // --- query -----------------------------------------------------------------------
+
+    #[test]
+    fn query_becomes_a_stable_hash_before_the_extension() {
+        // Pinned: a change of hash function would move every stored page with a query.
+        assert_eq!(path_of("http://h/p.html?ref=1"), "h_80/p~fe5de1a2.html");
+        assert_eq!(hash8(b"ref=1"), "fe5de1a2");
+    }
+
+    #[test]
+    fn query_order_variants_are_different_files() {
+        assert_ne!(
+            path_of("http://h/p.html?a=1&b=2"),
+            path_of("http://h/p.html?b=2&a=1")
+        );
+    }
+
+    #[test]
+    fn empty_query_differs_from_no_query() {
+        assert_ne!(path_of("http://h/p.html?"), path_of("http://h/p.html"));
+    }
+
+    #[test]
+    fn query_on_extensionless_page_and_on_folder_page() {
+        let hash = hash8(b"q=x");
+        assert_eq!(
+            path_of("http://h/search?q=x"),
+            format!("h_80/search~{hash}")
+        );
+        assert_eq!(
+            path_of("http://h/a/?q=x"),
+            format!("h_80/a/index~{hash}.html")
+        );
+    }
+
+    #[test]
+    fn query_cannot_be_forged_by_a_literal_name() {
+        let with_query = path_of("http://h/p.html?ref=1");
+        let literal = format!("http://h/p~{}.html", hash8(b"ref=1"));
+        assert_ne!(path_of(&literal), with_query);
+        assert_eq!(
+            path_of(&literal),
+            format!("h_80/p%7E{}.html", hash8(b"ref=1"))
+        );
+    }
+
+    // --- hostile segments ------------------------------------------------------------
+
+    #[test]
+    fn dot_dot_segments_are_resolved_by_the_url_and_stay_inside() {
+        assert_eq!(
+            path_of("http://h/a/../../etc/passwd"),
+            "h_80/etc/passwd~file"
+        );
+        assert_eq!(path_of("http://h/%2e%2e/%2E%2e/x.html"), "h_80/x.html");
+    }
+
+    #[test]
+    fn decoded_dot_dot_with_encoded_slash_is_one_escaped_name() {
+        assert_eq!(
+            path_of("http://h/%2e%2e%2fetc%2fpasswd"),
+            "h_80/%2E.%2Fetc%2Fpasswd~file"
+        );
+        assert_eq!(path_of("http://h/..%2f..%2fx"), "h_80/%2E.%2F..%2Fx~file");
+    }
+
+    #[test]
+    fn encoded_dot_dot_alone_never_becomes_a_parent_reference() {
+        // A URL built by hand (not parsed) can still carry a raw `..`: escaping is the second wall.
+        assert_eq!(folder_name(b".."), "%2E%2E");
+        assert_eq!(folder_name(b"."), "%2E");
+        assert_eq!(file_name(b"..", None), "%2E%2E~file");
+        assert_eq!(file_name(b".", None), "%2E~file");
+    }
+
+    #[test]
+    fn backslashes_are_escaped() {
+        assert_eq!(
+            path_of("http://h/a%5cb%5C..%5cc"),
+            "h_80/a%5Cb%5C..%5Cc~file"
+        );
+        // A raw backslash is a separator in http URLs.
+        assert_eq!(path_of("http://h/a\\b.html"), "h_80/a/b.html");
+    }
+
+    #[test]
+    fn nul_and_control_characters_are_escaped() {
+        assert_eq!(path_of("http://h/a%00b.html"), "h_80/a%00b.html");
+        assert_eq!(
+            path_of("http://h/a%0A%0D%09%7Fb"),
+            "h_80/a%0A%0D%09%7Fb~file"
+        );
+        assert_eq!(path_of("http://h/a%C2%85b"), "h_80/a%C2%85b~file");
+    }
+
+    #[test]
+    fn windows_reserved_characters_are_escaped() {
+        assert_eq!(
+            path_of("http://h/a%3C%3E%3A%22%7C%3F%2A.html"),
+            "h_80/a%3C%3E%3A%22%7C%3F%2A.html"
+        );
+    }
+
+    #[test]
+    fn absolute_looking_segments_become_plain_names() {
+        assert_eq!(path_of("http://h//etc/passwd"), "h_80/~dir/etc/passwd~file");
+        assert_eq!(path_of("http://h/C:/x.html"), "h_80/C%3A/x.html");
+        assert_eq!(
+            path_of("http://h/%2Fetc%2Fpasswd"),
+            "h_80/%2Fetc%2Fpasswd~file"
+        );
+        assert_eq!(
+            path_of("http://h/%5C%5Cserver%5Cshare"),
+            "h_80/%5C%5Cserver%5Cshare~file"
+        );
+    }
+
+    #[test]
+    fn hidden_names_and_trailing_dots_are_escaped() {
+        assert_eq!(path_of("http://h/.htaccess"), "h_80/%2Ehtaccess~file");
+        assert_eq!(path_of("http://h/.git/config"), "h_80/%2Egit/config~file");
+        assert_eq!(path_of("http://h/a./b"), "h_80/a%2E/b~file");
+    }
+
+    #[test]
+    fn percent_and_tilde_are_escaped_so_marks_cannot_be_forged() {
+        assert_eq!(
+            path_of("http://h/~user/a%25b~file"),
+            "h_80/%7Euser/a%25b%7Efile~file"
+        );
+        assert_eq!(path_of("http://h/x~dir/y.html"), "h_80/x%7Edir/y.html");
+    }
+
+    #[test]
+    fn invalid_utf8_is_escaped_bytewise() {
+        assert_eq!(path_of("http://h/a%FF%C3.html"), "h_80/a%FF%C3.html");
+    }
+
+    #[test]
+    fn unicode_is_kept_and_nfc_nfd_stay_distinct() {
+        let nfc = path_of("http://h/caf%C3%A9.html");
+        let nfd = path_of("http://h/cafe%CC%81.html");
+        assert_eq!(nfc, "h_80/café.html");
+        assert_eq!(nfd, "h_80/cafe\u{301}.html");
+        assert_ne!(nfc, nfd);
+    }
+
+    #[test]
+    fn windows_device_names_are_defused() {
+        assert_eq!(path_of("http://h/CON/x.html"), "h_80/%43ON/x.html");
+        assert_eq!(path_of("http://h/aux.html"), "h_80/%61ux.html");
+        assert_eq!(path_of("http://h/com1"), "h_80/%63om1~file");
+        assert_eq!(path_of("http://h/console.html"), "h_80/console.html");
+    }
+
+    // --- hosts -----------------------------------------------------------------------
+
+    #[test]
+    fn ipv6_host_becomes_a_plain_name() {
+        assert_eq!(
+            path_of("http://[::1]:8080/a.html"),
+            "ipv6~0000-0000-0000-0000-0000-0000-0000-0001_8080/a.html"
+        );
+        assert_eq!(
+            path_of("https://[2001:DB8::FF]/"),
+            "ipv6~2001-0db8-0000-0000-0000-0000-0000-00ff_443/index.html"
+        );
+    }
+
+    #[test]
+    fn idn_host_is_punycode() {
+        assert_eq!(
+            path_of("http://bücher.de/"),
+            "xn--bcher-kva.de_80/index.html"
+        );
+    }
+
+    #[test]
+    fn different_ports_are_different_sites() {
+        assert_ne!(
+            path_of("http://h:8001/a.html"),
+            path_of("http://h:8002/a.html")
+        );
+    }
+
+    // --- lengths ---------------------------------------------------------------------
+
+    #[test]
+    fn long_segment_is_cut_with_a_hash_and_keeps_its_extension() {
+        let long = "x".repeat(1000);
+        let path = path_of(&format!("http://h/{long}.html"));
+        let name = path.strip_prefix("h_80/").expect("site folder first");
+        assert_eq!(name.len(), MAX_NAME);
+        let hash = hash8(format!("{long}.html").as_bytes());
+        assert!(name.ends_with(&format!("~{hash}.html")), "{name}");
+    }
+
+    #[test]
+    fn long_names_with_a_common_prefix_stay_distinct() {
+        let a = path_of(&format!("http://h/{}a.html", "x".repeat(500)));
+        let b = path_of(&format!("http://h/{}b.html", "x".repeat(500)));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn long_unicode_segment_is_cut_on_a_char_boundary() {
+        let long = "é".repeat(300);
+        let path = path_of(&format!("http://h/{long}/x.html"));
+        let folder = path.split('/').nth(1).expect("folder");
+        assert!(folder.len() <= MAX_NAME);
+        assert!(folder.ends_with(DIR_MARK));
+        assert!(folder.starts_with("éé"));
+    }
+
+    #[test]
+    fn cut_never_splits_an_escape() {
+        assert_eq!(cut("ab%2F", 4), "ab");
+        assert_eq!(cut("ab%2F", 3), "ab");
+        assert_eq!(cut("ab%2Fc", 5), "ab%2F");
+        let name = file_name("/".repeat(300).as_bytes(), None);
+        assert!(name.len() <= MAX_NAME);
+        let stem = name.split('~').next().expect("stem");
+        assert!(
+            stem.len().is_multiple_of(3) && stem.chars().step_by(3).all(|c| c == '%'),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn long_query_hash_and_extension_survive_cutting() {
+        let path = path_of(&format!("http://h/{}.html?q=1", "y".repeat(400)));
+        assert!(
+            path.ends_with(&format!("~{}.html", hash8(b"q=1"))),
+            "{path}"
+        );
+    }
+
+    #[test]
+    fn long_host_is_cut_but_keeps_its_port() {
+        let host = [
+            "a".repeat(60),
+            "b".repeat(60),
+            "c".repeat(60),
+            "d".repeat(60),
+        ]
+        .join(".");
+        let path = path_of(&format!("http://{host}:8080/x.html"));
+        let site = path.split('/').next().expect("site");
+        assert!(site.len() <= MAX_NAME);
+        assert!(site.ends_with("_8080"));
+    }
+
+    #[test]
+    fn deep_path_is_folded_under_the_limit() {
+        let deep = "segment/".repeat(2000);
+        let path = path_of(&format!("http://h/{deep}p.html"));
+        assert!(path.len() <= MAX_PATH, "{}", path.len());
+        assert!(path.contains("/~deep~"));
+        assert!(path.ends_with("~dir/p.html"));
+        assert_contained(Path::new(&path));
+    }
+
+    #[test]
+    fn pages_of_one_deep_folder_share_the_fold() {
+        let deep = "s/".repeat(3000);
+        let a = path_of(&format!("http://h/{deep}a.html"));
+        let b = path_of(&format!("http://h/{deep}{}.html", "b".repeat(150)));
+        let folder = |p: &str| p.rsplit_once('/').expect("has a folder").0.to_owned();
+        assert_eq!(folder(&a), folder(&b));
+    }
+
+    #[test]
+    fn different_deep_paths_fold_to_different_folders() {
+        let a = path_of(&format!("http://h/{}x/p.html", "s/".repeat(3000)));
+        let b = path_of(&format!("http://h/{}y/p.html", "s/".repeat(3000)));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn path_just_under_the_budget_is_not_folded() {
+        let path = path_of(&format!("http://h/{}p.html", "s/".repeat(1000)));
+        assert!(!path.contains("~deep~"));
+    }
+
+    // --- property test over generated hostile URLs ----------------------------------
+
+    struct SplitMix(u64);
+
+    impl SplitMix {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    const HOSTILE_PIECES: &[&str] = &[
+        "",
+        ".",
+        "..",
+        "%2e",
+        "%2E%2e",
+        "%2f",
+        "%2F",
+        "%5c",
+        "\\",
+        "%00",
+        "%0a",
+        "%7f",
+        "%C2%85",
+        "~",
+        "%7E",
+        "%25",
+        "%",
+        "%zz",
+        "a",
+        "b",
+        "A",
+        "x.html",
+        ".html",
+        "html",
+        "dir",
+        "~dir",
+        "~file",
+        "file",
+        ".git",
+        "CON",
+        "aux",
+        "nul.txt",
+        "C:",
+        ":",
+        "%3A",
+        "<",
+        ">",
+        "%22",
+        "|",
+        "%7C",
+        "?",
+        "*",
+        " ",
+        "%20",
+        "é",
+        "e%CC%81",
+        "%FF",
+        "%C3",
+        "日本",
+        "index.html",
+        "index",
+        "v1.2",
+        "a.",
+        "a%2E",
+        "#",
+        "%23",
+        ";",
+        "=",
+        "&",
+    ];
+
+    fn hostile_url(rng: &mut SplitMix) -> String {
+        let hosts = [
+            "h",
+            "H.example",
+            "[::1]",
+            "127.0.0.1",
+            "xn--bcher-kva.de",
+            "a-b.c",
+        ];
+        let scheme = if rng.below(2) == 0 { "http" } else { "https" };
+        let mut url = format!("{scheme}://{}", hosts[rng.below(hosts.len())]);
+        if rng.below(2) == 0 {
+            url = format!("{url}:{}", rng.below(3) + 8000);
+        }
+        let depth = match rng.below(20) {
+            0 => 1500 + rng.below(1500),
+            _ => rng.below(6),
+        };
+        for _ in 0..depth {
+            url.push('/');
+            for _ in 0..=rng.below(3) {
+                url.push_str(HOSTILE_PIECES[rng.below(HOSTILE_PIECES.len())]);
+            }
+            if rng.below(40) == 0 {
+                url.push_str(&"z%2F".repeat(rng.below(200)));
+            }
+        }
+        if rng.below(3) == 0 {
+            url.push('/');
+        }
+        if rng.below(3) == 0 {
+            url.push('?');
+            url.push_str(HOSTILE_PIECES[rng.below(HOSTILE_PIECES.len())]);
+        }
+        url
+    }
+
+    type PageKey = (String, Vec<Vec<u8>>, Option<String>);
+
+    /// What makes two URLs the same page for the mirror: the site, the decoded bytes of
+    /// each segment (a trailing slash meaning `index.html`) and the query.
+    fn page_key(url: &Url) -> PageKey {
+        let mut segments: Vec<Vec<u8>> = url
+            .path_segments()
+            .expect("http URL has a path")
+            .map(|s| percent_decode_str(s).collect())
+            .collect();
+        if let Some(last) = segments.last_mut().filter(|last| last.is_empty()) {
+            *last = FOLDER_PAGE.as_bytes().to_vec();
+        }
+        let site = format!(
+            "{}:{}",
+            url.host_str().unwrap_or_default(),
+            url.port_or_known_default().unwrap_or_default()
+        );
+        (site, segments, url.query().map(str::to_owned))
+    }
+
+    #[test]
+    fn generated_hostile_urls_all_map_inside_and_never_clash() {
+        let mut rng = SplitMix(0x00C0_FFEE);
+        let root = Path::new("/srv/crawl/pages");
+        let mut owner: HashMap<String, PageKey> = HashMap::new();
+        let mut files: HashSet<String> = HashSet::new();
+        let mut folders: HashSet<String> = HashSet::new();
+        let mut mapped = 0;
+        for _ in 0..5000 {
+            let text = hostile_url(&mut rng);
+            let Ok(url) = Url::parse(&text) else { continue };
+            let path = mirror_path(&url).unwrap_or_else(|| panic!("{text} maps"));
+            assert_contained(&path);
+            let joined = root.join(&path);
+            assert!(joined.starts_with(root), "{text}");
+            assert_eq!(
+                joined.components().count(),
+                root.components().count() + path.components().count()
+            );
+            let path = path.to_str().expect("UTF-8").to_owned();
+            let lower = path.to_lowercase();
+            let mut prefix = String::new();
+            for part in lower.split('/').take(lower.split('/').count() - 1) {
+                prefix.push_str(part);
+                folders.insert(prefix.clone());
+                prefix.push('/');
+            }
+            files.insert(lower);
+            let key = page_key(&url);
+            if let Some(previous) = owner.insert(path.clone(), key.clone()) {
+                assert_eq!(previous, key, "two pages share {path}");
+            }
+            mapped += 1;
+        }
+        assert!(mapped > 4000, "only {mapped} generated URLs parsed");
+        let clashes: Vec<_> = files.intersection(&folders).collect();
+        assert!(
+            clashes.is_empty(),
+            "file and folder share a name: {clashes:?}"
+        );
+    }
+
+    // --- write_page ------------------------------------------------------------------
+
+    fn files_under(dir: &Path) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(folder) = stack.pop() {
+            for entry in fs::read_dir(&folder).expect("readable test folder") {
+                let entry = entry.expect("readable entry");
+                let kind = entry.file_type().expect("file type");
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                } else {
+                    found.push(entry.path());
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn write_page_round_trips_bytes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = Url::parse("http://127.0.0.1:8080/guide/p7.html").expect("URL");
+        let body = b"<html>\x00\xFF bytes as received</html>";
+        let path = write_page(dir.path(), &url, body).expect("write");
+        assert_eq!(path, dir.path().join("127.0.0.1_8080/guide/p7.html"));
+        assert_eq!(fs::read(&path).expect("read back"), body);
+    }
+
+    #[test]
+    fn write_page_replaces_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = Url::parse("http://h/a.html").expect("URL");
+        write_page(dir.path(), &url, b"first").expect("write");
+        let path = write_page(dir.path(), &url, b"second").expect("rewrite");
+        assert_eq!(fs::read(&path).expect("read back"), b"second");
+        assert_eq!(files_under(dir.path()), vec![path]);
+    }
+
+    #[test]
+    fn file_folder_and_folder_page_coexist_in_either_order() {
+        let urls = [
+            "http://h/a",
+            "http://h/a/",
+            "http://h/a/b",
+            "http://h/a.html",
+            "http://h/a.html/b",
+        ];
+        for order in [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [2, 0, 4, 1, 3]] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            for &i in &order {
+                let url = Url::parse(urls[i]).expect("URL");
+                write_page(dir.path(), &url, urls[i].as_bytes()).expect("every page is storable");
+            }
+            for text in urls {
+                let url = Url::parse(text).expect("URL");
+                let path = dir.path().join(mirror_path(&url).expect("maps"));
+                assert_eq!(fs::read(path).expect("read back"), text.as_bytes());
+            }
+        }
+    }
+
+    #[test]
+    fn hostile_urls_never_write_outside_the_root() {
+        let outer = tempfile::tempdir().expect("temp dir");
+        let root = outer.path().join("pages");
+        let mut rng = SplitMix(7);
+        let mut urls: Vec<String> = [
+            "http://h/../../../../escape.html",
+            "http://h/%2e%2e/%2e%2e/escape.html",
+            "http://h/%2e%2e%2f%2e%2e%2fescape.html",
+            "http://h/..%5c..%5cescape.html",
+            "http://h//etc/passwd",
+            "http://h/%00",
+            "http://[::1]/.git/config",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        urls.extend((0..300).map(|_| hostile_url(&mut rng)));
+        for text in &urls {
+            let Ok(url) = Url::parse(text) else { continue };
+            let path = write_page(&root, &url, text.as_bytes()).expect("hostile page is storable");
+            assert!(path.starts_with(&root));
+            assert_eq!(fs::read(&path).expect("read back"), text.as_bytes());
+        }
+        let outside: Vec<_> = files_under(outer.path())
+            .into_iter()
+            .filter(|p| !p.starts_with(&root))
+            .collect();
+        assert!(outside.is_empty(), "written outside: {outside:?}");
+        let names: Vec<_> = fs::read_dir(outer.path())
+            .expect("outer")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("pages")]);
+    }
+
+    #[test]
+    fn write_page_refuses_a_non_http_url() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = Url::parse("file:///etc/passwd").expect("URL");
+        let error = write_page(dir.path(), &url, b"x").expect_err("not mappable");
+        assert!(matches!(error, MirrorError::Unmappable { .. }));
+        assert!(files_under(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn write_page_reports_io_failure_as_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("pages");
+        fs::write(&root, b"a file where the pages folder should be").expect("setup");
+        let url = Url::parse("http://h/a.html").expect("URL");
+        let error = write_page(&root, &url, b"x").expect_err("root is a file");
+        assert!(matches!(error, MirrorError::Io { .. }));
+    }
+}
