@@ -153,6 +153,16 @@ pub struct CrawlArgs {
     /// No dashboard, progress lines on stderr (the default when stdout is not a terminal).
     #[arg(long)]
     pub headless: bool,
+    /// The crawl folder: pages are stored here (see --store); a second crawltop on the same
+    /// folder refuses to start.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Which page stores to write into --out [default: warc].
+    #[arg(long, value_enum)]
+    pub store: Option<crate::store::committer::StoreKind>,
+    /// Start a new WARC file past this size [default: 1 GiB].
+    #[arg(long)]
+    pub warc_max_bytes: Option<u64>,
     /// Write the final statistics (JSON) here, on every exit.
     #[arg(long)]
     pub stats_out: Option<PathBuf>,
@@ -339,6 +349,8 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
         max_retries,
         robots_retries,
         user_agent,
+        store,
+        warc_max_bytes,
         scope
     );
     macro_rules! set_opt {
@@ -352,7 +364,8 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
         stats_out,
         sites_out,
         urls_out,
-        depth
+        depth,
+        out
     );
     cfg.include.extend(args.include.iter().cloned());
     cfg.exclude.extend(args.exclude.iter().cloned());
@@ -460,7 +473,14 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     }
     let headless = args.headless;
     runtime()?.block_on(async move {
-        crawl_with_face(cfg, headless).await?;
+        let summary = crawl_with_face(cfg, headless).await?;
+        if let Some(e) = summary
+            .as_ref()
+            .and_then(|s| s.snapshot.commit.error.as_ref())
+        {
+            eprintln!("crawltop: error: the page store failed: {e}");
+            return Ok(ExitCode::from(1));
+        }
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -62,6 +62,12 @@ pub struct CrawlConfig {
     pub robots_retries: u32,
     pub cookies: bool,
     pub proxy: Option<String>,
+    /// The crawl folder: page store (and, later, checkpoint and index). Locked while crawling.
+    pub out: Option<PathBuf>,
+    /// Which page stores to write into `out`.
+    pub store: crate::store::committer::StoreKind,
+    /// A WARC file is closed and a new one started past this size.
+    pub warc_max_bytes: u64,
     pub stats_out: Option<PathBuf>,
     pub sites_out: Option<PathBuf>,
     pub urls_out: Option<PathBuf>,
@@ -92,6 +98,9 @@ impl Default for CrawlConfig {
             robots_retries: 4,
             cookies: false,
             proxy: None,
+            out: None,
+            store: crate::store::committer::StoreKind::Warc,
+            warc_max_bytes: 1 << 30,
             stats_out: None,
             sites_out: None,
             urls_out: None,
@@ -173,6 +182,7 @@ impl CrawlConfig {
         range("--max-redirects", self.max_redirects, 0, 100)?;
         range("--max-retries", self.max_retries, 0, 100)?;
         range("--robots-retries", self.robots_retries, 0, 100)?;
+        range("--warc-max-bytes", self.warc_max_bytes, 1 << 16, 1 << 40)?;
         if let Some(f) = self.adaptive_delay
             && !(f.is_finite() && (0.0..=1000.0).contains(&f))
         {

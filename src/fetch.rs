@@ -149,6 +149,9 @@ pub struct Fetched {
     /// As the server sent it. The body is decoded for `gzip`, `x-gzip`, `deflate` and `br`;
     /// for any other coding it is left as it came.
     pub content_encoding: Option<String>,
+    /// Every response header as received (non-UTF-8 bytes replaced), in order: for the WARC
+    /// record.
+    pub headers: Vec<(String, String)>,
     /// The decoded body, at most `max_body_bytes` long.
     pub body: Bytes,
     /// The body went past the cap: the rest was not read and the connection was dropped.
@@ -333,6 +336,15 @@ impl Fetcher {
             location: header_text(headers, &header::LOCATION),
             retry_after: header_text(headers, &header::RETRY_AFTER),
             content_encoding,
+            headers: headers
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
             body: Bytes::new(),
             truncated: false,
             wire_bytes: 0,

@@ -37,6 +37,9 @@ pub struct Snapshot {
     /// The top of the back-queue heap: which sites the crawler touches next, soonest first.
     pub heap: Vec<HeapRow>,
     pub rates: Rates,
+    /// The ordered commit of fetched pages to the store.
+    #[serde(default)]
+    pub commit: Commit,
     /// Every command given while running, oldest first.
     pub commands: Vec<CommandRecord>,
     /// Recent warnings (e.g. a capped Crawl-delay), newest last.
@@ -248,6 +251,25 @@ pub struct Rates {
     pub bytes_per_s: f64,
     /// Pages per second, one value per second, oldest first (up to a minute).
     pub history: Vec<f64>,
+}
+
+/// The reorder window and the committer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Commit {
+    /// Which stores are written (`none` without `--out`).
+    pub store: String,
+    /// The next sequence number to commit: everything below it is decided (stored or skipped).
+    pub next_seq: u64,
+    /// Results that arrived but wait for an earlier one.
+    pub waiting: u64,
+    /// Dispatched fetches not back yet.
+    pub in_flight: u64,
+    /// Fetches dispatched again because their result was overdue.
+    pub rescheduled: u64,
+    /// Exchanges written to the store.
+    pub committed: u64,
+    /// The store's first write error, if any (the crawl pauses on it).
+    pub error: Option<String>,
 }
 
 /// Who gave a command.

@@ -423,22 +423,34 @@ fn render_jobs(snap: &Snapshot, area: Rect, buf: &mut Buffer) {
         ]
     };
     // The classes the issue names first; the rest only where there is room.
-    lines.extend(pack(
-        vec![
-            error("timeout", e.timeout),
-            error("connect", e.connect),
-            error("4xx", e.http_4xx),
-            error("5xx", e.http_5xx),
-            error("too large", e.too_large),
-            error("disallowed", e.robots_forbidden),
-            error("ignored", e.ignored),
-            error("redirects", e.too_many_redirects),
-            error("other", e.other),
-            error("retries", e.retries),
-        ],
-        usize::from(inner.width),
-        0,
-    ));
+    let mut items = vec![
+        error("timeout", e.timeout),
+        error("connect", e.connect),
+        error("4xx", e.http_4xx),
+        error("5xx", e.http_5xx),
+        error("too large", e.too_large),
+        error("disallowed", e.robots_forbidden),
+        error("ignored", e.ignored),
+        error("redirects", e.too_many_redirects),
+        error("other", e.other),
+        error("retries", e.retries),
+    ];
+    // The ordered commit, when pages are stored.
+    let c = &snap.commit;
+    if !c.store.is_empty() && c.store != "none" {
+        let stat =
+            |label: &str, n: u64| vec![Span::styled(format!("{label} "), DIM), Span::raw(count(n))];
+        items.push(stat("commit: next seq", c.next_seq));
+        items.push(stat("window", c.waiting));
+        items.push(stat("rescheduled", c.rescheduled));
+        if c.error.is_some() {
+            items.push(vec![Span::styled(
+                "store error (see log)",
+                Style::new().fg(Color::LightRed),
+            )]);
+        }
+    }
+    lines.extend(pack(items, usize::from(inner.width), 0));
     for (y, line) in (0..inner.height).zip(lines) {
         line.render(row(inner, y), buf);
     }
@@ -1050,6 +1062,7 @@ mod tests {
                 bytes_per_s: 3_140_000.0,
                 history,
             },
+            commit: crate::snapshot::Commit::default(),
             commands: Vec::new(),
             log,
         }

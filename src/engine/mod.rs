@@ -60,6 +60,8 @@ pub enum EngineError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    #[error("the page store: {0}")]
+    Store(#[from] crate::store::committer::StoreError),
     #[error("the crawl task ended abnormally: {0}")]
     Task(String),
 }

@@ -5,5 +5,6 @@
 //! finished exchanges, in order.
 
 pub mod commit;
+pub mod committer;
 pub mod mirror;
 pub mod warc;

@@ -32,6 +32,8 @@ use crate::scope::{IgnoreReason, ScopeRules};
 use crate::snapshot::{
     CommandRecord, CommandSource, DelaySource, Errors, Http, LogLine, RunState, Shares, Snapshot,
 };
+use crate::store::commit::{Seq, Window};
+use crate::store::committer::{CommitItem, CommitStatus, Committer, FolderLock, StoreKind};
 
 /// How often a snapshot is published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(100);
@@ -147,6 +149,8 @@ struct Running {
     slot: usize,
     site: SiteId,
     page: Option<u32>,
+    /// The page fetch's place in the commit order.
+    seq: Option<Seq>,
 }
 
 pub(super) struct Coordinator {
@@ -182,7 +186,18 @@ pub(super) struct Coordinator {
     /// (seconds since start, pages fetched, bytes) once a second, for rates.
     per_second: VecDeque<(f64, u64, u64)>,
     pages_fetched: u64,
+    /// Results in dispatch order, for the committer.
+    window: Window<CommitItem>,
+    committer: Option<Committer>,
+    /// Held while the crawl runs: a second crawltop on the same folder refuses.
+    _lock: Option<FolderLock>,
+    store_error_seen: bool,
+    /// The committer's counters after it finished (for the last snapshot).
+    committer_final: Option<Arc<CommitStatus>>,
 }
+
+/// Added to a fetch's patience before its result counts as overdue.
+const COMMIT_MARGIN: Duration = Duration::from_secs(5);
 
 fn fingerprint(url: &str) -> u64 {
     crate::frontier::fingerprint(url)
@@ -214,6 +229,18 @@ impl Coordinator {
             default_delay: delay,
         });
         let workers = cfg.workers;
+        let (lock, committer) = match &cfg.out {
+            Some(dir) => {
+                let lock = FolderLock::take(dir)?;
+                let committer = (cfg.store != StoreKind::None)
+                    .then(|| {
+                        Committer::start(dir, cfg.store, cfg.warc_max_bytes, SystemTime::now())
+                    })
+                    .transpose()?;
+                (Some(lock), committer)
+            }
+            None => (None, None),
+        };
         Ok(Coordinator {
             cfg,
             seeds,
@@ -245,6 +272,11 @@ impl Coordinator {
             samples: VecDeque::new(),
             per_second: VecDeque::new(),
             pages_fetched: 0,
+            window: Window::new(0),
+            committer,
+            _lock: lock,
+            store_error_seen: false,
+            committer_final: None,
         })
     }
 
@@ -291,14 +323,26 @@ impl Coordinator {
                     self.stop_deadline = None;
                 }
                 _ = tick.tick() => {
+                    self.check_store();
                     self.sample();
                     snapshots.send_replace(Arc::new(self.snapshot_now()));
                 }
             }
         };
         // Aborted tasks are gone: free what they held so the final numbers add up.
-        for (_, r) in self.running.drain() {
+        for (_, r) in std::mem::take(&mut self.running) {
             self.slots.release(r.slot);
+            if let Some(seq) = r.seq {
+                self.window.skip(seq);
+            }
+        }
+        self.flush_window();
+        if let Some(c) = self.committer.take() {
+            let status = c.status().clone();
+            if let Some(e) = c.finish() {
+                self.warn(format!("the page store failed: {e}"));
+            }
+            self.committer_final = Some(status);
         }
         self.sample();
         let mut last = self.snapshot_now();
@@ -524,6 +568,7 @@ impl Coordinator {
                     slot,
                     site,
                     page: None,
+                    seq: None,
                 },
             );
             return;
@@ -564,6 +609,11 @@ impl Coordinator {
             self.frontier.complete(site, self.now());
             return;
         };
+        let now = self.now();
+        let seq = self.window.dispatch(
+            now,
+            now + Duration::from_millis(self.cfg.timeout_ms) + COMMIT_MARGIN,
+        );
         let fetcher = self.fetcher.clone();
         let cell = self.slots.cells[slot].clone();
         let handle = self.tasks.spawn(async move {
@@ -600,6 +650,7 @@ impl Coordinator {
                 slot,
                 site,
                 page: Some(id),
+                seq: Some(seq),
             },
         );
     }
@@ -627,9 +678,22 @@ impl Coordinator {
                     outcome,
                     parsed,
                 } = *p;
+                if let Some(seq) = running.seq {
+                    if let FetchOutcome::Response(f) = &outcome {
+                        let item = self.commit_item(seq, f);
+                        self.window.complete(seq, item);
+                    } else {
+                        self.window.skip(seq);
+                    }
+                    self.flush_window();
+                }
                 self.on_page(id, site, outcome, parsed, now);
             }
             None => {
+                if let Some(seq) = running.seq {
+                    self.window.skip(seq);
+                    self.flush_window();
+                }
                 if let Some(id) = running.page {
                     if self.stopping {
                         // Cut at the end of the stop's grace: not fetched, not an error.
@@ -645,6 +709,57 @@ impl Coordinator {
                     self.frontier.unhold(running.site, now);
                 }
             }
+        }
+    }
+
+    /// What the store keeps of one response.
+    fn commit_item(&self, seq: Seq, f: &Fetched) -> CommitItem {
+        let url = &f.final_url;
+        let target = match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_string(),
+        };
+        let host = match url.port() {
+            Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
+            None => url.host_str().unwrap_or_default().to_string(),
+        };
+        // The request as the fetch module sends it.
+        let request = format!(
+            "GET {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {}\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate, br\r\n\r\n",
+            self.cfg.user_agent
+        );
+        CommitItem {
+            seq,
+            url: url.clone(),
+            date: SystemTime::now() - f.elapsed,
+            request: request.into_bytes(),
+            status: f.status,
+            headers: f.headers.clone(),
+            body: f.body.clone(),
+            truncated: f.truncated,
+        }
+    }
+
+    /// Hands every result that is next in order to the committer.
+    fn flush_window(&mut self) {
+        while let Some((_, item)) = self.window.pop_ready() {
+            if let Some(c) = &self.committer {
+                c.send(item);
+            }
+        }
+    }
+
+    /// A store that cannot write pauses the crawl, once, with the reason in the log.
+    fn check_store(&mut self) {
+        if self.store_error_seen {
+            return;
+        }
+        if let Some(e) = self.committer.as_ref().and_then(|c| c.status().error()) {
+            self.store_error_seen = true;
+            self.paused = true;
+            self.warn(format!(
+                "the page store failed, so the crawl is paused: {e}. What was committed before is kept."
+            ));
         }
     }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::{Coordinator, ResourceState};
 use crate::fetch::Phase;
 use crate::snapshot::{
-    BlockedBy, BusyBy, HeapRow, Politeness, Rates, Resources, RunState, Scheduler, Shares, SiteRow,
-    Snapshot, TaskCounts, WorkerState, Workers,
+    BlockedBy, BusyBy, Commit, HeapRow, Politeness, Rates, Resources, RunState, Scheduler, Shares,
+    SiteRow, Snapshot, TaskCounts, WorkerState, Workers,
 };
 
 /// Samples kept for the 10-second averages (one per snapshot).
@@ -233,8 +233,33 @@ impl Coordinator {
                 })
                 .collect(),
             rates: self.rates(now),
+            commit: self.commit_view(),
             commands: self.commands.clone(),
             log: self.log.iter().cloned().collect(),
+        }
+    }
+
+    fn commit_view(&self) -> Commit {
+        let status = self
+            .committer
+            .as_ref()
+            .map(|c| c.status().clone())
+            .or_else(|| self.committer_final.clone());
+        Commit {
+            store: if self.cfg.out.is_some() {
+                serde_json::to_value(self.cfg.store)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            } else {
+                "none".into()
+            },
+            next_seq: self.window.next_to_commit(),
+            waiting: self.window.waiting() as u64,
+            in_flight: self.window.in_flight() as u64,
+            rescheduled: self.window.reschedules(),
+            committed: status.as_ref().map_or(0, |s| s.committed()),
+            error: status.and_then(|s| s.error()),
         }
     }
 

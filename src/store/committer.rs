@@ -1,0 +1,281 @@
+//! The committer: writes finished exchanges to the page store (WARC, mirror) in the order the
+//! engine hands them over, which is sequence order, on a thread of its own.
+//!
+//! It owns the store's files and the crawl folder's lock. File I/O happens only on its thread,
+//! never on the async workers. It never reorders anything (the reorder window in
+//! [`super::commit`] does that before handing items over) and never decides what is fetched.
+
+use std::fs::File;
+use std::io::{Read as _, Seek as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::thread::JoinHandle;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::commit::Seq;
+use super::warc::{Exchange, Truncation, WarcWriter};
+
+/// Which page stores a crawl writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreKind {
+    /// WARC 1.1 files in `DIR/warc/`.
+    #[default]
+    Warc,
+    /// One file per page under `DIR/pages/<host>_<port>/<path>`.
+    Mirror,
+    Both,
+    None,
+}
+
+impl StoreKind {
+    fn warc(self) -> bool {
+        matches!(self, StoreKind::Warc | StoreKind::Both)
+    }
+
+    fn mirror(self) -> bool {
+        matches!(self, StoreKind::Mirror | StoreKind::Both)
+    }
+}
+
+/// Why the store could not open or write.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "{} is in use by another crawltop (pid {pid}); wait for it to end or use another --out",
+        dir.display()
+    )]
+    Locked { dir: PathBuf, pid: String },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("WARC: {0}")]
+    Warc(#[from] super::warc::WarcError),
+    #[error("mirror: {0}")]
+    Mirror(#[from] super::mirror::MirrorError),
+}
+
+/// The crawl folder's lock: held for the crawl's life, released by the OS on any exit.
+#[derive(Debug)]
+pub struct FolderLock {
+    _file: File,
+}
+
+/// The lock file's name inside the crawl folder.
+pub const LOCK_FILE: &str = "crawltop.lock";
+
+impl FolderLock {
+    /// Creates `dir` if needed and takes its lock, or names the process that holds it.
+    pub fn take(dir: &Path) -> Result<FolderLock, StoreError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let path = dir.join(LOCK_FILE);
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io(&path))?;
+        if file.try_lock().is_err() {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            let pid = pid.trim();
+            return Err(StoreError::Locked {
+                dir: dir.to_path_buf(),
+                pid: if pid.is_empty() {
+                    "unknown".into()
+                } else {
+                    pid.to_string()
+                },
+            });
+        }
+        file.set_len(0).map_err(io(&path))?;
+        file.rewind().map_err(io(&path))?;
+        writeln!(file, "{}", std::process::id()).map_err(io(&path))?;
+        file.flush().map_err(io(&path))?;
+        Ok(FolderLock { _file: file })
+    }
+}
+
+/// One fetch, ready to be stored.
+#[derive(Debug, Clone)]
+pub struct CommitItem {
+    pub seq: Seq,
+    pub url: url::Url,
+    pub date: SystemTime,
+    /// The request as crawltop sent it (request line and headers).
+    pub request: Vec<u8>,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+    pub truncated: bool,
+}
+
+/// What the committer has done, readable from any thread.
+#[derive(Debug, Default)]
+pub struct CommitStatus {
+    committed: AtomicU64,
+    last_seq: AtomicU64,
+    error: Mutex<Option<String>>,
+}
+
+impl CommitStatus {
+    pub fn committed(&self) -> u64 {
+        self.committed.load(Ordering::Relaxed)
+    }
+
+    /// The highest sequence number written, plus one (0: none yet).
+    pub fn high_water(&self) -> u64 {
+        self.last_seq.load(Ordering::Relaxed)
+    }
+
+    pub fn error(&self) -> Option<String> {
+        self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The committer thread's handle.
+#[derive(Debug)]
+pub struct Committer {
+    tx: Option<mpsc::Sender<CommitItem>>,
+    thread: Option<JoinHandle<()>>,
+    status: Arc<CommitStatus>,
+}
+
+/// How often (in items) the WARC file is flushed and synced.
+const SYNC_EVERY: u64 = 256;
+
+impl Committer {
+    /// Opens the stores in `dir` (`warc/`, `pages/`) and starts the thread.
+    pub fn start(
+        dir: &Path,
+        kind: StoreKind,
+        warc_max_bytes: u64,
+        now: SystemTime,
+    ) -> Result<Committer, StoreError> {
+        let mut warc = if kind.warc() {
+            Some(WarcWriter::create(
+                &dir.join("warc"),
+                "crawltop",
+                warc_max_bytes,
+                now,
+            )?)
+        } else {
+            None
+        };
+        let pages = kind.mirror().then(|| dir.join("pages"));
+        let status = Arc::new(CommitStatus::default());
+        let (tx, rx) = mpsc::channel::<CommitItem>();
+        let st = status.clone();
+        let thread = std::thread::Builder::new()
+            .name("crawltop-committer".into())
+            .spawn(move || {
+                let result = write_loop(&rx, warc.as_mut(), pages.as_deref(), &st);
+                let synced = warc.as_mut().map_or(Ok(()), WarcWriter::sync);
+                if let Some(e) = result.err().or(synced.err().map(StoreError::from)) {
+                    *st.error.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
+                }
+            })
+            .map_err(|source| StoreError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        Ok(Committer {
+            tx: Some(tx),
+            thread: Some(thread),
+            status,
+        })
+    }
+
+    /// Hands an item to the thread; never blocks.
+    pub fn send(&self, item: CommitItem) {
+        if let Some(tx) = &self.tx {
+            // A send error means the thread ended on a write error, which `status` says.
+            let _ = tx.send(item);
+        }
+    }
+
+    pub fn status(&self) -> &Arc<CommitStatus> {
+        &self.status
+    }
+
+    /// Writes what is queued, syncs, and stops the thread; the first write error, if any.
+    pub fn finish(mut self) -> Option<String> {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.status.error()
+    }
+}
+
+fn write_loop(
+    rx: &mpsc::Receiver<CommitItem>,
+    mut warc: Option<&mut WarcWriter>,
+    pages: Option<&Path>,
+    status: &CommitStatus,
+) -> Result<(), StoreError> {
+    let mut since_sync = 0u64;
+    while let Ok(item) = rx.recv() {
+        if let Some(w) = warc.as_deref_mut() {
+            let reason = hyper::StatusCode::from_u16(item.status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("");
+            w.write_exchange(&Exchange {
+                target_uri: item.url.as_str(),
+                date: item.date,
+                ip: None,
+                request_line_and_headers: &item.request,
+                status: item.status,
+                reason,
+                response_headers: &item.headers,
+                body: &item.body,
+                truncated: item.truncated.then_some(Truncation::Length),
+            })?;
+            since_sync += 1;
+            if since_sync >= SYNC_EVERY {
+                w.sync()?;
+                since_sync = 0;
+            }
+        }
+        if let Some(root) = pages
+            && (200..300).contains(&item.status)
+        {
+            super::mirror::write_page(root, &item.url, &item.body)?;
+        }
+        status.committed.fetch_add(1, Ordering::Relaxed);
+        status.last_seq.store(item.seq + 1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_on_a_folder_names_the_first_holder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = FolderLock::take(dir.path()).expect("first");
+        let err = FolderLock::take(dir.path()).expect_err("second");
+        let text = err.to_string();
+        assert!(text.contains(&std::process::id().to_string()), "{text}");
+        assert!(text.contains("in use by another crawltop"), "{text}");
+        drop(first);
+        FolderLock::take(dir.path()).expect("free again");
+    }
+}

@@ -1,0 +1,145 @@
+//! The page store: what a crawl with `--out` keeps, read back by an independent WARC reader
+//! and compared with what the server serves.
+
+use std::collections::BTreeMap;
+use std::io::BufReader;
+use std::process::{Command, Stdio};
+
+use crawltop::store::committer::StoreKind;
+use crawltop::store::mirror::mirror_path;
+use crawltop::testweb::manifest::SiteKind;
+use crawltop::testweb::{GenOptions, TestWeb};
+
+use crate::engine::{config, crawl, seeds};
+use crate::util::{PATIENCE, bin, client};
+
+/// Response records of every WARC file in `dir`: target URI -> (status line, body), and the
+/// count of response records per URI.
+fn read_warc(dir: &std::path::Path) -> (BTreeMap<String, Vec<u8>>, BTreeMap<String, usize>) {
+    let mut bodies = BTreeMap::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("warc folder")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no WARC file written");
+    for path in files {
+        let file = std::fs::File::open(&path).expect("open");
+        let reader = warc::WarcReader::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)));
+        for record in reader.iter_records() {
+            let record = record.expect("a valid record");
+            if record.warc_type() != &warc::RecordType::Response {
+                continue;
+            }
+            let uri = record
+                .header(warc::WarcHeader::TargetURI)
+                .expect("target uri")
+                .to_string();
+            let block = record.body();
+            let split = block
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .expect("an HTTP message");
+            bodies.insert(uri.clone(), block[split + 4..].to_vec());
+            *counts.entry(uri).or_default() += 1;
+        }
+    }
+    (bodies, counts)
+}
+
+#[tokio::test]
+async fn a_crawl_keeps_every_response_once_in_warc_and_mirror() {
+    let web = TestWeb::start(GenOptions::new(2, 15).seed(9).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.delay_ms = 0;
+    cfg.out = Some(out.path().to_path_buf());
+    cfg.store = StoreKind::Both;
+    let crawled = crawl(cfg).await;
+    let commit = &crawled.summary.snapshot.commit;
+    let page_requests: Vec<_> = web
+        .log()
+        .records()
+        .into_iter()
+        .filter(|r| r.path != "/robots.txt")
+        .collect();
+    assert_eq!(commit.store, "both");
+    assert_eq!(commit.error, None);
+    assert_eq!((commit.waiting, commit.in_flight), (0, 0));
+    assert_eq!(
+        commit.next_seq,
+        page_requests.len() as u64,
+        "every fetch decided"
+    );
+    assert_eq!(
+        commit.committed,
+        page_requests.len() as u64,
+        "every response stored"
+    );
+
+    let (bodies, counts) = read_warc(&out.path().join("warc"));
+    assert!(
+        counts.values().all(|n| *n == 1),
+        "a response stored twice: {counts:?}"
+    );
+    assert_eq!(bodies.len(), page_requests.len());
+    let http = client();
+    for r in &page_requests {
+        let url = web.url(&r.site, &r.path);
+        let stored = bodies
+            .get(&url)
+            .unwrap_or_else(|| panic!("{url} not in the WARC"));
+        assert_eq!(
+            stored.len() as u64,
+            r.bytes,
+            "{url}: the server sent another length"
+        );
+        let served = http
+            .get(&url)
+            .send()
+            .await
+            .expect("get")
+            .bytes()
+            .await
+            .expect("body");
+        assert_eq!(stored.as_slice(), &served[..], "{url}");
+        // 2xx pages are mirrored too, with the same bytes.
+        if (200..300).contains(&r.status) {
+            let rel = mirror_path(&url::Url::parse(&url).expect("url")).expect("mirrorable");
+            let file = std::fs::read(out.path().join("pages").join(rel)).expect("mirrored");
+            assert_eq!(file, *stored, "{url}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_second_crawltop_on_the_same_folder_refuses_naming_the_first() {
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let out = tempfile::tempdir().expect("tempdir");
+    let url = web.url("site00", "/");
+    let mut first = tokio::process::Command::new(bin())
+        .args(["crawl", &url, "--delay-ms", "100", "--headless", "--out"])
+        .arg(out.path())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("first");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 2))
+        .await
+        .expect("the first crawl runs");
+    let second = Command::new(bin())
+        .args(["crawl", &url, "--headless", "--out"])
+        .arg(out.path())
+        .output()
+        .expect("second");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{err}");
+    let pid = first.id().expect("pid").to_string();
+    assert!(
+        err.contains("in use by another crawltop") && err.contains(&pid),
+        "{err}"
+    );
+    first.kill().await.expect("kill");
+}
