@@ -64,6 +64,8 @@ pub struct RequestLog {
     keep_records: bool,
     inner: Mutex<Inner>,
     count: watch::Sender<u64>,
+    /// Requests that arrived (logged or not yet): lets a test wait for a request in flight.
+    arrived: watch::Sender<u64>,
     writer: Mutex<Option<(mpsc::Sender<String>, JoinHandle<()>)>>,
 }
 
@@ -98,6 +100,7 @@ impl RequestLog {
             keep_records,
             inner: Mutex::new(Inner::default()),
             count: watch::Sender::new(0),
+            arrived: watch::Sender::new(0),
             writer: Mutex::new(writer),
         })
     }
@@ -131,6 +134,22 @@ impl RequestLog {
             inner.stats.requests
         };
         self.count.send_replace(n);
+    }
+
+    pub(crate) fn note_arrival(&self) {
+        self.arrived.send_modify(|n| *n += 1);
+    }
+
+    /// How many requests have arrived, answered or not.
+    pub fn arrivals(&self) -> u64 {
+        *self.arrived.borrow()
+    }
+
+    /// Waits until `n` requests have arrived (a request is logged only when its response ends;
+    /// this sees it at once). Wrap it in a timeout.
+    pub async fn wait_arrivals(&self, n: u64) {
+        let mut rx = self.arrived.subscribe();
+        let _ = rx.wait_for(|a| *a >= n).await;
     }
 
     /// A copy of every record so far, in the order responses ended.

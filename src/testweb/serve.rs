@@ -596,6 +596,7 @@ async fn handle(
 ) -> Response<ServedBody> {
     let state = &shared.sites[site];
     let in_flight = state.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+    shared.log.note_arrival();
     let path_and_query = req
         .uri()
         .path_and_query()

@@ -158,7 +158,14 @@ async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
     // p: pause. After the screen says so and the request in flight is done, silence.
     press("p");
     screen.wait_for("paused").await;
-    tokio::time::sleep(Duration::from_millis(200)).await; // the one in-flight request ends
+    // Every request that reached the server has been answered: nothing in flight.
+    tokio::time::timeout(
+        PATIENCE,
+        web.log()
+            .wait_until(|r| r.len() as u64 == web.log().arrivals()),
+    )
+    .await
+    .expect("in-flight requests end");
     let mark = web.log().now_us();
     tokio::time::sleep(Duration::from_millis(500)).await; // the observation window
     let during: Vec<String> = web
@@ -263,13 +270,15 @@ async fn ctrl_c_twice_ends_at_once_and_restores_the_terminal() {
     )
     .await
     .expect("robots.txt fetched");
-    // The stalled page is asked for right after robots.txt; let that request leave first.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // robots.txt and then the stalled page have arrived: the page is in flight.
+    tokio::time::timeout(PATIENCE, web.log().wait_arrivals(2))
+        .await
+        .expect("the stalled page is asked for");
     keys.write_all(b"\x03").expect("ctrl-c");
     keys.flush().expect("flush");
     screen.wait_for("stopping").await;
     keys.write_all(b"\x03").expect("ctrl-c");
-    keys.flush().expect("flush");
+    let _ = keys.flush();
     let status = wait_exit(child).await;
     assert!(status.success(), "{status:?}");
     assert_restored(&screen);
