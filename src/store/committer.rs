@@ -158,6 +158,11 @@ pub struct Committer {
 /// How often (in items) the WARC file is flushed and synced.
 const SYNC_EVERY: u64 = 256;
 
+/// Set in the environment to N, the store fails after N items: how the tests prove that a
+/// write error pauses the crawl and keeps what was committed (a full disk cannot be had on
+/// demand).
+pub const FAIL_AFTER_ENV: &str = "CRAWLTOP_TEST_STORE_FAIL_AFTER";
+
 impl Committer {
     /// Opens the stores in `dir` (`warc/`, `pages/`) and starts the thread.
     pub fn start(
@@ -178,12 +183,15 @@ impl Committer {
         };
         let pages = kind.mirror().then(|| dir.join("pages"));
         let status = Arc::new(CommitStatus::default());
+        let fail_after = std::env::var(FAIL_AFTER_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok());
         let (tx, rx) = mpsc::channel::<CommitItem>();
         let st = status.clone();
         let thread = std::thread::Builder::new()
             .name("crawltop-committer".into())
             .spawn(move || {
-                let result = write_loop(&rx, warc.as_mut(), pages.as_deref(), &st);
+                let result = write_loop(&rx, warc.as_mut(), pages.as_deref(), &st, fail_after);
                 let synced = warc.as_mut().map_or(Ok(()), WarcWriter::sync);
                 if let Some(e) = result.err().or(synced.err().map(StoreError::from)) {
                     *st.error.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
@@ -227,9 +235,19 @@ fn write_loop(
     mut warc: Option<&mut WarcWriter>,
     pages: Option<&Path>,
     status: &CommitStatus,
+    fail_after: Option<u64>,
 ) -> Result<(), StoreError> {
     let mut since_sync = 0u64;
     while let Ok(item) = rx.recv() {
+        if fail_after.is_some_and(|n| status.committed() >= n) {
+            return Err(StoreError::Io {
+                path: PathBuf::from("(injected)"),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    format!("{FAIL_AFTER_ENV} is set: failing on purpose"),
+                ),
+            });
+        }
         if let Some(w) = warc.as_deref_mut() {
             let reason = hyper::StatusCode::from_u16(item.status)
                 .ok()

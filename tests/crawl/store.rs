@@ -143,3 +143,69 @@ async fn a_second_crawltop_on_the_same_folder_refuses_naming_the_first() {
     );
     first.kill().await.expect("kill");
 }
+
+#[tokio::test]
+async fn a_store_write_error_pauses_the_crawl_and_keeps_what_was_committed() {
+    let web = TestWeb::start(GenOptions::new(1, 60).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let out = tempfile::tempdir().expect("tempdir");
+    let stats = out.path().join("stats.json");
+    let mut child = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &web.url("site00", "/"),
+            "--delay-ms",
+            "10",
+            "--headless",
+        ])
+        .arg("--out")
+        .arg(out.path().join("crawl"))
+        .arg("--stats-out")
+        .arg(&stats)
+        .env(crawltop::store::committer::FAIL_AFTER_ENV, "5")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The progress line says "paused" once the store has failed.
+    let mut stderr = child.stderr.take().expect("stderr");
+    let mut seen = String::new();
+    tokio::time::timeout(PATIENCE, async {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 512];
+        while !seen.contains(" paused ") {
+            let n = stderr.read(&mut buf).await.expect("read");
+            assert!(n > 0, "stderr closed: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the crawl never paused: {seen}"));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert_eq!(status.code(), Some(1), "a store failure is not a success");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    let error = json["commit"]["error"]
+        .as_str()
+        .expect("the error is in the stats");
+    assert!(error.contains("failing on purpose"), "{error}");
+    assert_eq!(json["commit"]["committed"], 5);
+    let log: Vec<&str> = json["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .map(|l| l["message"].as_str().expect("text"))
+        .collect();
+    assert!(
+        log.iter().any(|m| m.contains("the crawl is paused")),
+        "{log:?}"
+    );
+    // The five committed exchanges are whole and readable.
+    let (_, counts) = read_warc(&out.path().join("crawl").join("warc"));
+    assert_eq!(counts.len(), 5);
+}
