@@ -43,6 +43,9 @@ pub enum Command {
     /// Generate a small web in a temporary folder, serve it on loopback, and crawl it with the
     /// dashboard: the quickest way to see crawltop work. Cleans up on exit unless --keep.
     Demo(DemoArgs),
+    /// Talk to a running crawl's control API: stats, metrics, pause, resume, stop, delay MS,
+    /// workers N.
+    Ctl(CtlArgs),
 }
 
 /// `crawltop demo`.
@@ -176,6 +179,26 @@ pub struct CrawlArgs {
     /// dashboard.
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// Serve the control API (HTTP, JSON) on ADDR, e.g. 127.0.0.1:7070; anything but loopback
+    /// needs --control-token.
+    #[arg(long, value_name = "ADDR")]
+    pub control: Option<std::net::SocketAddr>,
+    /// Every control API request must carry `Authorization: Bearer TOKEN`.
+    #[arg(long, value_name = "TOKEN", requires = "control")]
+    pub control_token: Option<String>,
+}
+
+/// `crawltop ctl`: talk to a running crawl's control API.
+#[derive(Debug, Args)]
+pub struct CtlArgs {
+    /// The control API's address, e.g. 127.0.0.1:7070.
+    pub addr: std::net::SocketAddr,
+    /// stats | metrics | pause | resume | stop | delay MS | workers N
+    #[arg(num_args = 1..=2, required = true)]
+    pub command: Vec<String>,
+    /// The bearer token the crawl was started with.
+    #[arg(long)]
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -234,6 +257,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(args),
         Command::Crawl(args) => crawl(&args),
         Command::Demo(args) => demo(&args),
+        Command::Ctl(args) => ctl(&args),
     }
 }
 
@@ -401,7 +425,11 @@ pub fn default_stats_path() -> PathBuf {
 
 /// Runs a crawl with the dashboard when stdout is a terminal (and not `headless`), else with
 /// progress lines; returns the summary.
-async fn crawl_with_face(mut cfg: CrawlConfig, headless: bool) -> anyhow::Result<Option<Summary>> {
+async fn crawl_with_face(
+    mut cfg: CrawlConfig,
+    headless: bool,
+    control: Option<crate::control::ControlOptions>,
+) -> anyhow::Result<Option<Summary>> {
     let dashboard = !headless && std::io::stdout().is_terminal();
     if dashboard && cfg.stats_out.is_none() {
         cfg.stats_out = Some(default_stats_path());
@@ -413,6 +441,16 @@ async fn crawl_with_face(mut cfg: CrawlConfig, headless: bool) -> anyhow::Result
         stats_path: stats_path.clone(),
     };
     let handle = engine::spawn(cfg)?;
+    // Lives as long as this function: the API answers until the crawl is over.
+    let _control = match control {
+        Some(opts) => {
+            let server =
+                crate::control::serve(opts, handle.snapshots(), handle.commander()).await?;
+            eprintln!("crawltop: control API on http://{}", server.local_addr());
+            Some(server)
+        }
+        None => None,
+    };
     if dashboard {
         let summary = crate::dashboard::run(handle, opts).await?;
         if let Some(s) = &summary {
@@ -472,8 +510,12 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
         log_to(path)?;
     }
     let headless = args.headless;
+    let control = args.control.map(|addr| crate::control::ControlOptions {
+        addr,
+        token: args.control_token.clone(),
+    });
     runtime()?.block_on(async move {
-        let summary = crawl_with_face(cfg, headless).await?;
+        let summary = crawl_with_face(cfg, headless, control).await?;
         if let Some(e) = summary
             .as_ref()
             .and_then(|s| s.snapshot.commit.error.as_ref())
@@ -520,7 +562,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .filter_map(|s| server.origin(&s.name).map(|o| format!("{o}/")))
             .collect();
-        let result = crawl_with_face(cfg, headless).await;
+        let result = crawl_with_face(cfg, headless, None).await;
         server.shutdown();
         server.finished().await;
         result
@@ -530,4 +572,35 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         eprintln!("crawltop demo: the web is kept in {}", keep.display());
     }
     result.map(|_| ExitCode::SUCCESS)
+}
+
+fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
+    let word = args.command[0].as_str();
+    let arg = args.command.get(1).map(String::as_str);
+    let (method, path) = match (word, arg) {
+        ("stats", None) => ("GET", "/stats".to_string()),
+        ("metrics", None) => ("GET", "/metrics".to_string()),
+        ("pause" | "resume" | "stop", None) => ("POST", format!("/{word}")),
+        ("delay", Some(ms)) => ("POST", format!("/delay?ms={ms}")),
+        ("workers", Some(n)) => ("POST", format!("/workers?n={n}")),
+        _ => anyhow::bail!(
+            "unknown command {:?}: use stats, metrics, pause, resume, stop, delay MS or workers N",
+            args.command.join(" ")
+        ),
+    };
+    let (status, body) = runtime()?
+        .block_on(crate::control::client_request(
+            args.addr,
+            args.token.as_deref(),
+            method,
+            &path,
+        ))
+        .with_context(|| format!("cannot reach the control API at {}", args.addr))?;
+    println!("{}", body.trim_end());
+    if (200..300).contains(&status) {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("crawltop: the control API answered {status}");
+        Ok(ExitCode::from(1))
+    }
 }

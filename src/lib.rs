@@ -9,6 +9,7 @@
 //! - [`robots`]: robots.txt per site: state, rules, crawl delay.
 //! - [`backoff`]: server pushback timing: exponential backoff and `Retry-After`.
 //! - [`config`]: the crawl's settings and their defaults.
+//! - [`control`]: the HTTP control API on loopback, an observer of the engine's handle.
 //! - [`dashboard`]: the live terminal face: snapshots in, commands out.
 //! - [`engine`]: the crawl itself, behind a handle: snapshots out, commands in.
 //! - [`fetch`]: the HTTP edge: one GET, one outcome.
@@ -20,6 +21,7 @@ pub mod backoff;
 pub mod canonical;
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod dashboard;
 pub mod engine;
 pub mod fetch;

@@ -310,3 +310,70 @@ fn demo_crawls_its_own_web_and_cleans_up_unless_kept() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(keep.join("manifest.json").is_file(), "--keep keeps the web");
 }
+
+#[tokio::test]
+async fn ctl_talks_to_a_running_crawl() {
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let mut child = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &web.url("site00", "/"),
+            "--delay-ms",
+            "50",
+            "--headless",
+        ])
+        .args(["--control", "127.0.0.1:0", "--stats-out"])
+        .arg(&stats)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let mut seen = String::new();
+    let addr = tokio::time::timeout(PATIENCE, async {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 256];
+        loop {
+            if let Some(rest) = seen.split("control API on http://").nth(1)
+                && let Some(addr) = rest.split_whitespace().next()
+                && rest.contains('\n')
+            {
+                return addr.to_string();
+            }
+            let n = stderr.read(&mut buf).await.expect("read");
+            assert!(n > 0, "stderr closed: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    })
+    .await
+    .expect("the control address is printed");
+    let ctl = |args: &[&str]| {
+        let mut all = vec!["ctl", addr.as_str()];
+        all.extend_from_slice(args);
+        crawltop(&all)
+    };
+    let o = ctl(&["stats"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let snap: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stats json");
+    assert!(snap.get("workers").is_some());
+    let o = ctl(&["delay", "abc"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("ms"),
+        "names the parameter"
+    );
+    let o = ctl(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = ctl(&["stop"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("the crawl ends after stop")
+        .expect("status");
+    assert!(status.success());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(json["commands"][0]["command"], "stop");
+    assert_eq!(json["commands"][0]["source"], "api");
+}
