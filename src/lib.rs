@@ -14,6 +14,7 @@
 //! - [`engine`]: the crawl itself, behind a handle: snapshots out, commands in.
 //! - [`fetch`]: the HTTP edge: one GET, one outcome.
 //! - [`headless`]: progress lines and the summary when there is no dashboard.
+//! - [`index`]: the full-text index of committed pages (tantivy) and its queries.
 //! - [`snapshot`]: the published state of a crawl, and the stats file's schema.
 //! - [`store`]: keeping what was crawled (WARC today).
 //! - [`testweb`]: the project's own web (`gen-site`, `serve`): generator, server, request log.
@@ -27,6 +28,7 @@ pub mod engine;
 pub mod fetch;
 pub mod frontier;
 pub mod headless;
+pub mod index;
 pub mod parse;
 pub mod robots;
 pub mod scope;

@@ -1,0 +1,1106 @@
+//! The crawl's full-text index: one tantivy index in the crawl folder's `index/`, fed with every
+//! committed HTML page in commit (seq) order, and the read side behind `search`, `maxcount`,
+//! `mincount` and `wc`.
+//!
+//! It owns the schema, the tokenization rules and the tie-breaking rules. It must never fetch,
+//! parse HTML or decide what is committed: pages arrive already stripped, in seq order, from the
+//! committer. It does file I/O (through tantivy, which also runs its own indexing and merge
+//! threads) but reads no clock and touches nothing outside the folder it is given.
+//!
+//! Decisions, so that every answer can be checked by a brute-force scan of the stored pages:
+//! - Tokens are tantivy's `default` analyzer: runs of Unicode letters and digits
+//!   (`char::is_alphanumeric`), lowercased, tokens of 40 bytes or more dropped. No stemming and
+//!   no stop words, so `maxcount run` counts `run`/`RUN`, never `running`. A "word" in `wc` is
+//!   such a token, so `wc` and the counts agree.
+//! - `wc` covers the page text only (the title is kept apart): bytes are UTF-8 bytes, lines are
+//!   `str::lines` (a final line without `\n` counts, an empty text has none).
+//! - Ties: `maxcount`/`mincount` pick the lowest seq (the page committed first); `search` orders
+//!   by BM25 score, then by lowest seq.
+//! - Resume: the highest seq in the committed index is read back on open; `add` refuses any seq
+//!   at or below it, so re-feeding pages from the store never duplicates. Uncommitted pages are
+//!   lost in a crash, which is why the committer re-feeds everything above that mark.
+
+use std::cmp::Reverse;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::postings::Postings;
+use tantivy::query::{Query, QueryParser};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TEXT, Value,
+};
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{
+    DocAddress, DocId, DocSet, Index, IndexSettings, ReloadPolicy, Score, Searcher, SegmentReader,
+    TERMINATED, TantivyDocument, TantivyError, Term,
+};
+
+/// Longest query (or word) accepted, in bytes. Real queries are a few words; the cap keeps the
+/// query parser's recursion and the term count bounded whatever a user pastes.
+pub const MAX_QUERY_BYTES: usize = 1024;
+
+/// Deepest parenthesis nesting accepted in a query, for the same reason.
+pub const MAX_QUERY_NESTING: usize = 32;
+
+/// The indexing memory budget. One indexing thread keeps documents in add order inside a
+/// segment and leaves the second core to the crawl.
+const WRITER_MEMORY_BYTES: usize = 32 * 1024 * 1024;
+
+const SEQ: &str = "seq";
+const URL: &str = "url";
+const TITLE: &str = "title";
+const TEXT_FIELD: &str = "text";
+const BYTES: &str = "bytes";
+const LINES: &str = "lines";
+const WORDS: &str = "words";
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IndexError {
+    #[error("{} holds no search index (has this folder been crawled?)", .0.display())]
+    NoIndex(PathBuf),
+    #[error(
+        "{} holds a tantivy index that crawltop did not write (its fields differ)",
+        .0.display()
+    )]
+    ForeignIndex(PathBuf),
+    #[error(
+        "the index in {} is already being written by another crawl (tantivy's writer lock is taken)",
+        .0.display()
+    )]
+    Locked(PathBuf),
+    #[error("cannot use {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the query is empty")]
+    EmptyQuery,
+    #[error("the query is {len} bytes long; at most {max} are accepted")]
+    QueryTooLong { len: usize, max: usize },
+    #[error("the query nests parentheses {depth} deep; at most {max} are accepted")]
+    QueryTooDeep { depth: usize, max: usize },
+    #[error("cannot understand the query: {reason}")]
+    BadQuery { reason: String },
+    #[error("the query names no word to look for")]
+    NoWords,
+    #[error(
+        "{word:?} is not one word: words are runs of letters and digits shorter than 40 bytes \
+         (it splits into {tokens:?})"
+    )]
+    NotOneWord { word: String, tokens: Vec<String> },
+    #[error("index error: {0}")]
+    Tantivy(#[from] TantivyError),
+}
+
+/// One committed HTML page as the parser left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexedPage<'a> {
+    pub seq: u64,
+    pub url: &'a str,
+    pub title: &'a str,
+    /// Visible text, one line per block element, lines separated by `\n`.
+    pub text: &'a str,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    pub seq: u64,
+    pub url: String,
+    pub title: String,
+    pub score: f32,
+    /// 1-based line numbers and text of the lines holding any query term.
+    pub lines: Vec<(usize, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Count {
+    pub seq: u64,
+    pub url: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WordCount {
+    pub pages: u64,
+    pub bytes: u64,
+    pub words: u64,
+    pub lines: u64,
+}
+
+/// Which end of the per-page counts `extreme_count` looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extreme {
+    Most,
+    Least,
+}
+
+impl Extreme {
+    /// Whether `(count, seq)` beats the current best; equal counts go to the lower seq.
+    fn beats(self, count: u32, seq: u64, best: (u32, u64)) -> bool {
+        let better_count = match self {
+            Extreme::Most => count > best.0,
+            Extreme::Least => count < best.0,
+        };
+        better_count || (count == best.0 && seq < best.1)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    seq: Field,
+    url: Field,
+    title: Field,
+    text: Field,
+    bytes: Field,
+    lines: Field,
+    words: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let fields = Fields {
+        seq: builder.add_u64_field(SEQ, INDEXED | FAST | STORED),
+        url: builder.add_text_field(URL, STRING | STORED),
+        title: builder.add_text_field(TITLE, TEXT | STORED),
+        // TEXT records frequencies (for the counts) and positions (for phrase queries).
+        text: builder.add_text_field(TEXT_FIELD, TEXT | STORED),
+        bytes: builder.add_u64_field(BYTES, FAST),
+        lines: builder.add_u64_field(LINES, FAST),
+        words: builder.add_u64_field(WORDS, FAST),
+    };
+    (builder.build(), fields)
+}
+
+/// Opens the index in `dir`, creating it first when `create` is set.
+fn open_index(dir: &Path, create: bool) -> Result<(Index, Fields), IndexError> {
+    if create {
+        std::fs::create_dir_all(dir).map_err(|source| IndexError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    } else if !dir.is_dir() {
+        return Err(IndexError::NoIndex(dir.to_path_buf()));
+    }
+    let directory = MmapDirectory::open(dir).map_err(|err| IndexError::Io {
+        path: dir.to_path_buf(),
+        source: std::io::Error::other(err.to_string()),
+    })?;
+    let exists = Index::exists(&directory).map_err(|err| IndexError::Io {
+        path: dir.to_path_buf(),
+        source: std::io::Error::other(err.to_string()),
+    })?;
+    let (schema, fields) = schema();
+    if !exists {
+        if !create {
+            return Err(IndexError::NoIndex(dir.to_path_buf()));
+        }
+        let index = Index::create(directory, schema, IndexSettings::default())?;
+        return Ok((index, fields));
+    }
+    let index = Index::open(directory)?;
+    if index.schema() != schema {
+        return Err(IndexError::ForeignIndex(dir.to_path_buf()));
+    }
+    Ok((index, fields))
+}
+
+fn analyzer(index: &Index, fields: Fields) -> Result<TextAnalyzer, IndexError> {
+    Ok(index.tokenizer_for_field(fields.text)?)
+}
+
+fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    analyzer
+        .token_stream(text)
+        .process(&mut |token| out.push(token.text.clone()));
+    out
+}
+
+fn count_tokens(analyzer: &mut TextAnalyzer, text: &str) -> u64 {
+    let mut count = 0;
+    analyzer.token_stream(text).process(&mut |_| count += 1);
+    count
+}
+
+fn manual_reader(index: &Index) -> Result<tantivy::IndexReader, IndexError> {
+    // Manual: no file-watching thread; callers reload when they want newer commits.
+    Ok(index
+        .reader_builder()
+        .reload_policy(ReloadPolicy::Manual)
+        .try_into()?)
+}
+
+fn highest_committed_seq(searcher: &Searcher) -> Result<Option<u64>, IndexError> {
+    let mut highest = None;
+    for segment in searcher.segment_readers() {
+        if segment.max_doc() == 0 {
+            continue;
+        }
+        let seqs = segment.fast_fields().u64(SEQ)?;
+        highest = highest.max(Some(seqs.max_value()));
+    }
+    Ok(highest)
+}
+
+/// The only writer of a crawl folder's index. tantivy allows one per index, across processes.
+pub struct IndexWriter {
+    writer: tantivy::IndexWriter,
+    fields: Fields,
+    analyzer: TextAnalyzer,
+    highest_seq: Option<u64>,
+}
+
+impl IndexWriter {
+    /// Opens the index in `dir` (the crawl folder's `index/`), creating it if needed, and reads
+    /// back the highest committed seq.
+    pub fn open(dir: &Path) -> Result<IndexWriter, IndexError> {
+        let (index, fields) = open_index(dir, true)?;
+        let highest_seq = highest_committed_seq(&manual_reader(&index)?.searcher())?;
+        let writer = index
+            .writer_with_num_threads(1, WRITER_MEMORY_BYTES)
+            .map_err(|err| match err {
+                TantivyError::LockFailure(..) => IndexError::Locked(dir.to_path_buf()),
+                other => IndexError::Tantivy(other),
+            })?;
+        let analyzer = analyzer(&index, fields)?;
+        Ok(IndexWriter {
+            writer,
+            fields,
+            analyzer,
+            highest_seq,
+        })
+    }
+
+    /// Adds a page; searchable after the next `commit`. Returns `false`, adding nothing, when
+    /// `page.seq` is not above every seq already added: a resumed crawl re-feeding the store.
+    pub fn add(&mut self, page: &IndexedPage<'_>) -> Result<bool, IndexError> {
+        if self.highest_seq.is_some_and(|highest| page.seq <= highest) {
+            return Ok(false);
+        }
+        let f = self.fields;
+        let mut doc = TantivyDocument::new();
+        doc.add_u64(f.seq, page.seq);
+        doc.add_text(f.url, page.url);
+        doc.add_text(f.title, page.title);
+        doc.add_text(f.text, page.text);
+        doc.add_u64(f.bytes, page.text.len() as u64);
+        doc.add_u64(f.lines, page.text.lines().count() as u64);
+        doc.add_u64(f.words, count_tokens(&mut self.analyzer, page.text));
+        self.writer.add_document(doc)?;
+        self.highest_seq = Some(page.seq);
+        Ok(true)
+    }
+
+    /// Makes every added page durable and visible to readers that reload.
+    pub fn commit(&mut self) -> Result<(), IndexError> {
+        self.writer.commit()?;
+        Ok(())
+    }
+
+    /// The highest seq added, committed or not.
+    pub fn highest_seq(&self) -> Option<u64> {
+        self.highest_seq
+    }
+
+    /// Waits for background merges and releases the writer lock. Uncommitted pages are dropped.
+    pub fn close(self) -> Result<(), IndexError> {
+        self.writer.wait_merging_threads()?;
+        Ok(())
+    }
+}
+
+/// A read-only view of the index; works while the crawl's writer is adding.
+pub struct IndexReader {
+    index: Index,
+    reader: tantivy::IndexReader,
+    fields: Fields,
+    parser: QueryParser,
+}
+
+impl IndexReader {
+    /// Opens the index in `dir`; `IndexError::NoIndex` when there is none.
+    pub fn open(dir: &Path) -> Result<IndexReader, IndexError> {
+        let (index, fields) = open_index(dir, false)?;
+        let reader = manual_reader(&index)?;
+        let parser = QueryParser::for_index(&index, vec![fields.title, fields.text]);
+        Ok(IndexReader {
+            index,
+            reader,
+            fields,
+            parser,
+        })
+    }
+
+    /// Picks up pages committed since the reader was opened or last reloaded.
+    pub fn reload(&self) -> Result<(), IndexError> {
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// The best `limit` pages for `query` (tantivy query syntax over title and text; words are
+    /// OR-ed), by BM25 score, equal scores by lowest seq. An unknown word matches nothing.
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, IndexError> {
+        check_query(query)?;
+        // The lenient parser accepts more everyday input than the strict one (`don't`, a lone
+        // `AND` taken as a word) and says where a real mistake is; any mistake is still refused
+        // rather than guessed around.
+        let (parsed, mistakes) = self.parser.parse_query_lenient(query);
+        if let Some(mistake) = mistakes.first() {
+            return Err(IndexError::BadQuery {
+                reason: mistake.to_string(),
+            });
+        }
+        let terms = self.text_terms(parsed.as_ref())?;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let searcher = self.reader.searcher();
+        let collector = TopDocs::with_limit(limit).tweak_score(|segment: &SegmentReader| {
+            let seqs = segment.fast_fields().u64(SEQ).ok();
+            move |doc: DocId, score: Score| {
+                // A page without a seq cannot exist (add always sets it); rank it last.
+                let seq = seqs.as_ref().and_then(|c| c.first(doc)).unwrap_or(u64::MAX);
+                (score, Reverse(seq))
+            }
+        });
+        let top = searcher.search(parsed.as_ref(), &collector)?;
+        let mut analyzer = analyzer(&self.index, self.fields)?;
+        top.into_iter()
+            .map(|((score, Reverse(seq)), address)| {
+                let doc: TantivyDocument = searcher.doc(address)?;
+                let text = stored_str(&doc, self.fields.text);
+                Ok(Hit {
+                    seq,
+                    url: stored_str(&doc, self.fields.url).to_owned(),
+                    title: stored_str(&doc, self.fields.title).to_owned(),
+                    score,
+                    lines: matching_lines(&mut analyzer, text, &terms),
+                })
+            })
+            .collect()
+    }
+
+    /// The page where `word` occurs most, with its count; equal counts go to the lowest seq.
+    pub fn max_count(&self, word: &str) -> Result<Option<Count>, IndexError> {
+        self.extreme_count(word, Extreme::Most)
+    }
+
+    /// The page where `word` occurs least but at least once; equal counts go to the lowest seq.
+    pub fn min_count(&self, word: &str) -> Result<Option<Count>, IndexError> {
+        self.extreme_count(word, Extreme::Least)
+    }
+
+    /// Pages, bytes, words and lines of the indexed page text (titles excluded).
+    pub fn word_count(&self) -> Result<WordCount, IndexError> {
+        let searcher = self.reader.searcher();
+        let mut total = WordCount::default();
+        for segment in searcher.segment_readers() {
+            let fast = segment.fast_fields();
+            let (bytes, lines, words) = (fast.u64(BYTES)?, fast.u64(LINES)?, fast.u64(WORDS)?);
+            for doc in alive_docs(segment) {
+                total.pages += 1;
+                total.bytes += bytes.first(doc).unwrap_or(0);
+                total.lines += lines.first(doc).unwrap_or(0);
+                total.words += words.first(doc).unwrap_or(0);
+            }
+        }
+        Ok(total)
+    }
+
+    fn extreme_count(&self, word: &str, extreme: Extreme) -> Result<Option<Count>, IndexError> {
+        check_query(word)?;
+        let mut analyzer = analyzer(&self.index, self.fields)?;
+        let token = match tokens(&mut analyzer, word).as_slice() {
+            [one] => one.clone(),
+            other => {
+                return Err(IndexError::NotOneWord {
+                    word: word.to_owned(),
+                    tokens: other.to_vec(),
+                });
+            }
+        };
+        let term = Term::from_field_text(self.fields.text, &token);
+        let searcher = self.reader.searcher();
+        let mut best: Option<(u32, u64, DocAddress)> = None;
+        for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
+            let inverted = segment.inverted_index(self.fields.text)?;
+            let Some(mut postings) = inverted
+                .read_postings(&term, IndexRecordOption::WithFreqs)
+                .map_err(TantivyError::from)?
+            else {
+                continue;
+            };
+            let seqs = segment.fast_fields().u64(SEQ)?;
+            let alive = segment.alive_bitset();
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                if alive.is_none_or(|bits| bits.is_alive(doc)) {
+                    let count = postings.term_freq();
+                    let seq = seqs.first(doc).unwrap_or(u64::MAX);
+                    if best.is_none_or(|(c, s, _)| extreme.beats(count, seq, (c, s))) {
+                        best = Some((count, seq, DocAddress::new(ordinal as u32, doc)));
+                    }
+                }
+                doc = postings.advance();
+            }
+        }
+        let Some((count, seq, address)) = best else {
+            return Ok(None);
+        };
+        let doc: TantivyDocument = searcher.doc(address)?;
+        Ok(Some(Count {
+            seq,
+            url: stored_str(&doc, self.fields.url).to_owned(),
+            count: u64::from(count),
+        }))
+    }
+
+    /// The lowercased words of the query on the text field; an error when the query has no
+    /// word on any field (`*`, or operators alone), which would otherwise list every page.
+    fn text_terms(&self, query: &dyn Query) -> Result<HashSet<String>, IndexError> {
+        let mut any = false;
+        let mut words = HashSet::new();
+        query.query_terms(&mut |term, _| {
+            any = true;
+            if term.field() == self.fields.text
+                && let Some(word) = term.value().as_str()
+            {
+                words.insert(word.to_owned());
+            }
+        });
+        if any {
+            Ok(words)
+        } else {
+            Err(IndexError::NoWords)
+        }
+    }
+}
+
+fn stored_str(doc: &TantivyDocument, field: Field) -> &str {
+    doc.get_first(field).and_then(|v| v.as_str()).unwrap_or("")
+}
+
+fn alive_docs(segment: &SegmentReader) -> impl Iterator<Item = DocId> + '_ {
+    let alive = segment.alive_bitset();
+    (0..segment.max_doc()).filter(move |&doc| alive.is_none_or(|bits| bits.is_alive(doc)))
+}
+
+fn check_query(query: &str) -> Result<(), IndexError> {
+    if query.trim().is_empty() {
+        return Err(IndexError::EmptyQuery);
+    }
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(IndexError::QueryTooLong {
+            len: query.len(),
+            max: MAX_QUERY_BYTES,
+        });
+    }
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    for c in query.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest > MAX_QUERY_NESTING {
+        return Err(IndexError::QueryTooDeep {
+            depth: deepest,
+            max: MAX_QUERY_NESTING,
+        });
+    }
+    Ok(())
+}
+
+/// The 1-based numbered lines of `text` holding any of `words`, tokenized as the index does.
+fn matching_lines(
+    analyzer: &mut TextAnalyzer,
+    text: &str,
+    words: &HashSet<String>,
+) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let mut found = false;
+            analyzer
+                .token_stream(line)
+                .process(&mut |token| found |= words.contains(&token.text));
+            found
+        })
+        .map(|(i, line)| (i + 1, line.to_owned()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// The brute force, written apart from tantivy: runs of letters and digits, lowercased,
+    /// tokens of 40 bytes or more dropped (tantivy's `RemoveLongFilter::limit(40)`).
+    fn brute_tokens(text: &str) -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|t| !t.is_empty() && t.len() < 40)
+            .map(str::to_lowercase)
+            .collect()
+    }
+
+    fn brute_count(text: &str, word: &str) -> u64 {
+        brute_tokens(text).iter().filter(|t| *t == word).count() as u64
+    }
+
+    struct Page {
+        seq: u64,
+        url: String,
+        title: String,
+        text: String,
+    }
+
+    impl Page {
+        fn as_indexed(&self) -> IndexedPage<'_> {
+            IndexedPage {
+                seq: self.seq,
+                url: &self.url,
+                title: &self.title,
+                text: &self.text,
+            }
+        }
+    }
+
+    const VOCABULARY: &[&str] = &[
+        "crawler",
+        "Spider",
+        "rust",
+        "the",
+        "queue",
+        "robots",
+        "Café",
+        "42",
+        "heap",
+        "delay",
+        "politeness",
+        "fetch",
+        "don't",
+        "HTML",
+        "page",
+    ];
+
+    /// Thirty pages with seq gaps. Fixed texts from a fixed-seed generator, plus hand-made
+    /// pages that tie: `alpha` 5 times on seqs 19 and 70 (the maximum), `beta` once on seqs 22
+    /// and 64 (the minimum), and two identical `gamma` pages (seqs 31 and 85).
+    fn pages() -> Vec<Page> {
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 33) as usize) % n
+        };
+        (0..30)
+            .map(|i| {
+                let seq = 10 + 3 * i as u64;
+                let text = match seq {
+                    19 | 70 => "alpha beta beta\nALPHA, alpha!\n\nalpha? Alpha".to_owned(),
+                    22 | 64 => "beta alpha\ngamma".to_owned(),
+                    31 | 85 => "gamma gamma delay".to_owned(),
+                    40 => String::new(),
+                    _ => {
+                        let lines = 1 + next(5);
+                        let mut out = Vec::new();
+                        for _ in 0..lines {
+                            let words = next(7);
+                            let line: Vec<&str> = (0..words)
+                                .map(|_| VOCABULARY[next(VOCABULARY.len())])
+                                .collect();
+                            out.push(line.join(if next(2) == 0 { " " } else { ", " }));
+                        }
+                        out.join("\n")
+                    }
+                };
+                let title = if seq == 31 || seq == 85 {
+                    "Gamma page".to_owned()
+                } else {
+                    format!("Page {seq} about {}", VOCABULARY[next(VOCABULARY.len())])
+                };
+                Page {
+                    seq,
+                    url: format!("http://127.0.0.1:8000/p/{seq}"),
+                    title,
+                    text,
+                }
+            })
+            .collect()
+    }
+
+    const WORDS: &[&str] = &[
+        "alpha", "beta", "gamma", "crawler", "spider", "rust", "the", "café", "42", "don", "t",
+        "delay", "zebra",
+    ];
+
+    /// Writes the pages, committing every seven so the index has several segments.
+    fn build(dir: &Path, pages: &[Page]) {
+        let mut writer = IndexWriter::open(dir).expect("open writer");
+        for chunk in pages.chunks(7) {
+            for page in chunk {
+                assert!(writer.add(&page.as_indexed()).expect("add"));
+            }
+            writer.commit().expect("commit");
+        }
+        writer.close().expect("close");
+    }
+
+    fn built() -> (tempfile::TempDir, Vec<Page>, IndexReader) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pages = pages();
+        build(dir.path(), &pages);
+        let reader = IndexReader::open(dir.path()).expect("open reader");
+        (dir, pages, reader)
+    }
+
+    fn brute_extreme(pages: &[Page], word: &str, extreme: Extreme) -> Option<Count> {
+        let mut best: Option<(u64, &Page)> = None;
+        for page in pages {
+            let count = brute_count(&page.text, word);
+            if count == 0 {
+                continue;
+            }
+            let wins = best.is_none_or(|(c, p)| match extreme {
+                Extreme::Most => count > c || (count == c && page.seq < p.seq),
+                Extreme::Least => count < c || (count == c && page.seq < p.seq),
+            });
+            if wins {
+                best = Some((count, page));
+            }
+        }
+        best.map(|(count, page)| Count {
+            seq: page.seq,
+            url: page.url.clone(),
+            count,
+        })
+    }
+
+    #[test]
+    fn index_tokenizer_agrees_with_brute_force_on_test_texts() {
+        let (schema, fields) = schema();
+        let index = Index::create_in_ram(schema);
+        let mut analyzer = analyzer(&index, fields).expect("analyzer");
+        for page in pages() {
+            assert_eq!(tokens(&mut analyzer, &page.text), brute_tokens(&page.text));
+            assert_eq!(
+                tokens(&mut analyzer, &page.title),
+                brute_tokens(&page.title)
+            );
+        }
+        let long = "x".repeat(40);
+        assert_eq!(tokens(&mut analyzer, &long), brute_tokens(&long));
+        assert_eq!(tokens(&mut analyzer, "ÉTÉ naïve"), vec!["été", "naïve"]);
+    }
+
+    #[test]
+    fn search_returns_exactly_the_pages_with_the_word_and_their_lines() {
+        let (_dir, pages, reader) = built();
+        for word in WORDS {
+            let hits = reader.search(word, 1000).expect("search");
+            let got: BTreeMap<u64, Vec<(usize, String)>> =
+                hits.into_iter().map(|h| (h.seq, h.lines)).collect();
+            let want: BTreeMap<u64, Vec<(usize, String)>> = pages
+                .iter()
+                .filter(|p| brute_count(&p.text, word) + brute_count(&p.title, word) > 0)
+                .map(|p| {
+                    let lines = p
+                        .text
+                        .lines()
+                        .enumerate()
+                        .filter(|(_, l)| brute_count(l, word) > 0)
+                        .map(|(i, l)| (i + 1, l.to_owned()))
+                        .collect();
+                    (p.seq, lines)
+                })
+                .collect();
+            assert_eq!(
+                want.is_empty(),
+                *word == "zebra",
+                "test data must hold {word}"
+            );
+            assert_eq!(got, want, "word {word}");
+        }
+    }
+
+    #[test]
+    fn search_is_case_insensitive() {
+        let (_dir, _pages, reader) = built();
+        let lower: Vec<u64> = reader
+            .search("spider", 100)
+            .expect("search")
+            .iter()
+            .map(|h| h.seq)
+            .collect();
+        let upper: Vec<u64> = reader
+            .search("SPIDER", 100)
+            .expect("search")
+            .iter()
+            .map(|h| h.seq)
+            .collect();
+        assert!(!lower.is_empty());
+        assert_eq!(lower, upper);
+    }
+
+    #[test]
+    fn search_orders_by_score_then_lowest_seq() {
+        let (_dir, _pages, reader) = built();
+        for word in WORDS {
+            let hits = reader.search(word, 1000).expect("search");
+            for pair in hits.windows(2) {
+                assert!(
+                    pair[0].score > pair[1].score
+                        || (pair[0].score.to_bits() == pair[1].score.to_bits()
+                            && pair[0].seq < pair[1].seq),
+                    "word {word}: {pair:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn search_tie_between_identical_pages_goes_to_lowest_seq() {
+        let (_dir, _pages, reader) = built();
+        let hits = reader.search("gamma", 1).expect("search");
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].seq, 31);
+        let hits = reader.search("gamma", 2).expect("search");
+        assert_eq!(hits.iter().map(|h| h.seq).collect::<Vec<_>>(), vec![31, 85]);
+        // Identical pages score bit for bit the same: the tie is real.
+        assert_eq!(hits[0].score.to_bits(), hits[1].score.to_bits());
+    }
+
+    #[test]
+    fn max_count_matches_brute_force() {
+        let (_dir, pages, reader) = built();
+        for word in WORDS {
+            let want = brute_extreme(&pages, word, Extreme::Most);
+            assert_eq!(reader.max_count(word).expect("max"), want, "word {word}");
+        }
+    }
+
+    #[test]
+    fn min_count_matches_brute_force() {
+        let (_dir, pages, reader) = built();
+        for word in WORDS {
+            let want = brute_extreme(&pages, word, Extreme::Least);
+            assert_eq!(reader.min_count(word).expect("min"), want, "word {word}");
+        }
+    }
+
+    #[test]
+    fn max_count_tie_goes_to_lowest_seq() {
+        let (_dir, _pages, reader) = built();
+        let count = reader
+            .max_count("Alpha")
+            .expect("max")
+            .expect("alpha occurs");
+        assert_eq!((count.seq, count.count), (19, 5));
+    }
+
+    #[test]
+    fn min_count_tie_goes_to_lowest_seq() {
+        let (_dir, _pages, reader) = built();
+        let count = reader.min_count("beta").expect("min").expect("beta occurs");
+        assert_eq!((count.seq, count.count), (22, 1));
+    }
+
+    #[test]
+    fn unknown_word_has_no_count_and_no_hits() {
+        let (_dir, _pages, reader) = built();
+        assert_eq!(reader.max_count("zebra").expect("max"), None);
+        assert_eq!(reader.min_count("zebra").expect("min"), None);
+        assert!(reader.search("zebra", 10).expect("search").is_empty());
+    }
+
+    #[test]
+    fn count_rejects_what_is_not_one_word() {
+        let (_dir, _pages, reader) = built();
+        assert!(matches!(reader.max_count(""), Err(IndexError::EmptyQuery)));
+        assert!(matches!(
+            reader.max_count("  "),
+            Err(IndexError::EmptyQuery)
+        ));
+        assert!(matches!(
+            reader.max_count("two words"),
+            Err(IndexError::NotOneWord { .. })
+        ));
+        assert!(matches!(
+            reader.min_count("!?"),
+            Err(IndexError::NotOneWord { .. })
+        ));
+        assert!(matches!(
+            reader.max_count(&"a".repeat(100_000)),
+            Err(IndexError::QueryTooLong { .. })
+        ));
+        let message = reader
+            .max_count("don't")
+            .expect_err("two tokens")
+            .to_string();
+        assert!(message.contains("not one word"), "{message}");
+    }
+
+    #[test]
+    fn word_count_matches_brute_force() {
+        let (_dir, pages, reader) = built();
+        let want = WordCount {
+            pages: pages.len() as u64,
+            bytes: pages.iter().map(|p| p.text.len() as u64).sum(),
+            words: pages
+                .iter()
+                .map(|p| brute_tokens(&p.text).len() as u64)
+                .sum(),
+            lines: pages.iter().map(|p| p.text.lines().count() as u64).sum(),
+        };
+        assert_eq!(reader.word_count().expect("wc"), want);
+    }
+
+    #[test]
+    fn readding_committed_seqs_is_refused_and_duplicates_nothing() {
+        let (dir, pages, reader) = built();
+        let before = (
+            reader.word_count().expect("wc"),
+            reader.max_count("alpha").expect("max"),
+        );
+        let mut writer = IndexWriter::open(dir.path()).expect("reopen writer");
+        assert_eq!(writer.highest_seq(), Some(97));
+        for page in &pages {
+            assert!(!writer.add(&page.as_indexed()).expect("add"));
+        }
+        writer.commit().expect("commit");
+        writer.close().expect("close");
+        reader.reload().expect("reload");
+        let after = (
+            reader.word_count().expect("wc"),
+            reader.max_count("alpha").expect("max"),
+        );
+        assert_eq!(before, after);
+        assert_eq!(reader.search("gamma", 100).expect("search").len(), 4);
+    }
+
+    #[test]
+    fn uncommitted_pages_are_lost_and_a_resume_adds_them_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pages = pages();
+        let mut writer = IndexWriter::open(dir.path()).expect("open");
+        for page in &pages[..10] {
+            writer.add(&page.as_indexed()).expect("add");
+        }
+        writer.commit().expect("commit");
+        for page in &pages[10..15] {
+            writer.add(&page.as_indexed()).expect("add");
+        }
+        assert_eq!(writer.highest_seq(), Some(pages[14].seq));
+        drop(writer); // a crash: the last five were never committed
+        let mut writer = IndexWriter::open(dir.path()).expect("reopen");
+        assert_eq!(writer.highest_seq(), Some(pages[9].seq));
+        let added: Vec<bool> = pages
+            .iter()
+            .map(|p| writer.add(&p.as_indexed()).expect("add"))
+            .collect();
+        assert_eq!(added, (0..30).map(|i| i >= 10).collect::<Vec<_>>());
+        writer.commit().expect("commit");
+        writer.close().expect("close");
+        let reader = IndexReader::open(dir.path()).expect("reader");
+        assert_eq!(reader.word_count().expect("wc").pages, 30);
+    }
+
+    #[test]
+    fn reader_sees_new_pages_after_commit_and_reload() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pages = pages();
+        let mut writer = IndexWriter::open(dir.path()).expect("writer");
+        writer.add(&pages[0].as_indexed()).expect("add");
+        writer.commit().expect("commit");
+        let reader = IndexReader::open(dir.path()).expect("reader");
+        assert_eq!(reader.word_count().expect("wc").pages, 1);
+        writer.add(&pages[3].as_indexed()).expect("add");
+        reader.reload().expect("reload");
+        assert_eq!(
+            reader.word_count().expect("wc").pages,
+            1,
+            "not committed yet"
+        );
+        writer.commit().expect("commit");
+        assert_eq!(
+            reader.word_count().expect("wc").pages,
+            1,
+            "not reloaded yet"
+        );
+        reader.reload().expect("reload");
+        assert_eq!(reader.word_count().expect("wc").pages, 2);
+        let hit = reader
+            .max_count("alpha")
+            .expect("max")
+            .expect("alpha on seq 19");
+        assert_eq!(hit.seq, 19);
+    }
+
+    #[test]
+    fn second_writer_on_one_folder_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let _writer = IndexWriter::open(dir.path()).expect("writer");
+        let err = IndexWriter::open(dir.path()).err().expect("lock taken");
+        assert!(matches!(err, IndexError::Locked(_)), "{err}");
+    }
+
+    #[test]
+    fn folder_without_index_is_no_index_with_a_clear_message() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = IndexReader::open(dir.path()).err().expect("empty folder");
+        assert!(matches!(err, IndexError::NoIndex(_)));
+        assert!(err.to_string().contains("holds no search index"), "{err}");
+        let missing = dir.path().join("nope");
+        let err = IndexReader::open(&missing).err().expect("missing folder");
+        assert!(matches!(err, IndexError::NoIndex(_)));
+        assert!(!missing.exists(), "a reader must not create the folder");
+    }
+
+    #[test]
+    fn hostile_queries_give_clear_errors_or_empty_results() {
+        let (_dir, _pages, reader) = built();
+        let cases: &[&str] = &[
+            "\"alpha beta",
+            "alpha\"",
+            "AND",
+            "OR",
+            "NOT",
+            "*",
+            "-",
+            "+",
+            "()",
+            ")(",
+            "title:",
+            ":",
+            "alpha AND",
+            "AND alpha",
+            "\\",
+            "[a TO",
+            "~2",
+            "^",
+        ];
+        for query in cases {
+            match reader.search(query, 10) {
+                Ok(hits) => assert!(hits.len() <= 10, "{query}"),
+                Err(err) => assert!(!err.to_string().is_empty(), "{query}"),
+            }
+        }
+        assert!(matches!(
+            reader.search("\"alpha beta", 10),
+            Err(IndexError::BadQuery { .. })
+        ));
+        assert!(matches!(
+            reader.search("-", 10),
+            Err(IndexError::BadQuery { .. })
+        ));
+        assert!(matches!(
+            reader.search("NOT", 10),
+            Err(IndexError::BadQuery { .. })
+        ));
+        assert!(matches!(
+            reader.search("-alpha", 10),
+            Err(IndexError::BadQuery { .. })
+        ));
+        // A lone AND or OR is read as the word itself, which no test page holds.
+        assert!(reader.search("AND", 10).expect("AND as a word").is_empty());
+        assert!(reader.search("OR", 10).expect("OR as a word").is_empty());
+        assert!(matches!(reader.search("\\", 10), Err(IndexError::NoWords)));
+        assert!(matches!(reader.search("", 10), Err(IndexError::EmptyQuery)));
+        assert!(matches!(
+            reader.search(" \t\n", 10),
+            Err(IndexError::EmptyQuery)
+        ));
+        assert!(matches!(reader.search("*", 10), Err(IndexError::NoWords)));
+        assert!(matches!(
+            reader.search(&"alpha ".repeat(20_000), 10),
+            Err(IndexError::QueryTooLong { .. })
+        ));
+        assert!(matches!(
+            reader.search(&"(".repeat(500), 10),
+            Err(IndexError::QueryTooDeep { .. })
+        ));
+        assert!(reader.search("alpha", 0).expect("limit 0").is_empty());
+    }
+
+    #[test]
+    fn largest_accepted_queries_do_not_panic() {
+        let (_dir, _pages, reader) = built();
+        let words = "alpha ".repeat(MAX_QUERY_BYTES / 6);
+        assert!(!reader.search(&words, 10).expect("many words").is_empty());
+        let nested = format!(
+            "{}alpha{}",
+            "(".repeat(MAX_QUERY_NESTING),
+            ")".repeat(MAX_QUERY_NESTING)
+        );
+        assert!(!reader.search(&nested, 10).expect("nested").is_empty());
+        let quotes = "\"".repeat(MAX_QUERY_BYTES);
+        let _ = reader.search(&quotes, 10);
+    }
+
+    #[test]
+    fn phrase_query_matches_adjacent_words_only() {
+        let (_dir, _pages, reader) = built();
+        let seqs: BTreeSet<u64> = reader
+            .search("\"gamma delay\"", 100)
+            .expect("phrase")
+            .iter()
+            .map(|h| h.seq)
+            .collect();
+        assert_eq!(seqs, BTreeSet::from([31, 85]));
+    }
+
+    #[test]
+    fn word_with_apostrophe_is_searchable() {
+        let (_dir, pages, reader) = built();
+        let want: BTreeSet<u64> = pages
+            .iter()
+            .filter(|p| p.text.contains("don't") || p.title.contains("don't"))
+            .map(|p| p.seq)
+            .collect();
+        let got: BTreeSet<u64> = reader
+            .search("don't", 100)
+            .expect("search")
+            .iter()
+            .map(|h| h.seq)
+            .collect();
+        assert!(!want.is_empty());
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn bad_query_message_says_where() {
+        let (_dir, _pages, reader) = built();
+        let message = reader
+            .search("alpha AND (beta", 10)
+            .expect_err("unbalanced")
+            .to_string();
+        assert!(
+            message.starts_with("cannot understand the query"),
+            "{message}"
+        );
+        assert!(message.contains("position"), "{message}");
+    }
+
+    #[test]
+    fn index_with_other_fields_is_refused_as_foreign() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut builder = Schema::builder();
+        builder.add_text_field("body", TEXT);
+        Index::create_in_dir(dir.path(), builder.build()).expect("other index");
+        let err = IndexReader::open(dir.path()).err().expect("foreign");
+        assert!(matches!(err, IndexError::ForeignIndex(_)), "{err}");
+        let err = IndexWriter::open(dir.path()).err().expect("foreign");
+        assert!(matches!(err, IndexError::ForeignIndex(_)), "{err}");
+    }
+}
