@@ -46,6 +46,49 @@ pub enum Command {
     /// Talk to a running crawl's control API: stats, metrics, pause, resume, stop, delay MS,
     /// workers N.
     Ctl(CtlArgs),
+    /// Search the pages a crawl stored in DIR (its --out): ranked pages with their matching
+    /// lines. Ties go to the page committed first.
+    Search(SearchArgs),
+    /// The page of DIR's crawl where WORD occurs most, with the count (ties: committed first).
+    Maxcount(CountArgs),
+    /// The page where WORD occurs least but at least once, with the count (ties: committed first).
+    Mincount(CountArgs),
+    /// Pages, bytes, words and lines of the text indexed in DIR.
+    Wc(WcArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The crawl folder (--out of the crawl).
+    pub dir: PathBuf,
+    /// Words; quotes make a phrase, AND/OR/NOT and `title:` work as in tantivy's query syntax.
+    #[arg(required = true)]
+    pub words: Vec<String>,
+    /// At most this many pages.
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CountArgs {
+    /// The crawl folder (--out of the crawl).
+    pub dir: PathBuf,
+    pub word: String,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WcArgs {
+    /// The crawl folder (--out of the crawl).
+    pub dir: PathBuf,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `crawltop demo`.
@@ -258,6 +301,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Crawl(args) => crawl(&args),
         Command::Demo(args) => demo(&args),
         Command::Ctl(args) => ctl(&args),
+        Command::Search(args) => search(&args),
+        Command::Maxcount(args) => count(&args, true),
+        Command::Mincount(args) => count(&args, false),
+        Command::Wc(args) => wc(&args),
     }
 }
 
@@ -603,4 +650,56 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
         eprintln!("crawltop: the control API answered {status}");
         Ok(ExitCode::from(1))
     }
+}
+
+fn reader(dir: &std::path::Path) -> anyhow::Result<crate::index::IndexReader> {
+    Ok(crate::index::IndexReader::open(&dir.join("index"))?)
+}
+
+fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
+    let hits = reader(&args.dir)?.search(&args.words.join(" "), args.limit)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&hits)?);
+    } else if hits.is_empty() {
+        println!("no page matches");
+    } else {
+        for hit in &hits {
+            println!("{:.3}  {}  {}", hit.score, hit.url, hit.title);
+            for (n, line) in &hit.lines {
+                println!("    {n:>5}: {line}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn count(args: &CountArgs, most: bool) -> anyhow::Result<ExitCode> {
+    let r = reader(&args.dir)?;
+    let found = if most {
+        r.max_count(&args.word)?
+    } else {
+        r.min_count(&args.word)?
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+    } else {
+        match found {
+            Some(c) => println!("{}  {}", c.count, c.url),
+            None => println!("{:?} occurs on no page", args.word),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn wc(args: &WcArgs) -> anyhow::Result<ExitCode> {
+    let w = reader(&args.dir)?.word_count()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&w)?);
+    } else {
+        println!(
+            "pages {}  bytes {}  words {}  lines {}",
+            w.pages, w.bytes, w.words, w.lines
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -59,6 +59,8 @@ pub enum StoreError {
     Warc(#[from] super::warc::WarcError),
     #[error("mirror: {0}")]
     Mirror(#[from] super::mirror::MirrorError),
+    #[error("index: {0}")]
+    Index(#[from] crate::index::IndexError),
 }
 
 /// The crawl folder's lock: held for the crawl's life, released by the OS on any exit.
@@ -119,6 +121,8 @@ pub struct CommitItem {
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
     pub truncated: bool,
+    /// The page's title and visible text, when it is HTML to index (not `noindex`).
+    pub text: Option<(String, String)>,
 }
 
 /// What the committer has done, readable from any thread.
@@ -182,6 +186,7 @@ impl Committer {
             None
         };
         let pages = kind.mirror().then(|| dir.join("pages"));
+        let mut index = Some(crate::index::IndexWriter::open(&dir.join("index"))?);
         let status = Arc::new(CommitStatus::default());
         let fail_after = std::env::var(FAIL_AFTER_ENV)
             .ok()
@@ -191,9 +196,24 @@ impl Committer {
         let thread = std::thread::Builder::new()
             .name("crawltop-committer".into())
             .spawn(move || {
-                let result = write_loop(&rx, warc.as_mut(), pages.as_deref(), &st, fail_after);
+                let result = write_loop(
+                    &rx,
+                    warc.as_mut(),
+                    pages.as_deref(),
+                    index.as_mut(),
+                    &st,
+                    fail_after,
+                );
                 let synced = warc.as_mut().map_or(Ok(()), WarcWriter::sync);
-                if let Some(e) = result.err().or(synced.err().map(StoreError::from)) {
+                let indexed = index.take().map_or(Ok(()), |mut i| {
+                    i.commit()?;
+                    i.close()
+                });
+                if let Some(e) = result
+                    .err()
+                    .or(synced.err().map(StoreError::from))
+                    .or(indexed.err().map(StoreError::from))
+                {
                     *st.error.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
                 }
             })
@@ -234,10 +254,13 @@ fn write_loop(
     rx: &mpsc::Receiver<CommitItem>,
     mut warc: Option<&mut WarcWriter>,
     pages: Option<&Path>,
+    mut index: Option<&mut crate::index::IndexWriter>,
     status: &CommitStatus,
     fail_after: Option<u64>,
 ) -> Result<(), StoreError> {
     let mut since_sync = 0u64;
+    let mut index_committed = std::time::Instant::now();
+    let mut index_pending = false;
     while let Ok(item) = rx.recv() {
         if fail_after.is_some_and(|n| status.committed() >= n) {
             return Err(StoreError::Io {
@@ -274,6 +297,23 @@ fn write_loop(
             && (200..300).contains(&item.status)
         {
             super::mirror::write_page(root, &item.url, &item.body)?;
+        }
+        if let (Some(ix), Some((title, text))) = (index.as_deref_mut(), &item.text) {
+            ix.add(&crate::index::IndexedPage {
+                seq: item.seq,
+                url: item.url.as_str(),
+                title,
+                text,
+            })?;
+            index_pending = true;
+        }
+        // Searchable while the crawl runs: a commit at most once a second.
+        if index_pending && index_committed.elapsed() >= std::time::Duration::from_secs(1) {
+            if let Some(ix) = index.as_deref_mut() {
+                ix.commit()?;
+            }
+            index_pending = false;
+            index_committed = std::time::Instant::now();
         }
         status.committed.fetch_add(1, Ordering::Relaxed);
         status.last_seq.store(item.seq + 1, Ordering::Relaxed);

@@ -9,6 +9,7 @@
 mod crawl_cli;
 mod dashboard_pty;
 mod engine;
+mod index;
 mod store;
 mod testweb_cli;
 mod testweb_gen;

@@ -33,7 +33,7 @@ use crate::snapshot::{
     CommandRecord, CommandSource, DelaySource, Errors, Http, LogLine, RunState, Shares, Snapshot,
 };
 use crate::store::commit::{Seq, Window};
-use crate::store::committer::{CommitItem, CommitStatus, Committer, FolderLock, StoreKind};
+use crate::store::committer::{CommitItem, CommitStatus, Committer, FolderLock};
 
 /// How often a snapshot is published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(100);
@@ -232,11 +232,13 @@ impl Coordinator {
         let (lock, committer) = match &cfg.out {
             Some(dir) => {
                 let lock = FolderLock::take(dir)?;
-                let committer = (cfg.store != StoreKind::None)
-                    .then(|| {
-                        Committer::start(dir, cfg.store, cfg.warc_max_bytes, SystemTime::now())
-                    })
-                    .transpose()?;
+                // The committer also feeds the index, so it runs even with `--store none`.
+                let committer = Some(Committer::start(
+                    dir,
+                    cfg.store,
+                    cfg.warc_max_bytes,
+                    SystemTime::now(),
+                )?);
                 (Some(lock), committer)
             }
             None => (None, None),
@@ -680,7 +682,13 @@ impl Coordinator {
                 } = *p;
                 if let Some(seq) = running.seq {
                     if let FetchOutcome::Response(f) = &outcome {
-                        let item = self.commit_item(seq, f);
+                        let mut item = self.commit_item(seq, f);
+                        if let Some(Ok(page)) = &parsed
+                            && !page.meta_robots.noindex
+                        {
+                            item.text =
+                                Some((page.title.clone().unwrap_or_default(), page.text.clone()));
+                        }
                         self.window.complete(seq, item);
                     } else {
                         self.window.skip(seq);
@@ -737,6 +745,7 @@ impl Coordinator {
             headers: f.headers.clone(),
             body: f.body.clone(),
             truncated: f.truncated,
+            text: None,
         }
     }
 

@@ -1,0 +1,218 @@
+//! The full-text index of a crawl, judged against a brute-force scan of the pages the server
+//! serves, parsed by the same parser.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufReader;
+
+use crawltop::index::IndexReader;
+use crawltop::store::committer::StoreKind;
+use crawltop::testweb::manifest::{ContentKind, SiteKind};
+use crawltop::testweb::{GenOptions, TestWeb};
+
+use crate::engine::{config, crawl, seeds};
+use crate::util::{bin, client};
+
+/// Tokens as the index makes them: runs of letters and digits, lowercased, under 40 bytes.
+fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty() && t.len() < 40)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Response URIs in the order the WARC holds them: the commit order.
+fn warc_order(dir: &std::path::Path) -> Vec<String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("warc")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let file = std::fs::File::open(&f).expect("open");
+        let reader = warc::WarcReader::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)));
+        for r in reader.iter_records() {
+            let r = r.expect("record");
+            if r.warc_type() == &warc::RecordType::Response {
+                out.push(
+                    r.header(warc::WarcHeader::TargetURI)
+                        .expect("uri")
+                        .to_string(),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn search_counts_and_wc_agree_with_a_brute_force_scan() {
+    let web = TestWeb::start(GenOptions::new(3, 20).seed(12).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.delay_ms = 0;
+    cfg.out = Some(out.path().to_path_buf());
+    cfg.store = StoreKind::Warc;
+    crawl(cfg).await;
+
+    // The pages that must be indexed: HTML, answered 200, not noindex; in commit order.
+    let order = warc_order(&out.path().join("warc"));
+    let http = client();
+    let mut pages: Vec<(String, String, String)> = Vec::new(); // (url, title, text)
+    for site in web.manifest().normal_sites() {
+        for p in site.pages.iter().filter(|p| p.content == ContentKind::Html) {
+            if site.noindex.contains(&p.path) {
+                continue;
+            }
+            let url = web.url(&site.name, &p.path);
+            let body = http
+                .get(&url)
+                .send()
+                .await
+                .expect("get")
+                .bytes()
+                .await
+                .expect("body");
+            let parsed = crawltop::parse::parse_html(
+                &body,
+                Some("text/html"),
+                &url::Url::parse(&url).expect("url"),
+            );
+            pages.push((url, parsed.title.unwrap_or_default(), parsed.text));
+        }
+    }
+    let position: BTreeMap<&str, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (u.as_str(), i))
+        .collect();
+    pages.sort_by_key(|(u, _, _)| position.get(u.as_str()).copied().unwrap_or(usize::MAX));
+    assert!(pages.len() > 40, "{} pages", pages.len());
+
+    let reader = IndexReader::open(&out.path().join("index")).expect("index");
+    let wc = reader.word_count().expect("wc");
+    assert_eq!(wc.pages, pages.len() as u64);
+    assert_eq!(
+        wc.bytes,
+        pages.iter().map(|p| p.2.len() as u64).sum::<u64>()
+    );
+    assert_eq!(
+        wc.words,
+        pages.iter().map(|p| tokens(&p.2).len() as u64).sum::<u64>()
+    );
+    assert_eq!(
+        wc.lines,
+        pages
+            .iter()
+            .map(|p| p.2.lines().count() as u64)
+            .sum::<u64>()
+    );
+
+    for word in [
+        "alice", "rabbit", "queen", "the", "hatter", "dormouse", "said", "zebra",
+    ] {
+        let counts: Vec<(usize, &str)> = pages
+            .iter()
+            .map(|(u, _, t)| (tokens(t).iter().filter(|w| *w == word).count(), u.as_str()))
+            .collect();
+        // The first page in commit order wins a tie.
+        let max = counts.iter().map(|c| c.0).max().unwrap_or(0);
+        let want_max = counts.iter().find(|c| c.0 == max && max > 0);
+        let got = reader.max_count(word).expect("maxcount");
+        assert_eq!(
+            got.as_ref().map(|c| (c.count as usize, c.url.as_str())),
+            want_max.copied(),
+            "maxcount {word}"
+        );
+        let min = counts.iter().map(|c| c.0).filter(|n| *n > 0).min();
+        let want_min = min.and_then(|m| counts.iter().find(|c| c.0 == m));
+        let got = reader.min_count(word).expect("mincount");
+        assert_eq!(
+            got.as_ref().map(|c| (c.count as usize, c.url.as_str())),
+            want_min.copied(),
+            "mincount {word}"
+        );
+        // Search finds exactly the pages with the word in the title or the text, and shows the
+        // text lines that hold it, with their numbers.
+        let hits = reader.search(word, 10_000).expect("search");
+        let got: BTreeSet<&str> = hits.iter().map(|h| h.url.as_str()).collect();
+        let want: BTreeSet<&str> = pages
+            .iter()
+            .filter(|(_, title, text)| {
+                tokens(title).iter().any(|w| w == word) || tokens(text).iter().any(|w| w == word)
+            })
+            .map(|(u, _, _)| u.as_str())
+            .collect();
+        assert_eq!(got, want, "search {word}");
+        for hit in &hits {
+            let text = &pages.iter().find(|p| p.0 == hit.url).expect("page").2;
+            let want_lines: Vec<(usize, String)> = text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| tokens(l).iter().any(|w| w == word))
+                .map(|(i, l)| (i + 1, l.to_string()))
+                .collect();
+            assert_eq!(hit.lines, want_lines, "lines of {} for {word}", hit.url);
+        }
+    }
+
+    // The command line says the same, and a folder without an index gets a clear error.
+    let o = std::process::Command::new(bin())
+        .args(["wc", out.path().to_str().expect("utf8"), "--json"])
+        .output()
+        .expect("wc");
+    assert!(o.status.success());
+    let cli: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(cli["pages"], wc.pages);
+    let empty = tempfile::tempdir().expect("tempdir");
+    let o = std::process::Command::new(bin())
+        .args(["search", empty.path().to_str().expect("utf8"), "alice"])
+        .output()
+        .expect("search");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("holds no search index"));
+    let o = std::process::Command::new(bin())
+        .args(["search", out.path().to_str().expect("utf8"), "\"unbalanced"])
+        .output()
+        .expect("search");
+    assert_eq!(o.status.code(), Some(2), "a clear error, not a panic");
+}
+
+#[tokio::test]
+async fn pages_are_searchable_while_the_crawl_runs() {
+    let web = TestWeb::start(GenOptions::new(1, 200).seed(3))
+        .await
+        .expect("web");
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![web.url("site00", "/")]);
+    cfg.delay_ms = 100;
+    cfg.out = Some(out.path().to_path_buf());
+    let handle = crawltop::engine::spawn(cfg).expect("starts");
+    // Wait (on events) until the index holds pages: commits happen about once a second.
+    let dir = out.path().join("index");
+    let found = tokio::time::timeout(crate::util::PATIENCE, async {
+        loop {
+            web.log().wait_until(|r| r.len() >= 5).await;
+            if let Ok(r) = IndexReader::open(&dir)
+                && r.word_count().is_ok_and(|w| w.pages > 0)
+            {
+                return r.word_count().expect("wc").pages;
+            }
+            let n = web.log().len();
+            web.log().wait_until(|r| r.len() as u64 > n).await;
+        }
+    })
+    .await
+    .expect("the index fills while crawling");
+    assert!(found > 0);
+    let snap = handle.snapshots().borrow().clone();
+    assert_ne!(
+        snap.state,
+        crawltop::snapshot::RunState::Finished,
+        "still crawling"
+    );
+    handle.abort();
+    let _ = handle.finished().await;
+}
