@@ -364,43 +364,25 @@ fn exchange_members(
     let request_payload = http_payload(request_block);
     let request_block_digest = sha1_label(request_block);
     let request_payload_digest = sha1_label(request_payload);
-    let mut fields = vec![
-        ("WARC-Type", "request"),
-        ("WARC-Record-ID", request_id),
-        ("WARC-Date", date.as_str()),
-        ("WARC-Target-URI", ex.target_uri),
-    ];
-    if let Some(ip) = &ip {
-        fields.push(("WARC-IP-Address", ip.as_str()));
-    }
-    fields.extend([
-        ("WARC-Warcinfo-ID", file.warcinfo_id.as_str()),
-        ("WARC-Concurrent-To", response_id),
-        ("WARC-Block-Digest", request_block_digest.as_str()),
-        ("WARC-Payload-Digest", request_payload_digest.as_str()),
-        ("Content-Type", "application/http;msgtype=request"),
-    ]);
+    let mut fields = exchange_fields(
+        ("request", request_id, response_id),
+        (date.as_str(), ex.target_uri, ip.as_deref()),
+        file.warcinfo_id.as_str(),
+        (&request_block_digest, &request_payload_digest),
+    );
+    fields.push(("Content-Type", "application/http;msgtype=request"));
     let mut bytes = gzip_record(&fields, request_block);
     let request_len = bytes.len() as u64;
 
     let response_block = response_block(ex);
     let response_block_digest = sha1_label(&response_block);
     let response_payload_digest = sha1_label(ex.body);
-    let mut fields = vec![
-        ("WARC-Type", "response"),
-        ("WARC-Record-ID", response_id),
-        ("WARC-Date", date.as_str()),
-        ("WARC-Target-URI", ex.target_uri),
-    ];
-    if let Some(ip) = &ip {
-        fields.push(("WARC-IP-Address", ip.as_str()));
-    }
-    fields.extend([
-        ("WARC-Warcinfo-ID", file.warcinfo_id.as_str()),
-        ("WARC-Concurrent-To", request_id),
-        ("WARC-Block-Digest", response_block_digest.as_str()),
-        ("WARC-Payload-Digest", response_payload_digest.as_str()),
-    ]);
+    let mut fields = exchange_fields(
+        ("response", response_id, request_id),
+        (date.as_str(), ex.target_uri, ip.as_deref()),
+        file.warcinfo_id.as_str(),
+        (&response_block_digest, &response_payload_digest),
+    );
     if let Some(truncation) = ex.truncated {
         fields.push(("WARC-Truncated", truncation.as_warc_value()));
     }
@@ -467,6 +449,32 @@ fn sha1_label(bytes: &[u8]) -> String {
         "sha1:{}",
         data_encoding::BASE32.encode(Sha1::digest(bytes).as_slice())
     )
+}
+
+/// The named fields a request or response record share, in the order they are written:
+/// (type, its id, the other record's id), (date, target URI, IP), warcinfo id, digests.
+fn exchange_fields<'a>(
+    (kind, id, other): (&'a str, &'a str, &'a str),
+    (date, uri, ip): (&'a str, &'a str, Option<&'a str>),
+    warcinfo: &'a str,
+    (block_digest, payload_digest): (&'a str, &'a str),
+) -> Vec<(&'static str, &'a str)> {
+    let mut fields = vec![
+        ("WARC-Type", kind),
+        ("WARC-Record-ID", id),
+        ("WARC-Date", date),
+        ("WARC-Target-URI", uri),
+    ];
+    if let Some(ip) = ip {
+        fields.push(("WARC-IP-Address", ip));
+    }
+    fields.extend([
+        ("WARC-Warcinfo-ID", warcinfo),
+        ("WARC-Concurrent-To", other),
+        ("WARC-Block-Digest", block_digest),
+        ("WARC-Payload-Digest", payload_digest),
+    ]);
+    fields
 }
 
 /// One complete record, `WARC/1.1` header through the closing `\r\n\r\n`, as one gzip member.

@@ -2,7 +2,6 @@
 //! serves, parsed by the same parser.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::BufReader;
 
 use crawltop::index::IndexReader;
 use crawltop::store::committer::StoreKind;
@@ -10,7 +9,7 @@ use crawltop::testweb::manifest::{ContentKind, SiteKind};
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{bin, client};
+use crate::util::{bin, client, read_warc};
 
 /// Tokens as the index makes them: runs of letters and digits, lowercased, under 40 bytes.
 fn tokens(text: &str) -> Vec<String> {
@@ -18,31 +17,6 @@ fn tokens(text: &str) -> Vec<String> {
         .filter(|t| !t.is_empty() && t.len() < 40)
         .map(str::to_lowercase)
         .collect()
-}
-
-/// Response URIs in the order the WARC holds them: the commit order.
-fn warc_order(dir: &std::path::Path) -> Vec<String> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("warc")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let file = std::fs::File::open(&f).expect("open");
-        let reader = warc::WarcReader::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)));
-        for r in reader.iter_records() {
-            let r = r.expect("record");
-            if r.warc_type() == &warc::RecordType::Response {
-                out.push(
-                    r.header(warc::WarcHeader::TargetURI)
-                        .expect("uri")
-                        .to_string(),
-                );
-            }
-        }
-    }
-    out
 }
 
 #[tokio::test]
@@ -58,7 +32,7 @@ async fn search_counts_and_wc_agree_with_a_brute_force_scan() {
     crawl(cfg).await;
 
     // The pages that must be indexed: HTML, answered 200, not noindex; in commit order.
-    let order = warc_order(&out.path().join("warc"));
+    let order = read_warc(&out.path().join("warc")).order;
     let http = client();
     let mut pages: Vec<(String, String, String)> = Vec::new(); // (url, title, text)
     for site in web.manifest().normal_sites() {

@@ -1,8 +1,6 @@
 //! The page store: what a crawl with `--out` keeps, read back by an independent WARC reader
 //! and compared with what the server serves.
 
-use std::collections::BTreeMap;
-use std::io::BufReader;
 use std::process::{Command, Stdio};
 
 use crawltop::store::committer::StoreKind;
@@ -11,42 +9,7 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{PATIENCE, bin, client};
-
-/// Response records of every WARC file in `dir`: target URI -> (status line, body), and the
-/// count of response records per URI.
-fn read_warc(dir: &std::path::Path) -> (BTreeMap<String, Vec<u8>>, BTreeMap<String, usize>) {
-    let mut bodies = BTreeMap::new();
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("warc folder")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no WARC file written");
-    for path in files {
-        let file = std::fs::File::open(&path).expect("open");
-        let reader = warc::WarcReader::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)));
-        for record in reader.iter_records() {
-            let record = record.expect("a valid record");
-            if record.warc_type() != &warc::RecordType::Response {
-                continue;
-            }
-            let uri = record
-                .header(warc::WarcHeader::TargetURI)
-                .expect("target uri")
-                .to_string();
-            let block = record.body();
-            let split = block
-                .windows(4)
-                .position(|w| w == b"\r\n\r\n")
-                .expect("an HTTP message");
-            bodies.insert(uri.clone(), block[split + 4..].to_vec());
-            *counts.entry(uri).or_default() += 1;
-        }
-    }
-    (bodies, counts)
-}
+use crate::util::{PATIENCE, bin, client, read_warc};
 
 #[tokio::test]
 async fn a_crawl_keeps_every_response_once_in_warc_and_mirror() {
@@ -80,7 +43,8 @@ async fn a_crawl_keeps_every_response_once_in_warc_and_mirror() {
         "every response stored"
     );
 
-    let (bodies, counts) = read_warc(&out.path().join("warc"));
+    let warc = read_warc(&out.path().join("warc"));
+    let (bodies, counts) = (warc.bodies, warc.counts);
     assert!(
         counts.values().all(|n| *n == 1),
         "a response stored twice: {counts:?}"
@@ -206,6 +170,6 @@ async fn a_store_write_error_pauses_the_crawl_and_keeps_what_was_committed() {
         "{log:?}"
     );
     // The five committed exchanges are whole and readable.
-    let (_, counts) = read_warc(&out.path().join("crawl").join("warc"));
+    let counts = read_warc(&out.path().join("crawl").join("warc")).counts;
     assert_eq!(counts.len(), 5);
 }

@@ -48,3 +48,54 @@ pub fn bin() -> std::path::PathBuf {
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+/// What the response records of a crawl's WARC files hold, read by the `warc` crate (an
+/// independent reader).
+pub struct WarcRead {
+    /// Target URI -> body.
+    pub bodies: std::collections::BTreeMap<String, Vec<u8>>,
+    /// How many response records each URI has.
+    pub counts: std::collections::BTreeMap<String, usize>,
+    /// The URIs in file order: the commit order.
+    pub order: Vec<String>,
+}
+
+/// Reads every WARC file in `dir`.
+pub fn read_warc(dir: &std::path::Path) -> WarcRead {
+    let mut out = WarcRead {
+        bodies: std::collections::BTreeMap::new(),
+        counts: std::collections::BTreeMap::new(),
+        order: Vec::new(),
+    };
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("warc folder")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no WARC file written");
+    for path in files {
+        let file = std::fs::File::open(&path).expect("open");
+        let reader = warc::WarcReader::new(std::io::BufReader::new(
+            flate2::read::MultiGzDecoder::new(file),
+        ));
+        for record in reader.iter_records() {
+            let record = record.expect("a valid record");
+            if record.warc_type() != &warc::RecordType::Response {
+                continue;
+            }
+            let uri = record
+                .header(warc::WarcHeader::TargetURI)
+                .expect("target uri")
+                .to_string();
+            let block = record.body();
+            let split = block
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .expect("an HTTP message");
+            out.bodies.insert(uri.clone(), block[split + 4..].to_vec());
+            *out.counts.entry(uri.clone()).or_default() += 1;
+            out.order.push(uri);
+        }
+    }
+    out
+}
