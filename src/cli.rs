@@ -487,12 +487,18 @@ async fn crawl_with_face(
         workers: cfg.workers,
         stats_path: stats_path.clone(),
     };
+    let index_dir = cfg.out.as_ref().map(|d| d.join("index"));
     let handle = engine::spawn(cfg)?;
     // Lives as long as this function: the API answers until the crawl is over.
     let _control = match control {
         Some(opts) => {
-            let server =
-                crate::control::serve(opts, handle.snapshots(), handle.commander()).await?;
+            let server = crate::control::serve_with_index(
+                opts,
+                index_dir,
+                handle.snapshots(),
+                handle.commander(),
+            )
+            .await?;
             eprintln!("crawltop: control API on http://{}", server.local_addr());
             Some(server)
         }

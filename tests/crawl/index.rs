@@ -190,3 +190,77 @@ async fn pages_are_searchable_while_the_crawl_runs() {
     handle.abort();
     let _ = handle.finished().await;
 }
+
+#[tokio::test]
+async fn the_control_api_answers_queries_on_the_index() {
+    use crawltop::control::{ControlOptions, client_request, serve, serve_with_index};
+    let web = TestWeb::start(GenOptions::new(1, 20).seed(5))
+        .await
+        .expect("web");
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![web.url("site00", "/")]);
+    cfg.delay_ms = 0;
+    cfg.out = Some(out.path().to_path_buf());
+    let handle = crawltop::engine::spawn(cfg).expect("starts");
+    let local = ControlOptions {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        token: None,
+    };
+    let api = serve_with_index(
+        local.clone(),
+        Some(out.path().join("index")),
+        handle.snapshots(),
+        handle.commander(),
+    )
+    .await
+    .expect("serves");
+    let bare = serve(local, handle.snapshots(), handle.commander())
+        .await
+        .expect("serves");
+    let summary = handle.finished().await.expect("crawl");
+    assert!(summary.completed);
+    let reader = IndexReader::open(&out.path().join("index")).expect("index");
+    let addr = api.local_addr();
+    let get = |path: &'static str| client_request(addr, None, "GET", path);
+
+    let (status, body) = get("/search?q=rabbit").await.expect("search");
+    assert_eq!(status, 200, "{body}");
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&body).expect("json");
+    let want: Vec<String> = reader
+        .search("rabbit", 20)
+        .expect("search")
+        .into_iter()
+        .map(|h| h.url)
+        .collect();
+    let got: Vec<&str> = hits
+        .iter()
+        .map(|h| h["url"].as_str().expect("url"))
+        .collect();
+    assert_eq!(got, want);
+    assert!(!want.is_empty());
+    let (status, body) = get("/maxcount?word=rabbit").await.expect("maxcount");
+    assert_eq!(status, 200);
+    let max: serde_json::Value = serde_json::from_str(&body).expect("json");
+    let want = reader.max_count("rabbit").expect("max").expect("some");
+    assert_eq!(
+        (max["url"].as_str(), max["count"].as_u64()),
+        (Some(want.url.as_str()), Some(want.count))
+    );
+    let (status, body) = get("/wc").await.expect("wc");
+    assert_eq!(status, 200);
+    let wc: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(wc["pages"], reader.word_count().expect("wc").pages);
+    let (status, body) = get("/search?q=%22unbalanced").await.expect("bad");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("error"));
+    let (status, _) = get("/search").await.expect("no q");
+    assert_eq!(status, 400);
+    let (status, _) = client_request(addr, None, "POST", "/search?q=x")
+        .await
+        .expect("post");
+    assert_eq!(status, 405);
+    let (status, body) = client_request(bare.local_addr(), None, "GET", "/wc")
+        .await
+        .expect("wc");
+    assert_eq!(status, 404, "{body}");
+}
