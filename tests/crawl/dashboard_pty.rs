@@ -16,6 +16,8 @@ struct Screen {
     raw: Arc<Mutex<Vec<u8>>>,
     parser: Arc<Mutex<vt100::Parser>>,
     changed: Arc<tokio::sync::Notify>,
+    /// Set when the terminal's output reached its end (the program closed it).
+    closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Screen {
@@ -83,6 +85,7 @@ fn spawn_in_pty_env(
         raw: Arc::new(Mutex::new(Vec::new())),
         parser: Arc::new(Mutex::new(vt100::Parser::new(30, 100, 0))),
         changed: Arc::new(tokio::sync::Notify::new()),
+        closed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
     };
     let s = screen.clone();
     std::thread::spawn(move || {
@@ -97,13 +100,27 @@ fn spawn_in_pty_env(
             s.parser.lock().expect("parser").process(&buf[..n]);
             s.changed.notify_waiters();
         }
+        s.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        s.changed.notify_waiters();
     });
     (child, screen, keys)
 }
 
 /// The terminal was given back: the alternate screen left after it was entered, the cursor
 /// shown after it was last hidden.
-fn assert_restored(screen: &Screen) {
+async fn assert_restored(screen: &Screen) {
+    // The program has exited; read its output to the end before judging it.
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let notified = screen.changed.notified();
+            if screen.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
+    })
+    .await
+    .expect("the terminal's output ends");
     let raw = screen.raw();
     let text = String::from_utf8_lossy(&raw);
     let entered = text
@@ -209,7 +226,7 @@ async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
     press("q");
     let status = wait_exit(child).await;
     assert!(status.success(), "{status:?}");
-    assert_restored(&screen);
+    assert_restored(&screen).await;
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
     for key in [
@@ -281,7 +298,7 @@ async fn ctrl_c_twice_ends_at_once_and_restores_the_terminal() {
     let _ = keys.flush();
     let status = wait_exit(child).await;
     assert!(status.success(), "{status:?}");
-    assert_restored(&screen);
+    assert_restored(&screen).await;
     // No --stats-out: the stats went to crawltop-stats-<timestamp>.json here, as the shell says.
     let stats: Vec<_> = std::fs::read_dir(tmp.path())
         .expect("read_dir")
@@ -321,7 +338,7 @@ async fn sigterm_stops_the_dashboard_and_restores_the_terminal() {
     .expect("signal");
     let status = wait_exit(child).await;
     assert!(status.success(), "{status:?}");
-    assert_restored(&screen);
+    assert_restored(&screen).await;
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
     assert_eq!(stats["commands"][0]["source"], "signal");
@@ -338,7 +355,7 @@ async fn a_finished_crawl_stays_on_screen_until_a_key() {
     keys.flush().expect("flush");
     let status = wait_exit(child).await;
     assert!(status.success(), "{status:?}");
-    assert_restored(&screen);
+    assert_restored(&screen).await;
 }
 
 #[tokio::test]
@@ -353,7 +370,7 @@ async fn a_panic_gives_the_terminal_back() {
     );
     let status = wait_exit(child).await;
     assert!(!status.success(), "the panic ends the process");
-    assert_restored(&screen);
+    assert_restored(&screen).await;
     let raw = screen.raw();
     let text = String::from_utf8_lossy(&raw);
     let restored_at = text
