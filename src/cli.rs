@@ -329,6 +329,35 @@ fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// SIGTERM and SIGINT, registered at once: from then on neither ends the process by default.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            term: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+            int: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+        })
+    }
+
+    /// The next SIGTERM or SIGINT.
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
+
+    /// The next SIGINT (Ctrl-C).
+    async fn interrupt(&mut self) {
+        self.int.recv().await;
+    }
+}
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -345,6 +374,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // A long-running server keeps counters, not every record.
     opts.keep_records = false;
     runtime()?.block_on(async move {
+        // Before the ports are printed: a script may signal as soon as it reads them.
+        let mut signals = Signals::new()?;
         let server = Server::start(opts).await?;
         let line = serde_json::to_string(server.listening())?;
         let mut stdout = std::io::stdout().lock();
@@ -359,17 +390,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .command_addr()
                 .map_or_else(|| "-".into(), |a| a.to_string())
         );
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot listen for SIGTERM")?;
         tokio::select! {
             () = server.shutdown_requested() => {}
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+            () = signals.next() => {}
         }
         server.shutdown();
         tokio::select! {
             () = server.finished() => {}
-            _ = tokio::signal::ctrl_c() => {
+            () = signals.interrupt() => {
                 eprintln!("second interrupt: exiting without waiting");
             }
             () = tokio::time::sleep(Duration::from_secs(30)) => {}
@@ -488,6 +516,8 @@ async fn crawl_with_face(
         stats_path: stats_path.clone(),
     };
     let index_dir = cfg.out.as_ref().map(|d| d.join("index"));
+    // Registered before anything starts: an early signal stops the crawl instead of killing it.
+    let signals = Signals::new()?;
     let handle = engine::spawn(cfg)?;
     // Lives as long as this function: the API answers until the crawl is over.
     let _control = match control {
@@ -518,18 +548,11 @@ async fn crawl_with_face(
     let abort = handle.abort_token();
     // First Ctrl-C or SIGTERM: stop gracefully; a second Ctrl-C: end at once.
     let signals = tokio::spawn(async move {
-        let Ok(mut term) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        else {
-            return;
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
+        let mut signals = signals;
+        signals.next().await;
         eprintln!("crawltop: stopping (in-flight requests finish; Ctrl-C again to end now)");
         commander.send(EngineCommand::Stop, CommandSource::Signal);
-        let _ = tokio::signal::ctrl_c().await;
+        signals.interrupt().await;
         eprintln!("crawltop: ending now");
         abort.cancel();
     });

@@ -160,6 +160,15 @@ fn serve_prints_ports_logs_requests_and_shuts_down_on_command() {
 
 #[test]
 fn serve_stops_gracefully_on_sigterm() {
+    stops_gracefully_on(nix::sys::signal::Signal::SIGTERM);
+}
+
+#[test]
+fn serve_stops_gracefully_on_ctrl_c() {
+    stops_gracefully_on(nix::sys::signal::Signal::SIGINT);
+}
+
+fn stops_gracefully_on(signal: nix::sys::signal::Signal) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let web = tmp.path().join("web");
     gen_web(&web);
@@ -168,7 +177,7 @@ fn serve_stops_gracefully_on_sigterm() {
     let page = http_get(&s.listening.sites["site00"], "/robots.txt");
     assert!(page.starts_with("HTTP/1.1 200"));
     let pid = nix::unistd::Pid::from_raw(i32::try_from(s.child.id()).expect("pid"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    nix::sys::signal::kill(pid, signal).expect("signal");
     let status = s.child.wait().expect("exits");
     assert!(status.success(), "{status:?}");
     let lines = std::fs::read_to_string(&log).expect("log");
