@@ -31,6 +31,7 @@ fn snapshot(sites: usize) -> Snapshot {
             next_allowed_in_ms: (i % 250) as u64,
             status: BTreeMap::new(),
             recent_errors: Vec::new(),
+            robots_rules: String::new(),
         })
         .collect();
     s.heap = (0..32)

@@ -234,6 +234,10 @@ pub struct SiteRow {
     /// The last few errors on this site (`path: reason`), oldest first.
     #[serde(default)]
     pub recent_errors: Vec<String>,
+    /// A one-line summary of the robots.txt rules obeyed, e.g.
+    /// `group "*": 2 allow, 3 disallow; 312 bytes; last answer 200`.
+    #[serde(default)]
+    pub robots_rules: String,
 }
 
 /// One entry of the back-queue heap.

@@ -531,6 +531,7 @@ mod tests {
     fn site(origin: &str, queued: u64, fetched: u64, errors: u64, next: u64) -> SiteRow {
         SiteRow {
             recent_errors: Vec::new(),
+            robots_rules: String::new(),
             origin: origin.into(),
             queued,
             fetched,

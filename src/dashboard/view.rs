@@ -782,6 +782,31 @@ fn phase_span(name: &'static str, state: WorkerState) -> Span<'static> {
 
 const DETAIL_WIDTH: u16 = 62;
 
+/// The robots.txt rules summary, its parts packed into lines that fit the site detail.
+fn rules_lines<'a>(rules: &str, label: impl Fn(&str) -> Span<'a>) -> Vec<Line<'a>> {
+    let width = usize::from(DETAIL_WIDTH - 2 - 15);
+    let mut packed: Vec<String> = Vec::new();
+    for part in rules.split("; ").filter(|p| !p.is_empty()) {
+        match packed.last_mut() {
+            Some(line) if line.chars().count() + 2 + part.chars().count() <= width => {
+                line.push_str("; ");
+                line.push_str(part);
+            }
+            _ => packed.push(part.chars().take(width).collect()),
+        }
+    }
+    packed
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| {
+            Line::from(vec![
+                label(if i == 0 { "rules" } else { "" }),
+                Span::raw(text),
+            ])
+        })
+        .collect()
+}
+
 fn render_detail(snap: &Snapshot, index: usize, area: Rect, buf: &mut Buffer) {
     let Some(site) = snap.sites.get(index) else {
         let rect = popup(area, 50, 3, buf);
@@ -791,14 +816,15 @@ fn render_detail(snap: &Snapshot, index: usize, area: Rect, buf: &mut Buffer) {
         return;
     };
     let label = |text: &str| Span::styled(format!(" {text:<14}"), DIM);
-    let mut lines = vec![
-        Line::from(vec![
-            label("robots.txt"),
-            Span::styled(
-                widgets::robots_label(site.robots_state),
-                widgets::robots_style(site.robots_state),
-            ),
-        ]),
+    let mut lines = vec![Line::from(vec![
+        label("robots.txt"),
+        Span::styled(
+            widgets::robots_label(site.robots_state),
+            widgets::robots_style(site.robots_state),
+        ),
+    ])];
+    lines.extend(rules_lines(&site.robots_rules, label));
+    lines.extend([
         Line::from(vec![
             label("delay"),
             Span::raw(widgets::millis(site.delay_ms)),
@@ -818,7 +844,7 @@ fn render_detail(snap: &Snapshot, index: usize, area: Rect, buf: &mut Buffer) {
             label("next contact"),
             Span::raw(widgets::countdown(site.next_allowed_in_ms)),
         ]),
-    ];
+    ]);
     if let Some((rank, entry)) = snap
         .heap
         .iter()
@@ -966,6 +992,7 @@ mod tests {
             recent_errors: (0..errors.min(2))
                 .map(|i| format!("/missing-{i}.html: http 404"))
                 .collect(),
+            robots_rules: "group \"*\": 2 allow, 3 disallow; 312 bytes; last answer 200".into(),
         }
     }
 

@@ -553,6 +553,23 @@ async fn stats_file_has_every_key_and_agrees_with_the_server() {
             );
         }
         assert!(row["robots_state"] == "handled" || row["robots_state"] == "unexisting");
+        // The site detail's rules summary says what robots.txt answered.
+        let rules = row["robots_rules"].as_str().expect("robots_rules");
+        let status = if row["robots_state"] == "handled" {
+            "200"
+        } else {
+            "404"
+        };
+        assert!(
+            rules.contains(&format!("last answer {status}")),
+            "{site}: {rules}"
+        );
+        if site == "site00" {
+            assert!(
+                rules.contains("group \"*\": 1 allow, 2 disallow"),
+                "{rules}"
+            );
+        }
     }
     let page_requests = records.iter().filter(|r| r.path != "/robots.txt").count() as u64;
     let r = &stats["resources"];

@@ -172,6 +172,7 @@ impl Coordinator {
                 next_allowed_in_ms: v.next_allowed.saturating_sub(now).as_millis() as u64,
                 status: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                 recent_errors: s.recent_errors.iter().cloned().collect(),
+                robots_rules: robots_line(&s.robots.summary()),
             });
         }
         let parsing = workers.busy_by.parsing as u64;
@@ -302,4 +303,37 @@ fn shares(states: &[WorkerState]) -> Shares {
         blocked_pct: 100.0 * blocked / n,
         busy_pct: 100.0 * busy / n,
     }
+}
+
+/// One line about a site's robots.txt, for the dashboard's site detail.
+fn robots_line(r: &crate::robots::RobotsSummary) -> String {
+    use crate::robots::RobotsResponse;
+    let mut parts = Vec::new();
+    match (&r.group, r.rules) {
+        (Some(g), Some(c)) => parts.push(format!(
+            "group \"{g}\": {} allow, {} disallow",
+            c.allow, c.disallow
+        )),
+        (None, Some(c)) if c.allow + c.disallow == 0 => parts.push("no group for us".into()),
+        _ => {}
+    }
+    if let Some(n) = r.size_bytes {
+        parts.push(format!(
+            "{n} bytes{}",
+            if r.truncated { " (cut at 500 KiB)" } else { "" }
+        ));
+    }
+    match r.last_response {
+        Some(RobotsResponse::Status(s)) => parts.push(format!("last answer {s}")),
+        Some(RobotsResponse::Unreachable) => parts.push("unreachable".into()),
+        Some(RobotsResponse::TooManyRedirects) => parts.push("too many redirects".into()),
+        None => {}
+    }
+    if r.failures > 0 {
+        parts.push(format!("{} failed tries", r.failures));
+    }
+    if !r.sitemaps.is_empty() {
+        parts.push(format!("{} sitemaps", r.sitemaps.len()));
+    }
+    parts.join("; ")
 }
