@@ -1,0 +1,113 @@
+//! Index benchmark (not a test): pages indexed per second and query latency (p50, p99) over
+//! 100,000 generated pages of 20 to 120 lines from the embedded book.
+//! Run: `cargo bench --bench index`.
+
+use std::time::{Duration, Instant};
+
+use crawltop::index::{IndexReader, IndexWriter, IndexedPage};
+
+const PAGES: u64 = 100_000;
+const QUERIES: usize = 2_000;
+
+/// `SplitMix64`, so the pages and the queries are the same every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i]
+}
+
+fn main() {
+    let words: Vec<&str> = crawltop::testweb::generator::DEFAULT_TEXT
+        .split_whitespace()
+        .collect();
+    let mut rng = Rng(7);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("index");
+    let mut writer = IndexWriter::open(&path).expect("index");
+    let mut bytes = 0u64;
+    let started = Instant::now();
+    for seq in 0..PAGES {
+        let lines = 20 + rng.below(100);
+        let mut text = String::new();
+        for _ in 0..lines {
+            let n = 5 + rng.below(12);
+            let start = rng.below(words.len() - n);
+            text.push_str(&words[start..start + n].join(" "));
+            text.push('\n');
+        }
+        bytes += text.len() as u64;
+        let url = format!("http://127.0.0.1:8000/p{seq}.html");
+        writer
+            .add(&IndexedPage {
+                seq,
+                url: &url,
+                title: "a page",
+                text: &text,
+            })
+            .expect("add");
+        // The committer commits about once a second; here every 10,000 pages.
+        if seq % 10_000 == 9_999 {
+            writer.commit().expect("commit");
+        }
+    }
+    writer.commit().expect("commit");
+    writer.close().expect("close");
+    let indexing = started.elapsed();
+
+    let reader = IndexReader::open(&path).expect("reader");
+    let query_words: Vec<String> = (0..QUERIES)
+        .map(|_| {
+            words[rng.below(words.len())]
+                .chars()
+                .filter(|c| c.is_alphanumeric())
+                .collect::<String>()
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut search = Vec::new();
+    let mut counts = Vec::new();
+    for w in &query_words {
+        let t = Instant::now();
+        let _ = reader.search(w, 10);
+        search.push(t.elapsed());
+        let t = Instant::now();
+        let _ = reader.max_count(w);
+        counts.push(t.elapsed());
+    }
+    search.sort();
+    counts.sort();
+    println!(
+        "index: {PAGES} pages, {:.0} MB of text, indexed in {:.1} s: {:.0} pages/s",
+        bytes as f64 / 1e6,
+        indexing.as_secs_f64(),
+        PAGES as f64 / indexing.as_secs_f64()
+    );
+    println!(
+        "search (top 10, one word, {} queries): p50 {:?}  p99 {:?}",
+        search.len(),
+        percentile(&search, 0.5),
+        percentile(&search, 0.99)
+    );
+    println!(
+        "maxcount (one word, {} queries): p50 {:?}  p99 {:?}",
+        counts.len(),
+        percentile(&counts, 0.5),
+        percentile(&counts, 0.99)
+    );
+}
