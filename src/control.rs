@@ -353,14 +353,21 @@ type Reply = Response<Full<Bytes>>;
 
 /// Answers one request. Synchronous on purpose: nothing here can await, so no snapshot
 /// borrow can ever be held across an await.
+/// The 401 for a request without the right bearer token, when a token is set.
+fn unauthorized(shared: &Shared, req: &Request<Incoming>) -> Option<Reply> {
+    let token = shared.token.as_ref()?;
+    if bearer_matches(req.headers(), token) {
+        return None;
+    }
+    let mut reply = error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
+    reply
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    Some(reply)
+}
+
 fn respond(shared: &Shared, req: &Request<Incoming>) -> Reply {
-    if let Some(token) = &shared.token
-        && !bearer_matches(req.headers(), token)
-    {
-        let mut reply = error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
-        reply
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    if let Some(reply) = unauthorized(shared, req) {
         return reply;
     }
     let Some(endpoint) = Endpoint::from_path(req.uri().path()) else {
@@ -1192,13 +1199,7 @@ fn search_query(req: &Request<Incoming>) -> Option<IndexQuery> {
 }
 
 async fn search_reply(shared: &Arc<Shared>, req: &Request<Incoming>, query: IndexQuery) -> Reply {
-    if let Some(token) = &shared.token
-        && !bearer_matches(req.headers(), token)
-    {
-        let mut reply = error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
-        reply
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    if let Some(reply) = unauthorized(shared, req) {
         return reply;
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {

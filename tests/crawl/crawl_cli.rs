@@ -7,7 +7,7 @@ use crawltop::testweb::{GenOptions, TestWeb};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::util::{PATIENCE, bin};
+use crate::util::{PATIENCE, bin, read_stderr_until};
 
 fn crawltop(args: &[&str]) -> std::process::Output {
     Command::new(bin()).args(args).output().expect("runs")
@@ -226,18 +226,7 @@ async fn a_second_interrupt_ends_at_once_with_stats() {
         .expect("the stalled page is asked for");
     kill(pid, Signal::SIGINT).expect("first");
     let mut stderr = child.stderr.take().expect("stderr");
-    let mut seen = String::new();
-    tokio::time::timeout(PATIENCE, async {
-        use tokio::io::AsyncReadExt;
-        let mut buf = [0u8; 256];
-        while !seen.contains("stopping") {
-            let n = stderr.read(&mut buf).await.expect("read");
-            assert!(n > 0, "stderr closed before the stop notice");
-            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    })
-    .await
-    .expect("stop notice");
+    read_stderr_until(&mut stderr, |s| s.contains("stopping")).await;
     // The process may already be gone if the stop was quick: that is fine too.
     let _ = kill(pid, Signal::SIGINT);
     let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
@@ -330,24 +319,17 @@ async fn ctl_talks_to_a_running_crawl() {
         .spawn()
         .expect("spawn");
     let mut stderr = child.stderr.take().expect("stderr");
-    let mut seen = String::new();
-    let addr = tokio::time::timeout(PATIENCE, async {
-        use tokio::io::AsyncReadExt;
-        let mut buf = [0u8; 256];
-        loop {
-            if let Some(rest) = seen.split("control API on http://").nth(1)
-                && let Some(addr) = rest.split_whitespace().next()
-                && rest.contains('\n')
-            {
-                return addr.to_string();
-            }
-            let n = stderr.read(&mut buf).await.expect("read");
-            assert!(n > 0, "stderr closed: {seen}");
-            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
+    let mark = "control API on http://";
+    let seen = read_stderr_until(&mut stderr, |s| {
+        s.split(mark).nth(1).is_some_and(|rest| rest.contains('\n'))
     })
-    .await
-    .expect("the control address is printed");
+    .await;
+    let addr = seen
+        .split(mark)
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the control address is printed")
+        .to_string();
     let ctl = |args: &[&str]| {
         let mut all = vec!["ctl", addr.as_str()];
         all.extend_from_slice(args);

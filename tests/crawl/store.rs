@@ -9,7 +9,7 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{PATIENCE, bin, client, read_warc};
+use crate::util::{PATIENCE, bin, client, read_stderr_until, read_warc};
 
 #[tokio::test]
 async fn a_crawl_keeps_every_response_once_in_warc_and_mirror() {
@@ -133,18 +133,7 @@ async fn a_store_write_error_pauses_the_crawl_and_keeps_what_was_committed() {
         .expect("spawn");
     // The progress line says "paused" once the store has failed.
     let mut stderr = child.stderr.take().expect("stderr");
-    let mut seen = String::new();
-    tokio::time::timeout(PATIENCE, async {
-        use tokio::io::AsyncReadExt;
-        let mut buf = [0u8; 512];
-        while !seen.contains(" paused ") {
-            let n = stderr.read(&mut buf).await.expect("read");
-            assert!(n > 0, "stderr closed: {seen}");
-            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("the crawl never paused: {seen}"));
+    read_stderr_until(&mut stderr, |s| s.contains(" paused ")).await;
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
     let status = tokio::time::timeout(PATIENCE, child.wait())

@@ -99,3 +99,30 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
     }
     out
 }
+
+/// Reads a child's stderr until `done` holds for all read so far, and returns it; panics
+/// with what was seen if the stream ends or `PATIENCE` passes first.
+pub async fn read_stderr_until(
+    stderr: &mut tokio::process::ChildStderr,
+    done: impl Fn(&str) -> bool,
+) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut seen = String::new();
+    let mut buf = [0u8; 512];
+    let read = tokio::time::timeout(PATIENCE, async {
+        while !done(&seen) {
+            let n = stderr.read(&mut buf).await.expect("read");
+            if n == 0 {
+                return false;
+            }
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        true
+    })
+    .await;
+    assert!(
+        read == Ok(true),
+        "stderr ended or stalled before the expected text: {seen}"
+    );
+    seen
+}
