@@ -120,6 +120,7 @@ pub struct DemoArgs {
 
 /// `crawltop crawl`: every flag is optional and overrides the same key of `--config`.
 #[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools)] // command-line switches are bools by nature
 pub struct CrawlArgs {
     /// Seed URLs (http or https).
     pub seeds: Vec<String>,
@@ -206,6 +207,10 @@ pub struct CrawlArgs {
     /// Which page stores to write into --out [default: warc].
     #[arg(long, value_enum)]
     pub store: Option<crate::store::committer::StoreKind>,
+    /// Start over in --out: delete the crawl kept there (WARC files, mirror, index,
+    /// checkpoint) instead of resuming it. Asks first when stdin is a terminal.
+    #[arg(long, requires = "out")]
+    pub fresh: bool,
     /// Start a new WARC file past this size [default: 1 GiB].
     #[arg(long)]
     pub warc_max_bytes: Option<u64>,
@@ -470,8 +475,40 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
     cfg.exclude.extend(args.exclude.iter().cloned());
     cfg.ignore_robots |= args.ignore_robots;
     cfg.cookies |= args.cookies;
-    cfg.validate()?;
+    cfg.fresh |= args.fresh;
+    // A resume may leave out the seeds: the checkpoint has them, and the engine checks again.
+    let resumes = !cfg.fresh
+        && cfg
+            .out
+            .as_ref()
+            .is_some_and(|d| d.join(crate::store::checkpoint::STATE_FILE).exists());
+    if !(resumes && cfg.seeds.is_empty()) {
+        cfg.validate()?;
+    }
     Ok(cfg)
+}
+
+/// `--fresh` on a folder that holds a crawl: on a terminal, the user says yes first.
+fn confirm_fresh(dir: &std::path::Path) -> anyhow::Result<bool> {
+    use crate::store::checkpoint::{Checkpoint, Found};
+    if !dir.join(crate::store::checkpoint::STATE_FILE).exists() || !std::io::stdin().is_terminal()
+    {
+        return Ok(true);
+    }
+    let what = match Checkpoint::find(dir) {
+        Ok(Found::Unfinished(l)) => format!("an unfinished crawl ({} URLs known)", l.resources.len()),
+        Ok(Found::Finished(l)) => format!("a finished crawl ({} URLs known)", l.resources.len()),
+        Ok(Found::Nothing) => "a crawl".to_string(),
+        Err(e) => format!("a crawl whose checkpoint cannot be used ({e})"),
+    };
+    eprint!(
+        "{} holds {what}. Delete its pages, index and checkpoint and start over? [y/N] ",
+        dir.display()
+    );
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
 }
 
 /// `crawltop-stats-20261121-063000.json`: the stats file's name when none was given.
@@ -582,6 +619,19 @@ fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
 
 fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     let cfg = crawl_config(args)?;
+    if let Some(dir) = &cfg.out {
+        if cfg.fresh {
+            if !confirm_fresh(dir)? {
+                eprintln!("crawltop: nothing deleted; {} is as it was", dir.display());
+                return Ok(ExitCode::from(1));
+            }
+        } else if dir.join(crate::store::checkpoint::STATE_FILE).exists() {
+            eprintln!(
+                "crawltop: resuming the crawl in {} (--fresh starts over)",
+                dir.display()
+            );
+        }
+    }
     if let Some(path) = &args.log {
         log_to(path)?;
     }

@@ -66,6 +66,9 @@ pub struct CrawlConfig {
     pub out: Option<PathBuf>,
     /// Which page stores to write into `out`.
     pub store: crate::store::committer::StoreKind,
+    /// Start over in `out`, deleting what an earlier crawl kept there, instead of resuming it.
+    #[serde(default)]
+    pub fresh: bool,
     /// A WARC file is closed and a new one started past this size.
     pub warc_max_bytes: u64,
     pub stats_out: Option<PathBuf>,
@@ -100,6 +103,7 @@ impl Default for CrawlConfig {
             proxy: None,
             out: None,
             store: crate::store::committer::StoreKind::Warc,
+            fresh: false,
             warc_max_bytes: 1 << 30,
             stats_out: None,
             sites_out: None,

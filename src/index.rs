@@ -241,7 +241,14 @@ fn highest_committed_seq(searcher: &Searcher) -> Result<Option<u64>, IndexError>
             continue;
         }
         let seqs = segment.fast_fields().u64(SEQ)?;
-        highest = highest.max(Some(seqs.max_value()));
+        if segment.has_deletes() {
+            // A column's max counts deleted documents too (a rollback deletes the top).
+            for doc in segment.doc_ids_alive() {
+                highest = highest.max(seqs.first(doc));
+            }
+        } else {
+            highest = highest.max(Some(seqs.max_value()));
+        }
     }
     Ok(highest)
 }
@@ -293,6 +300,20 @@ impl IndexWriter {
         self.writer.add_document(doc)?;
         self.highest_seq = Some(page.seq);
         Ok(true)
+    }
+
+    /// A resume: forgets every page at or above `seq` (they were indexed after the checkpoint
+    /// the crawl resumes from, and will be fetched and added again), durably.
+    pub fn rollback_from(&mut self, seq: u64) -> Result<(), IndexError> {
+        let from = tantivy::Term::from_field_u64(self.fields.seq, seq);
+        let query = tantivy::query::RangeQuery::new(
+            std::ops::Bound::Included(from),
+            std::ops::Bound::Unbounded,
+        );
+        self.writer.delete_query(Box::new(query))?;
+        self.writer.commit()?;
+        self.highest_seq = highest_committed_seq(&manual_reader(self.writer.index())?.searcher())?;
+        Ok(())
     }
 
     /// Makes every added page durable and visible to readers that reload.
@@ -914,6 +935,30 @@ mod tests {
         writer.close().expect("close");
         let reader = IndexReader::open(dir.path()).expect("reader");
         assert_eq!(reader.word_count().expect("wc").pages, 30);
+    }
+
+    #[test]
+    fn a_rollback_forgets_the_pages_above_the_mark_and_takes_them_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pages = pages();
+        let mut writer = IndexWriter::open(dir.path()).expect("open");
+        for page in &pages {
+            writer.add(&page.as_indexed()).expect("add");
+        }
+        writer.commit().expect("commit");
+        let mark = pages[20].seq;
+        writer.rollback_from(mark).expect("rollback");
+        assert_eq!(writer.highest_seq(), Some(pages[19].seq));
+        let reader = IndexReader::open(dir.path()).expect("reader");
+        assert_eq!(reader.word_count().expect("wc").pages, 20);
+        for page in &pages[20..] {
+            assert!(writer.add(&page.as_indexed()).expect("add"), "taken again");
+        }
+        writer.commit().expect("commit");
+        reader.reload().expect("reload");
+        assert_eq!(reader.word_count().expect("wc").pages, 30);
+        writer.rollback_from(0).expect("rollback all");
+        assert_eq!(writer.highest_seq(), None);
     }
 
     #[test]

@@ -274,6 +274,18 @@ pub struct Commit {
     pub committed: u64,
     /// The store's first write error, if any (the crawl pauses on it).
     pub error: Option<String>,
+    /// This run's number in the crawl folder: 1 for a fresh crawl, 2 after one resume...
+    #[serde(default)]
+    pub run: u64,
+    /// The committed high-water mark this run resumed from.
+    #[serde(default)]
+    pub resumed_from: Option<u64>,
+    /// URLs fetched before the kill but above the mark, taken back and fetched again.
+    #[serde(default)]
+    pub refetched: u64,
+    /// Checkpoints written by this run.
+    #[serde(default)]
+    pub checkpoints: u64,
 }
 
 /// Who gave a command.

@@ -64,6 +64,11 @@ pub enum EngineError {
     Store(#[from] crate::store::committer::StoreError),
     #[error("the crawl task ended abnormally: {0}")]
     Task(String),
+    #[error(
+        "{} holds a finished crawl; start over with --fresh, or use another --out",
+        .0.display()
+    )]
+    Finished(std::path::PathBuf),
 }
 
 /// How a crawl ended.

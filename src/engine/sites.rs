@@ -30,6 +30,10 @@ pub(super) struct Site {
     pub(super) cap_logged: bool,
     /// The last few errors here, `path: reason`, oldest first.
     pub(super) recent_errors: std::collections::VecDeque<String>,
+    /// robots.txt's final answer, for the checkpoint.
+    pub(super) robots_memo: super::coordinator::RobotsMemo,
+    /// Changed since the last checkpoint.
+    pub(super) dirty: bool,
 }
 
 /// How many recent errors a site keeps for its detail view.
@@ -55,6 +59,8 @@ impl Site {
             admitted: 0,
             cap_logged: false,
             recent_errors: std::collections::VecDeque::new(),
+            robots_memo: super::coordinator::RobotsMemo::default(),
+            dirty: false,
         }
     }
 

@@ -16,6 +16,7 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use super::checkpoint::{Checkpoint, CheckpointError, Delta, Mark, WarcMark};
 use super::commit::Seq;
 use super::warc::{Exchange, Truncation, WarcWriter};
 
@@ -61,6 +62,8 @@ pub enum StoreError {
     Mirror(#[from] super::mirror::MirrorError),
     #[error("index: {0}")]
     Index(#[from] crate::index::IndexError),
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
 }
 
 /// The crawl folder's lock: held for the crawl's life, released by the OS on any exit.
@@ -129,6 +132,7 @@ pub struct CommitItem {
 #[derive(Debug, Default)]
 pub struct CommitStatus {
     committed: AtomicU64,
+    checkpoints: AtomicU64,
     last_seq: AtomicU64,
     error: Mutex<Option<String>>,
 }
@@ -136,6 +140,11 @@ pub struct CommitStatus {
 impl CommitStatus {
     pub fn committed(&self) -> u64 {
         self.committed.load(Ordering::Relaxed)
+    }
+
+    /// Checkpoints written by this run.
+    pub fn checkpoints(&self) -> u64 {
+        self.checkpoints.load(Ordering::Relaxed)
     }
 
     /// The highest sequence number written, plus one (0: none yet).
@@ -151,10 +160,27 @@ impl CommitStatus {
     }
 }
 
+/// What the engine hands the committer, in order.
+#[derive(Debug)]
+enum Job {
+    Item(Box<CommitItem>),
+    /// Everything handed over before this is below the delta's mark: sync, then checkpoint.
+    Checkpoint(Box<Delta>),
+}
+
+/// How a crawl folder's store starts.
+#[derive(Debug, Clone)]
+pub enum Start {
+    /// A new crawl: the state is created.
+    Fresh,
+    /// Going on from a checkpoint: what was written above its mark is cut away first.
+    Resume(Mark),
+}
+
 /// The committer thread's handle.
 #[derive(Debug)]
 pub struct Committer {
-    tx: Option<mpsc::Sender<CommitItem>>,
+    tx: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
     status: Arc<CommitStatus>,
 }
@@ -168,39 +194,78 @@ const SYNC_EVERY: u64 = 256;
 pub const FAIL_AFTER_ENV: &str = "CRAWLTOP_TEST_STORE_FAIL_AFTER";
 
 impl Committer {
-    /// Opens the stores in `dir` (`warc/`, `pages/`) and starts the thread.
+    /// Opens the stores in `dir` (`warc/`, `pages/`, `index/`) and the checkpoint, and starts
+    /// the thread. A resume first cuts the WARC files and the index back to the mark.
     pub fn start(
         dir: &Path,
         kind: StoreKind,
         warc_max_bytes: u64,
         now: SystemTime,
+        start: &Start,
     ) -> Result<Committer, StoreError> {
+        let warc_dir = dir.join("warc");
+        if let Start::Resume(mark) = start
+            && let Some(at) = &mark.warc
+        {
+            cut_warc_back(&warc_dir, at)?;
+        }
         let mut warc = if kind.warc() {
-            Some(WarcWriter::create(
-                &dir.join("warc"),
-                "crawltop",
-                warc_max_bytes,
-                now,
-            )?)
+            Some(WarcWriter::create(&warc_dir, WARC_PREFIX, warc_max_bytes, now)?)
         } else {
             None
         };
         let pages = kind.mirror().then(|| dir.join("pages"));
         let mut index = Some(crate::index::IndexWriter::open(&dir.join("index"))?);
+        // The new file's warcinfo record is part of the first mark.
+        let warc_mark = match warc.as_mut() {
+            Some(w) => {
+                w.sync()?;
+                Some(warc_mark(w))
+            }
+            None => None,
+        };
+        let mut checkpoint = match start {
+            Start::Fresh => Checkpoint::create(
+                dir,
+                &Mark {
+                    seq: 0,
+                    warc: warc_mark,
+                    finished: false,
+                    runs: 1,
+                },
+            )?,
+            Start::Resume(mark) => {
+                if let Some(ix) = index.as_mut() {
+                    ix.rollback_from(mark.seq)?;
+                }
+                Checkpoint::reopen(
+                    dir,
+                    &Mark {
+                        seq: mark.seq,
+                        warc: warc_mark,
+                        finished: false,
+                        runs: mark.runs + 1,
+                    },
+                )?
+            }
+        };
         let status = Arc::new(CommitStatus::default());
         let fail_after = std::env::var(FAIL_AFTER_ENV)
             .ok()
             .and_then(|v| v.parse::<u64>().ok());
-        let (tx, rx) = mpsc::channel::<CommitItem>();
+        let (tx, rx) = mpsc::channel::<Job>();
         let st = status.clone();
         let thread = std::thread::Builder::new()
             .name("crawltop-committer".into())
             .spawn(move || {
                 let result = write_loop(
                     &rx,
-                    warc.as_mut(),
-                    pages.as_deref(),
-                    index.as_mut(),
+                    Stores {
+                        warc: warc.as_mut(),
+                        pages: pages.as_deref(),
+                        index: index.as_mut(),
+                        checkpoint: &mut checkpoint,
+                    },
                     &st,
                     fail_after,
                 );
@@ -230,9 +295,18 @@ impl Committer {
 
     /// Hands an item to the thread; never blocks.
     pub fn send(&self, item: CommitItem) {
+        self.job(Job::Item(Box::new(item)));
+    }
+
+    /// Asks for a checkpoint after every item sent so far; never blocks.
+    pub fn checkpoint(&self, delta: Delta) {
+        self.job(Job::Checkpoint(Box::new(delta)));
+    }
+
+    fn job(&self, job: Job) {
         if let Some(tx) = &self.tx {
             // A send error means the thread ended on a write error, which `status` says.
-            let _ = tx.send(item);
+            let _ = tx.send(job);
         }
     }
 
@@ -250,18 +324,57 @@ impl Committer {
     }
 }
 
+/// The files the thread writes.
+struct Stores<'a> {
+    warc: Option<&'a mut WarcWriter>,
+    pages: Option<&'a Path>,
+    index: Option<&'a mut crate::index::IndexWriter>,
+    checkpoint: &'a mut Checkpoint,
+}
+
+/// The WARC files' name prefix.
+const WARC_PREFIX: &str = "crawltop";
+
+fn warc_mark(w: &WarcWriter) -> WarcMark {
+    WarcMark {
+        file: w
+            .current_file()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        position: w.position(),
+    }
+}
+
 fn write_loop(
-    rx: &mpsc::Receiver<CommitItem>,
-    mut warc: Option<&mut WarcWriter>,
-    pages: Option<&Path>,
-    mut index: Option<&mut crate::index::IndexWriter>,
+    rx: &mpsc::Receiver<Job>,
+    mut stores: Stores<'_>,
     status: &CommitStatus,
     fail_after: Option<u64>,
 ) -> Result<(), StoreError> {
     let mut since_sync = 0u64;
-    let mut index_committed = std::time::Instant::now();
-    let mut index_pending = false;
-    while let Ok(item) = rx.recv() {
+    while let Ok(job) = rx.recv() {
+        let item = match job {
+            Job::Item(item) => item,
+            Job::Checkpoint(delta) => {
+                // The order makes the mark true: the store and the index are durable up to
+                // here before the state says so.
+                let warc = match stores.warc.as_deref_mut() {
+                    Some(w) => {
+                        w.sync()?;
+                        since_sync = 0;
+                        Some(warc_mark(w))
+                    }
+                    None => None,
+                };
+                if let Some(ix) = stores.index.as_deref_mut() {
+                    ix.commit()?;
+                }
+                stores.checkpoint.write(&delta, warc)?;
+                status.checkpoints.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+        };
         if fail_after.is_some_and(|n| status.committed() >= n) {
             return Err(StoreError::Io {
                 path: PathBuf::from("(injected)"),
@@ -271,7 +384,7 @@ fn write_loop(
                 ),
             });
         }
-        if let Some(w) = warc.as_deref_mut() {
+        if let Some(w) = stores.warc.as_deref_mut() {
             let reason = hyper::StatusCode::from_u16(item.status)
                 .ok()
                 .and_then(|s| s.canonical_reason())
@@ -293,30 +406,72 @@ fn write_loop(
                 since_sync = 0;
             }
         }
-        if let Some(root) = pages
+        if let Some(root) = stores.pages
             && (200..300).contains(&item.status)
         {
             super::mirror::write_page(root, &item.url, &item.body)?;
         }
-        if let (Some(ix), Some((title, text))) = (index.as_deref_mut(), &item.text) {
+        if let (Some(ix), Some((title, text))) = (stores.index.as_deref_mut(), &item.text) {
             ix.add(&crate::index::IndexedPage {
                 seq: item.seq,
                 url: item.url.as_str(),
                 title,
                 text,
             })?;
-            index_pending = true;
-        }
-        // Searchable while the crawl runs: a commit at most once a second.
-        if index_pending && index_committed.elapsed() >= std::time::Duration::from_secs(1) {
-            if let Some(ix) = index.as_deref_mut() {
-                ix.commit()?;
-            }
-            index_pending = false;
-            index_committed = std::time::Instant::now();
         }
         status.committed.fetch_add(1, Ordering::Relaxed);
         status.last_seq.store(item.seq + 1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// A resume: cuts the WARC file named by the mark back to the mark's position and removes every
+/// later file of the crawl, so nothing written above the mark stays in the store.
+fn cut_warc_back(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| StoreError::Io { path, source }
+    };
+    let number = |name: &str| -> Option<u64> {
+        name.strip_prefix(WARC_PREFIX)?
+            .strip_prefix('-')?
+            .strip_suffix(".warc.gz")?
+            .parse()
+            .ok()
+    };
+    let Some(marked) = number(&at.file) else {
+        return Err(StoreError::Checkpoint(CheckpointError::Corrupt {
+            path: warc_dir.to_path_buf(),
+            reason: format!("its mark names {:?}, not a WARC file of this crawl", at.file),
+        }));
+    };
+    let path = warc_dir.join(&at.file);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    let len = file.metadata().map_err(io(&path))?.len();
+    if len < at.position {
+        return Err(StoreError::Checkpoint(CheckpointError::Corrupt {
+            path: path.clone(),
+            reason: format!(
+                "the checkpoint says {} bytes were durable, the file has {len}",
+                at.position
+            ),
+        }));
+    }
+    file.set_len(at.position).map_err(io(&path))?;
+    file.sync_all().map_err(io(&path))?;
+    for entry in std::fs::read_dir(warc_dir).map_err(io(warc_dir))? {
+        let entry = entry.map_err(io(warc_dir))?;
+        let name = entry.file_name();
+        if name
+            .to_str()
+            .and_then(number)
+            .is_some_and(|n| n > marked)
+        {
+            std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
+        }
     }
     Ok(())
 }

@@ -16,7 +16,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+mod checkpoint;
 mod publish;
+
+pub(crate) use checkpoint::RobotsMemo;
 
 use super::export;
 use super::sites::Site;
@@ -33,7 +36,8 @@ use crate::snapshot::{
     CommandRecord, CommandSource, DelaySource, Errors, Http, LogLine, RunState, Shares, Snapshot,
 };
 use crate::store::commit::{Seq, Window};
-use crate::store::committer::{CommitItem, CommitStatus, Committer, FolderLock};
+use crate::store::checkpoint::{Checkpoint, Found};
+use crate::store::committer::{CommitItem, CommitStatus, Committer, FolderLock, Start, StoreError};
 
 /// How often a snapshot is published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(100);
@@ -44,7 +48,7 @@ const LOG_LINES: usize = 50;
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// A resource's state (DESIGN.md, "The object model").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum ResourceState {
     Discovered,
@@ -58,6 +62,17 @@ pub(super) enum ResourceState {
 }
 
 const STATES: usize = 8;
+
+/// Why a fetch failed, for the error counters (and for undoing them on a resume).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Failure {
+    Timeout,
+    Connect,
+    Http4xx,
+    Http5xx,
+    Other,
+}
 
 /// One URL the crawl learned of.
 #[derive(Debug)]
@@ -76,6 +91,11 @@ pub(super) struct Resource {
     pub(super) hops: u8,
     pub(super) retries: u8,
     pub(super) truncated: bool,
+    /// The place of its last fetch in the commit order.
+    pub(super) seq: Option<Seq>,
+    pub(super) failure: Option<Failure>,
+    /// Changed since the last checkpoint.
+    pub(super) dirty: bool,
 }
 
 /// What a worker hands back.
@@ -194,7 +214,16 @@ pub(super) struct Coordinator {
     store_error_seen: bool,
     /// The committer's counters after it finished (for the last snapshot).
     committer_final: Option<Arc<CommitStatus>>,
+    /// Rows changed since the last checkpoint (tracked only with a crawl folder).
+    dirty_resources: Vec<u32>,
+    dirty_sites: Vec<SiteId>,
+    last_checkpoint: Instant,
+    runs: checkpoint::Runs,
 }
+
+/// How often the coordinator asks for a checkpoint: at most this much crawling is redone after
+/// a kill.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 /// Added to a fetch's patience before its result counts as overdue.
 const COMMIT_MARGIN: Duration = Duration::from_secs(5);
@@ -204,20 +233,28 @@ fn fingerprint(url: &str) -> u64 {
 }
 
 impl Coordinator {
-    pub(super) fn new(cfg: CrawlConfig) -> Result<Coordinator, EngineError> {
+    pub(super) fn new(mut cfg: CrawlConfig) -> Result<Coordinator, EngineError> {
+        // The crawl folder first: a resume brings its own seeds.
+        let (lock, restored, start) = match &cfg.out {
+            Some(dir) => {
+                let (lock, restored, start) = open_folder(dir, cfg.fresh)?;
+                (Some(lock), restored, start)
+            }
+            None => (None, None, Start::Fresh),
+        };
+        if let Some(r) = &restored {
+            let mut seeds: Vec<String> = r.seeds().to_vec();
+            for s in std::mem::take(&mut cfg.seeds) {
+                if !seeds.contains(&s) {
+                    seeds.push(s);
+                }
+            }
+            cfg.seeds = seeds;
+        }
         let seeds = cfg.validate()?;
         let (include, exclude) = cfg.regexes()?;
         let scope = ScopeRules::new(cfg.scope, &seeds, include, exclude, cfg.depth);
-        let fetch_cfg = FetchConfig {
-            user_agent: cfg.user_agent.clone(),
-            connect_timeout: Duration::from_millis(cfg.connect_timeout_ms),
-            timeout: Duration::from_millis(cfg.timeout_ms),
-            max_body_bytes: cfg.max_body_bytes,
-            cookies: cfg.cookies,
-            proxy: cfg.proxy.as_deref().and_then(|p| Url::parse(p).ok()),
-            max_idle_per_host: cfg.per_site.max(1),
-        };
-        let fetcher = Fetcher::new(&fetch_cfg).map_err(|e| EngineError::Client(e.to_string()))?;
+        let fetcher = fetcher(&cfg)?;
         let mut policy = RobotsPolicy::new(PRODUCT_TOKEN);
         policy.max_crawl_delay = Duration::from_millis(cfg.max_crawl_delay_ms);
         policy.max_retries = cfg.robots_retries;
@@ -229,21 +266,22 @@ impl Coordinator {
             default_delay: delay,
         });
         let workers = cfg.workers;
-        let (lock, committer) = match &cfg.out {
-            Some(dir) => {
-                let lock = FolderLock::take(dir)?;
-                // The committer also feeds the index, so it runs even with `--store none`.
-                let committer = Some(Committer::start(
-                    dir,
-                    cfg.store,
-                    cfg.warc_max_bytes,
-                    SystemTime::now(),
-                )?);
-                (Some(lock), committer)
-            }
-            None => (None, None),
+        // The committer also feeds the index, so it runs even with `--store none`.
+        let committer = match &cfg.out {
+            Some(dir) => Some(Committer::start(
+                dir,
+                cfg.store,
+                cfg.warc_max_bytes,
+                SystemTime::now(),
+                &start,
+            )?),
+            None => None,
         };
-        Ok(Coordinator {
+        let first_seq = match &start {
+            Start::Resume(mark) => mark.seq,
+            Start::Fresh => 0,
+        };
+        let mut coordinator = Coordinator {
             cfg,
             seeds,
             scope,
@@ -274,12 +312,23 @@ impl Coordinator {
             samples: VecDeque::new(),
             per_second: VecDeque::new(),
             pages_fetched: 0,
-            window: Window::new(0),
+            window: Window::new(first_seq),
             committer,
             _lock: lock,
             store_error_seen: false,
             committer_final: None,
-        })
+            dirty_resources: Vec::new(),
+            dirty_sites: Vec::new(),
+            last_checkpoint: Instant::now(),
+            runs: checkpoint::Runs {
+                run: 1,
+                ..checkpoint::Runs::default()
+            },
+        };
+        if let Some(r) = restored {
+            coordinator.restore(r);
+        }
+        Ok(coordinator)
     }
 
     fn now(&self) -> Duration {
@@ -325,6 +374,10 @@ impl Coordinator {
                     self.stop_deadline = None;
                 }
                 _ = tick.tick() => {
+                    if self.last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+                        self.last_checkpoint = Instant::now();
+                        self.checkpoint(false);
+                    }
                     self.check_store();
                     self.sample();
                     snapshots.send_replace(Arc::new(self.snapshot_now()));
@@ -339,6 +392,7 @@ impl Coordinator {
             }
         }
         self.flush_window();
+        self.checkpoint(completed);
         if let Some(c) = self.committer.take() {
             let status = c.status().clone();
             if let Some(e) = c.finish() {
@@ -423,6 +477,7 @@ impl Coordinator {
         self.state_counts[r.state as usize] -= 1;
         self.state_counts[state as usize] += 1;
         r.state = state;
+        self.touch(id);
     }
 
     fn ignore(&mut self, id: u32, reason: IgnoreReason) {
@@ -471,9 +526,13 @@ impl Coordinator {
             hops,
             retries: 0,
             truncated: false,
+            seq: None,
+            failure: None,
+            dirty: false,
         });
         self.state_counts[ResourceState::Discovered as usize] += 1;
         self.by_url.insert(key, id);
+        self.touch(id);
         if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
             self.ignore(id, IgnoreReason::TooManyRedirects);
             return;
@@ -488,10 +547,11 @@ impl Coordinator {
     /// A URL seen before, found again: a shorter path lowers its depth, and a URL cut as too
     /// deep comes back when the shorter path brings it within the limit.
     fn rediscover(&mut self, id: u32, depth: u32) {
-        let r = &mut self.resources[id as usize];
-        if depth >= r.depth {
+        if depth >= self.resources[id as usize].depth {
             return;
         }
+        self.touch(id);
+        let r = &mut self.resources[id as usize];
         r.depth = depth;
         let too_deep = r.ignored == Some(IgnoreReason::TooDeep);
         if too_deep && self.cfg.depth.is_none_or(|max| depth <= max) {
@@ -523,6 +583,8 @@ impl Coordinator {
         let r = &mut self.resources[id as usize];
         r.site = Some(site);
         self.frontier.push(site, r.depth as usize, id);
+        self.touch(id);
+        self.touch_site(site);
     }
 
     fn needs_robots(&self, site: SiteId) -> bool {
@@ -616,6 +678,8 @@ impl Coordinator {
             now,
             now + Duration::from_millis(self.cfg.timeout_ms) + COMMIT_MARGIN,
         );
+        self.resources[id as usize].seq = Some(seq);
+        self.touch(id);
         let fetcher = self.fetcher.clone();
         let cell = self.slots.cells[slot].clone();
         let handle = self.tasks.spawn(async move {
@@ -668,6 +732,10 @@ impl Coordinator {
         };
         self.slots.release(running.slot);
         self.frontier.complete(running.site, now);
+        self.touch_site(running.site);
+        if let Some(id) = running.page {
+            self.touch(id);
+        }
         if result.is_some() {
             self.spider_done += 1;
         }
@@ -710,7 +778,9 @@ impl Coordinator {
                     } else {
                         // The task panicked: the URL ends as an error, the site goes on.
                         self.errors.other += 1;
-                        self.resources[id as usize].reason = Some("worker failed".into());
+                        let r = &mut self.resources[id as usize];
+                        r.reason = Some("worker failed".into());
+                        r.failure = Some(Failure::Other);
                         self.set_state(id, ResourceState::FetchError);
                     }
                 } else {
@@ -773,6 +843,7 @@ impl Coordinator {
     }
 
     fn on_robots(&mut self, site: SiteId, fetch: RobotsFetch, now: Duration) {
+        self.touch_site(site);
         let wall = SystemTime::now();
         let s = &mut self.sites[site.index()];
         let outcome = match fetch {
@@ -786,11 +857,22 @@ impl Coordinator {
                 let ra = retry_after
                     .as_deref()
                     .and_then(|v| parse_retry_after(v, wall));
-                s.robots.on_response(status, &body, ra, &self.policy)
+                let outcome = s.robots.on_response(status, &body, ra, &self.policy);
+                s.robots_memo = RobotsMemo::Response {
+                    status,
+                    body: data_encoding::BASE64.encode(&body),
+                };
+                outcome
             }
             RobotsFetch::Unreachable(_) => s.robots.on_unreachable(&self.policy),
-            RobotsFetch::TooManyRedirects => s.robots.on_too_many_redirects(),
+            RobotsFetch::TooManyRedirects => {
+                s.robots_memo = RobotsMemo::TooManyRedirects;
+                s.robots.on_too_many_redirects()
+            }
         };
+        if !matches!(outcome, RobotsOutcome::Resolved) {
+            s.robots_memo = RobotsMemo::Unresolved;
+        }
         match outcome {
             RobotsOutcome::Resolved => {
                 s.crawl_delay = s.robots.crawl_delay();
@@ -841,21 +923,26 @@ impl Coordinator {
         match outcome {
             FetchOutcome::Response(f) => self.on_response(id, site, &f, parsed, now),
             FetchOutcome::Timeout { during } => {
-                self.errors.timeout += 1;
-                self.fail(id, site, format!("timeout while {}", phase_name(during)));
+                let reason = format!("timeout while {}", phase_name(during));
+                self.fail(id, site, reason, Failure::Timeout);
             }
             FetchOutcome::Connect(e) => {
-                self.errors.connect += 1;
-                self.fail(id, site, format!("connect: {e}"));
+                self.fail(id, site, format!("connect: {e}"), Failure::Connect);
             }
-            FetchOutcome::Other(e) => {
-                self.errors.other += 1;
-                self.fail(id, site, e);
-            }
+            FetchOutcome::Other(e) => self.fail(id, site, e, Failure::Other),
         }
     }
 
-    fn fail(&mut self, id: u32, site: SiteId, reason: String) {
+    /// A fetch failed: counted by kind, remembered on the URL and its site.
+    fn fail(&mut self, id: u32, site: SiteId, reason: String, kind: Failure) {
+        *match kind {
+            Failure::Timeout => &mut self.errors.timeout,
+            Failure::Connect => &mut self.errors.connect,
+            Failure::Http4xx => &mut self.errors.http_4xx,
+            Failure::Http5xx => &mut self.errors.http_5xx,
+            Failure::Other => &mut self.errors.other,
+        } += 1;
+        self.resources[id as usize].failure = Some(kind);
         let s = &mut self.sites[site.index()];
         s.errors += 1;
         let path = Url::parse(&self.resources[id as usize].url)
@@ -911,14 +998,7 @@ impl Coordinator {
                 self.count_fetched(id, site);
                 self.on_parsed(id, parsed);
             }
-            _ => {
-                if (400..500).contains(&status) {
-                    self.errors.http_4xx += 1;
-                } else {
-                    self.errors.http_5xx += 1;
-                }
-                self.fail(id, site, format!("http {status}"));
-            }
+            _ => self.fail(id, site, format!("http {status}"), http_failure(status)),
         }
     }
 
@@ -978,17 +1058,75 @@ impl Coordinator {
             self.errors.retries += 1;
             let depth = r.depth as usize;
             self.frontier.push(site, depth, id);
+            self.touch(id);
         } else {
             let status = f.status;
-            if status == 429 {
-                self.errors.http_4xx += 1;
-            } else {
-                self.errors.http_5xx += 1;
-            }
             let retries = r.retries;
-            self.fail(id, site, format!("http {status} after {retries} retries"));
+            let reason = format!("http {status} after {retries} retries");
+            self.fail(id, site, reason, http_failure(status));
         }
     }
+}
+
+fn http_failure(status: u16) -> Failure {
+    if (400..500).contains(&status) {
+        Failure::Http4xx
+    } else {
+        Failure::Http5xx
+    }
+}
+
+fn fetcher(cfg: &CrawlConfig) -> Result<Fetcher, EngineError> {
+    let fetch_cfg = FetchConfig {
+        user_agent: cfg.user_agent.clone(),
+        connect_timeout: Duration::from_millis(cfg.connect_timeout_ms),
+        timeout: Duration::from_millis(cfg.timeout_ms),
+        max_body_bytes: cfg.max_body_bytes,
+        cookies: cfg.cookies,
+        proxy: cfg.proxy.as_deref().and_then(|p| Url::parse(p).ok()),
+        max_idle_per_host: cfg.per_site.max(1),
+    };
+    Fetcher::new(&fetch_cfg).map_err(|e| EngineError::Client(e.to_string()))
+}
+
+/// Takes the crawl folder's lock, then finds what it holds: nothing (or `--fresh`) starts a
+/// new crawl, an unfinished crawl is resumed, a finished one is refused.
+fn open_folder(
+    dir: &std::path::Path,
+    fresh: bool,
+) -> Result<(FolderLock, Option<checkpoint::Restored>, Start), EngineError> {
+    let lock = FolderLock::take(dir)?;
+    if fresh {
+        clear_folder(dir)?;
+    }
+    match Checkpoint::find(dir).map_err(StoreError::from)? {
+        Found::Nothing => Ok((lock, None, Start::Fresh)),
+        Found::Finished(_) => Err(EngineError::Finished(dir.to_path_buf())),
+        Found::Unfinished(loaded) => {
+            let path = dir.join(crate::store::checkpoint::STATE_FILE);
+            let restored =
+                checkpoint::Restored::decode(&loaded, &path).map_err(StoreError::from)?;
+            Ok((lock, Some(restored), Start::Resume(loaded.mark.clone())))
+        }
+    }
+}
+
+/// `--fresh`: removes what crawltop keeps in a crawl folder (never anything else in it).
+fn clear_folder(dir: &std::path::Path) -> Result<(), StoreError> {
+    for name in ["warc", "pages", "index"] {
+        let path = dir.join(name);
+        if path.exists() {
+            std::fs::remove_dir_all(&path).map_err(|source| StoreError::Io { path, source })?;
+        }
+    }
+    let state = dir.join(crate::store::checkpoint::STATE_FILE);
+    if state.exists() {
+        std::fs::remove_file(&state).map_err(|source| StoreError::Io {
+            path: state,
+            source,
+        })?;
+    }
+    Ok(())
 }
 
 fn phase_name(p: Phase) -> &'static str {

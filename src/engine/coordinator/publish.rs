@@ -260,7 +260,11 @@ impl Coordinator {
             in_flight: self.window.in_flight() as u64,
             rescheduled: self.window.reschedules(),
             committed: status.as_ref().map_or(0, |s| s.committed()),
+            checkpoints: status.as_ref().map_or(0, |s| s.checkpoints()),
             error: status.and_then(|s| s.error()),
+            run: self.runs.run,
+            resumed_from: self.runs.resumed_from,
+            refetched: self.runs.refetched,
         }
     }
 

@@ -1,0 +1,475 @@
+//! The coordinator's side of the checkpoint: which rows changed since the last one, what a row
+//! holds, and how a resume rebuilds the crawl from the rows.
+//!
+//! The committer writes a checkpoint between two items of the commit order, so its mark `M`
+//! says exactly what the store holds: every fetch numbered below `M`. The rows are the
+//! coordinator's state when it asked, which may already include results numbered `M` or above
+//! (they had arrived but waited in the reorder window). A resume therefore takes every such
+//! URL back: its counters are undone and it is queued again, so it is fetched and stored once.
+//! This module never does I/O: the committer thread writes, `store::checkpoint` reads.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Coordinator, Failure, Resource, ResourceState};
+use crate::engine::sites::Site;
+use crate::frontier::SiteId;
+use crate::scope::IgnoreReason;
+use crate::snapshot::{Errors, Http};
+use crate::store::checkpoint::{CheckpointError, Delta, Loaded};
+
+/// One URL as the checkpoint keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct ResourceRow {
+    url: String,
+    site: Option<u32>,
+    depth: u32,
+    state: ResourceState,
+    status: Option<u16>,
+    bytes: u64,
+    content_type: Option<String>,
+    referrer: Option<u32>,
+    reason: Option<String>,
+    ignored: Option<IgnoreReason>,
+    hops: u8,
+    retries: u8,
+    truncated: bool,
+    seq: Option<u64>,
+    failure: Option<Failure>,
+}
+
+/// What a site's robots.txt answered, kept so that a resume rebuilds the same rules without
+/// asking the site again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub(crate) enum RobotsMemo {
+    /// Not resolved yet (or still being retried): a resume fetches it again.
+    #[default]
+    Unresolved,
+    /// The final answer: status and body (base64), replayed through the same rules.
+    Response { status: u16, body: String },
+    TooManyRedirects,
+}
+
+/// One site as the checkpoint keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct SiteRow {
+    origin: String,
+    robots: RobotsMemo,
+    robots_gave_up: bool,
+    backoff_attempt: u32,
+    fetched: u64,
+    errors: u64,
+    status: BTreeMap<u16, u64>,
+    admitted: u64,
+    cap_logged: bool,
+    recent_errors: Vec<String>,
+    /// Milliseconds since the Unix epoch before which the site may not be contacted again.
+    next_contact_ms: u64,
+}
+
+/// The counters and sets the engine keeps whole.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(super) struct EngineRow {
+    seeds: Vec<String>,
+    errors: Errors,
+    http: Http,
+    pages_fetched: u64,
+    spider_done: u64,
+    thinker_done: u64,
+    admitted: u64,
+    mailto: BTreeSet<String>,
+    /// Seconds crawled by the runs before this one.
+    elapsed_s: f64,
+}
+
+/// A checkpoint read back and checked, ready to be applied.
+#[derive(Debug)]
+pub(super) struct Restored {
+    mark: u64,
+    runs: u64,
+    resources: Vec<ResourceRow>,
+    sites: Vec<SiteRow>,
+    engine: EngineRow,
+}
+
+/// What the snapshot says about the runs of this crawl.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Runs {
+    /// This run's number, 1 for a fresh crawl.
+    pub(super) run: u64,
+    /// The mark this run resumed from.
+    pub(super) resumed_from: Option<u64>,
+    /// URLs above the mark, taken back to be fetched again.
+    pub(super) refetched: u64,
+    /// Seconds crawled by the runs before this one.
+    pub(super) elapsed_before_s: f64,
+}
+
+impl Restored {
+    /// Decodes and checks the rows: dense ids, sites and referrers that exist. Anything else
+    /// is a corrupt checkpoint, never trusted.
+    pub(super) fn decode(loaded: &Loaded, path: &std::path::Path) -> Result<Restored, CheckpointError> {
+        let corrupt = |reason: String| CheckpointError::Corrupt {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let engine: EngineRow = if loaded.engine.is_empty() {
+            EngineRow::default()
+        } else {
+            serde_json::from_slice(&loaded.engine)
+                .map_err(|e| corrupt(format!("the engine row does not read: {e}")))?
+        };
+        let mut sites = Vec::with_capacity(loaded.sites.len());
+        for (i, (id, bytes)) in loaded.sites.iter().enumerate() {
+            if *id as usize != i {
+                return Err(corrupt(format!("site {i} is missing")));
+            }
+            let row: SiteRow = serde_json::from_slice(bytes)
+                .map_err(|e| corrupt(format!("site {id} does not read: {e}")))?;
+            if url::Url::parse(&row.origin).is_err() {
+                return Err(corrupt(format!("site {id} has no valid origin")));
+            }
+            sites.push(row);
+        }
+        let mut resources = Vec::with_capacity(loaded.resources.len());
+        for (i, (id, bytes)) in loaded.resources.iter().enumerate() {
+            if *id as usize != i {
+                return Err(corrupt(format!("URL {i} is missing")));
+            }
+            let row: ResourceRow = serde_json::from_slice(bytes)
+                .map_err(|e| corrupt(format!("URL {id} does not read: {e}")))?;
+            if row.site.is_some_and(|s| s as usize >= sites.len()) {
+                return Err(corrupt(format!("URL {id} names a site that does not exist")));
+            }
+            if row.referrer.is_some_and(|r| r as usize >= loaded.resources.len()) {
+                return Err(corrupt(format!("URL {id} names a referrer that does not exist")));
+            }
+            resources.push(row);
+        }
+        Ok(Restored {
+            mark: loaded.mark.seq,
+            runs: loaded.mark.runs,
+            resources,
+            sites,
+            engine,
+        })
+    }
+
+    /// The seeds the crawl was started with.
+    pub(super) fn seeds(&self) -> &[String] {
+        &self.engine.seeds
+    }
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Coordinator {
+    /// Notes that a URL's row changed, for the next checkpoint.
+    pub(super) fn touch(&mut self, id: u32) {
+        if self.committer.is_none() {
+            return;
+        }
+        if let Some(r) = self.resources.get_mut(id as usize)
+            && !r.dirty
+        {
+            r.dirty = true;
+            self.dirty_resources.push(id);
+        }
+    }
+
+    /// Notes that a site's row changed, for the next checkpoint.
+    pub(super) fn touch_site(&mut self, site: SiteId) {
+        if self.committer.is_none() {
+            return;
+        }
+        if let Some(s) = self.sites.get_mut(site.index())
+            && !s.dirty
+        {
+            s.dirty = true;
+            self.dirty_sites.push(site);
+        }
+    }
+
+    /// Hands the committer a checkpoint: every row changed since the last one, the counters,
+    /// and the mark (everything handed over so far).
+    pub(super) fn checkpoint(&mut self, finished: bool) {
+        if self.committer.is_none() {
+            return;
+        }
+        let resources = std::mem::take(&mut self.dirty_resources)
+            .into_iter()
+            .filter_map(|id| {
+                let r = self.resources.get_mut(id as usize)?;
+                r.dirty = false;
+                let row = resource_row(r);
+                Some((id, serde_json::to_vec(&row).unwrap_or_default()))
+            })
+            .collect();
+        let start_wall = self.start_wall();
+        let sites = std::mem::take(&mut self.dirty_sites)
+            .into_iter()
+            .filter_map(|site| {
+                let next = self.frontier.next_allowed(site);
+                let s = self.sites.get_mut(site.index())?;
+                s.dirty = false;
+                let row = site_row(s, unix_ms(start_wall + next));
+                Some((site.index() as u32, serde_json::to_vec(&row).unwrap_or_default()))
+            })
+            .collect();
+        let engine = EngineRow {
+            seeds: self.seeds.iter().map(ToString::to_string).collect(),
+            errors: self.errors,
+            http: self.http.clone(),
+            pages_fetched: self.pages_fetched,
+            spider_done: self.spider_done,
+            thinker_done: self.thinker_done,
+            admitted: self.admitted,
+            mailto: self.mailto.clone(),
+            elapsed_s: self.runs.elapsed_before_s + self.now().as_secs_f64(),
+        };
+        let delta = Delta {
+            seq: self.window.next_to_commit(),
+            finished,
+            resources,
+            sites,
+            engine: serde_json::to_vec(&engine).unwrap_or_default(),
+        };
+        if let Some(c) = &self.committer {
+            c.checkpoint(delta);
+        }
+    }
+
+    /// Rebuilds the crawl from a checkpoint: sites with their robots.txt rules and next contact,
+    /// URLs with their states, the counters; every URL above the mark is taken back and, like
+    /// every URL not fetched yet, queued again.
+    pub(super) fn restore(&mut self, restored: Restored) {
+        let Restored {
+            mark,
+            runs,
+            resources,
+            sites,
+            engine,
+        } = restored;
+        self.errors = engine.errors;
+        self.http = engine.http;
+        self.pages_fetched = engine.pages_fetched;
+        self.spider_done = engine.spider_done;
+        self.thinker_done = engine.thinker_done;
+        self.admitted = engine.admitted;
+        self.mailto = engine.mailto;
+        self.runs = Runs {
+            run: runs + 1,
+            resumed_from: Some(mark),
+            refetched: 0,
+            elapsed_before_s: engine.elapsed_s,
+        };
+        let now_wall = SystemTime::now();
+        let mut ids = Vec::with_capacity(sites.len());
+        for row in &sites {
+            let Ok(origin) = url::Url::parse(&row.origin) else {
+                continue;
+            };
+            let id = self.site_for(&origin);
+            ids.push(id);
+            self.restore_site(id, row, now_wall);
+        }
+        for row in resources {
+            let id = u32::try_from(self.resources.len()).unwrap_or(u32::MAX);
+            let key = super::fingerprint(&row.url);
+            let r = Resource {
+                url: row.url.into(),
+                site: row.site.and_then(|s| ids.get(s as usize).copied()),
+                depth: row.depth,
+                state: row.state,
+                status: row.status,
+                bytes: row.bytes,
+                content_type: row.content_type.map(Into::into),
+                referrer: row.referrer,
+                reason: row.reason,
+                ignored: row.ignored,
+                hops: row.hops,
+                retries: row.retries,
+                truncated: row.truncated,
+                seq: row.seq,
+                failure: row.failure,
+                dirty: false,
+            };
+            self.state_counts[r.state as usize] += 1;
+            self.resources.push(r);
+            self.by_url.insert(key, id);
+        }
+        for id in 0..self.resources.len() as u32 {
+            let r = &self.resources[id as usize];
+            if r.seq.is_some_and(|s| s >= mark) && r.state != ResourceState::Discovered {
+                self.take_back(id);
+                self.runs.refetched += 1;
+            }
+            let r = &self.resources[id as usize];
+            if r.state == ResourceState::Discovered
+                && let Some(site) = r.site
+            {
+                if self.sites[site.index()].robots_gave_up {
+                    continue;
+                }
+                self.frontier.push(site, r.depth as usize, id);
+            }
+        }
+    }
+
+    fn restore_site(&mut self, id: SiteId, row: &SiteRow, now_wall: SystemTime) {
+        let policy = self.policy.clone();
+        let s: &mut Site = &mut self.sites[id.index()];
+        s.robots_memo = row.robots.clone();
+        if !self.cfg.ignore_robots {
+            match &row.robots {
+                RobotsMemo::Unresolved => {}
+                RobotsMemo::Response { status, body } => {
+                    let body = data_encoding::BASE64
+                        .decode(body.as_bytes())
+                        .unwrap_or_default();
+                    s.robots.on_response(*status, &body, None, &policy);
+                }
+                RobotsMemo::TooManyRedirects => {
+                    s.robots.on_too_many_redirects();
+                }
+            }
+            if row.robots_gave_up {
+                // The same number of failures gives up the same way.
+                for _ in 0..=policy.max_retries {
+                    s.robots.on_unreachable(&policy);
+                }
+            }
+        }
+        s.robots_gave_up = row.robots_gave_up;
+        s.crawl_delay = s.robots.crawl_delay();
+        s.backoff_attempt = row.backoff_attempt;
+        s.fetched = row.fetched;
+        s.errors = row.errors;
+        s.status = row.status.clone();
+        s.admitted = row.admitted;
+        s.cap_logged = row.cap_logged;
+        s.recent_errors = row.recent_errors.iter().cloned().collect();
+        let own = s.own_delay();
+        self.frontier.set_site_delay(id, own);
+        let next = SystemTime::UNIX_EPOCH + Duration::from_millis(row.next_contact_ms);
+        if let Ok(wait) = next.duration_since(now_wall)
+            && !wait.is_zero()
+        {
+            self.frontier.defer(id, self.now() + wait);
+        }
+    }
+
+    /// A URL whose result was not in the store at the mark: its counters are undone and it
+    /// goes back to "discovered", to be fetched again.
+    fn take_back(&mut self, id: u32) {
+        let r = &self.resources[id as usize];
+        let (state, status, bytes, truncated, failure, site) =
+            (r.state, r.status, r.bytes, r.truncated, r.failure, r.site);
+        self.spider_done = self.spider_done.saturating_sub(1);
+        if let Some(status) = status {
+            let key = status.to_string();
+            if let Some(n) = self.http.status.get_mut(&key) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.http.status.remove(&key);
+                }
+            }
+            self.http.bytes = self.http.bytes.saturating_sub(bytes);
+            if let Some(site) = site
+                && let Some(n) = self.sites[site.index()].status.get_mut(&status)
+            {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.sites[site.index()].status.remove(&status);
+                }
+            }
+        }
+        if truncated {
+            self.errors.too_large = self.errors.too_large.saturating_sub(1);
+        }
+        let fetched = matches!(
+            state,
+            ResourceState::Fetched
+                | ResourceState::ParseIgnored
+                | ResourceState::ParseError
+                | ResourceState::Parsed
+        );
+        if fetched {
+            self.pages_fetched = self.pages_fetched.saturating_sub(1);
+            if let Some(site) = site {
+                let s = &mut self.sites[site.index()];
+                s.fetched = s.fetched.saturating_sub(1);
+            }
+        }
+        if matches!(state, ResourceState::ParseError | ResourceState::Parsed) {
+            self.thinker_done = self.thinker_done.saturating_sub(1);
+        }
+        if state == ResourceState::FetchError {
+            if let Some(site) = site {
+                let s = &mut self.sites[site.index()];
+                s.errors = s.errors.saturating_sub(1);
+            }
+            let counter = match failure.unwrap_or(Failure::Other) {
+                Failure::Timeout => &mut self.errors.timeout,
+                Failure::Connect => &mut self.errors.connect,
+                Failure::Http4xx => &mut self.errors.http_4xx,
+                Failure::Http5xx => &mut self.errors.http_5xx,
+                Failure::Other => &mut self.errors.other,
+            };
+            *counter = counter.saturating_sub(1);
+        }
+        let r = &mut self.resources[id as usize];
+        r.status = None;
+        r.bytes = 0;
+        r.content_type = None;
+        r.reason = None;
+        r.truncated = false;
+        r.failure = None;
+        self.set_state(id, ResourceState::Discovered);
+        if let Some(site) = site {
+            self.touch_site(site);
+        }
+    }
+}
+
+fn resource_row(r: &Resource) -> ResourceRow {
+    ResourceRow {
+        url: r.url.to_string(),
+        site: r.site.map(|s| s.index() as u32),
+        depth: r.depth,
+        state: r.state,
+        status: r.status,
+        bytes: r.bytes,
+        content_type: r.content_type.as_deref().map(str::to_string),
+        referrer: r.referrer,
+        reason: r.reason.clone(),
+        ignored: r.ignored,
+        hops: r.hops,
+        retries: r.retries,
+        truncated: r.truncated,
+        seq: r.seq,
+        failure: r.failure,
+    }
+}
+
+fn site_row(s: &Site, next_contact_ms: u64) -> SiteRow {
+    SiteRow {
+        origin: s.origin.to_string(),
+        robots: s.robots_memo.clone(),
+        robots_gave_up: s.robots_gave_up,
+        backoff_attempt: s.backoff_attempt,
+        fetched: s.fetched,
+        errors: s.errors,
+        status: s.status.clone(),
+        admitted: s.admitted,
+        cap_logged: s.cap_logged,
+        recent_errors: s.recent_errors.iter().cloned().collect(),
+        next_contact_ms,
+    }
+}

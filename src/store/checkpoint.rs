@@ -1,0 +1,484 @@
+//! The checkpoint: what a killed crawl needs to resume, in `DIR/state.redb`.
+//!
+//! It owns the state file's layout, its format version and its integrity checks. The rows it
+//! keeps (URLs, sites, the engine's counters) are opaque bytes here: the engine says what they
+//! mean. Only the committer thread writes it, between two items of the commit order, so the
+//! high-water mark it records is exactly what the store and the index hold. It never decides
+//! what is fetched and never touches the page store's files.
+//!
+//! Why redb: one file, ACID transactions with checksummed pages, a crash at any moment reopens
+//! with every committed transaction and none of the others, and nothing but Rust to build
+//! (DEPENDENCIES.md). A checkpoint is one write transaction: the URL and site rows that changed
+//! since the last one, the engine's counters, the mark and the WARC position, all or nothing.
+
+use std::path::{Path, PathBuf};
+
+use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+/// The state file's name inside the crawl folder.
+pub const STATE_FILE: &str = "state.redb";
+
+/// Bumped whenever a row's meaning changes; a state of another version is refused, never
+/// guessed at.
+pub const FORMAT_VERSION: u32 = 1;
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const RESOURCES: TableDefinition<u32, &[u8]> = TableDefinition::new("resources");
+const SITES: TableDefinition<u32, &[u8]> = TableDefinition::new("sites");
+
+const KEY_FORMAT: &str = "format";
+const KEY_MARK: &str = "mark";
+const KEY_ENGINE: &str = "engine";
+
+/// Why the state could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error(
+        "{} was written by a crawltop with state format {found}; this one reads format {expected}. \
+         Resume it with the crawltop that wrote it, or start over with --fresh",
+        path.display()
+    )]
+    Version {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
+    #[error(
+        "the checkpoint {} is corrupt ({reason}); it is not used. Start over with --fresh, \
+         or move the folder away",
+        path.display()
+    )]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("checkpoint {}: {reason}", path.display())]
+    Io { path: PathBuf, reason: String },
+}
+
+/// Where the WARC files stood at the mark: everything after `position` in `file` (and every
+/// later file) was written above the mark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarcMark {
+    /// The file's name inside `DIR/warc/`.
+    pub file: String,
+    pub position: u64,
+}
+
+/// The committed high-water mark and what the store looked like there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    /// Every sequence number below this one is in the store (or was skipped: no response).
+    pub seq: u64,
+    pub warc: Option<WarcMark>,
+    /// The crawl ran to its end: nothing is left to resume.
+    pub finished: bool,
+    /// How many runs wrote this state (1 after the first).
+    pub runs: u64,
+}
+
+/// What one checkpoint changes, built by the engine.
+#[derive(Debug, Clone, Default)]
+pub struct Delta {
+    /// The mark's sequence number: everything below it was handed to the committer before
+    /// this delta.
+    pub seq: u64,
+    pub finished: bool,
+    pub resources: Vec<(u32, Vec<u8>)>,
+    pub sites: Vec<(u32, Vec<u8>)>,
+    /// The engine's counters and anything else it keeps whole.
+    pub engine: Vec<u8>,
+}
+
+/// Everything a resume starts from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub mark: Mark,
+    /// In id order.
+    pub resources: Vec<(u32, Vec<u8>)>,
+    /// In id order.
+    pub sites: Vec<(u32, Vec<u8>)>,
+    pub engine: Vec<u8>,
+}
+
+/// The open state file; one per crawl folder (the folder's lock keeps other processes out).
+pub struct Checkpoint {
+    db: redb::Database,
+    path: PathBuf,
+    runs: u64,
+}
+
+impl std::fmt::Debug for Checkpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoint")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a folder holds a state, and what kind.
+#[derive(Debug)]
+pub enum Found {
+    Nothing,
+    Unfinished(Box<Loaded>),
+    Finished(Box<Loaded>),
+}
+
+impl Checkpoint {
+    /// Reads the state in `dir` without opening it for writing: for the decision to resume.
+    /// A missing file is `Nothing`; a file that is not a sound state of this format is an
+    /// error, never a fresh start.
+    pub fn find(dir: &Path) -> Result<Found, CheckpointError> {
+        let path = dir.join(STATE_FILE);
+        if !path.exists() {
+            return Ok(Found::Nothing);
+        }
+        let mut db = open(&path)?;
+        let loaded = load(&mut db, &path)?;
+        Ok(if loaded.mark.finished {
+            Found::Finished(Box::new(loaded))
+        } else {
+            Found::Unfinished(Box::new(loaded))
+        })
+    }
+
+    /// Creates a new state in `dir` (an existing one is replaced), with a first mark.
+    pub fn create(dir: &Path, first: &Mark) -> Result<Checkpoint, CheckpointError> {
+        let path = dir.join(STATE_FILE);
+        if path.exists() {
+            std::fs::remove_file(&path).map_err(|e| io(&path, &e))?;
+        }
+        let db = redb::Database::create(&path).map_err(|e| io(&path, &e))?;
+        let mut cp = Checkpoint {
+            db,
+            path,
+            runs: first.runs,
+        };
+        cp.write_meta(first, None, true)?;
+        Ok(cp)
+    }
+
+    /// Opens the state in `dir` to go on writing it after a resume, with the mark the resume
+    /// starts from (its run count already raised).
+    pub fn reopen(dir: &Path, mark: &Mark) -> Result<Checkpoint, CheckpointError> {
+        let path = dir.join(STATE_FILE);
+        let db = open(&path)?;
+        let mut cp = Checkpoint {
+            db,
+            path,
+            runs: mark.runs,
+        };
+        cp.write_meta(mark, None, false)?;
+        Ok(cp)
+    }
+
+    /// Writes one checkpoint, durably: the rows of `delta`, the engine's blob and the mark with
+    /// `warc` (the WARC position after the items below the mark, already synced).
+    pub fn write(&mut self, delta: &Delta, warc: Option<WarcMark>) -> Result<(), CheckpointError> {
+        let path = self.path.clone();
+        let err = |e: &dyn std::fmt::Display| io(&path, e);
+        let txn = self.db.begin_write().map_err(|e| err(&e))?;
+        {
+            let mut resources = txn.open_table(RESOURCES).map_err(|e| err(&e))?;
+            for (id, row) in &delta.resources {
+                resources
+                    .insert(*id, row.as_slice())
+                    .map_err(|e| err(&e))?;
+            }
+            let mut sites = txn.open_table(SITES).map_err(|e| err(&e))?;
+            for (id, row) in &delta.sites {
+                sites.insert(*id, row.as_slice()).map_err(|e| err(&e))?;
+            }
+            let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
+            meta.insert(KEY_ENGINE, delta.engine.as_slice())
+                .map_err(|e| err(&e))?;
+            let mark = Mark {
+                seq: delta.seq,
+                warc,
+                finished: delta.finished,
+                runs: self.runs,
+            };
+            let bytes = serde_json::to_vec(&mark).map_err(|e| err(&e))?;
+            meta.insert(KEY_MARK, bytes.as_slice())
+                .map_err(|e| err(&e))?;
+        }
+        txn.commit().map_err(|e| err(&e))
+    }
+
+    fn write_meta(
+        &mut self,
+        mark: &Mark,
+        engine: Option<&[u8]>,
+        create_tables: bool,
+    ) -> Result<(), CheckpointError> {
+        let path = self.path.clone();
+        let err = |e: &dyn std::fmt::Display| io(&path, e);
+        let txn = self.db.begin_write().map_err(|e| err(&e))?;
+        {
+            if create_tables {
+                txn.open_table(RESOURCES).map_err(|e| err(&e))?;
+                txn.open_table(SITES).map_err(|e| err(&e))?;
+            }
+            let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
+            meta.insert(KEY_FORMAT, FORMAT_VERSION.to_le_bytes().as_slice())
+                .map_err(|e| err(&e))?;
+            let bytes = serde_json::to_vec(mark).map_err(|e| err(&e))?;
+            meta.insert(KEY_MARK, bytes.as_slice())
+                .map_err(|e| err(&e))?;
+            if let Some(engine) = engine {
+                meta.insert(KEY_ENGINE, engine).map_err(|e| err(&e))?;
+            }
+        }
+        txn.commit().map_err(|e| err(&e))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn io(path: &Path, e: &dyn std::fmt::Display) -> CheckpointError {
+    CheckpointError::Io {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+fn corrupt(path: &Path, reason: impl Into<String>) -> CheckpointError {
+    CheckpointError::Corrupt {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Opens the file and checks it end to end: redb's page checksums and tree structure. A file
+/// that needed a repair was changed behind redb's back and is not trusted.
+fn open(path: &Path) -> Result<redb::Database, CheckpointError> {
+    let mut db = redb::Database::open(path).map_err(|e| match e {
+        redb::DatabaseError::Storage(redb::StorageError::Io(io))
+            if io.kind() != std::io::ErrorKind::InvalidData =>
+        {
+            CheckpointError::Io {
+            path: path.to_path_buf(),
+                reason: io.to_string(),
+            }
+        }
+        redb::DatabaseError::DatabaseAlreadyOpen => CheckpointError::Io {
+            path: path.to_path_buf(),
+            reason: "already open in this process".into(),
+        },
+        other => corrupt(path, other.to_string()),
+    })?;
+    match db.check_integrity() {
+        Ok(true) => Ok(db),
+        Ok(false) => Err(corrupt(path, "it failed redb's integrity check")),
+        Err(e) => Err(corrupt(path, e.to_string())),
+    }
+}
+
+fn load(db: &mut redb::Database, path: &Path) -> Result<Loaded, CheckpointError> {
+    let bad = |e: &dyn std::fmt::Display| corrupt(path, e.to_string());
+    let txn = db.begin_read().map_err(|e| bad(&e))?;
+    let meta = txn.open_table(META).map_err(|e| bad(&e))?;
+    let format = meta
+        .get(KEY_FORMAT)
+        .map_err(|e| bad(&e))?
+        .ok_or_else(|| corrupt(path, "it has no format version"))?;
+    let format = <[u8; 4]>::try_from(format.value())
+        .map(u32::from_le_bytes)
+        .map_err(|_| corrupt(path, "its format version is not 4 bytes"))?;
+    if format != FORMAT_VERSION {
+        return Err(CheckpointError::Version {
+            path: path.to_path_buf(),
+            found: format,
+            expected: FORMAT_VERSION,
+        });
+    }
+    let mark = meta
+        .get(KEY_MARK)
+        .map_err(|e| bad(&e))?
+        .ok_or_else(|| corrupt(path, "it has no mark"))?;
+    let mark: Mark = serde_json::from_slice(mark.value())
+        .map_err(|e| corrupt(path, format!("its mark does not read: {e}")))?;
+    let engine = meta
+        .get(KEY_ENGINE)
+        .map_err(|e| bad(&e))?
+        .map(|v| v.value().to_vec())
+        .unwrap_or_default();
+    let rows = |table: TableDefinition<u32, &[u8]>| -> Result<Vec<(u32, Vec<u8>)>, CheckpointError> {
+        let t = txn.open_table(table).map_err(|e| bad(&e))?;
+        let mut out = Vec::new();
+        for entry in t.iter().map_err(|e| bad(&e))? {
+            let (k, v) = entry.map_err(|e| bad(&e))?;
+            out.push((k.value(), v.value().to_vec()));
+        }
+        Ok(out)
+    };
+    let resources = rows(RESOURCES)?;
+    let sites = rows(SITES)?;
+    Ok(Loaded {
+        mark,
+        resources,
+        sites,
+        engine,
+    })
+}
+
+/// Writes a state of another format version: how the tests prove it is refused.
+#[doc(hidden)]
+pub fn write_foreign_version(dir: &Path, version: u32) -> Result<(), CheckpointError> {
+    let path = dir.join(STATE_FILE);
+    let db = redb::Database::create(&path).map_err(|e| io(&path, &e))?;
+    let txn = db.begin_write().map_err(|e| io(&path, &e))?;
+    {
+        let mut meta = txn.open_table(META).map_err(|e| io(&path, &e))?;
+        meta.insert(KEY_FORMAT, version.to_le_bytes().as_slice())
+            .map_err(|e| io(&path, &e))?;
+    }
+    txn.commit().map_err(|e| io(&path, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first() -> Mark {
+        Mark {
+            seq: 0,
+            warc: Some(WarcMark {
+                file: "crawl-00000.warc.gz".into(),
+                position: 10,
+            }),
+            finished: false,
+            runs: 1,
+        }
+    }
+
+    fn delta(seq: u64, rows: &[(u32, &str)]) -> Delta {
+        Delta {
+            seq,
+            finished: false,
+            resources: rows
+                .iter()
+                .map(|(id, r)| (*id, r.as_bytes().to_vec()))
+                .collect(),
+            sites: vec![(0, b"site zero".to_vec())],
+            engine: format!("engine at {seq}").into_bytes(),
+        }
+    }
+
+    fn unfinished(dir: &Path) -> Loaded {
+        match Checkpoint::find(dir).expect("find") {
+            Found::Unfinished(l) => *l,
+            Found::Nothing => panic!("expected an unfinished state, found nothing"),
+            Found::Finished(_) => panic!("expected an unfinished state, found a finished one"),
+        }
+    }
+
+    #[test]
+    fn a_folder_without_a_state_has_nothing_to_resume() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(matches!(Checkpoint::find(dir.path()), Ok(Found::Nothing)));
+    }
+
+    #[test]
+    fn checkpoints_accumulate_rows_and_keep_the_last_mark() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        cp.write(&delta(3, &[(0, "a"), (1, "b")]), None).expect("write");
+        let warc = WarcMark {
+            file: "crawl-00001.warc.gz".into(),
+            position: 999,
+        };
+        cp.write(&delta(7, &[(1, "b2"), (2, "c")]), Some(warc.clone()))
+            .expect("write");
+        drop(cp);
+        let l = unfinished(dir.path());
+        assert_eq!(l.mark.seq, 7);
+        assert_eq!(l.mark.warc, Some(warc));
+        assert_eq!(l.mark.runs, 1);
+        let rows: Vec<(u32, &[u8])> = l
+            .resources
+            .iter()
+            .map(|(k, v)| (*k, v.as_slice()))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![(0, &b"a"[..]), (1, &b"b2"[..]), (2, &b"c"[..])]
+        );
+        assert_eq!(l.engine, b"engine at 7");
+    }
+
+    #[test]
+    fn a_finished_crawl_is_found_as_finished() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        let mut d = delta(2, &[]);
+        d.finished = true;
+        cp.write(&d, None).expect("write");
+        drop(cp);
+        assert!(matches!(
+            Checkpoint::find(dir.path()),
+            Ok(Found::Finished(_))
+        ));
+    }
+
+    #[test]
+    fn reopening_counts_the_run_and_keeps_the_rows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        cp.write(&delta(5, &[(0, "a")]), None).expect("write");
+        drop(cp);
+        let mut mark = unfinished(dir.path()).mark;
+        mark.runs += 1;
+        let mut cp = Checkpoint::reopen(dir.path(), &mark).expect("reopen");
+        cp.write(&delta(9, &[(1, "b")]), None).expect("write");
+        drop(cp);
+        let l = unfinished(dir.path());
+        assert_eq!((l.mark.seq, l.mark.runs, l.resources.len()), (9, 2, 2));
+    }
+
+    #[test]
+    fn a_state_of_another_format_version_is_refused_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_foreign_version(dir.path(), FORMAT_VERSION + 1).expect("write");
+        let Err(err) = Checkpoint::find(dir.path()) else {
+            panic!("a state of another version was read");
+        };
+        assert!(matches!(err, CheckpointError::Version { found, .. } if found == FORMAT_VERSION + 1));
+        assert!(err.to_string().contains("--fresh"), "{err}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_state_is_corrupt_not_fresh() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(STATE_FILE), b"not a database at all").expect("write");
+        let Err(err) = Checkpoint::find(dir.path()) else {
+            panic!("a file that is not a state was read");
+        };
+        assert!(matches!(err, CheckpointError::Corrupt { .. }), "{err}");
+    }
+
+    #[test]
+    fn scribbled_pages_are_detected() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        let rows: Vec<(u32, String)> = (0..2000).map(|i| (i, format!("row {i} {}", "x".repeat(100)))).collect();
+        let rows: Vec<(u32, &str)> = rows.iter().map(|(i, s)| (*i, s.as_str())).collect();
+        cp.write(&delta(3, &rows), None).expect("write");
+        drop(cp);
+        let path = dir.path().join(STATE_FILE);
+        let mut bytes = std::fs::read(&path).expect("read");
+        // Flip bytes inside a stored row, as a bad disk or a stray write would.
+        let at = bytes
+            .windows(9)
+            .position(|w| w == b"row 1000 ")
+            .expect("the row is in the file");
+        for b in &mut bytes[at..at + 64] {
+            *b ^= 0x5a;
+        }
+        std::fs::write(&path, &bytes).expect("write");
+        let Err(err) = Checkpoint::find(dir.path()) else {
+            panic!("a scribbled state was trusted");
+        };
+        assert!(matches!(err, CheckpointError::Corrupt { .. }), "{err}");
+    }
+}
