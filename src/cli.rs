@@ -214,6 +214,10 @@ pub struct CrawlArgs {
     /// Start a new WARC file past this size [default: 1 GiB].
     #[arg(long)]
     pub warc_max_bytes: Option<u64>,
+    /// Write the checkpoint in --out this often; after a kill, at most this much crawling is
+    /// fetched again [default: 1000].
+    #[arg(long, value_name = "MS")]
+    pub checkpoint_ms: Option<u64>,
     /// Write the final statistics (JSON) here, on every exit.
     #[arg(long)]
     pub stats_out: Option<PathBuf>,
@@ -455,6 +459,7 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
         user_agent,
         store,
         warc_max_bytes,
+        checkpoint_ms,
         scope
     );
     macro_rules! set_opt {
@@ -491,12 +496,13 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
 /// `--fresh` on a folder that holds a crawl: on a terminal, the user says yes first.
 fn confirm_fresh(dir: &std::path::Path) -> anyhow::Result<bool> {
     use crate::store::checkpoint::{Checkpoint, Found};
-    if !dir.join(crate::store::checkpoint::STATE_FILE).exists() || !std::io::stdin().is_terminal()
-    {
+    if !dir.join(crate::store::checkpoint::STATE_FILE).exists() || !std::io::stdin().is_terminal() {
         return Ok(true);
     }
     let what = match Checkpoint::find(dir) {
-        Ok(Found::Unfinished(l)) => format!("an unfinished crawl ({} URLs known)", l.resources.len()),
+        Ok(Found::Unfinished(l)) => {
+            format!("an unfinished crawl ({} URLs known)", l.resources.len())
+        }
         Ok(Found::Finished(l)) => format!("a finished crawl ({} URLs known)", l.resources.len()),
         Ok(Found::Nothing) => "a crawl".to_string(),
         Err(e) => format!("a crawl whose checkpoint cannot be used ({e})"),

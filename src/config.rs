@@ -62,15 +62,17 @@ pub struct CrawlConfig {
     pub robots_retries: u32,
     pub cookies: bool,
     pub proxy: Option<String>,
-    /// The crawl folder: page store (and, later, checkpoint and index). Locked while crawling.
+    /// The crawl folder: page store, index and checkpoint. Locked while crawling.
     pub out: Option<PathBuf>,
     /// Which page stores to write into `out`.
     pub store: crate::store::committer::StoreKind,
     /// Start over in `out`, deleting what an earlier crawl kept there, instead of resuming it.
-    #[serde(default)]
     pub fresh: bool,
     /// A WARC file is closed and a new one started past this size.
     pub warc_max_bytes: u64,
+    /// How often the crawl folder's checkpoint is written: at most this much crawling is
+    /// fetched again after a kill.
+    pub checkpoint_ms: u64,
     pub stats_out: Option<PathBuf>,
     pub sites_out: Option<PathBuf>,
     pub urls_out: Option<PathBuf>,
@@ -105,6 +107,7 @@ impl Default for CrawlConfig {
             store: crate::store::committer::StoreKind::Warc,
             fresh: false,
             warc_max_bytes: 1 << 30,
+            checkpoint_ms: 1000,
             stats_out: None,
             sites_out: None,
             urls_out: None,
@@ -144,6 +147,10 @@ pub enum ConfigError {
 }
 
 impl CrawlConfig {
+    pub fn checkpoint_every(&self) -> Duration {
+        Duration::from_millis(self.checkpoint_ms)
+    }
+
     pub fn delay(&self) -> Duration {
         Duration::from_millis(self.delay_ms)
     }
@@ -187,6 +194,8 @@ impl CrawlConfig {
         range("--max-retries", self.max_retries, 0, 100)?;
         range("--robots-retries", self.robots_retries, 0, 100)?;
         range("--warc-max-bytes", self.warc_max_bytes, 1 << 16, 1 << 40)?;
+        // The coordinator checks on its 100 ms snapshot tick.
+        range("--checkpoint-ms", self.checkpoint_ms, 100, 3_600_000)?;
         if let Some(f) = self.adaptive_delay
             && !(f.is_finite() && (0.0..=1000.0).contains(&f))
         {

@@ -179,9 +179,7 @@ impl Checkpoint {
         {
             let mut resources = txn.open_table(RESOURCES).map_err(|e| err(&e))?;
             for (id, row) in &delta.resources {
-                resources
-                    .insert(*id, row.as_slice())
-                    .map_err(|e| err(&e))?;
+                resources.insert(*id, row.as_slice()).map_err(|e| err(&e))?;
             }
             let mut sites = txn.open_table(SITES).map_err(|e| err(&e))?;
             for (id, row) in &delta.sites {
@@ -257,7 +255,7 @@ fn open(path: &Path) -> Result<redb::Database, CheckpointError> {
             if io.kind() != std::io::ErrorKind::InvalidData =>
         {
             CheckpointError::Io {
-            path: path.to_path_buf(),
+                path: path.to_path_buf(),
                 reason: io.to_string(),
             }
         }
@@ -303,15 +301,16 @@ fn load(db: &mut redb::Database, path: &Path) -> Result<Loaded, CheckpointError>
         .map_err(|e| bad(&e))?
         .map(|v| v.value().to_vec())
         .unwrap_or_default();
-    let rows = |table: TableDefinition<u32, &[u8]>| -> Result<Vec<(u32, Vec<u8>)>, CheckpointError> {
-        let t = txn.open_table(table).map_err(|e| bad(&e))?;
-        let mut out = Vec::new();
-        for entry in t.iter().map_err(|e| bad(&e))? {
-            let (k, v) = entry.map_err(|e| bad(&e))?;
-            out.push((k.value(), v.value().to_vec()));
-        }
-        Ok(out)
-    };
+    let rows =
+        |table: TableDefinition<u32, &[u8]>| -> Result<Vec<(u32, Vec<u8>)>, CheckpointError> {
+            let t = txn.open_table(table).map_err(|e| bad(&e))?;
+            let mut out = Vec::new();
+            for entry in t.iter().map_err(|e| bad(&e))? {
+                let (k, v) = entry.map_err(|e| bad(&e))?;
+                out.push((k.value(), v.value().to_vec()));
+            }
+            Ok(out)
+        };
     let resources = rows(RESOURCES)?;
     let sites = rows(SITES)?;
     Ok(Loaded {
@@ -383,7 +382,8 @@ mod tests {
     fn checkpoints_accumulate_rows_and_keep_the_last_mark() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
-        cp.write(&delta(3, &[(0, "a"), (1, "b")]), None).expect("write");
+        cp.write(&delta(3, &[(0, "a"), (1, "b")]), None)
+            .expect("write");
         let warc = WarcMark {
             file: "crawl-00001.warc.gz".into(),
             position: 999,
@@ -400,10 +400,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (*k, v.as_slice()))
             .collect();
-        assert_eq!(
-            rows,
-            vec![(0, &b"a"[..]), (1, &b"b2"[..]), (2, &b"c"[..])]
-        );
+        assert_eq!(rows, vec![(0, &b"a"[..]), (1, &b"b2"[..]), (2, &b"c"[..])]);
         assert_eq!(l.engine, b"engine at 7");
     }
 
@@ -443,7 +440,9 @@ mod tests {
         let Err(err) = Checkpoint::find(dir.path()) else {
             panic!("a state of another version was read");
         };
-        assert!(matches!(err, CheckpointError::Version { found, .. } if found == FORMAT_VERSION + 1));
+        assert!(
+            matches!(err, CheckpointError::Version { found, .. } if found == FORMAT_VERSION + 1)
+        );
         assert!(err.to_string().contains("--fresh"), "{err}");
     }
 
@@ -461,7 +460,9 @@ mod tests {
     fn scribbled_pages_are_detected() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
-        let rows: Vec<(u32, String)> = (0..2000).map(|i| (i, format!("row {i} {}", "x".repeat(100)))).collect();
+        let rows: Vec<(u32, String)> = (0..2000)
+            .map(|i| (i, format!("row {i} {}", "x".repeat(100))))
+            .collect();
         let rows: Vec<(u32, &str)> = rows.iter().map(|(i, s)| (*i, s.as_str())).collect();
         cp.write(&delta(3, &rows), None).expect("write");
         drop(cp);

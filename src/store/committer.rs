@@ -210,7 +210,12 @@ impl Committer {
             cut_warc_back(&warc_dir, at)?;
         }
         let mut warc = if kind.warc() {
-            Some(WarcWriter::create(&warc_dir, WARC_PREFIX, warc_max_bytes, now)?)
+            Some(WarcWriter::create(
+                &warc_dir,
+                WARC_PREFIX,
+                warc_max_bytes,
+                now,
+            )?)
         } else {
             None
         };
@@ -442,7 +447,10 @@ fn cut_warc_back(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
     let Some(marked) = number(&at.file) else {
         return Err(StoreError::Checkpoint(CheckpointError::Corrupt {
             path: warc_dir.to_path_buf(),
-            reason: format!("its mark names {:?}, not a WARC file of this crawl", at.file),
+            reason: format!(
+                "its mark names {:?}, not a WARC file of this crawl",
+                at.file
+            ),
         }));
     };
     let path = warc_dir.join(&at.file);
@@ -465,11 +473,7 @@ fn cut_warc_back(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
     for entry in std::fs::read_dir(warc_dir).map_err(io(warc_dir))? {
         let entry = entry.map_err(io(warc_dir))?;
         let name = entry.file_name();
-        if name
-            .to_str()
-            .and_then(number)
-            .is_some_and(|n| n > marked)
-        {
+        if name.to_str().and_then(number).is_some_and(|n| n > marked) {
             std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
         }
     }

@@ -49,6 +49,24 @@ pub struct ServeOptions {
     /// How long in-flight responses may take to finish at shutdown.
     pub grace: Duration,
     pub hostile: hostile::HostileOptions,
+    /// Some pages answer late: how tests make a result arrive after later ones.
+    pub slow: Option<SlowPages>,
+}
+
+/// One page in `one_in` (chosen by a hash of its path, so always the same ones) waits `delay`
+/// before answering; robots.txt never does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlowPages {
+    pub one_in: u64,
+    pub delay: Duration,
+}
+
+impl SlowPages {
+    fn delays(self, path: &str) -> bool {
+        path != "/robots.txt"
+            && self.one_in > 0
+            && xxhash_rust::xxh3::xxh3_64(path.as_bytes()) % self.one_in == 0
+    }
 }
 
 impl ServeOptions {
@@ -63,6 +81,7 @@ impl ServeOptions {
             keep_records: true,
             grace: Duration::from_secs(5),
             hostile: hostile::HostileOptions::default(),
+            slow: None,
         }
     }
 }
@@ -129,6 +148,7 @@ pub(super) struct Shared {
     log: Arc<RequestLog>,
     pub(super) shutdown: CancellationToken,
     pub(super) hostile: Hostile,
+    slow: Option<SlowPages>,
 }
 
 /// A running server. Dropping it does not stop it: call [`Server::shutdown`].
@@ -212,6 +232,7 @@ impl Server {
             log: Arc::new(log),
             shutdown: CancellationToken::new(),
             hostile: Hostile::new(opts.hostile.clone()),
+            slow: opts.slow,
         });
         let tracker = TaskTracker::new();
         for (i, listener) in listeners.into_iter().enumerate() {
@@ -626,6 +647,14 @@ async fn handle(
         )
         .header(header::ALLOW, HeaderValue::from_static("GET, HEAD"))
     } else {
+        if let Some(slow) = shared.slow
+            && slow.delays(req.uri().path())
+        {
+            tokio::select! {
+                () = tokio::time::sleep(slow.delay) => {}
+                () = shared.shutdown.cancelled() => {}
+            }
+        }
         route(&shared, site, req.uri()).await
     };
     guard.status = reply.status.as_u16();

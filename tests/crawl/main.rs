@@ -10,6 +10,7 @@ mod crawl_cli;
 mod dashboard_pty;
 mod engine;
 mod index;
+mod resume;
 mod store;
 mod testweb_cli;
 mod testweb_gen;

@@ -49,7 +49,10 @@ pub(crate) enum RobotsMemo {
     #[default]
     Unresolved,
     /// The final answer: status and body (base64), replayed through the same rules.
-    Response { status: u16, body: String },
+    Response {
+        status: u16,
+        body: String,
+    },
     TooManyRedirects,
 }
 
@@ -111,7 +114,10 @@ pub(super) struct Runs {
 impl Restored {
     /// Decodes and checks the rows: dense ids, sites and referrers that exist. Anything else
     /// is a corrupt checkpoint, never trusted.
-    pub(super) fn decode(loaded: &Loaded, path: &std::path::Path) -> Result<Restored, CheckpointError> {
+    pub(super) fn decode(
+        loaded: &Loaded,
+        path: &std::path::Path,
+    ) -> Result<Restored, CheckpointError> {
         let corrupt = |reason: String| CheckpointError::Corrupt {
             path: path.to_path_buf(),
             reason,
@@ -142,10 +148,17 @@ impl Restored {
             let row: ResourceRow = serde_json::from_slice(bytes)
                 .map_err(|e| corrupt(format!("URL {id} does not read: {e}")))?;
             if row.site.is_some_and(|s| s as usize >= sites.len()) {
-                return Err(corrupt(format!("URL {id} names a site that does not exist")));
+                return Err(corrupt(format!(
+                    "URL {id} names a site that does not exist"
+                )));
             }
-            if row.referrer.is_some_and(|r| r as usize >= loaded.resources.len()) {
-                return Err(corrupt(format!("URL {id} names a referrer that does not exist")));
+            if row
+                .referrer
+                .is_some_and(|r| r as usize >= loaded.resources.len())
+            {
+                return Err(corrupt(format!(
+                    "URL {id} names a referrer that does not exist"
+                )));
             }
             resources.push(row);
         }
@@ -219,7 +232,10 @@ impl Coordinator {
                 let s = self.sites.get_mut(site.index())?;
                 s.dirty = false;
                 let row = site_row(s, unix_ms(start_wall + next));
-                Some((site.index() as u32, serde_json::to_vec(&row).unwrap_or_default()))
+                Some((
+                    site.index() as u32,
+                    serde_json::to_vec(&row).unwrap_or_default(),
+                ))
             })
             .collect();
         let engine = EngineRow {

@@ -35,8 +35,8 @@ use crate::scope::{IgnoreReason, ScopeRules};
 use crate::snapshot::{
     CommandRecord, CommandSource, DelaySource, Errors, Http, LogLine, RunState, Shares, Snapshot,
 };
-use crate::store::commit::{Seq, Window};
 use crate::store::checkpoint::{Checkpoint, Found};
+use crate::store::commit::{Seq, Window};
 use crate::store::committer::{CommitItem, CommitStatus, Committer, FolderLock, Start, StoreError};
 
 /// How often a snapshot is published.
@@ -221,10 +221,6 @@ pub(super) struct Coordinator {
     runs: checkpoint::Runs,
 }
 
-/// How often the coordinator asks for a checkpoint: at most this much crawling is redone after
-/// a kill.
-const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
-
 /// Added to a fetch's patience before its result counts as overdue.
 const COMMIT_MARGIN: Duration = Duration::from_secs(5);
 
@@ -374,7 +370,7 @@ impl Coordinator {
                     self.stop_deadline = None;
                 }
                 _ = tick.tick() => {
-                    if self.last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+                    if self.last_checkpoint.elapsed() >= self.cfg.checkpoint_every() {
                         self.last_checkpoint = Instant::now();
                         self.checkpoint(false);
                     }

@@ -1,0 +1,269 @@
+//! Checkpoint and resume, judged from the outside: a crawl killed with SIGKILL at several
+//! moments and resumed each time ends with the same store, index and statistics as a crawl
+//! that was never interrupted; a state of another version or a corrupt one is refused.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+
+use crawltop::testweb::manifest::SiteKind;
+use crawltop::testweb::serve::SlowPages;
+use crawltop::testweb::{GenOptions, TestWeb};
+
+use crate::util::{PATIENCE, bin, read_warc};
+
+/// The crawl every run of a test makes: slow enough to be killed several times, with
+/// checkpoints often enough that each run leaves some progress behind.
+fn crawl_command(web: &TestWeb, out: &Path, stats: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(bin());
+    cmd.arg("crawl");
+    for site in web.manifest().normal_sites() {
+        if site.kind == SiteKind::Normal {
+            cmd.arg(web.url(&site.name, "/"));
+        }
+    }
+    cmd.args([
+        "--headless",
+        "--delay-ms",
+        "15",
+        "--workers",
+        "4",
+        "--checkpoint-ms",
+        "100",
+    ])
+    .arg("--out")
+    .arg(out)
+    .arg("--stats-out")
+    .arg(stats)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .kill_on_drop(true);
+    cmd
+}
+
+/// SplitMix64: the kill points are random but the same on every run of the test.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn stats(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("stats file")).expect("json")
+}
+
+/// The numbers a crawl's statistics must agree on, interrupted or not.
+fn totals(stats: &serde_json::Value) -> BTreeMap<String, serde_json::Value> {
+    let mut out = BTreeMap::new();
+    out.insert("resources".into(), stats["resources"].clone());
+    out.insert("http".into(), stats["http"].clone());
+    out.insert("errors".into(), stats["errors"].clone());
+    out
+}
+
+/// Every WARC file ends on a record boundary: nothing truncated, nothing half-written.
+fn assert_whole(warc: &Path) {
+    for entry in std::fs::read_dir(warc).expect("warc folder") {
+        let path = entry.expect("entry").path();
+        let len = std::fs::metadata(&path).expect("metadata").len();
+        let whole = crawltop::store::warc::truncate_partial_tail(&path).expect("readable");
+        assert_eq!(
+            whole,
+            len,
+            "{} has a partial record at its end",
+            path.display()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_crawl_killed_at_random_moments_resumes_to_the_same_store_and_stats() {
+    // Slow pages make later results wait in the reorder window, so checkpoints are taken with
+    // fetched results above their mark: those must be fetched again, and stored once.
+    let web = TestWeb::start_with(GenOptions::new(3, 70).seed(21).crawl_delay_s(0.02), |o| {
+        o.slow = Some(SlowPages {
+            one_in: 7,
+            delay: std::time::Duration::from_millis(250),
+        });
+    })
+    .await
+    .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+
+    // The reference: the same crawl, never interrupted.
+    let reference = dir.path().join("reference");
+    let reference_stats = dir.path().join("reference.json");
+    let status = crawl_command(&web, &reference, &reference_stats)
+        .status()
+        .await
+        .expect("reference crawl");
+    assert!(status.success());
+    let served_before = web.log().records().len();
+
+    // The same crawl, killed at random numbers of requests seen by the server.
+    let out = dir.path().join("killed");
+    let out_stats = dir.path().join("killed.json");
+    let mut rng = 0x5eed_u64;
+    let mut kills = 0;
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let mut child = crawl_command(&web, &out, &out_stats)
+            .spawn()
+            .expect("spawn");
+        if kills == 4 {
+            let status = tokio::time::timeout(PATIENCE * 2, child.wait())
+                .await
+                .expect("the last run ends")
+                .expect("status");
+            assert!(status.success(), "the last run failed: {status:?}");
+            break;
+        }
+        let seen = web.log().records().len();
+        let at = seen + 15 + usize::try_from(splitmix(&mut rng) % 60).expect("small");
+        tokio::select! {
+            () = web.log().wait_until(|r| r.len() >= at) => {
+                child.start_kill().expect("SIGKILL");
+                child.wait().await.expect("reaped");
+                kills += 1;
+            }
+            status = child.wait() => {
+                // The crawl ended before the kill point: nothing left to interrupt.
+                assert!(status.expect("status").success());
+                break;
+            }
+            () = tokio::time::sleep(PATIENCE) => panic!("the crawl stalled"),
+        }
+    }
+    assert!(kills >= 2, "the crawl ended before it was killed twice");
+
+    // Every response stored exactly once, whole, and the same set as the reference.
+    assert_whole(&out.join("warc"));
+    let killed_warc = read_warc(&out.join("warc"));
+    let twice: Vec<_> = killed_warc.counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "stored more than once: {twice:?}");
+    let reference_warc = read_warc(&reference.join("warc"));
+    assert_eq!(
+        killed_warc.counts.keys().collect::<Vec<_>>(),
+        reference_warc.counts.keys().collect::<Vec<_>>(),
+        "the resumed crawl stored other URLs than the uninterrupted one"
+    );
+    for (uri, body) in &killed_warc.bodies {
+        assert_eq!(Some(body), reference_warc.bodies.get(uri), "{uri}");
+    }
+    for site in web.manifest().normal_sites() {
+        for page in &site.pages {
+            let url = web.url(&site.name, &page.path);
+            assert_eq!(killed_warc.counts.get(&url), Some(&1), "{url}");
+        }
+    }
+
+    // The statistics add up across the runs: the last run's totals are the reference's.
+    let last = stats(&out_stats);
+    assert_eq!(totals(&last), totals(&stats(&reference_stats)));
+    assert_eq!(last["commit"]["run"], runs);
+    assert!(
+        last["commit"]["resumed_from"]
+            .as_u64()
+            .is_some_and(|m| m > 0),
+        "the last run resumed from nothing: {}",
+        last["commit"]
+    );
+
+    // The index holds each page once, as the reference's does.
+    let killed_index = crawltop::index::IndexReader::open(&out.join("index")).expect("index");
+    let reference_index =
+        crawltop::index::IndexReader::open(&reference.join("index")).expect("index");
+    let (k, r) = (
+        killed_index.word_count().expect("wc"),
+        reference_index.word_count().expect("wc"),
+    );
+    assert_eq!((k.pages, k.words, k.lines), (r.pages, r.words, r.lines));
+    assert!(web.log().records().len() > served_before);
+}
+
+#[tokio::test]
+async fn a_finished_crawl_is_not_crawled_again_and_fresh_starts_over() {
+    let web = TestWeb::start(GenOptions::new(1, 8)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let stats_path = dir.path().join("stats.json");
+    let url = web.url("site00", "/");
+    // The web is served by this test's runtime: the child is awaited, never blocked on.
+    let run = |extra: &[&str]| {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.args(["crawl", &url, "--headless", "--delay-ms", "0", "--out"])
+            .arg(&out)
+            .arg("--stats-out")
+            .arg(&stats_path)
+            .args(extra)
+            .stdin(Stdio::null());
+        cmd.output()
+    };
+    assert!(run(&[]).await.expect("run").status.success());
+    let requests = web.log().records().len();
+    let again = run(&[]).await.expect("run");
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("holds a finished crawl") && err.contains("--fresh"),
+        "{err}"
+    );
+    assert_eq!(web.log().records().len(), requests, "nothing fetched");
+    // --fresh (stdin is not a terminal, so nobody is asked) crawls it all again, once.
+    let fresh = run(&["--fresh"]).await.expect("run");
+    assert!(
+        fresh.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fresh.stderr)
+    );
+    assert_eq!(web.log().records().len(), 2 * requests);
+    let counts = read_warc(&out.join("warc")).counts;
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    assert_eq!(stats(&stats_path)["commit"]["run"], 1);
+}
+
+#[test]
+fn a_state_of_another_version_or_a_corrupt_one_is_refused_and_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = "http://127.0.0.1:9/";
+    let run = |out: &Path| {
+        std::process::Command::new(bin())
+            .args(["crawl", url, "--headless", "--out"])
+            .arg(out)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run")
+    };
+
+    let foreign = dir.path().join("foreign");
+    std::fs::create_dir_all(&foreign).expect("mkdir");
+    crawltop::store::checkpoint::write_foreign_version(&foreign, 99).expect("write");
+    for _ in 0..2 {
+        // Refused each time: the first refusal did not rewrite the state as its own.
+        let out = run(&foreign);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("state format 99"), "{err}");
+    }
+    assert!(!foreign.join("warc").exists(), "nothing written beside it");
+
+    let corrupt = dir.path().join("corrupt");
+    std::fs::create_dir_all(&corrupt).expect("mkdir");
+    std::fs::write(corrupt.join("state.redb"), b"this is not a checkpoint").expect("write");
+    let out = run(&corrupt);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is corrupt") && err.contains("not used"),
+        "{err}"
+    );
+    let kept = std::fs::read(corrupt.join("state.redb")).expect("read");
+    assert!(
+        kept == b"this is not a checkpoint",
+        "the corrupt state was changed"
+    );
+    assert!(!corrupt.join("warc").exists(), "nothing written beside it");
+}
