@@ -65,7 +65,7 @@ impl SlowPages {
     fn delays(self, path: &str) -> bool {
         path != "/robots.txt"
             && self.one_in > 0
-            && xxhash_rust::xxh3::xxh3_64(path.as_bytes()) % self.one_in == 0
+            && xxhash_rust::xxh3::xxh3_64(path.as_bytes()).is_multiple_of(self.one_in)
     }
 }
 
@@ -177,11 +177,7 @@ impl Server {
                 sites: sites.len(),
             });
         }
-        let mut listeners = Vec::with_capacity(sites.len());
-        for (i, site) in sites.iter().enumerate() {
-            let port = opts.base_port.map_or(0, |b| b + i as u16);
-            listeners.push(bind(opts.bind, port, &format!("site {}", site.name)).await?);
-        }
+        let listeners = bind_sites(&opts, &sites).await?;
         let command_listener = match opts.command_port {
             Some(port) => Some(bind(opts.bind, port, "the command port").await?),
             None => None,
@@ -607,6 +603,19 @@ impl Reply {
         self.headers.push((name, value));
         self
     }
+}
+
+/// One listener per site, on the configured ports or ones the OS picks.
+async fn bind_sites(
+    opts: &ServeOptions,
+    sites: &[SiteState],
+) -> Result<Vec<TcpListener>, ServeError> {
+    let mut listeners = Vec::with_capacity(sites.len());
+    for (i, site) in sites.iter().enumerate() {
+        let port = opts.base_port.map_or(0, |b| b + i as u16);
+        listeners.push(bind(opts.bind, port, &format!("site {}", site.name)).await?);
+    }
+    Ok(listeners)
 }
 
 async fn handle(

@@ -41,7 +41,7 @@ fn crawl_command(web: &TestWeb, out: &Path, stats: &Path) -> tokio::process::Com
     cmd
 }
 
-/// SplitMix64: the kill points are random but the same on every run of the test.
+/// `SplitMix64`: the kill points are random but the same on every run of the test.
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
