@@ -251,10 +251,10 @@ fn decode_front<T: SpillItem>(bytes: &[u8]) -> Option<(SiteId, T)> {
 }
 
 impl<T: SpillItem> Frontier<T> {
-    /// A frontier that keeps at most `in_memory` items per queue in memory (front and back
-    /// queues alike, so the memory bound does not grow with the number of sites; 0 counts as
-    /// 1) and spills the rest to `store`. It gives out the same sites and items in the same
-    /// order as [`Frontier::new`] would.
+    /// A frontier that keeps at most `in_memory` items per queue in memory between calls
+    /// (front and back queues alike, so the bound does not grow with the number of sites)
+    /// and spills the rest to `store`, in chunks of half that many items. It gives out the
+    /// same sites and items in the same order as [`Frontier::new`] would.
     ///
     /// Store failures never lose an item and never panic: see [`Frontier::spill_error`].
     pub fn with_spill(
@@ -625,6 +625,12 @@ impl<T> Frontier<T> {
     pub fn in_memory(&self) -> usize {
         let front: usize = self.front.iter().map(SpillQueue::in_memory).sum();
         front + self.back.iter().map(|q| q.items.in_memory()).sum::<usize>()
+    }
+
+    /// Encoded bytes written to the spill store so far, chunks since freed included: the
+    /// store's payload, to compare with [`Frontier::spill_disk_bytes`].
+    pub fn spill_written_bytes(&self) -> u64 {
+        self.spill.as_ref().map_or(0, |s| s.io.written())
     }
 
     /// Bytes the spill store takes on disk now.

@@ -79,6 +79,8 @@ pub(super) struct SpillIo {
     error: Option<SpillError>,
     /// Items in the store now.
     spilled: usize,
+    /// Encoded bytes written to the store so far (freed chunks included).
+    written: u64,
     buf: Vec<u8>,
 }
 
@@ -94,6 +96,7 @@ impl SpillIo {
             next_id: 0,
             error: None,
             spilled: 0,
+            written: 0,
             buf: Vec::new(),
         }
     }
@@ -116,6 +119,10 @@ impl SpillIo {
 
     pub fn spilled(&self) -> usize {
         self.spilled
+    }
+
+    pub fn written(&self) -> u64 {
+        self.written
     }
 
     pub fn disk_bytes(&self) -> u64 {
@@ -148,6 +155,7 @@ impl SpillIo {
             Ok(()) => {
                 self.next_id += 1;
                 self.spilled += items.len();
+                self.written += self.buf.len() as u64;
                 Some(id)
             }
             Err(e) => {
@@ -163,17 +171,17 @@ impl SpillIo {
             return Err(Blocked);
         }
         match self.store.get(id) {
-            Ok(bytes) => match decode_chunk(&bytes, len, codec) {
-                Some(items) => Ok(items),
-                None => {
-                    let e = io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("chunk {id} does not hold {len} valid items"),
-                    );
-                    self.record(SpillErrorKind::Corrupt, e);
-                    Err(Blocked)
+            Ok(bytes) => {
+                if let Some(items) = decode_chunk(&bytes, len, codec) {
+                    return Ok(items);
                 }
-            },
+                let e = io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("chunk {id} does not hold {len} valid items"),
+                );
+                self.record(SpillErrorKind::Corrupt, e);
+                Err(Blocked)
+            }
             Err(e) => {
                 self.record(SpillErrorKind::Read, e);
                 Err(Blocked)
@@ -261,14 +269,14 @@ impl<E> SpillQueue<E> {
             }
             _ => self.segs.push_back(Segment::Mem(VecDeque::from([item]))),
         }
-        if let Some(ctx) = ctx {
-            self.spill_tail(ctx);
+        if let Some(mut ctx) = ctx {
+            self.spill_tail(&mut ctx);
         }
     }
 
     /// Writes the last segment out if it is a tail (not the head, or beyond the head's room)
     /// of a chunk's worth.
-    fn spill_tail(&mut self, ctx: Ctx<'_, E>) {
+    fn spill_tail(&mut self, ctx: &mut Ctx<'_, E>) {
         let only = self.segs.len() == 1;
         let Some(last) = self.segs.back_mut() else {
             return;
