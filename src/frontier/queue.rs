@@ -1,0 +1,450 @@
+//! The FIFO every front and back queue of the frontier is: in memory by default; with a spill
+//! store, only its head and its tail stay in memory and the middle goes to the store in chunks.
+//!
+//! A queue is a list of segments, each either items in memory or one chunk in the store, so
+//! the order of items is the order of segments and never depends on where they live: a
+//! spilling and a non-spilling frontier give out the same items in the same order. Pushes go
+//! to the head while nothing follows it and it has room, then to the tail; a tail that reaches
+//! a chunk's worth is written out whole. A pop that reaches a stored chunk reads it back whole
+//! and frees it. So each item is written once and read once, and the store sees appends and
+//! reads in the order they were written.
+//!
+//! An item only leaves memory once the store has it: a failed write keeps the tail in memory
+//! (and no more writes are tried until the frontier is told to retry); a failed read or a
+//! corrupt chunk leaves the chunk where it is and the pop reports [`Blocked`], so nothing is
+//! lost, duplicated or reordered. This module does no I/O of its own: it calls the
+//! [`SpillStore`] it is handed and remembers the first failure in [`SpillIo`].
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+
+use super::spill::SpillStore;
+
+/// How a queue's element becomes bytes and back: `T` for a back queue, `(SiteId, T)` for a
+/// front queue. Plain function pointers, so the frontier's code needs no `T: SpillItem` bound
+/// outside of its spilling constructor.
+pub(super) struct Codec<E> {
+    pub encode: fn(&E, &mut Vec<u8>),
+    pub decode: fn(&[u8]) -> Option<E>,
+}
+
+/// What went wrong with the spill store. Nothing was lost: see [`crate::frontier::Frontier::spill_error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpillErrorKind {
+    /// Writing or freeing a chunk failed: items stay in memory, no more writes until a retry.
+    Write,
+    /// Reading a chunk failed: the chunk stays stored, and no slot is given until a retry.
+    Read,
+    /// A chunk came back but did not decode: as for `Read`.
+    Corrupt,
+}
+
+/// The first spill failure since the last retry.
+#[derive(Debug)]
+pub struct SpillError {
+    pub kind: SpillErrorKind,
+    pub source: io::Error,
+}
+
+impl fmt::Display for SpillError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            SpillErrorKind::Write => "writing to",
+            SpillErrorKind::Read => "reading from",
+            SpillErrorKind::Corrupt => "decoding a chunk of",
+        };
+        write!(
+            f,
+            "frontier spill: {what} the spill store failed: {}",
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for SpillError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// The store and the state shared by all queues of one frontier.
+pub(super) struct SpillIo {
+    store: Box<dyn SpillStore>,
+    /// Most items the first segment takes from pushes.
+    head_cap: usize,
+    /// Items per chunk written (a tail kept through a write failure may make one larger).
+    chunk: usize,
+    next_id: u64,
+    error: Option<SpillError>,
+    /// Items in the store now.
+    spilled: usize,
+    /// Encoded bytes written to the store so far (freed chunks included).
+    written: u64,
+    buf: Vec<u8>,
+}
+
+impl SpillIo {
+    /// Each queue keeps at most `max(in_memory, 1)` items in memory between calls (after a
+    /// write failure, more): half in the head, half as the tail being filled.
+    pub fn new(store: Box<dyn SpillStore>, in_memory: usize) -> Self {
+        let chunk = (in_memory / 2).max(1);
+        Self {
+            store,
+            head_cap: in_memory.saturating_sub(chunk),
+            chunk,
+            next_id: 0,
+            error: None,
+            spilled: 0,
+            written: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn error(&self) -> Option<&SpillError> {
+        self.error.as_ref()
+    }
+
+    /// A read failed: the frontier gives no slot until a retry, since the next item of some
+    /// queue cannot be had.
+    pub fn stalled(&self) -> bool {
+        self.error
+            .as_ref()
+            .is_some_and(|e| e.kind != SpillErrorKind::Write)
+    }
+
+    pub fn clear_error(&mut self) {
+        self.error = None;
+    }
+
+    pub fn spilled(&self) -> usize {
+        self.spilled
+    }
+
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    pub fn disk_bytes(&self) -> u64 {
+        self.store.disk_bytes()
+    }
+
+    /// Keeps the first failure: it is the cause, later ones are often its consequences.
+    fn record(&mut self, kind: SpillErrorKind, source: io::Error) {
+        if self.error.is_none() {
+            self.error = Some(SpillError { kind, source });
+        }
+    }
+
+    /// Writes `items` as one chunk; `None` (failure recorded, or writes suspended by an
+    /// earlier one) leaves them to the caller, in memory.
+    fn write<E>(&mut self, items: &VecDeque<E>, codec: &Codec<E>) -> Option<u64> {
+        if self.error.is_some() {
+            return None;
+        }
+        self.buf.clear();
+        for item in items {
+            let at = self.buf.len();
+            self.buf.extend_from_slice(&[0; 4]);
+            (codec.encode)(item, &mut self.buf);
+            let len = u32::try_from(self.buf.len() - at - 4).unwrap_or(u32::MAX);
+            self.buf[at..at + 4].copy_from_slice(&len.to_le_bytes());
+        }
+        let id = self.next_id;
+        match self.store.put(id, &self.buf) {
+            Ok(()) => {
+                self.next_id += 1;
+                self.spilled += items.len();
+                self.written += self.buf.len() as u64;
+                Some(id)
+            }
+            Err(e) => {
+                self.record(SpillErrorKind::Write, e);
+                None
+            }
+        }
+    }
+
+    /// Reads and decodes chunk `id` of `len` items, leaving it stored.
+    fn read<E>(&mut self, id: u64, len: usize, codec: &Codec<E>) -> Result<VecDeque<E>, Blocked> {
+        if self.stalled() {
+            return Err(Blocked);
+        }
+        match self.store.get(id) {
+            Ok(bytes) => {
+                if let Some(items) = decode_chunk(&bytes, len, codec) {
+                    return Ok(items);
+                }
+                let e = io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("chunk {id} does not hold {len} valid items"),
+                );
+                self.record(SpillErrorKind::Corrupt, e);
+                Err(Blocked)
+            }
+            Err(e) => {
+                self.record(SpillErrorKind::Read, e);
+                Err(Blocked)
+            }
+        }
+    }
+
+    /// Chunk `id`'s `len` items are back in memory: the store may drop it. A failure here
+    /// loses nothing (the items are in memory), only space.
+    fn free(&mut self, id: u64, len: usize) {
+        self.spilled -= len;
+        if let Err(e) = self.store.free(id) {
+            self.record(SpillErrorKind::Write, e);
+        }
+    }
+
+    #[cfg(test)]
+    fn peek<E>(&self, id: u64, len: usize, codec: &Codec<E>) -> VecDeque<E> {
+        let bytes = self.store.get(id).expect("test stores read back");
+        decode_chunk(&bytes, len, codec).expect("test chunks decode")
+    }
+}
+
+fn decode_chunk<E>(mut bytes: &[u8], len: usize, codec: &Codec<E>) -> Option<VecDeque<E>> {
+    let mut items = VecDeque::with_capacity(len);
+    while !bytes.is_empty() {
+        let (size, rest) = bytes.split_at_checked(4)?;
+        let size = u32::from_le_bytes(size.try_into().ok()?) as usize;
+        let (item, rest) = rest.split_at_checked(size)?;
+        items.push_back((codec.decode)(item)?);
+        bytes = rest;
+    }
+    (items.len() == len).then_some(items)
+}
+
+/// A pop or removal could not go on: the next item is in a chunk that cannot be read now.
+/// The queue is unchanged from that item on; the cause is in [`SpillIo::error`].
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Blocked;
+
+/// A queue's access to the spill store, for one call.
+pub(super) struct Ctx<'a, E> {
+    pub io: &'a mut SpillIo,
+    pub codec: &'a Codec<E>,
+}
+
+enum Segment<E> {
+    Mem(VecDeque<E>),
+    Stored { id: u64, len: usize },
+}
+
+pub(super) struct SpillQueue<E> {
+    /// Never holds an empty `Mem` segment except as the only one (kept for its allocation).
+    segs: VecDeque<Segment<E>>,
+    len: usize,
+}
+
+impl<E> Default for SpillQueue<E> {
+    fn default() -> Self {
+        Self {
+            segs: VecDeque::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<E> SpillQueue<E> {
+    /// Items queued, stored ones included.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn push_back(&mut self, item: E, ctx: Option<Ctx<'_, E>>) {
+        self.len += 1;
+        let head_cap = ctx.as_ref().map_or(usize::MAX, |c| c.io.head_cap);
+        let only = self.segs.len() <= 1;
+        match self.segs.back_mut() {
+            // An empty segment is the only one, kept for its allocation: it takes any push.
+            Some(Segment::Mem(items)) if !only || items.is_empty() || items.len() < head_cap => {
+                items.push_back(item);
+            }
+            _ => self.segs.push_back(Segment::Mem(VecDeque::from([item]))),
+        }
+        if let Some(mut ctx) = ctx {
+            self.spill_tail(&mut ctx);
+        }
+    }
+
+    /// Writes the last segment out if it is a tail (not the head, or beyond the head's room)
+    /// of a chunk's worth.
+    fn spill_tail(&mut self, ctx: &mut Ctx<'_, E>) {
+        let only = self.segs.len() == 1;
+        let Some(last) = self.segs.back_mut() else {
+            return;
+        };
+        let Segment::Mem(items) = last else {
+            return;
+        };
+        if (only && items.len() <= ctx.io.head_cap) || items.len() < ctx.io.chunk {
+            return;
+        }
+        if let Some(id) = ctx.io.write(items, ctx.codec) {
+            let len = items.len();
+            *last = Segment::Stored { id, len };
+        }
+    }
+
+    pub fn pop_front(&mut self, mut ctx: Option<Ctx<'_, E>>) -> Result<Option<E>, Blocked> {
+        loop {
+            match self.segs.front_mut() {
+                None => return Ok(None),
+                Some(Segment::Mem(items)) => {
+                    if let Some(item) = items.pop_front() {
+                        self.len -= 1;
+                        if items.is_empty() && self.segs.len() > 1 {
+                            self.segs.pop_front();
+                        }
+                        return Ok(Some(item));
+                    }
+                    if self.segs.len() == 1 {
+                        return Ok(None);
+                    }
+                    self.segs.pop_front();
+                }
+                Some(seg @ Segment::Stored { .. }) => {
+                    let ctx = ctx
+                        .as_mut()
+                        .expect("a queue holds stored chunks only in a spilling frontier");
+                    Self::load(seg, ctx)?;
+                }
+            }
+        }
+    }
+
+    /// Brings a stored segment back into memory and frees its chunk.
+    fn load(seg: &mut Segment<E>, ctx: &mut Ctx<'_, E>) -> Result<(), Blocked> {
+        if let Segment::Stored { id, len } = *seg {
+            let items = ctx.io.read(id, len, ctx.codec)?;
+            *seg = Segment::Mem(items);
+            ctx.io.free(id, len);
+        }
+        Ok(())
+    }
+
+    /// Moves up to `wanted` items that `pick` chooses into `out`, in queue order, keeping the
+    /// others in place and in order. Stored chunks with nothing picked are read but not
+    /// rewritten; the rest of a chunk with something picked is written back as a new chunk.
+    /// Stops early once `wanted` items are out. On [`Blocked`], what was moved stays moved
+    /// and the queue from the unreadable chunk on is untouched.
+    pub fn extract(
+        &mut self,
+        mut pick: impl FnMut(&E) -> bool,
+        mut wanted: usize,
+        out: &mut Vec<E>,
+        mut ctx: Option<Ctx<'_, E>>,
+    ) -> Result<(), Blocked> {
+        let mut result = Ok(());
+        for seg in &mut self.segs {
+            if wanted == 0 {
+                break;
+            }
+            let mut items = match seg {
+                Segment::Mem(items) => std::mem::take(items),
+                Segment::Stored { id, len } => {
+                    let ctx = ctx
+                        .as_mut()
+                        .expect("a queue holds stored chunks only in a spilling frontier");
+                    match ctx.io.read(*id, *len, ctx.codec) {
+                        Ok(items) => items,
+                        Err(blocked) => {
+                            result = Err(blocked);
+                            break;
+                        }
+                    }
+                }
+            };
+            let before = items.len();
+            let mut kept = VecDeque::with_capacity(before);
+            for item in items.drain(..) {
+                if wanted > 0 && pick(&item) {
+                    out.push(item);
+                    wanted -= 1;
+                } else {
+                    kept.push_back(item);
+                }
+            }
+            self.len -= before - kept.len();
+            match seg {
+                Segment::Mem(items) => *items = kept,
+                Segment::Stored { .. } if kept.len() == before => {}
+                Segment::Stored { id, len } => {
+                    let ctx = ctx
+                        .as_mut()
+                        .expect("a queue holds stored chunks only in a spilling frontier");
+                    ctx.io.free(*id, *len);
+                    *seg = match (kept.is_empty(), ctx.io.write(&kept, ctx.codec)) {
+                        (false, Some(id)) => Segment::Stored {
+                            id,
+                            len: kept.len(),
+                        },
+                        _ => Segment::Mem(kept),
+                    };
+                }
+            }
+        }
+        self.segs
+            .retain(|seg| !matches!(seg, Segment::Mem(items) if items.is_empty()));
+        result
+    }
+
+    /// Items held in memory (not in the store).
+    pub fn in_memory(&self) -> usize {
+        self.segs
+            .iter()
+            .map(|seg| match seg {
+                Segment::Mem(items) => items.len(),
+                Segment::Stored { .. } => 0,
+            })
+            .sum()
+    }
+
+    /// Every item in order, stored ones read without being consumed: for test invariants.
+    #[cfg(test)]
+    pub fn to_vec(&self, spill: Option<(&SpillIo, &Codec<E>)>) -> Vec<E>
+    where
+        E: Clone,
+    {
+        let mut all = Vec::with_capacity(self.len);
+        for seg in &self.segs {
+            match seg {
+                Segment::Mem(items) => all.extend(items.iter().cloned()),
+                Segment::Stored { id, len } => {
+                    let (io, codec) = spill.expect("stored chunks only with a spill store");
+                    all.extend(io.peek(*id, *len, codec));
+                }
+            }
+        }
+        all
+    }
+
+    /// The segment structure's own invariants, for the frontier's `check_invariants`.
+    #[cfg(test)]
+    pub fn check(&self) {
+        let mut len = 0;
+        for (i, seg) in self.segs.iter().enumerate() {
+            match seg {
+                Segment::Mem(items) => {
+                    assert!(
+                        !items.is_empty() || self.segs.len() == 1,
+                        "empty segment {i}"
+                    );
+                    len += items.len();
+                }
+                Segment::Stored { len: n, .. } => {
+                    assert!(*n > 0, "empty chunk");
+                    len += n;
+                }
+            }
+        }
+        assert_eq!(len, self.len, "queue length counts every segment");
+    }
+}
