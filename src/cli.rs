@@ -218,6 +218,10 @@ pub struct CrawlArgs {
     /// fetched again [default: 1000].
     #[arg(long, value_name = "MS")]
     pub checkpoint_ms: Option<u64>,
+    /// With --out: URLs each frontier queue keeps in memory; longer queues wait on disk in
+    /// DIR/frontier-spill.redb [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub queue_memory: Option<usize>,
     /// Write the final statistics (JSON) here, on every exit.
     #[arg(long)]
     pub stats_out: Option<PathBuf>,
@@ -460,6 +464,7 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
         store,
         warc_max_bytes,
         checkpoint_ms,
+        queue_memory,
         scope
     );
     macro_rules! set_opt {

@@ -73,6 +73,8 @@ pub struct CrawlConfig {
     /// How often the crawl folder's checkpoint is written: at most this much crawling is
     /// fetched again after a kill.
     pub checkpoint_ms: u64,
+    /// With `out`: URLs each frontier queue keeps in memory; the rest wait on disk.
+    pub queue_memory: usize,
     pub stats_out: Option<PathBuf>,
     pub sites_out: Option<PathBuf>,
     pub urls_out: Option<PathBuf>,
@@ -108,6 +110,7 @@ impl Default for CrawlConfig {
             fresh: false,
             warc_max_bytes: 1 << 30,
             checkpoint_ms: 1000,
+            queue_memory: 4096,
             stats_out: None,
             sites_out: None,
             urls_out: None,
@@ -196,6 +199,7 @@ impl CrawlConfig {
         range("--warc-max-bytes", self.warc_max_bytes, 1 << 16, 1 << 40)?;
         // The coordinator checks on its 100 ms snapshot tick.
         range("--checkpoint-ms", self.checkpoint_ms, 100, 3_600_000)?;
+        range("--queue-memory", self.queue_memory, 0, 1 << 30)?;
         if let Some(f) = self.adaptive_delay
             && !(f.is_finite() && (0.0..=1000.0).contains(&f))
         {

@@ -136,6 +136,12 @@ pub struct Scheduler {
     pub done: u64,
     pub spider: TaskCounts,
     pub thinker: TaskCounts,
+    /// Queued URLs waiting on disk now (with `--out`, past `--queue-memory` per queue).
+    #[serde(default)]
+    pub on_disk: u64,
+    /// Bytes of queued URLs written to the spill file so far.
+    #[serde(default)]
+    pub spilled_bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

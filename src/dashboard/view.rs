@@ -1067,6 +1067,8 @@ mod tests {
                     assigned: 3,
                     done: 18_198,
                 },
+                on_disk: 0,
+                spilled_bytes: 0,
             },
             resources: Resources {
                 discovered: 27_940,

@@ -162,3 +162,37 @@ async fn a_store_write_error_pauses_the_crawl_and_keeps_what_was_committed() {
     let counts = read_warc(&out.path().join("crawl").join("warc")).counts;
     assert_eq!(counts.len(), 5);
 }
+
+#[tokio::test]
+async fn a_crawl_whose_queues_wait_on_disk_stores_what_one_in_memory_stores() {
+    let web = TestWeb::start(GenOptions::new(2, 40).seed(4).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let mut stored = Vec::new();
+    for queue_memory in [4096, 1] {
+        let out = tempfile::tempdir().expect("tempdir");
+        let mut cfg = config(seeds(&web, SiteKind::Normal));
+        cfg.delay_ms = 0;
+        cfg.out = Some(out.path().to_path_buf());
+        cfg.queue_memory = queue_memory;
+        let crawled = crawl(cfg).await;
+        let snap = &crawled.summary.snapshot;
+        assert_eq!(snap.commit.error, None);
+        assert_eq!(
+            snap.scheduler.spilled_bytes > 0,
+            queue_memory == 1,
+            "queues of more than one URL wait on disk, only then"
+        );
+        assert!(
+            !out.path()
+                .join(crawltop::frontier::spill::DiskStore::FILE_NAME)
+                .exists(),
+            "the spill file is scratch, gone after the crawl"
+        );
+        let counts = read_warc(&out.path().join("warc")).counts;
+        assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+        stored.push(counts.into_keys().collect::<Vec<_>>());
+    }
+    assert!(!stored[0].is_empty());
+    assert_eq!(stored[0], stored[1]);
+}

@@ -28,6 +28,7 @@ use crate::backoff::{Backoff, parse_retry_after};
 use crate::canonical::canonicalize;
 use crate::config::{CrawlConfig, PRODUCT_TOKEN};
 use crate::fetch::{FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch};
+use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, SiteId};
 use crate::parse::ParsedPage;
 use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
@@ -255,12 +256,7 @@ impl Coordinator {
         policy.max_crawl_delay = Duration::from_millis(cfg.max_crawl_delay_ms);
         policy.max_retries = cfg.robots_retries;
         let delay = cfg.delay();
-        let frontier = Frontier::new(FrontierConfig {
-            front_queues: FrontierConfig::DEFAULT_FRONT_QUEUES,
-            back_queues: cfg.workers.saturating_mul(3).max(1),
-            per_site: cfg.per_site,
-            default_delay: delay,
-        });
+        let frontier = frontier(&cfg, delay)?;
         let workers = cfg.workers;
         // The committer also feeds the index, so it runs even with `--store none`.
         let committer = match &cfg.out {
@@ -418,7 +414,21 @@ impl Coordinator {
         });
         match command {
             Command::Pause => self.paused = true,
-            Command::Resume => self.paused = false,
+            Command::Resume => {
+                self.paused = false;
+                if self.frontier.spill_error().is_some() {
+                    // The user freed space (say): try the spill file again; a new failure
+                    // pauses again.
+                    self.frontier.retry_spill();
+                    if self
+                        .committer
+                        .as_ref()
+                        .is_none_or(|c| c.status().error().is_none())
+                    {
+                        self.store_error_seen = false;
+                    }
+                }
+            }
             Command::SetDelay(d) => {
                 self.delay = d;
                 self.frontier.set_default_delay(d);
@@ -829,7 +839,12 @@ impl Coordinator {
         if self.store_error_seen {
             return;
         }
-        if let Some(e) = self.committer.as_ref().and_then(|c| c.status().error()) {
+        let spill = self
+            .frontier
+            .spill_error()
+            .map(|e| format!("the frontier's spill file: {e}"));
+        if let Some(e) = spill.or_else(|| self.committer.as_ref().and_then(|c| c.status().error()))
+        {
             self.store_error_seen = true;
             self.paused = true;
             self.warn(format!(
@@ -1070,6 +1085,27 @@ fn http_failure(status: u16) -> Failure {
     } else {
         Failure::Http5xx
     }
+}
+
+fn frontier(cfg: &CrawlConfig, delay: Duration) -> Result<Frontier<u32>, EngineError> {
+    let frontier_cfg = FrontierConfig {
+        front_queues: FrontierConfig::DEFAULT_FRONT_QUEUES,
+        back_queues: cfg.workers.saturating_mul(3).max(1),
+        per_site: cfg.per_site,
+        default_delay: delay,
+    };
+    // With a crawl folder, queues longer than the bound wait on disk (scratch: a resume
+    // rebuilds them from the checkpoint).
+    Ok(match &cfg.out {
+        Some(dir) => {
+            let store = DiskStore::create(dir).map_err(|source| StoreError::Io {
+                path: dir.join(DiskStore::FILE_NAME),
+                source,
+            })?;
+            Frontier::with_spill(frontier_cfg, cfg.queue_memory, store)
+        }
+        None => Frontier::new(frontier_cfg),
+    })
 }
 
 fn fetcher(cfg: &CrawlConfig) -> Result<Fetcher, EngineError> {

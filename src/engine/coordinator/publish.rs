@@ -200,6 +200,8 @@ impl Coordinator {
                 done: spider.done + thinker.done,
                 spider,
                 thinker,
+                on_disk: self.frontier.spilled() as u64,
+                spilled_bytes: self.frontier.spill_written_bytes(),
             },
             resources: Resources {
                 discovered: self.resources.len() as u64,
