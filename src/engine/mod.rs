@@ -7,6 +7,8 @@
 //! snapshots and send commands.
 
 mod coordinator;
+
+pub use coordinator::HANG_ENV;
 pub mod export;
 mod sites;
 

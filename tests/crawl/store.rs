@@ -196,3 +196,85 @@ async fn a_crawl_whose_queues_wait_on_disk_stores_what_one_in_memory_stores() {
     assert!(!stored[0].is_empty());
     assert_eq!(stored[0], stored[1]);
 }
+
+#[tokio::test]
+async fn an_overdue_result_is_dispatched_again_in_its_place_then_given_up() {
+    let web = TestWeb::start(GenOptions::new(1, 20).seed(6))
+        .await
+        .expect("web");
+    let site = web.manifest().site("site00").expect("site00");
+    let hung = site
+        .pages
+        .iter()
+        .find(|p| p.depth == 1 && p.path.ends_with(".html"))
+        .expect("a page one link from the index")
+        .path
+        .clone();
+    let out = tempfile::tempdir().expect("tempdir");
+    let stats = out.path().join("stats.json");
+    let urls = out.path().join("urls.jsonl");
+    let output = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &web.url("site00", "/"),
+            "--headless",
+            "--delay-ms",
+            "0",
+            "--timeout-ms",
+            "300",
+        ])
+        .arg("--out")
+        .arg(out.path().join("crawl"))
+        .arg("--stats-out")
+        .arg(&stats)
+        .arg("--urls-out")
+        .arg(&urls)
+        .env(crawltop::engine::HANG_ENV, &hung)
+        .output()
+        .await
+        .expect("crawl");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The server saw the page three times: the first dispatch and two reschedules.
+    let asked = web
+        .log()
+        .records()
+        .iter()
+        .filter(|r| r.path == hung)
+        .count();
+    assert_eq!(asked, 3);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(json["commit"]["rescheduled"], 2);
+    assert_eq!(
+        json["commit"]["waiting"], 0,
+        "nothing left behind the hung page"
+    );
+    let line = std::fs::read_to_string(&urls)
+        .expect("urls")
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+        .find(|v| v["url"] == web.url("site00", &hung))
+        .expect("the hung page is listed");
+    assert_eq!(line["state"], "fetch_error", "{line}");
+    assert!(
+        line["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("no result after 3 attempts")),
+        "{line}"
+    );
+    // Every other response was stored once; the hung one never came back, so it is not.
+    let counts = read_warc(&out.path().join("crawl").join("warc")).counts;
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    assert!(!counts.contains_key(&web.url("site00", &hung)));
+    let other_pages = web
+        .log()
+        .records()
+        .iter()
+        .filter(|r| r.path != "/robots.txt" && r.path != hung)
+        .count();
+    assert_eq!(counts.len(), other_pages);
+}

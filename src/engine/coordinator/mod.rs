@@ -165,13 +165,15 @@ impl Slots {
 }
 
 /// Per-task bookkeeping, so a task that panics still frees its slot and its site.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Running {
     slot: usize,
     site: SiteId,
     page: Option<u32>,
     /// The page fetch's place in the commit order.
     seq: Option<Seq>,
+    /// Cuts the task when its result is overdue.
+    abort: tokio::task::AbortHandle,
 }
 
 pub(super) struct Coordinator {
@@ -220,10 +222,20 @@ pub(super) struct Coordinator {
     dirty_sites: Vec<SiteId>,
     last_checkpoint: Instant,
     runs: checkpoint::Runs,
+    /// URLs whose overdue fetch was cut: the place in the commit order they keep.
+    reserved: HashMap<u32, Seq>,
+    /// Fault injection: see [`HANG_ENV`].
+    hang_after_fetch: Option<String>,
 }
 
-/// Added to a fetch's patience before its result counts as overdue.
-const COMMIT_MARGIN: Duration = Duration::from_secs(5);
+/// Added to a fetch's patience (`--timeout-ms`) before its result counts as overdue.
+const COMMIT_MARGIN: Duration = Duration::from_secs(1);
+/// Dispatches of one fetch whose result never comes before the URL is given up.
+const MAX_ATTEMPTS: u32 = 3;
+
+/// Set in the environment to a path, the worker that fetched it never answers: how the tests
+/// prove that an overdue result is dispatched again (a hung parser cannot be had on demand).
+pub const HANG_ENV: &str = "CRAWLTOP_TEST_HANG_AFTER_FETCH";
 
 fn fingerprint(url: &str) -> u64 {
     crate::frontier::fingerprint(url)
@@ -312,6 +324,8 @@ impl Coordinator {
             dirty_resources: Vec::new(),
             dirty_sites: Vec::new(),
             last_checkpoint: Instant::now(),
+            reserved: HashMap::new(),
+            hang_after_fetch: std::env::var(HANG_ENV).ok(),
             runs: checkpoint::Runs {
                 run: 1,
                 ..checkpoint::Runs::default()
@@ -370,6 +384,7 @@ impl Coordinator {
                         self.last_checkpoint = Instant::now();
                         self.checkpoint(false);
                     }
+                    self.reschedule_overdue();
                     self.check_store();
                     self.sample();
                     snapshots.send_replace(Arc::new(self.snapshot_now()));
@@ -382,6 +397,9 @@ impl Coordinator {
             if let Some(seq) = r.seq {
                 self.window.skip(seq);
             }
+        }
+        for (_, seq) in std::mem::take(&mut self.reserved) {
+            self.window.skip(seq);
         }
         self.flush_window();
         self.checkpoint(completed);
@@ -639,6 +657,7 @@ impl Coordinator {
                     site,
                     page: None,
                     seq: None,
+                    abort: handle,
                 },
             );
             return;
@@ -680,16 +699,28 @@ impl Coordinator {
             return;
         };
         let now = self.now();
-        let seq = self.window.dispatch(
-            now,
-            now + Duration::from_millis(self.cfg.timeout_ms) + COMMIT_MARGIN,
-        );
+        let deadline = now + Duration::from_millis(self.cfg.timeout_ms) + COMMIT_MARGIN;
+        // A fetch dispatched again after its result was overdue keeps its place in the order.
+        let seq = match self.reserved.remove(&id) {
+            Some(seq) => {
+                self.window.redispatch(seq, deadline);
+                seq
+            }
+            None => self.window.dispatch(now, deadline),
+        };
         self.resources[id as usize].seq = Some(seq);
         self.touch(id);
         let fetcher = self.fetcher.clone();
         let cell = self.slots.cells[slot].clone();
+        let hang = self.hang_after_fetch.as_ref().is_some_and(|p| {
+            url.path() == p.split('?').next().unwrap_or_default()
+                && url.query() == p.split_once('?').map(|(_, q)| q)
+        });
         let handle = self.tasks.spawn(async move {
             let outcome = fetcher.get(&url, &cell).await;
+            if hang {
+                std::future::pending::<()>().await;
+            }
             let parsed = match &outcome {
                 FetchOutcome::Response(f)
                     if (200..300).contains(&f.status)
@@ -723,8 +754,48 @@ impl Coordinator {
                 site,
                 page: Some(id),
                 seq: Some(seq),
+                abort: handle,
             },
         );
+    }
+
+    /// Fetches whose result is overdue (patience plus margin passed, yet no answer: a worker
+    /// hung) are cut and queued again, politely, keeping their place in the commit order;
+    /// after [`MAX_ATTEMPTS`] the URL ends as an error and its place is skipped.
+    fn reschedule_overdue(&mut self) {
+        let now = self.now();
+        for seq in self.window.overdue(now) {
+            let Some(task) = self
+                .running
+                .iter()
+                .find_map(|(task, r)| (r.seq == Some(seq)).then_some(*task))
+            else {
+                continue;
+            };
+            let Some(r) = self.running.remove(&task) else {
+                continue;
+            };
+            r.abort.abort();
+            self.slots.release(r.slot);
+            self.frontier.complete(r.site, now);
+            let Some(id) = r.page else { continue };
+            let attempts = self.window.attempts(seq).unwrap_or(1);
+            let url = self.resources[id as usize].url.to_string();
+            if attempts >= MAX_ATTEMPTS {
+                self.window.skip(seq);
+                self.flush_window();
+                let reason = format!("no result after {attempts} attempts");
+                self.fail(id, r.site, reason, Failure::Other);
+                self.warn(format!(
+                    "{url}: no result after {attempts} attempts; given up"
+                ));
+            } else {
+                self.reserved.insert(id, seq);
+                let depth = self.resources[id as usize].depth as usize;
+                self.frontier.push(r.site, depth, id);
+                self.warn(format!("{url}: no result in time; dispatched again"));
+            }
+        }
     }
 
     fn on_task(&mut self, done: Result<(tokio::task::Id, TaskDone), tokio::task::JoinError>) {
