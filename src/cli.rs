@@ -510,12 +510,13 @@ async fn crawl_with_face(
         cfg.stats_out = Some(default_stats_path());
     }
     let stats_path = cfg.stats_out.as_ref().map(|p| p.display().to_string());
+    let index_dir = cfg.out.as_ref().map(|d| d.join("index"));
     let opts = DashboardOptions {
         delay_ms: cfg.delay_ms,
         workers: cfg.workers,
         stats_path: stats_path.clone(),
+        index_dir: index_dir.clone(),
     };
-    let index_dir = cfg.out.as_ref().map(|d| d.join("index"));
     // Registered before anything starts: an early signal stops the crawl instead of killing it.
     let signals = Signals::new()?;
     let handle = engine::spawn(cfg)?;
