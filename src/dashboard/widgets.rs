@@ -602,6 +602,9 @@ impl Widget for SearchResults<'_> {
         }
         let rank_width = hits.len().to_string().len().max(2);
         let indent = " ".repeat(rank_width + 2);
+        let words = query_words(self.results.query());
+        // The indent and "NNNNN: " before the line's text.
+        let text_width = usize::from(area.width).saturating_sub(rank_width + 2 + 7);
         let key = Style::new().fg(FOCUS);
         for (rank, hit) in hits.iter().enumerate().skip(self.results.top()) {
             if y + HIT_ROWS > bottom {
@@ -626,7 +629,7 @@ impl Widget for SearchResults<'_> {
                 Some((n, text)) => Line::from(vec![
                     Span::raw(indent.clone()),
                     Span::styled(format!("{n:>5}: "), Style::new().fg(Color::Yellow)),
-                    Span::raw(text.trim().to_owned()),
+                    Span::raw(snippet(text.trim(), &words, text_width)),
                 ]),
                 None => Line::styled(format!("{indent}(the title matches)"), DIM),
             };
@@ -636,9 +639,91 @@ impl Widget for SearchResults<'_> {
     }
 }
 
+/// The words of a query as the index matches them (runs of letters and digits, lowercased),
+/// without field names (`title:`); for showing where a line matches, not for matching.
+fn query_words(query: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut rest = query;
+    while let Some(start) = rest.find(char::is_alphanumeric) {
+        let run = &rest[start..];
+        let end = run
+            .find(|c: char| !c.is_alphanumeric())
+            .unwrap_or(run.len());
+        if !run[end..].starts_with(':') {
+            words.push(run[..end].to_lowercase());
+        }
+        rest = &run[end..];
+    }
+    words
+}
+
+/// Columns of context kept before a match when a line is cut to show it.
+const SNIPPET_LEAD: usize = 16;
+
+/// `line` in `width` columns with its first word of `words` in view: the whole line when it
+/// fits, its start when the match is near it, else from a little before the match.
+pub fn snippet(line: &str, words: &[String], width: usize) -> String {
+    let chars: Vec<(usize, char)> = line.char_indices().collect();
+    if chars.len() <= width {
+        return line.to_owned();
+    }
+    // The first run of letters and digits that is one of the words, as a char position.
+    let mut first = None;
+    let mut i = 0;
+    while i < chars.len() && first.is_none() {
+        if !chars[i].1.is_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && chars[i].1.is_alphanumeric() {
+            i += 1;
+        }
+        let end = chars.get(i).map_or(line.len(), |&(b, _)| b);
+        let word = line[chars[start].0..end].to_lowercase();
+        if words.contains(&word) {
+            first = Some((start, i - start));
+        }
+    }
+    match first {
+        Some((start, len)) if start + len > width.saturating_sub(1) => {
+            // As much context as fits with the whole match after the "…".
+            let lead = SNIPPET_LEAD.min(width.saturating_sub(1 + len));
+            let from = start - lead.min(start);
+            let tail: String = line[chars[from].0..]
+                .chars()
+                .take(width.saturating_sub(1))
+                .collect();
+            format!("…{tail}")
+        }
+        _ => line.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snippet_keeps_the_first_match_in_view() {
+        let words = query_words("title:white RABBIT");
+        assert_eq!(words, ["white", "rabbit"]);
+        let line = format!("{} the Rabbit ran", "x ".repeat(40));
+        assert_eq!(snippet(&line, &words, 200), line, "fits");
+        let cut = snippet(&line, &words, 30);
+        assert!(cut.starts_with('…'), "{cut}");
+        assert!(cut.contains("the Rabbit ran"), "{cut}");
+        assert!(cut.chars().count() <= 30, "{cut}");
+        assert_eq!(
+            snippet("Rabbit first, then a long tail of words", &words, 10),
+            "Rabbit first, then a long tail of words",
+            "a match in view: the line as it is, cut by the pane"
+        );
+        assert_eq!(
+            snippet("rabbits are not rabbit", &words, 12),
+            "… not rabbit"
+        );
+    }
 
     fn shares(busy: f64, blocked: f64, idle: f64) -> Shares {
         Shares {
