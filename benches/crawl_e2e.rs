@@ -6,7 +6,13 @@
 //!    16 workers, 1 per site), beside `wget -r` on the same web in the same run;
 //! 2. polite: a 10 x 60 web, delay 100 ms, one connection per site: wall time against the ideal
 //!    schedule, the busiest site's requests (robots.txt included) minus one, times the delay;
-//! 3. hostile bodies: a 50 MB page and a 1 GiB gzip bomb under a 1 MiB body cap: peak memory.
+//! 3. hostile bodies: a 50 MB page and a 1 GiB gzip bomb under a 1 MiB body cap: peak memory;
+//! 4. index: the fast crawl (64 workers, 4 per site) without a crawl folder, with `--out DIR
+//!    --store none` (the full-text index only) and with `--out DIR --store warc` (WARC files and
+//!    the index), in rotated order over several rounds; each run's figures and the medians.
+//!
+//! `CRAWL_E2E_PARTS=index` (a comma list of fast, polite, hostile, index) runs only those parts;
+//! `CRAWL_E2E_ROUNDS` sets the index part's rounds (default 3).
 //!
 //! How the figures are taken. Each client (crawltop or wget) runs under GNU time
 //! (`/usr/bin/time -f '%e %U %S %M'`), which waits for exactly that process with `wait4` and
@@ -286,13 +292,13 @@ enum Client {
     Crawltop {
         workers: usize,
         per_site: usize,
+        /// More flags, after the others.
+        extra: Vec<String>,
     },
     /// wget's recursion compares hosts, not ports, so from any index it follows the cross-site
     /// links into every site here; with all 20 indexes as seeds it walks the web 20 times over.
     /// `all_sites: false` gives it site00's index alone, from which every page is reachable.
-    Wget {
-        all_sites: bool,
-    },
+    Wget { all_sites: bool },
 }
 
 /// Serves `web` with a fresh server and runs one client over all of its sites.
@@ -301,9 +307,13 @@ fn fast_run(web: &Path, work: &Path, label: &str, client: &Client) -> FastRow {
     let all_seeds = server.index_urls("site");
     let cpu_before = server.cpu();
     let (usage, pages, note) = match client {
-        Client::Crawltop { workers, per_site } => {
+        Client::Crawltop {
+            workers,
+            per_site,
+            extra,
+        } => {
             let (workers, per_site) = (workers.to_string(), per_site.to_string());
-            let flags = [
+            let mut flags = vec![
                 "--delay-ms",
                 "0",
                 "--per-site",
@@ -311,6 +321,7 @@ fn fast_run(web: &Path, work: &Path, label: &str, client: &Client) -> FastRow {
                 "--workers",
                 &workers,
             ];
+            flags.extend(extra.iter().map(String::as_str));
             let (usage, stats) = crawl(&all_seeds, &flags, work, label);
             let note = format!(
                 "discovered {}, fetch errors {}, requests {}, completed {}",
@@ -371,11 +382,24 @@ fn fast_run(web: &Path, work: &Path, label: &str, client: &Client) -> FastRow {
     }
 }
 
-fn part_fast(tmp: &Path) -> (Vec<FastRow>, usize) {
+/// The 20 x 500 web of parts 1 and 4, generated once; its path and its reachable URLs.
+fn fast_web(tmp: &Path) -> (PathBuf, usize) {
     let web = tmp.join("web-fast");
-    let manifest = generate(&web, &GenOptions::new(20, 500).crawl_delay_s(0.0), false)
-        .expect("generate the fast web");
+    let manifest = if web.join("manifest.json").is_file() {
+        serde_json::from_str::<crawltop::testweb::manifest::Manifest>(
+            &std::fs::read_to_string(web.join("manifest.json")).expect("manifest"),
+        )
+        .expect("manifest JSON")
+    } else {
+        generate(&web, &GenOptions::new(20, 500).crawl_delay_s(0.0), false)
+            .expect("generate the fast web")
+    };
     let reachable = manifest.normal_sites().map(|s| s.pages.len()).sum();
+    (web, reachable)
+}
+
+fn part_fast(tmp: &Path) -> (Vec<FastRow>, usize) {
+    let (web, reachable) = fast_web(tmp);
     let work = tmp.join("fast");
     std::fs::create_dir_all(&work).expect("work dir");
     let mut rows = vec![fast_run(
@@ -385,6 +409,7 @@ fn part_fast(tmp: &Path) -> (Vec<FastRow>, usize) {
         &Client::Crawltop {
             workers: 64,
             per_site: 4,
+            extra: Vec::new(),
         },
     )];
     if Path::new(WGET).exists() {
@@ -402,9 +427,79 @@ fn part_fast(tmp: &Path) -> (Vec<FastRow>, usize) {
         &Client::Crawltop {
             workers: 16,
             per_site: 1,
+            extra: Vec::new(),
         },
     ));
     (rows, reachable)
+}
+
+/// The fast crawl's three ways of keeping pages, by label: the flags after the crawl's own.
+const INDEX_CONFIGS: [(&str, &[&str]); 3] = [
+    ("no --out", &[]),
+    ("--store none", &["--store", "none"]),
+    ("--store warc", &["--store", "warc"]),
+];
+
+/// One run of the index part: its row and the size of its crawl folder.
+struct IndexRun {
+    config: usize,
+    row: FastRow,
+    out_bytes: u64,
+}
+
+fn folder_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => folder_bytes(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
+}
+
+fn part_index(tmp: &Path, rounds: usize) -> (Vec<IndexRun>, usize) {
+    let (web, reachable) = fast_web(tmp);
+    let work = tmp.join("index");
+    std::fs::create_dir_all(&work).expect("work dir");
+    let mut runs = Vec::new();
+    for round in 0..rounds {
+        // Rotated, so that no configuration always runs first (cold) or last.
+        for k in 0..INDEX_CONFIGS.len() {
+            let config = (round + k) % INDEX_CONFIGS.len();
+            let (name, flags) = INDEX_CONFIGS[config];
+            let label = format!("{name} #{}", round + 1);
+            let file_label = format!("index-{config}-{round}");
+            let out = work.join(format!("{file_label}.out"));
+            let mut extra: Vec<String> = Vec::new();
+            if !flags.is_empty() {
+                extra.extend(["--out".to_string(), out.display().to_string()]);
+                extra.extend(flags.iter().map(|f| (*f).to_string()));
+            }
+            let mut row = fast_run(
+                &web,
+                &work,
+                &file_label,
+                &Client::Crawltop {
+                    workers: 64,
+                    per_site: 4,
+                    extra,
+                },
+            );
+            row.label = label;
+            let out_bytes = folder_bytes(&out);
+            // The next run must not read this one's pages back from the page cache's memory.
+            let _ = std::fs::remove_dir_all(&out);
+            runs.push(IndexRun {
+                config,
+                row,
+                out_bytes,
+            });
+        }
+    }
+    (runs, reachable)
 }
 
 /// The polite crawl: wall time against the ideal schedule.
@@ -578,6 +673,57 @@ fn print_fast(rows: &[FastRow], reachable: usize) {
     );
 }
 
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => f64::midpoint(values[n / 2 - 1], values[n / 2]),
+    }
+}
+
+fn print_index(runs: &[IndexRun], reachable: usize) {
+    println!(
+        "\n4. index: the 20 x 500 web ({reachable} reachable URLs), --delay-ms 0 --per-site 4 --workers 64; runs in rotated order"
+    );
+    println!(
+        "{:<18} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9} {:>10}",
+        "run", "pages", "wall s", "pages/s", "CPU s", "CPU/1k", "peak RSS", "folder"
+    );
+    for r in runs {
+        println!(
+            "{:<18} {:>7} {:>7.2} {:>8.0} {:>7.2} {:>7.3} {:>6.1} MB {:>7.1} MB{}",
+            r.row.label,
+            r.row.pages,
+            r.row.usage.wall_s,
+            r.row.pages_per_s(),
+            r.row.usage.cpu_s(),
+            r.row.cpu_per_1000(),
+            r.row.usage.rss_mb(),
+            r.out_bytes as f64 / 1e6,
+            if r.row.usage.ended.is_empty() {
+                String::new()
+            } else {
+                format!("  ENDED: {}", r.row.usage.ended)
+            }
+        );
+    }
+    println!("  medians:");
+    for (config, (name, _)) in INDEX_CONFIGS.iter().enumerate() {
+        let mine: Vec<&IndexRun> = runs.iter().filter(|r| r.config == config).collect();
+        let of = |f: &dyn Fn(&IndexRun) -> f64| median(mine.iter().map(|r| f(r)).collect());
+        println!(
+            "  {:<16} {:>8.0} pages/s  {:.3} CPU-s/1k pages  {:.1} MB peak RSS  {:.1} MB folder  ({} runs)",
+            name,
+            of(&|r| r.row.pages_per_s()),
+            of(&|r| r.row.cpu_per_1000()),
+            of(&|r| r.row.usage.rss_mb()),
+            of(&|r| r.out_bytes as f64 / 1e6),
+            mine.len(),
+        );
+    }
+}
+
 fn print_polite(p: &Polite) {
     let ratio = |x: f64| x / p.ideal_s;
     println!(
@@ -640,14 +786,31 @@ fn main() {
         println!("crawl_e2e: needs GNU time at {GNU_TIME} for each client's rusage; skipped");
         return;
     }
+    let parts = std::env::var("CRAWL_E2E_PARTS")
+        .unwrap_or_else(|_| "fast,polite,hostile,index".to_string());
+    let wanted = |part: &str| parts.split(',').any(|p| p.trim() == part);
+    let rounds = std::env::var("CRAWL_E2E_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let (fast, reachable) = part_fast(tmp.path());
-    let polite = part_polite(tmp.path());
-    let hostile = part_hostile(tmp.path());
+    let fast = wanted("fast").then(|| part_fast(tmp.path()));
+    let polite = wanted("polite").then(|| part_polite(tmp.path()));
+    let hostile = wanted("hostile").then(|| part_hostile(tmp.path()));
+    let index = wanted("index").then(|| part_index(tmp.path(), rounds));
     println!("crawl_e2e: crawltop {CRAWLTOP}; each client measured by GNU time (wait4 rusage)");
-    print_fast(&fast, reachable);
-    print_polite(&polite);
-    print_hostile(&hostile);
+    if let Some((rows, reachable)) = &fast {
+        print_fast(rows, *reachable);
+    }
+    if let Some(p) = &polite {
+        print_polite(p);
+    }
+    if let Some(h) = &hostile {
+        print_hostile(h);
+    }
+    if let Some((runs, reachable)) = &index {
+        print_index(runs, *reachable);
+    }
     if std::env::var_os("CRAWL_E2E_KEEP").is_some() {
         println!("\nkept the work files in {}", tmp.keep().display());
     }

@@ -116,6 +116,10 @@ pub struct DemoArgs {
     /// Where the stats go [default: crawltop-stats-TIMESTAMP.json in the current folder].
     #[arg(long)]
     pub stats_out: Option<PathBuf>,
+    /// Keep the crawl folder (pages as WARC, the search index) in DIR. Without it the pages are
+    /// indexed in a temporary folder, removed at exit, so that `/` can search them meanwhile.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `crawltop crawl`: every flag is optional and overrides the same key of `--config`.
@@ -558,12 +562,13 @@ async fn crawl_with_face(
         cfg.stats_out = Some(default_stats_path());
     }
     let stats_path = cfg.stats_out.as_ref().map(|p| p.display().to_string());
+    let index_dir = cfg.out.as_ref().map(|d| d.join("index"));
     let opts = DashboardOptions {
         delay_ms: cfg.delay_ms,
         workers: cfg.workers,
         stats_path: stats_path.clone(),
+        index_dir: index_dir.clone(),
     };
-    let index_dir = cfg.out.as_ref().map(|d| d.join("index"));
     // Registered before anything starts: an early signal stops the crawl instead of killing it.
     let signals = Signals::new()?;
     let handle = engine::spawn(cfg)?;
@@ -679,6 +684,15 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         dir.display()
     );
     let manifest = testweb::generate(&dir, &gen_opts, false)?;
+    // Searching the pages is the point of a crawl: the demo always indexes them. A folder of
+    // the user's keeps WARC files too; a temporary one only the index.
+    let (out, store) = match &args.out {
+        Some(out) => (out.clone(), crate::store::committer::StoreKind::Warc),
+        None => (
+            temp.path().join("crawl"),
+            crate::store::committer::StoreKind::None,
+        ),
+    };
     let cfg = CrawlConfig {
         workers: args.workers,
         delay_ms: args.delay_ms,
@@ -686,6 +700,8 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         timeout_ms: 10_000,
         max_body_bytes: 2 * 1024 * 1024,
         stats_out: args.stats_out.clone(),
+        out: Some(out),
+        store,
         ..CrawlConfig::default()
     };
     let headless = args.headless;
@@ -707,6 +723,12 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     drop(temp);
     if let Some(keep) = &args.keep {
         eprintln!("crawltop demo: the web is kept in {}", keep.display());
+    }
+    if let Some(out) = &args.out {
+        eprintln!(
+            "crawltop demo: the crawl folder is kept in {0}; search it with: crawltop search {0} WORDS",
+            out.display()
+        );
     }
     result.map(|_| ExitCode::SUCCESS)
 }

@@ -116,6 +116,14 @@ pub struct Hit {
     pub lines: Vec<(usize, String)>,
 }
 
+/// The best pages for a query and how many match in all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    /// Every page that matches, not only those in `hits`.
+    pub total: usize,
+    pub hits: Vec<Hit>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Count {
     pub seq: u64,
@@ -365,6 +373,12 @@ impl IndexReader {
     /// The best `limit` pages for `query` (tantivy query syntax over title and text; words are
     /// OR-ed), by BM25 score, equal scores by lowest seq. An unknown word matches nothing.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, IndexError> {
+        Ok(self.search_counted(query, limit)?.hits)
+    }
+
+    /// As [`IndexReader::search`], with the number of pages that match in all (which may be
+    /// more than `limit`).
+    pub fn search_counted(&self, query: &str, limit: usize) -> Result<SearchResults, IndexError> {
         check_query(query)?;
         // The lenient parser accepts more everyday input than the strict one (`don't`, a lone
         // `AND` taken as a word) and says where a real mistake is; any mistake is still refused
@@ -376,10 +390,14 @@ impl IndexReader {
             });
         }
         let terms = self.text_terms(parsed.as_ref())?;
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
         let searcher = self.reader.searcher();
+        if limit == 0 {
+            let total = searcher.search(parsed.as_ref(), &tantivy::collector::Count)?;
+            return Ok(SearchResults {
+                total,
+                hits: Vec::new(),
+            });
+        }
         let collector = TopDocs::with_limit(limit).tweak_score(|segment: &SegmentReader| {
             let seqs = segment.fast_fields().u64(SEQ).ok();
             move |doc: DocId, score: Score| {
@@ -388,9 +406,11 @@ impl IndexReader {
                 (score, Reverse(seq))
             }
         });
-        let top = searcher.search(parsed.as_ref(), &collector)?;
+        let (total, top) =
+            searcher.search(parsed.as_ref(), &(tantivy::collector::Count, collector))?;
         let mut analyzer = analyzer(&self.index, self.fields)?;
-        top.into_iter()
+        let hits = top
+            .into_iter()
             .map(|((score, Reverse(seq)), address)| {
                 let doc: TantivyDocument = searcher.doc(address)?;
                 let text = stored_str(&doc, self.fields.text);
@@ -402,7 +422,13 @@ impl IndexReader {
                     lines: matching_lines(&mut analyzer, text, &terms),
                 })
             })
-            .collect()
+            .collect::<Result<_, IndexError>>()?;
+        Ok(SearchResults { total, hits })
+    }
+
+    /// How many pages the index holds, as of the last open or reload.
+    pub fn pages(&self) -> u64 {
+        self.reader.searcher().num_docs()
     }
 
     /// The page where `word` occurs most, with its count; equal counts go to the lowest seq.
@@ -752,6 +778,23 @@ mod tests {
                 "test data must hold {word}"
             );
             assert_eq!(got, want, "word {word}");
+        }
+    }
+
+    #[test]
+    fn search_counted_counts_every_match_beyond_the_limit() {
+        let (_dir, pages, reader) = built();
+        assert_eq!(reader.pages(), pages.len() as u64);
+        for word in WORDS {
+            let want = pages
+                .iter()
+                .filter(|p| brute_count(&p.text, word) + brute_count(&p.title, word) > 0)
+                .count();
+            let results = reader.search_counted(word, 2).expect("search");
+            assert_eq!(results.total, want, "word {word}");
+            assert_eq!(results.hits.len(), want.min(2), "word {word}");
+            assert_eq!(results.hits, reader.search(word, 2).expect("search"));
+            assert_eq!(reader.search_counted(word, 0).expect("count").total, want);
         }
     }
 

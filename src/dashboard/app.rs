@@ -2,7 +2,7 @@
 //! sort, scroll positions), and what the user asked for that the engine has not confirmed yet.
 //!
 //! `App` never talks to the engine: `apply` turns an [`Action`] into an [`Effect`] that the
-//! terminal loop carries out (send a command, leave). It never reads a clock or the terminal;
+//! terminal loop carries out (send a command, run a search, leave). It never reads a clock or the terminal;
 //! the loop tells it the terminal's size with [`App::resize`]. Drawing (`view.rs`) takes `&App`.
 
 use std::cmp::Reverse;
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ratatui::layout::Rect;
 
+use crate::dashboard::search::{Edit, Outcome, Search, SearchRequest};
 use crate::dashboard::view;
 use crate::engine::Command;
 use crate::snapshot::{RunState, Snapshot};
@@ -38,9 +39,19 @@ pub enum Action {
     CycleSort,
     /// Open the detail of the site under the cursor.
     OpenDetail,
-    /// Close the help overlay or the site detail.
+    /// Close the help overlay, the site detail or the search results.
     Close,
     Help,
+    /// `/`: open the search prompt.
+    OpenSearch,
+    /// A key typed into the open prompt.
+    Prompt(Edit),
+    /// Esc in the prompt.
+    ClosePrompt,
+    /// Enter in the prompt: search for what it holds.
+    RunSearch,
+    /// Enter in the results pane: search again, the index having grown.
+    RefreshSearch,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +75,9 @@ pub enum Effect {
     QuitNow,
     /// The crawl has finished: leave.
     Exit,
+    /// Run this query on the index, off the UI loop, and hand the answer to
+    /// [`App::set_search_answer`].
+    Search(SearchRequest),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +87,8 @@ pub enum Mode {
     /// The detail of one site, by its index in `Snapshot::sites` (discovery order, so the index
     /// names the same site in every later snapshot).
     SiteDetail(usize),
+    /// The search results pane.
+    Search,
 }
 
 /// The pane that scroll keys act on.
@@ -199,6 +215,8 @@ pub struct App {
     lifecycle: Lifecycle,
     notice: Option<String>,
     stats_path: Option<String>,
+    /// The search prompt and results.
+    search: Search,
     /// The terminal's size, so scrolling knows how many rows each pane shows.
     area: Rect,
 }
@@ -223,6 +241,7 @@ impl App {
             lifecycle: Lifecycle::Watching,
             notice: None,
             stats_path: None,
+            search: Search::default(),
             area: Rect::new(0, 0, view::MIN_WIDTH, view::MIN_HEIGHT),
         }
     }
@@ -252,6 +271,8 @@ impl App {
     pub fn resize(&mut self, width: u16, height: u16) {
         self.area = Rect::new(0, 0, width, height);
         self.clamp_scroll();
+        let visible = self.visible_hits();
+        self.search.scroll(None, visible);
     }
 
     pub fn is_running(&self) -> bool {
@@ -309,6 +330,10 @@ impl App {
                 self.focus = self.focus.prev();
                 Effect::None
             }
+            Action::Scroll(scroll) if self.mode == Mode::Search => {
+                self.search.scroll(Some(scroll), self.visible_hits());
+                Effect::None
+            }
             Action::Scroll(scroll) => {
                 self.scroll(scroll);
                 Effect::None
@@ -326,6 +351,9 @@ impl App {
                 Effect::None
             }
             Action::Close => {
+                if self.mode == Mode::Search {
+                    self.search.close_results();
+                }
                 self.mode = Mode::Normal;
                 Effect::None
             }
@@ -333,7 +361,67 @@ impl App {
                 self.mode = Mode::Help;
                 Effect::None
             }
+            Action::OpenSearch => {
+                self.search.open_prompt();
+                Effect::None
+            }
+            Action::Prompt(edit) => {
+                self.search.edit(edit);
+                Effect::None
+            }
+            Action::ClosePrompt => {
+                self.search.close_prompt();
+                Effect::None
+            }
+            Action::RunSearch => {
+                let (now, finished) = self.crawl_clock();
+                match self.search.submit(now, finished) {
+                    Some(request) => {
+                        self.mode = Mode::Search;
+                        Effect::Search(request)
+                    }
+                    None => Effect::None,
+                }
+            }
+            Action::RefreshSearch => {
+                let (now, finished) = self.crawl_clock();
+                self.search
+                    .refresh(now, finished)
+                    .map_or(Effect::None, Effect::Search)
+            }
         }
+    }
+
+    /// The crawl time and whether it has finished, as the latest snapshot says.
+    fn crawl_clock(&self) -> (f64, bool) {
+        (
+            self.snapshot.elapsed_s,
+            self.snapshot.state == RunState::Finished,
+        )
+    }
+
+    /// The answer to a search the loop ran for an [`Effect::Search`].
+    pub fn set_search_answer(&mut self, id: u64, outcome: Outcome) {
+        let visible = self.visible_hits();
+        self.search.answer(id, outcome, visible);
+    }
+
+    /// A search to run again now, when the pane shows nothing found and the index may have
+    /// grown; the loop asks after each snapshot.
+    pub fn search_due(&mut self) -> Option<SearchRequest> {
+        if self.mode != Mode::Search {
+            return None;
+        }
+        let (now, finished) = self.crawl_clock();
+        self.search.due(now, finished)
+    }
+
+    pub fn search(&self) -> &Search {
+        &self.search
+    }
+
+    fn visible_hits(&self) -> usize {
+        view::visible_hits(self.area).max(1)
     }
 
     fn leave(&mut self, effect: Effect) -> Effect {
@@ -499,7 +587,7 @@ impl App {
 }
 
 /// Moves `position` in 0..=`last` by one scroll step; a page is `rows` long.
-fn step(position: usize, scroll: Scroll, rows: usize, last: usize) -> usize {
+pub(crate) fn step(position: usize, scroll: Scroll, rows: usize, last: usize) -> usize {
     let moved = match scroll {
         Scroll::Up => position.saturating_sub(1),
         Scroll::Down => position.saturating_add(1),
@@ -836,6 +924,107 @@ mod tests {
         assert_eq!(app.notice(), Some("stats written"));
         app.apply(Action::FocusNext);
         assert_eq!(app.notice(), None);
+    }
+
+    fn type_query(app: &mut App, query: &str) {
+        app.apply(Action::OpenSearch);
+        for c in query.chars() {
+            app.apply(Action::Prompt(Edit::Insert(c)));
+        }
+    }
+
+    #[test]
+    fn enter_in_the_prompt_asks_for_a_search_and_opens_the_results() {
+        let mut app = app_with(vec![site("a", 1, 0, 0, 0)]);
+        type_query(&mut app, "white rabbit");
+        assert_eq!(app.search().prompt(), Some("white rabbit"));
+        assert_eq!(app.mode(), Mode::Normal, "typing changes nothing else");
+        let Effect::Search(request) = app.apply(Action::RunSearch) else {
+            panic!("a search");
+        };
+        assert_eq!(request.query, "white rabbit");
+        assert_eq!(app.mode(), Mode::Search);
+        assert_eq!(app.search().prompt(), None);
+        let results = app.search().results().expect("pane");
+        assert!(results.waiting());
+        app.set_search_answer(request.id, Outcome::NothingIndexed);
+        let results = app.search().results().expect("pane");
+        assert_eq!(results.outcome(), Some(&Outcome::NothingIndexed));
+        assert_eq!(app.apply(Action::Close), Effect::None);
+        assert_eq!(app.mode(), Mode::Normal);
+        assert!(app.search().results().is_none());
+    }
+
+    #[test]
+    fn esc_in_the_prompt_closes_it_and_keeps_the_results() {
+        let mut app = app_with(vec![]);
+        type_query(&mut app, "alice");
+        let Effect::Search(request) = app.apply(Action::RunSearch) else {
+            panic!("a search");
+        };
+        type_query(&mut app, "qp+");
+        assert_eq!(app.apply(Action::ClosePrompt), Effect::None);
+        assert_eq!(app.search().prompt(), None);
+        assert_eq!(app.mode(), Mode::Search);
+        assert_eq!(app.search().results().expect("pane").query(), "alice");
+        assert_eq!(
+            app.apply(Action::RefreshSearch),
+            Effect::Search(crate::dashboard::search::SearchRequest {
+                id: request.id + 1,
+                query: "alice".into()
+            })
+        );
+    }
+
+    #[test]
+    fn an_empty_answer_is_asked_again_as_snapshots_arrive() {
+        let mut app = app_with(vec![]);
+        type_query(&mut app, "rabbit");
+        let Effect::Search(request) = app.apply(Action::RunSearch) else {
+            panic!("a search");
+        };
+        app.set_search_answer(request.id, Outcome::NothingIndexed);
+        assert_eq!(app.search_due(), None, "same crawl time");
+        let mut later = (*snapshot_with_sites(vec![])).clone();
+        later.elapsed_s = 1.5;
+        app.set_snapshot(Arc::new(later));
+        let again = app.search_due().expect("asked again");
+        assert_eq!(again.query, "rabbit");
+        assert_eq!(app.search_due(), None, "one at a time");
+    }
+
+    #[test]
+    fn scroll_keys_move_the_results_not_the_sites() {
+        let mut app = app_with((0..5).map(|i| site(&i.to_string(), 0, 0, 0, 0)).collect());
+        app.resize(100, 30);
+        type_query(&mut app, "rabbit");
+        let Effect::Search(request) = app.apply(Action::RunSearch) else {
+            panic!("a search");
+        };
+        let hits = (0..50)
+            .map(|i| crate::index::Hit {
+                seq: i,
+                url: format!("http://h/{i}"),
+                title: String::new(),
+                score: 1.0,
+                lines: Vec::new(),
+            })
+            .collect();
+        app.set_search_answer(
+            request.id,
+            Outcome::Found {
+                total: 50,
+                indexed: 50,
+                hits,
+            },
+        );
+        app.apply(Action::Scroll(Scroll::Down));
+        app.apply(Action::Scroll(Scroll::Down));
+        assert_eq!(app.search().results().expect("pane").top(), 2);
+        assert_eq!(app.cursor(), 0);
+        app.apply(Action::Scroll(Scroll::End));
+        let visible = view::visible_hits(Rect::new(0, 0, 100, 30));
+        assert_eq!(app.search().results().expect("pane").top(), 50 - visible);
     }
 
     #[test]

@@ -3,12 +3,16 @@
 //!
 //! Values that depend on the current setting (the next delay step, the next worker count) are
 //! computed here, so the action says exactly what will be asked of the engine.
+//!
+//! While the search prompt is open every key edits it (`q`, `p`, `+` are letters then); only
+//! Ctrl-C keeps its meaning.
 
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::dashboard::app::{Action, App, Lifecycle, Mode, Pane, Scroll};
+use crate::dashboard::search::Edit;
 use crate::snapshot::RunState;
 
 /// The politeness delay steps `+` and `-` move through.
@@ -32,17 +36,29 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
             Lifecycle::QuitWhenFinished | Lifecycle::Leaving => Action::QuitNow,
         });
     }
+    if app.search().prompt().is_some() {
+        return prompt_key(key);
+    }
+    let plain = !key
+        .modifiers
+        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+    let searching = app.mode() == Mode::Search;
     if finished {
-        return Some(Action::Exit);
+        // The final screen stays for searching the finished crawl; any other key leaves.
+        return Some(match key.code {
+            KeyCode::Char('/') if plain => Action::OpenSearch,
+            _ if !plain || !searching => Action::Exit,
+            code => results_key(code).unwrap_or(Action::Exit),
+        });
     }
     if app.mode() == Mode::Help {
         return Some(Action::Close);
     }
-    if key
-        .modifiers
-        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-    {
+    if !plain {
         return None;
+    }
+    if searching && let Some(action) = results_key(key.code) {
+        return Some(action);
     }
     let in_detail = matches!(app.mode(), Mode::SiteDetail(_));
     let quitting = app.lifecycle() != Lifecycle::Watching;
@@ -58,8 +74,9 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
         KeyCode::Char('q') if !quitting => Some(Action::Quit),
         KeyCode::Char('e') => Some(Action::Export),
         KeyCode::Char('?') => Some(Action::Help),
+        KeyCode::Char('/') => Some(Action::OpenSearch),
         KeyCode::Esc | KeyCode::Enter if in_detail => Some(Action::Close),
-        _ if in_detail => None,
+        _ if in_detail || searching => None,
         KeyCode::Enter if app.focus() == Pane::Sites && app.site_under_cursor().is_some() => {
             Some(Action::OpenDetail)
         }
@@ -74,6 +91,42 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
         KeyCode::End => Some(Action::Scroll(Scroll::End)),
         _ => None,
     }
+}
+
+/// A key while the prompt is open: it edits the query, whatever it means elsewhere.
+fn prompt_key(key: KeyEvent) -> Option<Action> {
+    let control = key.modifiers.contains(KeyModifiers::CONTROL);
+    if key.modifiers.contains(KeyModifiers::ALT) {
+        return None;
+    }
+    Some(match key.code {
+        KeyCode::Enter => Action::RunSearch,
+        KeyCode::Esc => Action::ClosePrompt,
+        KeyCode::Backspace => Action::Prompt(Edit::Backspace),
+        KeyCode::Up => Action::Prompt(Edit::Older),
+        KeyCode::Down => Action::Prompt(Edit::Newer),
+        KeyCode::Char('u') if control => Action::Prompt(Edit::Clear),
+        KeyCode::Char('w') if control => Action::Prompt(Edit::DeleteWord),
+        // What some terminals send for Backspace.
+        KeyCode::Char('h') if control => Action::Prompt(Edit::Backspace),
+        KeyCode::Char(c) if !control && !c.is_control() => Action::Prompt(Edit::Insert(c)),
+        _ => return None,
+    })
+}
+
+/// A key the results pane takes before the crawl keys: it scrolls, refreshes, closes.
+fn results_key(code: KeyCode) -> Option<Action> {
+    Some(match code {
+        KeyCode::Esc => Action::Close,
+        KeyCode::Enter => Action::RefreshSearch,
+        KeyCode::Up | KeyCode::Char('k') => Action::Scroll(Scroll::Up),
+        KeyCode::Down | KeyCode::Char('j') => Action::Scroll(Scroll::Down),
+        KeyCode::PageUp => Action::Scroll(Scroll::PageUp),
+        KeyCode::PageDown => Action::Scroll(Scroll::PageDown),
+        KeyCode::Home => Action::Scroll(Scroll::Home),
+        KeyCode::End => Action::Scroll(Scroll::End),
+        _ => return None,
+    })
 }
 
 /// Pause and resume mean nothing once the crawl is stopping.
@@ -450,6 +503,116 @@ mod tests {
         let mut release = ch('p');
         release.kind = KeyEventKind::Release;
         assert_eq!(action(&running(), release), None);
+    }
+
+    fn prompt_open() -> App {
+        let mut app = running();
+        app.apply(Action::OpenSearch);
+        app
+    }
+
+    fn results_open(state: RunState) -> App {
+        let mut app = app(state, 100, 16);
+        app.apply(Action::OpenSearch);
+        app.apply(Action::Prompt(Edit::Insert('x')));
+        app.apply(Action::RunSearch);
+        assert_eq!(app.mode(), Mode::Search);
+        app
+    }
+
+    #[test]
+    fn slash_opens_the_search_prompt_from_the_table_and_the_detail() {
+        assert_eq!(action(&running(), ch('/')), Some(Action::OpenSearch));
+        let mut app = running();
+        app.apply(Action::OpenDetail);
+        assert_eq!(action(&app, ch('/')), Some(Action::OpenSearch));
+    }
+
+    #[test]
+    fn the_prompt_swallows_the_crawl_keys_as_letters() {
+        let app = prompt_open();
+        for c in [
+            'q', 'p', '+', '-', ' ', 's', 'e', '?', '/', 'o', 'j', '"', 'é',
+        ] {
+            assert_eq!(
+                action(&app, ch(c)),
+                Some(Action::Prompt(Edit::Insert(c))),
+                "{c:?}"
+            );
+        }
+        let shifted = KeyEvent::new(KeyCode::Char('Q'), KeyModifiers::SHIFT);
+        assert_eq!(
+            action(&app, shifted),
+            Some(Action::Prompt(Edit::Insert('Q')))
+        );
+    }
+
+    #[test]
+    fn the_prompt_takes_enter_esc_backspace_and_its_editing_keys() {
+        let app = prompt_open();
+        let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+        for (k, want) in [
+            (key(KeyCode::Enter), Action::RunSearch),
+            (key(KeyCode::Esc), Action::ClosePrompt),
+            (key(KeyCode::Backspace), Action::Prompt(Edit::Backspace)),
+            (key(KeyCode::Up), Action::Prompt(Edit::Older)),
+            (key(KeyCode::Down), Action::Prompt(Edit::Newer)),
+            (ctrl('u'), Action::Prompt(Edit::Clear)),
+            (ctrl('w'), Action::Prompt(Edit::DeleteWord)),
+        ] {
+            assert_eq!(action(&app, k), Some(want), "{k:?}");
+        }
+        for k in [key(KeyCode::Tab), key(KeyCode::F(5)), ctrl('s')] {
+            assert_eq!(action(&app, k), None, "{k:?}");
+        }
+    }
+
+    #[test]
+    fn in_the_prompt_ctrl_c_still_quits() {
+        assert_eq!(action(&prompt_open(), ctrl_c()), Some(Action::Quit));
+    }
+
+    #[test]
+    fn the_results_pane_scrolls_refreshes_closes_and_lets_crawl_keys_through() {
+        let app = results_open(RunState::Running);
+        for (k, want) in [
+            (key(KeyCode::Esc), Some(Action::Close)),
+            (key(KeyCode::Enter), Some(Action::RefreshSearch)),
+            (key(KeyCode::Down), Some(Action::Scroll(Scroll::Down))),
+            (ch('k'), Some(Action::Scroll(Scroll::Up))),
+            (
+                key(KeyCode::PageDown),
+                Some(Action::Scroll(Scroll::PageDown)),
+            ),
+            (ch('/'), Some(Action::OpenSearch)),
+            (ch('p'), Some(Action::Pause)),
+            (ch('+'), Some(Action::SetDelay(ms(250)))),
+            (ch('q'), Some(Action::Quit)),
+            (key(KeyCode::Tab), None),
+            (ch('o'), None),
+        ] {
+            assert_eq!(action(&app, k), want, "{k:?}");
+        }
+    }
+
+    #[test]
+    fn after_the_crawl_finished_slash_searches_and_other_keys_exit() {
+        let app = app(RunState::Finished, 100, 16);
+        assert_eq!(action(&app, ch('/')), Some(Action::OpenSearch));
+        let mut typing = app.clone();
+        typing.apply(Action::OpenSearch);
+        assert_eq!(
+            action(&typing, ch('q')),
+            Some(Action::Prompt(Edit::Insert('q')))
+        );
+        let results = results_open(RunState::Finished);
+        assert_eq!(action(&results, key(KeyCode::Esc)), Some(Action::Close));
+        assert_eq!(
+            action(&results, key(KeyCode::Down)),
+            Some(Action::Scroll(Scroll::Down))
+        );
+        assert_eq!(action(&results, ch('q')), Some(Action::Exit));
+        assert_eq!(action(&results, ctrl_c()), Some(Action::Exit));
     }
 
     #[test]

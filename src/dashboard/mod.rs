@@ -3,13 +3,16 @@
 //! It owns the terminal (alternate screen, raw mode, restored on every way out) and the loop
 //! that draws after each snapshot or key. It observes the engine only through its handle:
 //! snapshots in, commands out. It never reaches into engine state and never slows the crawl:
-//! the engine publishes on a `watch` channel and never waits for the screen.
+//! the engine publishes on a `watch` channel and never waits for the screen. Searches read the
+//! crawl folder's index on disk, on tokio's blocking pool, and come back to the loop as messages.
 
 pub mod app;
 pub mod keys;
+pub mod search;
 pub mod view;
 pub mod widgets;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crossterm::event::{Event, EventStream, KeyEventKind};
@@ -18,6 +21,7 @@ use futures::StreamExt as _;
 use crate::engine::{Command, CrawlHandle, EngineError, Summary};
 use crate::snapshot::{CommandSource, RunState, Snapshot};
 use app::{App, Effect};
+use search::{IndexSearch, SearchRequest};
 
 /// Set in the environment, the dashboard panics after its first frame: how the tests prove
 /// that a panic gives the terminal back.
@@ -40,6 +44,8 @@ pub struct DashboardOptions {
     pub workers: usize,
     /// Where the stats file goes, shown on the final screen and after `e`.
     pub stats_path: Option<String>,
+    /// The crawl folder's `index/`, which `/` searches; `None` when the crawl keeps no folder.
+    pub index_dir: Option<PathBuf>,
 }
 
 /// Runs the dashboard over a crawl until the user leaves, and returns the crawl's summary.
@@ -77,6 +83,17 @@ async fn event_loop(
     let mut snapshots_open = true;
     // Fault injection for the tests: a panic must still give the terminal back.
     let panic_after_draw = std::env::var_os(PANIC_ENV).is_some();
+    let index = Arc::new(IndexSearch::new(opts.index_dir.clone()));
+    let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel();
+    let search = |request: SearchRequest| {
+        let (index, answers) = (index.clone(), answers_tx.clone());
+        // Queries are short, but a blocking read must never hold up a frame or the crawl.
+        tokio::task::spawn_blocking(move || {
+            let outcome = index.run(&request.query);
+            // The loop may have ended meanwhile; nobody waits for the answer then.
+            let _ = answers.send((request.id, outcome));
+        });
+    };
     while app.is_running() {
         terminal.draw(|f| f.render_widget(&app, f.area()))?;
         assert!(
@@ -88,6 +105,9 @@ async fn event_loop(
                 if changed.is_ok() {
                     let snap: Arc<Snapshot> = snapshots.borrow_and_update().clone();
                     app.set_snapshot(snap);
+                    if let Some(request) = app.search_due() {
+                        search(request);
+                    }
                 } else {
                     snapshots_open = false;
                 }
@@ -96,12 +116,17 @@ async fn event_loop(
                 let s = done.map_err(|e| EngineError::Task(e.to_string()))??;
                 app.set_snapshot(s.snapshot.clone());
                 summary = Some(s);
+                if let Some(request) = app.search_due() {
+                    search(request);
+                }
             }
+            Some((id, outcome)) = answers.recv() => app.set_search_answer(id, outcome),
             event = events.next() => match event {
                 Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
                     let Some(action) = keys::action(&app, key) else { continue };
                     match app.apply(action) {
                         Effect::None | Effect::Exit => {}
+                        Effect::Search(request) => search(request),
                         Effect::Send(command) => {
                             if command == Command::Export
                                 && let Some(p) = &opts.stats_path

@@ -16,7 +16,8 @@ use ratatui::widgets::{
 
 use crate::dashboard::app::{App, Lifecycle, Mode, Pane, keep_visible};
 use crate::dashboard::widgets::{
-    self, BUSY, DIM, FOCUS, HeapList, SharesBar, WorkerStrip, count, count_fit,
+    self, BUSY, DIM, FOCUS, HIT_ROWS, HeapList, PromptLine, RESULTS_HEADER_ROWS, SearchResults,
+    SharesBar, WorkerStrip, count, count_fit,
 };
 use crate::snapshot::{DelaySource, RunState, Shares, SiteRow, Snapshot, WorkerState};
 
@@ -91,6 +92,25 @@ pub fn visible_rows(area: Rect, pane: Pane) -> usize {
     }
 }
 
+/// The search results pane: over the sites, the heap and the log, so the header, the workers
+/// and the jobs stay in view and keep moving while the results are read.
+fn results_area(areas: &Areas) -> Rect {
+    Rect {
+        x: areas.header.x,
+        y: areas.sites.y,
+        width: areas.header.width,
+        height: areas.footer.y - areas.sites.y,
+    }
+}
+
+/// How many hits the results pane shows at once for a terminal of `area`'s size.
+pub fn visible_hits(area: Rect) -> usize {
+    layout(area).map_or(0, |areas| {
+        let inner = results_area(&areas).height.saturating_sub(2);
+        usize::from(inner.saturating_sub(RESULTS_HEADER_ROWS) / HIT_ROWS)
+    })
+}
+
 /// The heap gets a column header only when it has room for two entries below it.
 fn heap_header_rows(heap: Rect) -> usize {
     usize::from(heap.height.saturating_sub(2) >= 3)
@@ -113,6 +133,12 @@ impl Widget for &App {
             Mode::Normal => {}
             Mode::Help => render_help(area, buf),
             Mode::SiteDetail(site) => render_detail(self.snapshot(), site, area, buf),
+            Mode::Search => render_results(self, results_area(&areas), buf),
+        }
+        // The prompt takes the footer's line, over whatever mode is shown.
+        if let Some(text) = self.search().prompt() {
+            Clear.render(areas.footer, buf);
+            PromptLine { text }.render(areas.footer, buf);
         }
     }
 }
@@ -630,14 +656,24 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
     let snap = app.snapshot();
     let key = |k: &'static str| Span::styled(k, Style::new().fg(FOCUS).bold());
     if snap.state == RunState::Finished {
-        let mut spans = vec![Span::styled(" crawl finished", Style::new().bold())];
-        if let Some(path) = app.stats_path() {
-            spans.push(Span::styled(" · stats written to ", DIM));
-            spans.push(Span::styled(path.to_owned(), Style::new().fg(Color::Green)));
+        // The long label when it fits with the rest, the short one otherwise.
+        for label in [" · stats written to ", " · stats in "] {
+            let mut spans = vec![Span::styled(" crawl finished", Style::new().bold())];
+            if let Some(path) = app.stats_path() {
+                spans.push(Span::styled(label, DIM));
+                spans.push(Span::styled(path.to_owned(), Style::new().fg(Color::Green)));
+            }
+            spans.extend([
+                Span::styled(" · ", DIM),
+                key("/"),
+                Span::styled(" search · any other key exits", DIM),
+            ]);
+            let line = Line::from(spans);
+            if line.width() <= usize::from(area.width) || label == " · stats in " {
+                line.render(area, buf);
+                return;
+            }
         }
-        spans.push(Span::styled(" · press any key to exit", DIM));
-        Line::from(spans).render(area, buf);
-        return;
     }
     if app.lifecycle() == Lifecycle::QuitWhenFinished {
         Line::from(vec![
@@ -670,6 +706,7 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
         ("s", "stop"),
         ("q", "quit"),
         ("e", "export"),
+        ("/", "search"),
         ("o", "sort"),
         ("tab", "pane"),
         ("enter", "detail"),
@@ -689,6 +726,31 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
 
 // --- overlays ----------------------------------------------------------------------------------
 
+fn render_results(app: &App, area: Rect, buf: &mut Buffer) {
+    let Some(results) = app.search().results() else {
+        return;
+    };
+    Clear.render(area, buf);
+    let key = |k: &'static str| Span::styled(k, Style::new().fg(FOCUS).bold());
+    let keys = Line::from(vec![
+        Span::raw(" "),
+        key("↑↓"),
+        Span::styled(" scroll · ", DIM),
+        key("enter"),
+        Span::styled(" search again · ", DIM),
+        key("/"),
+        Span::styled(" new search · ", DIM),
+        key("esc"),
+        Span::styled(" close ", DIM),
+    ]);
+    let title = format!("Search: {}", results.query());
+    let title = widgets::truncate_left(&title, usize::from(area.width.saturating_sub(8)));
+    let block = pane_block(&title, true).title_bottom(keys.right_aligned());
+    let inner = block.inner(area);
+    block.render(area, buf);
+    SearchResults { results }.render(inner, buf);
+}
+
 /// A box of at most `width` x `height` in the middle of `area`, cleared.
 fn popup(area: Rect, width: u16, height: u16, buf: &mut Buffer) -> Rect {
     let rect = area.centered(
@@ -699,7 +761,7 @@ fn popup(area: Rect, width: u16, height: u16, buf: &mut Buffer) -> Rect {
     rect
 }
 
-const HELP: [(&str, &str); 13] = [
+const HELP: [(&str, &str); 15] = [
     ("p, space", "pause / resume the crawl"),
     ("+ / -", "politeness delay up / down (0 ms … 10 s)"),
     ("] / [", "workers up / down"),
@@ -712,6 +774,8 @@ const HELP: [(&str, &str); 13] = [
     ("home, end", "first / last row"),
     ("o", "sort sites: queued, fetched, errors, next, origin"),
     ("enter, esc", "open / close the selected site's detail"),
+    ("/", "search the pages stored so far (needs --out)"),
+    ("", "results: enter again, ↑ ↓ scroll, esc close"),
     ("?", "this help"),
 ];
 
@@ -948,7 +1012,8 @@ mod tests {
     use ratatui::backend::TestBackend;
 
     use super::*;
-    use crate::dashboard::app::{Action, Scroll};
+    use crate::dashboard::app::{Action, Effect, Scroll};
+    use crate::dashboard::search::{Edit, Outcome};
     use crate::robots::RobotsState;
     use crate::snapshot::{
         BlockedBy, BusyBy, Errors, HeapRow, Http, LogLine, Politeness, Rates, Resources, Scheduler,
@@ -1347,6 +1412,171 @@ mod tests {
         assert!(text.contains("Log ↑1"), "{text}");
         assert!(text.contains("warning number 28"), "{text}");
         assert!(!text.contains("warning number 29"), "{text}");
+    }
+
+    fn hit(seq: u64, score: f32, title: &str, lines: &[(usize, &str)]) -> crate::index::Hit {
+        crate::index::Hit {
+            seq,
+            url: format!("http://127.0.0.1:18004/chapter-{seq}.html"),
+            title: title.into(),
+            score,
+            lines: lines.iter().map(|&(n, l)| (n, l.to_owned())).collect(),
+        }
+    }
+
+    /// The fixture with `/rabbit` run and answered.
+    fn searched(outcome: Outcome, width: u16, height: u16) -> App {
+        let mut app = app_with(fixture(), width, height);
+        app.apply(Action::OpenSearch);
+        for c in "rabbit".chars() {
+            app.apply(Action::Prompt(Edit::Insert(c)));
+        }
+        let Effect::Search(request) = app.apply(Action::RunSearch) else {
+            panic!("a search is asked for");
+        };
+        assert_eq!(request.query, "rabbit");
+        app.set_search_answer(request.id, outcome);
+        app
+    }
+
+    fn rabbit_hits() -> Outcome {
+        Outcome::Found {
+            total: 184,
+            indexed: 16_800,
+            hits: vec![
+                hit(
+                    17,
+                    8.214,
+                    "Down the Rabbit-Hole",
+                    &[
+                        (
+                            3,
+                            "when suddenly a White Rabbit with pink eyes ran close by her.",
+                        ),
+                        (9, "the Rabbit say to itself, Oh dear! Oh dear!"),
+                    ],
+                ),
+                hit(
+                    42,
+                    6.5,
+                    "The Rabbit Sends in a Little Bill",
+                    &[(1, "It was the White Rabbit, trotting slowly back again")],
+                ),
+                hit(
+                    5,
+                    5.031,
+                    "The Pool of Tears",
+                    &[(12, "  the Rabbit came near her")],
+                ),
+                hit(88, 4.2, "The White Rabbit", &[]),
+            ],
+        }
+    }
+
+    #[test]
+    fn search_results_100x30() {
+        let app = searched(rabbit_hits(), 100, 30);
+        insta::assert_snapshot!(draw(&app, 100, 30).backend());
+    }
+
+    #[test]
+    fn search_prompt_100x30() {
+        let mut app = searched(rabbit_hits(), 100, 30);
+        app.apply(Action::OpenSearch);
+        for c in "white q+p".chars() {
+            app.apply(Action::Prompt(Edit::Insert(c)));
+        }
+        let text = screen_text(&draw(&app, 100, 30));
+        let footer = text.lines().last().unwrap_or_default();
+        assert!(footer.contains("/ white q+p"), "{footer}");
+        assert!(footer.contains("Enter search · Esc cancel"), "{footer}");
+        assert!(text.contains("Search: rabbit"), "the results stay: {text}");
+    }
+
+    #[test]
+    fn a_long_query_shows_its_end_in_the_prompt() {
+        let mut app = app_with(fixture(), 80, 24);
+        app.apply(Action::OpenSearch);
+        for c in format!("{}the end", "x".repeat(200)).chars() {
+            app.apply(Action::Prompt(Edit::Insert(c)));
+        }
+        let text = screen_text(&draw(&app, 80, 24));
+        let footer = text.lines().last().unwrap_or_default();
+        assert!(footer.contains(" / …xxx"), "{footer}");
+        assert!(footer.contains("xthe end "), "{footer}");
+        assert!(
+            footer.contains("Enter search · Esc cancel · ↑ history"),
+            "{footer}"
+        );
+    }
+
+    #[test]
+    fn search_results_scroll_by_hits() {
+        let hits = (0..40)
+            .map(|i| hit(i, 40.0 - i as f32, &format!("Page {i}"), &[(1, "rabbit")]))
+            .collect();
+        let mut app = searched(
+            Outcome::Found {
+                total: 40,
+                indexed: 100,
+                hits,
+            },
+            100,
+            30,
+        );
+        let text = screen_text(&draw(&app, 100, 30));
+        assert!(text.contains("chapter-0.html"), "{text}");
+        app.apply(Action::Scroll(Scroll::End));
+        let text = screen_text(&draw(&app, 100, 30));
+        assert!(text.contains("chapter-39.html"), "{text}");
+        assert!(!text.contains("chapter-0.html"), "{text}");
+        assert!(text.contains("Workers 64"), "the panes above stay: {text}");
+    }
+
+    #[test]
+    fn search_states_say_why_nothing_is_listed() {
+        let cases = [
+            (
+                Outcome::NoFolder,
+                "search needs a crawl folder: run with --out DIR",
+            ),
+            (Outcome::NothingIndexed, "nothing indexed yet"),
+            (
+                Outcome::Found {
+                    total: 0,
+                    indexed: 1_203,
+                    hits: Vec::new(),
+                },
+                "no page matches «rabbit» among 1,203 indexed",
+            ),
+            (
+                Outcome::Failed("cannot understand the query: unbalanced quote".into()),
+                "cannot search: cannot understand the query: unbalanced quote",
+            ),
+        ];
+        for (outcome, says) in cases {
+            let app = searched(outcome, 80, 24);
+            let text = screen_text(&draw(&app, 80, 24));
+            assert!(text.contains(says), "{says}: {text}");
+        }
+        let mut waiting = app_with(fixture(), 80, 24);
+        waiting.apply(Action::OpenSearch);
+        waiting.apply(Action::RunSearch);
+        let text = screen_text(&draw(&waiting, 80, 24));
+        assert!(text.contains("searching…"), "{text}");
+    }
+
+    #[test]
+    fn the_finished_screen_offers_search() {
+        let mut snapshot = fixture();
+        snapshot.state = RunState::Finished;
+        let app = app_with(snapshot, 80, 24);
+        let text = screen_text(&draw(&app, 80, 24));
+        let footer = text.lines().last().unwrap_or_default();
+        assert!(
+            footer.contains("/ search · any other key exits"),
+            "{footer}"
+        );
     }
 
     #[test]

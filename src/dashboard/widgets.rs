@@ -1,5 +1,6 @@
 //! The dashboard's small parts: number formats, the colour code, and the widgets that are more
-//! than a line of text (the shares bar, the worker strip, the heap list, the sparkline).
+//! than a line of text (the shares bar, the worker strip, the heap list, the sparkline, the
+//! search prompt and its results).
 //!
 //! Everything here is a pure function of the values passed in: no `App`, no snapshot lookups, no
 //! state kept between frames. Widgets format only what fits in the area they are given, so a
@@ -11,6 +12,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use crate::dashboard::search::{Outcome, Results};
 use crate::robots::RobotsState;
 use crate::snapshot::{DelaySource, HeapRow, Shares, WorkerState};
 
@@ -431,9 +433,297 @@ impl Widget for HeapList<'_> {
     }
 }
 
+// --- search ------------------------------------------------------------------------------------
+
+/// Rows one hit takes in the results: the page, then its first matching line.
+pub const HIT_ROWS: u16 = 2;
+/// Rows above the hits: what was found, or why nothing was.
+pub const RESULTS_HEADER_ROWS: u16 = 1;
+
+/// The search prompt on one line: `/`, the query (its end, when it is longer than the line),
+/// a block cursor, and the keys when there is room for them.
+pub struct PromptLine<'a> {
+    pub text: &'a str,
+}
+
+impl Widget for PromptLine<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let key = Style::new().fg(FOCUS).add_modifier(Modifier::BOLD);
+        let hint = [
+            Span::styled("Enter", key),
+            Span::styled(" search · ", DIM),
+            Span::styled("Esc", key),
+            Span::styled(" cancel · ", DIM),
+            Span::styled("↑", key),
+            Span::styled(" history", DIM),
+        ];
+        let hint_width: usize = hint.iter().map(Span::width).sum();
+        let width = usize::from(area.width);
+        // " / " before the text, the cursor cell after it.
+        let mut room = width.saturating_sub(4);
+        let show_hint = room >= hint_width + 3 + 12;
+        if show_hint {
+            room -= hint_width + 3;
+        }
+        let text = truncate_left(self.text, room);
+        let used = 4 + text.chars().count();
+        let mut spans = vec![
+            Span::raw(" "),
+            Span::styled("/", key),
+            Span::raw(" "),
+            Span::styled(text, Style::new().add_modifier(Modifier::BOLD)),
+            Span::styled(" ", Style::new().add_modifier(Modifier::REVERSED)),
+        ];
+        if show_hint {
+            spans.push(Span::raw(
+                " ".repeat(width.saturating_sub(used + hint_width)),
+            ));
+            spans.extend(hint);
+        }
+        buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+    }
+}
+
+/// The inside of the results pane: a line saying what was found (or why nothing was), then
+/// the hits from `results.top()` on, each as its rank, score, URL and title, then its first
+/// matching line with the line number, as `crawltop search` prints them.
+pub struct SearchResults<'a> {
+    pub results: &'a Results,
+}
+
+impl SearchResults<'_> {
+    fn header(&self) -> Vec<Line<'static>> {
+        let r = self.results;
+        let query = format!("«{}»", r.query());
+        let at = format!(" (searched at {})", elapsed(r.asked_at_s()));
+        let again = if r.retrying() {
+            "searching again as pages are committed"
+        } else {
+            ""
+        };
+        let bad = Style::new().fg(Color::LightRed);
+        let Some(outcome) = r.outcome() else {
+            return vec![Line::styled("searching…", DIM)];
+        };
+        let waiting = if r.waiting() { "  searching…" } else { "" };
+        match outcome {
+            Outcome::NoFolder => vec![
+                Line::styled("search needs a crawl folder: run with --out DIR", bad),
+                Line::styled(
+                    "this crawl keeps no pages, so there is no index to search",
+                    DIM,
+                ),
+            ],
+            Outcome::NothingIndexed => vec![
+                Line::from(vec![
+                    Span::styled("nothing indexed yet", Style::new().fg(Color::Yellow)),
+                    Span::styled(format!("{at}{waiting}"), DIM),
+                ]),
+                Line::styled(
+                    format!(
+                        "pages become searchable about a second after they are stored{}{again}",
+                        if again.is_empty() { "" } else { "; " }
+                    ),
+                    DIM,
+                ),
+            ],
+            Outcome::Failed(reason) => vec![
+                Line::styled(format!("cannot search: {reason}"), bad),
+                Line::styled(
+                    "words are OR-ed; \"a phrase\", AND, OR, NOT, +must, -not, title:word",
+                    DIM,
+                ),
+            ],
+            Outcome::Found {
+                total: 0, indexed, ..
+            } => vec![
+                Line::from(vec![
+                    Span::styled(
+                        format!("no page matches {query}"),
+                        Style::new().fg(Color::Yellow),
+                    ),
+                    Span::styled(
+                        format!(" among {} indexed{at}{waiting}", count(*indexed)),
+                        DIM,
+                    ),
+                ]),
+                Line::styled(again, DIM),
+            ],
+            Outcome::Found {
+                total,
+                indexed,
+                hits,
+            } => {
+                let shown = if hits.len() < *total {
+                    format!(", best {} listed", count(hits.len() as u64))
+                } else {
+                    String::new()
+                };
+                let pages = if *total == 1 { "page" } else { "pages" };
+                vec![Line::from(vec![
+                    Span::styled(
+                        format!("{} {pages}", count(*total as u64)),
+                        Style::new().add_modifier(Modifier::BOLD),
+                    ),
+                    Span::styled(
+                        format!(
+                            " of {} indexed match {query}{shown}{at}{waiting}",
+                            count(*indexed)
+                        ),
+                        DIM,
+                    ),
+                ])]
+            }
+        }
+    }
+}
+
+impl Widget for SearchResults<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let header = self.header();
+        let hits = match self.results.outcome() {
+            Some(Outcome::Found { hits, .. }) => hits.as_slice(),
+            _ => &[],
+        };
+        // Error and empty states get their explanation line; a hit list only its summary.
+        let header_rows = if hits.is_empty() {
+            header.len()
+        } else {
+            usize::from(RESULTS_HEADER_ROWS)
+        };
+        let mut y = area.y;
+        let bottom = area.y + area.height;
+        for line in header.into_iter().take(header_rows) {
+            if y >= bottom {
+                return;
+            }
+            buf.set_line(area.x, y, &line, area.width);
+            y += 1;
+        }
+        let rank_width = hits.len().to_string().len().max(2);
+        let indent = " ".repeat(rank_width + 2);
+        let words = query_words(self.results.query());
+        // The indent and "NNNNN: " before the line's text.
+        let text_width = usize::from(area.width).saturating_sub(rank_width + 2 + 7);
+        let key = Style::new().fg(FOCUS);
+        for (rank, hit) in hits.iter().enumerate().skip(self.results.top()) {
+            if y + HIT_ROWS > bottom {
+                return;
+            }
+            let mut page = vec![
+                Span::styled(format!("{:>rank_width$}. ", rank + 1), DIM),
+                Span::styled(format!("{:.3}", hit.score), DIM),
+                Span::raw("  "),
+                Span::styled(hit.url.clone(), key),
+                Span::raw("  "),
+                Span::styled(hit.title.clone(), Style::new().add_modifier(Modifier::BOLD)),
+            ];
+            if hit.lines.len() > 1 {
+                page.push(Span::styled(
+                    format!("  {} lines match", hit.lines.len()),
+                    DIM,
+                ));
+            }
+            buf.set_line(area.x, y, &Line::from(page), area.width);
+            let first = match hit.lines.first() {
+                Some((n, text)) => Line::from(vec![
+                    Span::raw(indent.clone()),
+                    Span::styled(format!("{n:>5}: "), Style::new().fg(Color::Yellow)),
+                    Span::raw(snippet(text.trim(), &words, text_width)),
+                ]),
+                None => Line::styled(format!("{indent}(the title matches)"), DIM),
+            };
+            buf.set_line(area.x, y + 1, &first, area.width);
+            y += HIT_ROWS;
+        }
+    }
+}
+
+/// The words of a query as the index matches them (runs of letters and digits, lowercased),
+/// without field names (`title:`); for showing where a line matches, not for matching.
+fn query_words(query: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut rest = query;
+    while let Some(start) = rest.find(char::is_alphanumeric) {
+        let run = &rest[start..];
+        let end = run
+            .find(|c: char| !c.is_alphanumeric())
+            .unwrap_or(run.len());
+        if !run[end..].starts_with(':') {
+            words.push(run[..end].to_lowercase());
+        }
+        rest = &run[end..];
+    }
+    words
+}
+
+/// Columns of context kept before a match when a line is cut to show it.
+const SNIPPET_LEAD: usize = 16;
+
+/// `line` in `width` columns with its first word of `words` in view: the whole line when it
+/// fits, its start when the match is near it, else from a little before the match.
+pub fn snippet(line: &str, words: &[String], width: usize) -> String {
+    let chars: Vec<(usize, char)> = line.char_indices().collect();
+    if chars.len() <= width {
+        return line.to_owned();
+    }
+    // The first run of letters and digits that is one of the words, as a char position.
+    let mut first = None;
+    let mut i = 0;
+    while i < chars.len() && first.is_none() {
+        if !chars[i].1.is_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && chars[i].1.is_alphanumeric() {
+            i += 1;
+        }
+        let end = chars.get(i).map_or(line.len(), |&(b, _)| b);
+        let word = line[chars[start].0..end].to_lowercase();
+        if words.contains(&word) {
+            first = Some((start, i - start));
+        }
+    }
+    match first {
+        Some((start, len)) if start + len > width.saturating_sub(1) => {
+            // As much context as fits with the whole match after the "…".
+            let lead = SNIPPET_LEAD.min(width.saturating_sub(1 + len));
+            let from = start - lead.min(start);
+            let tail: String = line[chars[from].0..]
+                .chars()
+                .take(width.saturating_sub(1))
+                .collect();
+            format!("…{tail}")
+        }
+        _ => line.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snippet_keeps_the_first_match_in_view() {
+        let words = query_words("title:white RABBIT");
+        assert_eq!(words, ["white", "rabbit"]);
+        let line = format!("{} the Rabbit ran", "x ".repeat(40));
+        assert_eq!(snippet(&line, &words, 200), line, "fits");
+        let cut = snippet(&line, &words, 30);
+        assert!(cut.starts_with('…'), "{cut}");
+        assert!(cut.contains("the Rabbit ran"), "{cut}");
+        assert!(cut.chars().count() <= 30, "{cut}");
+        assert_eq!(
+            snippet("Rabbit first, then a long tail of words", &words, 10),
+            "Rabbit first, then a long tail of words",
+            "a match in view: the line as it is, cut by the pane"
+        );
+        assert_eq!(
+            snippet("rabbits are not rabbit", &words, 12),
+            "… not rabbit"
+        );
+    }
 
     fn shares(busy: f64, blocked: f64, idle: f64) -> Shares {
         Shares {

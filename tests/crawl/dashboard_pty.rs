@@ -384,3 +384,140 @@ async fn a_panic_gives_the_terminal_back() {
         "the message is printed on the restored terminal"
     );
 }
+
+/// Writes `text` to the terminal as typed keys.
+fn type_keys(keys: &mut Box<dyn std::io::Write + Send>, text: &str) {
+    keys.write_all(text.as_bytes()).expect("keys");
+    keys.flush().expect("flush");
+}
+
+/// The first result URL starting with `prefix` on the screen and the line under it (the first
+/// matching line, "N: text"), as the search pane shows them.
+fn first_result(screen: &str, prefix: &str) -> Option<(String, String)> {
+    let lines: Vec<&str> = screen.lines().collect();
+    lines.windows(2).find_map(|pair| {
+        let url = pair[0]
+            .split_whitespace()
+            .find(|word| word.starts_with(prefix))?;
+        let below = pair[1].trim_start_matches(['│', ' ']);
+        let (number, _) = below.split_once(": ")?;
+        number
+            .parse::<usize>()
+            .ok()
+            .map(|_| (url.to_owned(), below.to_owned()))
+    })
+}
+
+#[tokio::test]
+async fn slash_searches_the_pages_committed_while_the_crawl_goes_on() {
+    let web = TestWeb::start(GenOptions::new(1, 400).seed(6))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let origin = web.origin("site00");
+    let (child, screen, mut keys) = spawn_in_pty(
+        &[
+            "crawl",
+            &web.url("site00", "/"),
+            "--delay-ms",
+            "20",
+            "--out",
+            out.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+    );
+    screen.wait_for("running").await;
+    // While the prompt is open, q and p are letters: the crawl neither quits nor pauses.
+    type_keys(&mut keys, "/quip");
+    screen.wait_for("/ quip").await;
+    screen.wait_for("Enter search · Esc cancel").await;
+    type_keys(&mut keys, "\x7f\x7f\x7f\x7frabbit\r");
+    // Nothing found yet is asked again as pages are committed (about once a second).
+    screen.wait_for("indexed match «rabbit»").await;
+    let text = screen.text();
+    let (url, line) = first_result(&text, &format!("{origin}/"))
+        .unwrap_or_else(|| panic!("a result of {origin} with its line:\n{text}"));
+    assert!(
+        line.to_lowercase().contains("rabbit"),
+        "{url}: the matching line is shown: {line}"
+    );
+    assert!(!text.contains("PAUSED"), "{text}");
+    // Esc closes the pane: the sites table is back; the crawl went on all along.
+    type_keys(&mut keys, "\x1b");
+    screen.wait_for("sort: queued").await;
+    type_keys(&mut keys, "q");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen).await;
+    assert!(out.join("index").is_dir());
+}
+
+#[tokio::test]
+async fn slash_without_a_crawl_folder_says_what_is_needed() {
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (child, screen, mut keys) = spawn_in_pty(
+        &["crawl", &web.url("site00", "/"), "--delay-ms", "50"],
+        tmp.path(),
+    );
+    screen.wait_for("running").await;
+    type_keys(&mut keys, "/rabbit\r");
+    screen
+        .wait_for("search needs a crawl folder: run with --out DIR")
+        .await;
+    type_keys(&mut keys, "\x1b");
+    screen.wait_for("sort: queued").await;
+    type_keys(&mut keys, "q");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen).await;
+}
+
+#[tokio::test]
+async fn the_demo_is_searchable_and_removes_its_folder() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let (child, screen, mut keys) = spawn_in_pty(
+        &[
+            "demo",
+            "--sites",
+            "2",
+            "--pages",
+            "40",
+            "--delay-ms",
+            "20",
+            "--stats-out",
+            stats.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+    );
+    // The dashboard's own text: keys typed before it reads them raw would be taken cooked.
+    screen.wait_for("Workers").await;
+    type_keys(&mut keys, "/alice\r");
+    screen.wait_for("indexed match «alice»").await;
+    assert!(
+        first_result(&screen.text(), "http://127.0.0.1:").is_some(),
+        "{}",
+        screen.text()
+    );
+    // Esc apart from the next key (together they read as Alt-q). Then, running, q stops and
+    // exits; finished, any key exits.
+    type_keys(&mut keys, "\x1b");
+    screen.wait_for("sort: queued").await;
+    type_keys(&mut keys, "q");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen).await;
+    let raw = String::from_utf8_lossy(&screen.raw()).into_owned();
+    let web = raw
+        .lines()
+        .find_map(|l| l.split(" pages in ").nth(1))
+        .expect("the demo says where its web is")
+        .trim()
+        .to_owned();
+    let folder = std::path::Path::new(&web)
+        .parent()
+        .expect("the demo's folder");
+    assert!(!folder.exists(), "{} left behind", folder.display());
+}
