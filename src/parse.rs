@@ -720,20 +720,35 @@ struct TextBuilder {
 
 impl TextBuilder {
     fn push(&mut self, s: &str, preformatted: bool) {
-        for c in s.chars() {
-            if preformatted && c == '\n' {
-                self.break_line();
-            } else if c.is_whitespace() || c.is_control() {
-                self.pending_space = self.line_has_text;
-            } else {
-                if self.pending_space {
-                    self.out.push(' ');
-                    self.pending_space = false;
+        // Words are copied whole: a hot path (every text node of every page).
+        let mut word_start = None;
+        for (i, c) in s.char_indices() {
+            let line_break = preformatted && c == '\n';
+            if line_break || c.is_whitespace() || c.is_control() {
+                if let Some(start) = word_start.take() {
+                    self.word(&s[start..i]);
                 }
-                self.out.push(c);
-                self.line_has_text = true;
+                if line_break {
+                    self.break_line();
+                } else {
+                    self.pending_space = self.line_has_text;
+                }
+            } else if word_start.is_none() {
+                word_start = Some(i);
             }
         }
+        if let Some(start) = word_start {
+            self.word(&s[start..]);
+        }
+    }
+
+    fn word(&mut self, word: &str) {
+        if self.pending_space {
+            self.out.push(' ');
+            self.pending_space = false;
+        }
+        self.out.push_str(word);
+        self.line_has_text = true;
     }
 
     /// Called when an element opens and when it closes.

@@ -133,6 +133,11 @@ pub struct CommitItem {
 pub struct CommitStatus {
     committed: AtomicU64,
     checkpoints: AtomicU64,
+    /// Jobs handed to the thread, and jobs it finished: their difference is the backlog.
+    sent: AtomicU64,
+    done: AtomicU64,
+    /// Told when the backlog falls to half of [`BACKLOG_LIMIT`].
+    drained: tokio::sync::Notify,
     last_seq: AtomicU64,
     error: Mutex<Option<String>>,
 }
@@ -140,6 +145,23 @@ pub struct CommitStatus {
 impl CommitStatus {
     pub fn committed(&self) -> u64 {
         self.committed.load(Ordering::Relaxed)
+    }
+
+    /// Jobs handed over and not written yet.
+    pub fn backlog(&self) -> u64 {
+        let done = self.done.load(Ordering::Acquire);
+        self.sent.load(Ordering::Acquire).saturating_sub(done)
+    }
+
+    /// Whether the engine should hold back new fetches until the store catches up.
+    pub fn is_full(&self) -> bool {
+        self.backlog() >= BACKLOG_LIMIT
+    }
+
+    /// Resolves once the backlog has fallen to half the limit (or at once, if it fell since
+    /// the last call).
+    pub async fn drained(&self) {
+        self.drained.notified().await;
     }
 
     /// Checkpoints written by this run.
@@ -184,6 +206,10 @@ pub struct Committer {
     thread: Option<JoinHandle<()>>,
     status: Arc<CommitStatus>,
 }
+
+/// Most jobs waiting for the committer before the engine holds back new fetches: the store
+/// (WARC compression, indexing) sets the pace, and memory stays bounded.
+pub const BACKLOG_LIMIT: u64 = 256;
 
 /// How often (in items) the WARC file is flushed and synced.
 const SYNC_EVERY: u64 = 256;
@@ -310,8 +336,12 @@ impl Committer {
 
     fn job(&self, job: Job) {
         if let Some(tx) = &self.tx {
+            // Counted first, so the thread never finishes a job not counted as sent.
+            self.status.sent.fetch_add(1, Ordering::AcqRel);
             // A send error means the thread ended on a write error, which `status` says.
-            let _ = tx.send(job);
+            if tx.send(job).is_err() {
+                self.status.sent.fetch_sub(1, Ordering::AcqRel);
+            }
         }
     }
 
@@ -351,6 +381,19 @@ fn warc_mark(w: &WarcWriter) -> WarcMark {
     }
 }
 
+/// Counts a job as done when it is dropped, whichever way the loop leaves it, and wakes the
+/// engine when the backlog has fallen to half the limit.
+struct Finished<'a>(&'a CommitStatus);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.done.fetch_add(1, Ordering::AcqRel);
+        if self.0.backlog() <= BACKLOG_LIMIT / 2 {
+            self.0.drained.notify_one();
+        }
+    }
+}
+
 fn write_loop(
     rx: &mpsc::Receiver<Job>,
     mut stores: Stores<'_>,
@@ -359,6 +402,7 @@ fn write_loop(
 ) -> Result<(), StoreError> {
     let mut since_sync = 0u64;
     while let Ok(job) = rx.recv() {
+        let _done = Finished(status);
         let item = match job {
             Job::Item(item) => item,
             Job::Checkpoint(delta) => {

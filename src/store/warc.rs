@@ -488,7 +488,7 @@ fn gzip_record(fields: &[(&str, &str)], block: &[u8]) -> Vec<u8> {
 
     let mut gz = GzEncoder::new(
         Vec::with_capacity(block.len() / 2 + 512),
-        Compression::default(),
+        Compression::fast(),
     );
     gz.write_all(head.as_bytes())
         .and_then(|()| gz.write_all(block))

@@ -359,10 +359,12 @@ impl Coordinator {
             if self.tasks.is_empty() && (self.stopping || self.frontier.is_empty()) {
                 break !self.stopping;
             }
-            let wake = (!self.paused && !self.stopping && self.slots.has_free())
+            let store_full = self.store_full();
+            let wake = (!self.paused && !self.stopping && self.slots.has_free() && !store_full)
                 .then(|| self.frontier.next_ready_at())
                 .flatten()
                 .map(|t| self.start + t);
+            let status = self.committer.as_ref().map(|c| c.status().clone());
             tokio::select! {
                 biased;
                 () = abort.cancelled() => {
@@ -375,6 +377,7 @@ impl Coordinator {
                 },
                 Some(done) = self.tasks.join_next_with_id() => self.on_task(done),
                 () = sleep_until(wake) => {}
+                () = drained(status.as_deref()), if store_full => {}
                 () = sleep_until(self.stop_deadline), if !self.tasks.is_empty() => {
                     self.tasks.abort_all();
                     self.stop_deadline = None;
@@ -622,7 +625,7 @@ impl Coordinator {
 
     /// Hands out every slot the frontier has ready, while workers are free.
     fn dispatch(&mut self) {
-        if self.paused || self.stopping {
+        if self.paused || self.stopping || self.store_full() {
             return;
         }
         let now = self.now();
@@ -890,7 +893,12 @@ impl Coordinator {
             request: request.into_bytes(),
             status: f.status,
             headers: f.headers.clone(),
-            body: f.body.clone(),
+            // The index takes the text; with no page store the body is not kept.
+            body: if self.cfg.store == crate::store::committer::StoreKind::None {
+                bytes::Bytes::new()
+            } else {
+                f.body.clone()
+            },
             truncated: f.truncated,
             text: None,
         }
@@ -903,6 +911,13 @@ impl Coordinator {
                 c.send(item);
             }
         }
+    }
+
+    /// The store is behind: new fetches wait (the committer's backlog is bounded).
+    fn store_full(&self) -> bool {
+        self.committer
+            .as_ref()
+            .is_some_and(|c| c.status().is_full() && c.status().error().is_none())
     }
 
     /// A store that cannot write pauses the crawl, once, with the reason in the log.
@@ -1238,6 +1253,14 @@ fn phase_name(p: Phase) -> &'static str {
         Phase::WaitingFirstByte => "waiting for the first byte",
         Phase::Receiving => "receiving the body",
         Phase::Parsing => "parsing",
+    }
+}
+
+/// Waits for the committer's backlog to drain.
+async fn drained(status: Option<&CommitStatus>) {
+    match status {
+        Some(s) => s.drained().await,
+        None => std::future::pending().await,
     }
 }
 
