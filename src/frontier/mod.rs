@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use queue::{Codec, Ctx, SpillIo, SpillQueue};
 pub use queue::{SpillError, SpillErrorKind};
-pub use seen::{SeenSet, fingerprint};
+pub use seen::{SeenMap, SeenSet, fingerprint};
 pub use spill::{DiskStore, MemoryStore, SpillItem, SpillStore};
 
 /// Time since the crawl's start, always passed in by the engine: the frontier has no clock.

@@ -105,19 +105,8 @@ impl SeenSet {
         self.slots.capacity() * size_of::<u64>()
     }
 
-    /// `Ok(slot)` holding a non-zero `fingerprint`, or `Err(slot)`: the empty slot where it
-    /// belongs. Needs a non-empty table with at least one empty slot (the load limit's job).
     fn probe(&self, fingerprint: u64) -> Result<usize, usize> {
-        let len = self.slots.len();
-        // Scales the uniform fingerprint to 0..len: the high 64 bits of fingerprint * len.
-        let mut i = ((u128::from(fingerprint) * len as u128) >> 64) as usize;
-        loop {
-            match self.slots[i] {
-                0 => return Err(i),
-                fp if fp == fingerprint => return Ok(i),
-                _ => i = if i + 1 == len { 0 } else { i + 1 },
-            }
-        }
+        probe(&self.slots, fingerprint)
     }
 
     fn grow(&mut self) {
@@ -131,5 +120,153 @@ impl SeenSet {
                 .expect_err("the old table held each fingerprint once");
             self.slots[empty] = fp;
         }
+    }
+}
+
+/// Linear probing over a table of fingerprints where 0 marks an empty slot: `Ok(slot)` holding
+/// a non-zero `fingerprint`, or `Err(slot)`, the empty slot where it belongs. Needs a non-empty
+/// table with at least one empty slot (the load limit's job).
+fn probe(slots: &[u64], fingerprint: u64) -> Result<usize, usize> {
+    let len = slots.len();
+    // Scales the uniform fingerprint to 0..len: the high 64 bits of fingerprint * len.
+    let mut i = ((u128::from(fingerprint) * len as u128) >> 64) as usize;
+    loop {
+        match slots[i] {
+            0 => return Err(i),
+            fp if fp == fingerprint => return Ok(i),
+            _ => i = if i + 1 == len { 0 } else { i + 1 },
+        }
+    }
+}
+
+/// The engine's exactly-once table: each fingerprint with the id of its URL's row, in the
+/// layout of [`SeenSet`] plus a parallel column of ids: 12 bytes a slot, 12 to 18 an entry
+/// (a `HashMap<u64, u32>` takes 17 a bucket and doubles).
+#[derive(Default)]
+pub struct SeenMap {
+    keys: Vec<u64>,
+    ids: Vec<u32>,
+    in_slots: usize,
+    /// The id of the URL whose fingerprint is 0, which cannot mark a slot.
+    zero: Option<u32>,
+}
+
+impl SeenMap {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id stored for `fingerprint`, if it was seen.
+    pub fn get(&self, fingerprint: u64) -> Option<u32> {
+        if fingerprint == 0 {
+            return self.zero;
+        }
+        if self.keys.is_empty() {
+            return None;
+        }
+        self.probe(fingerprint).ok().map(|slot| self.ids[slot])
+    }
+
+    /// Stores `id` for a new `fingerprint` and returns `None`; a fingerprint already seen
+    /// keeps its id, which is returned.
+    pub fn insert(&mut self, fingerprint: u64, id: u32) -> Option<u32> {
+        if fingerprint == 0 {
+            if self.zero.is_none() {
+                self.zero = Some(id);
+                return None;
+            }
+            return self.zero;
+        }
+        let (num, den) = SeenSet::MAX_LOAD;
+        if (self.in_slots + 1) * den > self.keys.len() * num {
+            self.grow();
+        }
+        match self.probe(fingerprint) {
+            Ok(slot) => Some(self.ids[slot]),
+            Err(empty) => {
+                self.keys[empty] = fingerprint;
+                self.ids[empty] = id;
+                self.in_slots += 1;
+                None
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.in_slots + usize::from(self.zero.is_some())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn probe(&self, fingerprint: u64) -> Result<usize, usize> {
+        probe(&self.keys, fingerprint)
+    }
+
+    fn grow(&mut self) {
+        let size = (self.keys.len() + self.keys.len() / 2).max(64);
+        let keys = std::mem::replace(&mut self.keys, vec![0; size]);
+        let ids = std::mem::replace(&mut self.ids, vec![0; size]);
+        for (fp, id) in keys.into_iter().zip(ids).filter(|(fp, _)| *fp != 0) {
+            let empty = self
+                .probe(fp)
+                .expect_err("the old table held each fingerprint once");
+            self.keys[empty] = fp;
+            self.ids[empty] = id;
+        }
+    }
+}
+
+#[cfg(test)]
+mod map_tests {
+    use super::*;
+
+    /// `SplitMix64`, for fingerprints spread like xxh3's.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    #[test]
+    fn seen_map_agrees_with_a_hash_map_through_growth() {
+        let mut map = SeenMap::new();
+        let mut reference = std::collections::HashMap::new();
+        let mut state = 7;
+        let mut keys = Vec::new();
+        for id in 0..20_000u32 {
+            // Every fourth key repeats an earlier one: it must keep its first id.
+            let fp = if id % 4 == 3 {
+                keys[(next(&mut state) % keys.len() as u64) as usize]
+            } else {
+                next(&mut state)
+            };
+            keys.push(fp);
+            let expected = reference.get(&fp).copied();
+            if expected.is_none() {
+                reference.insert(fp, id);
+            }
+            assert_eq!(map.insert(fp, id), expected);
+        }
+        assert_eq!(map.len(), reference.len());
+        for (fp, id) in &reference {
+            assert_eq!(map.get(*fp), Some(*id));
+        }
+        assert_eq!(map.get(next(&mut state)), None);
+    }
+
+    #[test]
+    fn the_zero_fingerprint_is_kept_apart() {
+        let mut map = SeenMap::new();
+        assert_eq!(map.get(0), None);
+        assert_eq!(map.insert(0, 5), None);
+        assert_eq!(map.insert(0, 9), Some(5));
+        assert_eq!(map.get(0), Some(5));
+        assert_eq!(map.len(), 1);
+        assert_eq!(map.insert(1, 6), None);
+        assert_eq!((map.get(1), map.len()), (Some(6), 2));
     }
 }

@@ -521,3 +521,64 @@ async fn the_demo_is_searchable_and_removes_its_folder() {
         .expect("the demo's folder");
     assert!(!folder.exists(), "{} left behind", folder.display());
 }
+
+#[tokio::test]
+async fn fresh_asks_on_a_terminal_and_a_no_keeps_the_crawl() {
+    let web = TestWeb::start(GenOptions::new(1, 8)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("crawl");
+    let out_arg = out.to_str().expect("utf-8 path");
+    let url = web.url("site00", "/");
+    let args = [
+        "crawl",
+        &url,
+        "--headless",
+        "--delay-ms",
+        "0",
+        "--out",
+        out_arg,
+        "--fresh",
+    ];
+    let first = tokio::process::Command::new(bin())
+        .args(&args[..args.len() - 1])
+        .output()
+        .await
+        .expect("first crawl");
+    assert!(first.status.success());
+    let requests = web.log().records().len();
+    let warc = out.join("warc");
+    let kept = |dir: &std::path::Path| -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .expect("warc folder")
+            .map(|e| {
+                let p = e.expect("entry").path();
+                let bytes = std::fs::read(&p).expect("read");
+                (p, bytes)
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = kept(&warc);
+
+    // "n": nothing deleted, nothing fetched, a failure exit.
+    let (child, screen, mut keys) = spawn_in_pty(&args, tmp.path());
+    screen.wait_for("holds a finished crawl (").await;
+    screen.wait_for("start over? [y/N]").await;
+    type_keys(&mut keys, "n\r");
+    let status = wait_exit(child).await;
+    assert_eq!(status.exit_code(), 1);
+    screen.wait_for("nothing deleted").await;
+    assert!(kept(&warc) == before, "the WARC files changed after a no");
+    assert_eq!(web.log().records().len(), requests);
+
+    // "y": the crawl starts over and stores every page once.
+    let (child, screen, mut keys) = spawn_in_pty(&args, tmp.path());
+    screen.wait_for("start over? [y/N]").await;
+    type_keys(&mut keys, "y\r");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_eq!(web.log().records().len(), 2 * requests);
+    let counts = crate::util::read_warc(&warc).counts;
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+}

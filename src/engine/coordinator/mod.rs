@@ -29,7 +29,7 @@ use crate::canonical::canonicalize;
 use crate::config::{CrawlConfig, PRODUCT_TOKEN};
 use crate::fetch::{FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch};
 use crate::frontier::spill::DiskStore;
-use crate::frontier::{Frontier, FrontierConfig, SiteId};
+use crate::frontier::{Frontier, FrontierConfig, SeenMap, SiteId};
 use crate::parse::ParsedPage;
 use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
@@ -186,7 +186,8 @@ pub(super) struct Coordinator {
     frontier: Frontier<u32>,
     sites: Vec<Site>,
     resources: Vec<Resource>,
-    by_url: HashMap<u64, u32>,
+    /// Exactly-once: URL fingerprint to row.
+    by_url: SeenMap,
     state_counts: [u64; STATES],
     slots: Slots,
     tasks: JoinSet<TaskDone>,
@@ -295,7 +296,7 @@ impl Coordinator {
             frontier,
             sites: Vec::new(),
             resources: Vec::new(),
-            by_url: HashMap::new(),
+            by_url: SeenMap::new(),
             state_counts: [0; STATES],
             slots: Slots::new(workers),
             tasks: JoinSet::new(),
@@ -534,7 +535,7 @@ impl Coordinator {
     fn admit(&mut self, mut url: Url, depth: u32, referrer: Option<u32>, hops: u8) {
         canonicalize(&mut url);
         let key = fingerprint(url.as_str());
-        if let Some(&id) = self.by_url.get(&key) {
+        if let Some(id) = self.by_url.get(key) {
             self.rediscover(id, depth);
             return;
         }
