@@ -326,7 +326,11 @@ impl Coordinator {
                 self.take_back(id);
                 self.runs.refetched += 1;
             }
-            let r = &self.resources[id as usize];
+            let r = &mut self.resources[id as usize];
+            if r.state == ResourceState::Discovered {
+                // E.g. "cancelled when the crawl stopped": it is queued again now.
+                r.reason = None;
+            }
             if r.state == ResourceState::Discovered
                 && let Some(site) = r.site
             {
