@@ -708,6 +708,7 @@ fn workers_metrics(e: &mut Exposition, s: &Snapshot) {
         [
             ("politeness", w.blocked_by.politeness),
             ("robots", w.blocked_by.robots),
+            ("store", w.blocked_by.store),
         ]
         .map(|(r, n)| (vec![("reason", r)], Num::from(n))),
     );

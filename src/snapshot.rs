@@ -73,6 +73,9 @@ pub struct BlockedBy {
     pub politeness: usize,
     /// Work is queued for a site whose robots.txt is not resolved yet.
     pub robots: usize,
+    /// Work is queued, but the page store is behind (its backlog is full).
+    #[serde(default)]
+    pub store: usize,
 }
 
 /// Busy workers by phase.
@@ -100,6 +103,7 @@ pub enum WorkerState {
     Idle,
     BlockedPoliteness,
     BlockedRobots,
+    BlockedStore,
     Connecting,
     WaitingFirstByte,
     Receiving,
@@ -120,7 +124,7 @@ impl WorkerState {
     pub fn is_blocked(self) -> bool {
         matches!(
             self,
-            WorkerState::BlockedPoliteness | WorkerState::BlockedRobots
+            WorkerState::BlockedPoliteness | WorkerState::BlockedRobots | WorkerState::BlockedStore
         )
     }
 }

@@ -343,19 +343,24 @@ fn render_workers(snap: &Snapshot, area: Rect, buf: &mut Buffer) {
     );
     let blocked = item("blocked", share(w.blocked, w.total), Some(widgets::BLOCKED));
     let blocked_indent = hanging(&blocked);
-    lines.extend(pack(
-        vec![
-            blocked,
-            phase(
-                "polite",
-                WorkerState::BlockedPoliteness,
-                w.blocked_by.politeness,
-            ),
-            phase("robots", WorkerState::BlockedRobots, w.blocked_by.robots),
-        ],
-        width,
-        blocked_indent,
-    ));
+    let mut causes = vec![
+        blocked,
+        phase(
+            "polite",
+            WorkerState::BlockedPoliteness,
+            w.blocked_by.politeness,
+        ),
+        phase("robots", WorkerState::BlockedRobots, w.blocked_by.robots),
+    ];
+    // Only while the page store holds the crawl back: the pane has no line to spare.
+    if w.blocked_by.store > 0 {
+        causes.push(phase(
+            "store",
+            WorkerState::BlockedStore,
+            w.blocked_by.store,
+        ));
+    }
+    lines.extend(pack(causes, width, blocked_indent));
     let now = Shares {
         idle_pct: w.idle_pct,
         blocked_pct: w.blocked_pct,
@@ -815,6 +820,7 @@ fn render_help(area: Rect, buf: &mut Buffer) {
         Span::styled(" blocked by     ", DIM),
         phase_span("politeness", WorkerState::BlockedPoliteness),
         phase_span("robots.txt", WorkerState::BlockedRobots),
+        phase_span("store", WorkerState::BlockedStore),
     ]));
     let mut robots = vec![Span::styled(" robots.txt     ", DIM)];
     for state in widgets::ROBOTS_STATES {
@@ -1184,6 +1190,7 @@ mod tests {
             blocked_by: BlockedBy {
                 politeness: 16,
                 robots: 1,
+                store: 0,
             },
             busy_by: BusyBy {
                 connecting: 3,
@@ -1564,6 +1571,16 @@ mod tests {
         waiting.apply(Action::RunSearch);
         let text = screen_text(&draw(&waiting, 80, 24));
         assert!(text.contains("searching…"), "{text}");
+    }
+
+    #[test]
+    fn workers_held_back_by_the_store_are_named_only_then() {
+        let text = screen_text(&draw(&app_with(fixture(), 100, 30), 100, 30));
+        assert!(!text.contains("store "), "{text}");
+        let mut snapshot = fixture();
+        snapshot.workers.blocked_by.store = 8;
+        let text = screen_text(&draw(&app_with(snapshot, 100, 30), 100, 30));
+        assert!(text.contains("store 13%"), "{text}");
     }
 
     #[test]

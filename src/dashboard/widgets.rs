@@ -88,6 +88,7 @@ pub fn worker_color(state: WorkerState) -> Color {
         WorkerState::Idle => IDLE,
         WorkerState::BlockedPoliteness => Color::Yellow,
         WorkerState::BlockedRobots => Color::Magenta,
+        WorkerState::BlockedStore => Color::LightRed,
         WorkerState::Connecting => Color::Blue,
         WorkerState::WaitingFirstByte => Color::Cyan,
         WorkerState::Receiving => Color::Green,

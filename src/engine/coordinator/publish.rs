@@ -29,8 +29,8 @@ impl Coordinator {
     }
 
     /// Each worker's state: a slot with a task is busy in its phase; free slots are blocked
-    /// while some site has queued work it may not start yet (one worker per such site, as a
-    /// thread-per-worker crawler would park one), else idle.
+    /// on the store while its backlog is full, else while some site has queued work it may not
+    /// start yet (one per such site, as a thread-per-worker crawler would park one), else idle.
     fn worker_states(&self) -> Vec<WorkerState> {
         let now = self.now();
         let mut waiting_politeness = 0usize;
@@ -48,6 +48,8 @@ impl Coordinator {
                 }
             }
         }
+        // New fetches wait for the store: every free worker holding queued work waits on it.
+        let store_full = self.store_full() && !self.frontier.is_empty();
         let mut states = Vec::with_capacity(self.slots.target);
         for i in 0..self.slots.target.max(self.slots.used.len()) {
             if self.slots.used[i] {
@@ -58,7 +60,9 @@ impl Coordinator {
                     Phase::Parsing => WorkerState::Parsing,
                 });
             } else if i < self.slots.target {
-                states.push(if waiting_politeness > 0 {
+                states.push(if store_full && !self.paused && !self.stopping {
+                    WorkerState::BlockedStore
+                } else if waiting_politeness > 0 {
                     waiting_politeness -= 1;
                     WorkerState::BlockedPoliteness
                 } else if waiting_robots > 0 {
@@ -124,6 +128,10 @@ impl Coordinator {
                 robots: states
                     .iter()
                     .filter(|s| **s == WorkerState::BlockedRobots)
+                    .count(),
+                store: states
+                    .iter()
+                    .filter(|s| **s == WorkerState::BlockedStore)
                     .count(),
             },
             busy_by: BusyBy {
