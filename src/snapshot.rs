@@ -270,7 +270,8 @@ pub struct Rates {
 /// The reorder window and the committer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Commit {
-    /// Which stores are written (`none` without `--out`).
+    /// Which stores are written: `warc`, `mirror`, `both`, `index` (`--store none` in a crawl
+    /// folder: the index and the checkpoint only), or `none` without `--out`.
     pub store: String,
     /// The next sequence number to commit: everything below it is decided (stored or skipped).
     pub next_seq: u64,

@@ -163,6 +163,8 @@ async fn pages_are_searchable_while_the_crawl_runs() {
     let mut cfg = config(vec![web.url("site00", "/")]);
     cfg.delay_ms = 100;
     cfg.out = Some(out.path().to_path_buf());
+    // No page store: the folder still gets the index (and the checkpoint).
+    cfg.store = crawltop::store::committer::StoreKind::None;
     let handle = crawltop::engine::spawn(cfg).expect("starts");
     // Wait (on events) until the index holds pages: commits happen about once a second.
     let dir = out.path().join("index");
@@ -182,6 +184,11 @@ async fn pages_are_searchable_while_the_crawl_runs() {
     .expect("the index fills while crawling");
     assert!(found > 0);
     let snap = handle.snapshots().borrow().clone();
+    assert_eq!(snap.commit.store, "index");
+    assert!(
+        !out.path().join("warc").exists(),
+        "no WARC with --store none"
+    );
     assert_ne!(
         snap.state,
         crawltop::snapshot::RunState::Finished,

@@ -257,13 +257,14 @@ impl Coordinator {
             .map(|c| c.status().clone())
             .or_else(|| self.committer_final.clone());
         Commit {
-            store: if self.cfg.out.is_some() {
-                serde_json::to_value(self.cfg.store)
+            store: match (&self.cfg.out, self.cfg.store) {
+                (None, _) => "none".into(),
+                // A folder with no page store still gets the index and the checkpoint.
+                (Some(_), crate::store::committer::StoreKind::None) => "index".into(),
+                (Some(_), kind) => serde_json::to_value(kind)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            } else {
-                "none".into()
+                    .unwrap_or_default(),
             },
             next_seq: self.window.next_to_commit(),
             waiting: self.window.waiting() as u64,
