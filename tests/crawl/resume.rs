@@ -267,3 +267,43 @@ fn a_state_of_another_version_or_a_corrupt_one_is_refused_and_kept() {
     );
     assert!(!corrupt.join("warc").exists(), "nothing written beside it");
 }
+
+#[tokio::test]
+async fn a_warc_file_shorter_than_its_checkpoint_says_is_refused() {
+    let web = TestWeb::start(GenOptions::new(1, 60)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let stats = dir.path().join("stats.json");
+    let mut child = crawl_command(&web, &out, &stats).spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 5))
+        .await
+        .expect("the crawl runs");
+    child.start_kill().expect("SIGKILL");
+    child.wait().await.expect("reaped");
+    // Someone cut the WARC file below what the checkpoint says was durable.
+    let warc = std::fs::read_dir(out.join("warc"))
+        .expect("warc folder")
+        .map(|e| e.expect("entry").path())
+        .min()
+        .expect("a WARC file");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&warc)
+        .expect("open")
+        .set_len(10)
+        .expect("cut");
+    let requests = web.log().records().len();
+    let output = crawl_command(&web, &out, &stats)
+        .stderr(Stdio::piped())
+        .output()
+        .await
+        .expect("resume");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is corrupt") && err.contains("were durable, the file has 10"),
+        "{err}"
+    );
+    assert_eq!(web.log().records().len(), requests, "nothing fetched");
+    assert_eq!(std::fs::metadata(&warc).expect("metadata").len(), 10, "left as it was");
+}
