@@ -4,7 +4,8 @@
 //! exactly one site), the min-heap of back-queue ready times, the per-site politeness table
 //! and the seen-URL set. It is pure: the engine passes the time in as a [`Tick`] (time since
 //! the crawl's start) and tells it what it learned (Crawl-delay, Retry-After, robots.txt
-//! pending). It must never do I/O, read a clock, parse URLs or robots.txt, or decide scope.
+//! pending). It must never do I/O itself (a spill store does, behind a trait), read a clock,
+//! parse URLs or robots.txt, or decide scope.
 //!
 //! How the engine drives it:
 //! 1. [`Frontier::push`] every accepted URL with its site and priority (its depth).
