@@ -226,6 +226,10 @@ pub struct CrawlArgs {
     /// DIR/frontier-spill.redb [default: 4096].
     #[arg(long, value_name = "N")]
     pub queue_memory: Option<usize>,
+    /// With --out: results that may wait in memory for an earlier, slower one before new
+    /// fetches wait (commit order is dispatch order) [default: 4096; and 64 MiB].
+    #[arg(long, value_name = "N")]
+    pub commit_window: Option<usize>,
     /// Write the final statistics (JSON) here, on every exit.
     #[arg(long)]
     pub stats_out: Option<PathBuf>,
@@ -469,6 +473,7 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
         warc_max_bytes,
         checkpoint_ms,
         queue_memory,
+        commit_window,
         scope
     );
     macro_rules! set_opt {

@@ -75,6 +75,9 @@ pub struct CrawlConfig {
     pub checkpoint_ms: u64,
     /// With `out`: URLs each frontier queue keeps in memory; the rest wait on disk.
     pub queue_memory: usize,
+    /// With `out`: results that may wait in memory for an earlier one (the reorder window)
+    /// before new fetches wait; also bounded at 64 MiB of bodies.
+    pub commit_window: usize,
     pub stats_out: Option<PathBuf>,
     pub sites_out: Option<PathBuf>,
     pub urls_out: Option<PathBuf>,
@@ -111,6 +114,7 @@ impl Default for CrawlConfig {
             warc_max_bytes: 1 << 30,
             checkpoint_ms: 1000,
             queue_memory: 4096,
+            commit_window: 4096,
             stats_out: None,
             sites_out: None,
             urls_out: None,
@@ -200,6 +204,7 @@ impl CrawlConfig {
         // The coordinator checks on its 100 ms snapshot tick.
         range("--checkpoint-ms", self.checkpoint_ms, 100, 3_600_000)?;
         range("--queue-memory", self.queue_memory, 0, 1 << 30)?;
+        range("--commit-window", self.commit_window, 1, 1 << 24)?;
         if let Some(f) = self.adaptive_delay
             && !(f.is_finite() && (0.0..=1000.0).contains(&f))
         {

@@ -363,6 +363,23 @@ impl<T> Frontier<T> {
         self.tidy_heap();
     }
 
+    /// Queues an item ahead of everything else of its site (and of every site waiting for a
+    /// back queue): a fetch that was cut and must keep its place in the commit order. Its site's
+    /// politeness is unchanged: it goes out with the site's next slot.
+    pub fn push_first(&mut self, site: SiteId, item: T) {
+        self.queued += 1;
+        if let Some(b) = self.site_ref(site).back {
+            self.back[b].items.push_front(item);
+            self.rearm(site);
+        } else if let Some(b) = self.free.pop() {
+            self.claim(b, site, item);
+        } else {
+            self.front[0].push_front((site, item));
+            self.site_mut(site).in_front += 1;
+        }
+        self.tidy_heap();
+    }
+
     /// When the earliest scheduled site may be served: the engine's one timer. `None` when no
     /// site can get a slot until something changes (a push, a completion, an unhold, a
     /// [`Frontier::retry_spill`] after a failed read).

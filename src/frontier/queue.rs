@@ -274,6 +274,16 @@ impl<E> SpillQueue<E> {
         }
     }
 
+    /// Puts an item first, in memory: a rare call (a fetch given back to keep its place), so
+    /// it may take the head one item past its bound.
+    pub fn push_front(&mut self, item: E) {
+        self.len += 1;
+        match self.segs.front_mut() {
+            Some(Segment::Mem(items)) => items.push_front(item),
+            _ => self.segs.push_front(Segment::Mem(VecDeque::from([item]))),
+        }
+    }
+
     /// Writes the last segment out if it is a tail (not the head, or beyond the head's room)
     /// of a chunk's worth.
     fn spill_tail(&mut self, ctx: &mut Ctx<'_, E>) {

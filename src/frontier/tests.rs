@@ -1329,3 +1329,27 @@ fn seen_set_with_capacity_does_not_grow_before_it() {
     assert!(bytes <= 1_000 * 10 + 8, "{bytes} bytes");
     assert!(!SeenSet::new().contains("http://a.test/"));
 }
+
+#[test]
+fn an_item_pushed_first_comes_out_first_for_its_site() {
+    // a holds a back queue (with items in memory and, when spilling, on disk); b waits in the
+    // front queues for one; both get an item pushed first.
+    let out = same_with_and_without_spill(config(1, 1, 0), |f| {
+        let [a, b] = ["http://a.test", "http://b.test"].map(|o| f.site(o));
+        for i in 0..6 {
+            f.push(a, 1, i);
+            f.push(b, 1, 100 + i);
+        }
+        f.push_first(a, 99);
+        f.push_first(b, 199);
+        drain_items(f)
+    });
+    let of = |site: u64| -> Vec<u64> {
+        out.iter()
+            .filter(|x| *x >> 32 == site)
+            .map(|x| x & 0xffff)
+            .collect()
+    };
+    assert_eq!(of(0), [99, 0, 1, 2, 3, 4, 5]);
+    assert_eq!(of(1), [199, 100, 101, 102, 103, 104, 105]);
+}

@@ -582,3 +582,54 @@ async fn fresh_asks_on_a_terminal_and_a_no_keeps_the_crawl() {
     let counts = crate::util::read_warc(&warc).counts;
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
 }
+
+/// Not a test: refreshes the README's captures of a running `demo` (the main screen and the
+/// search pane) from the real binary. Run with
+/// `cargo test --test crawl capture_the_demo -- --ignored`.
+#[tokio::test]
+#[ignore = "writes assets/dashboard*.txt; run by hand to refresh the README's captures"]
+async fn capture_the_demo_for_the_readme() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (child, screen, mut keys) = spawn_in_pty(&["demo"], tmp.path());
+    // Some seconds into the crawl: wait for the header's page count to pass 500.
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let notified = screen.changed.notified();
+            let fetched = screen
+                .text()
+                .lines()
+                .next()
+                .and_then(|l| l.split("fetched ").nth(1))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.replace(',', "").parse::<u64>().ok());
+            if fetched.is_some_and(|n| n >= 500) {
+                return;
+            }
+            notified.await;
+        }
+    })
+    .await
+    .expect("the demo crawls");
+    let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+    std::fs::write(assets.join("dashboard.txt"), trimmed(&screen.text())).expect("write");
+    type_keys(&mut keys, "/rabbit\r");
+    screen.wait_for("indexed match «rabbit»").await;
+    std::fs::write(assets.join("dashboard-search.txt"), trimmed(&screen.text())).expect("write");
+    type_keys(&mut keys, "\x1b");
+    screen.wait_for("sort: queued").await;
+    type_keys(&mut keys, "q");
+    assert!(wait_exit(child).await.success());
+}
+
+/// A screen's text with trailing spaces cut, ending in one newline.
+fn trimmed(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}

@@ -229,7 +229,7 @@ async fn an_overdue_result_is_dispatched_again_in_its_place_then_given_up() {
         .arg(&stats)
         .arg("--urls-out")
         .arg(&urls)
-        .env(crawltop::engine::HANG_ENV, &hung)
+        .env(crawltop::engine::HANG_ENV, web.url("site00", &hung))
         .output()
         .await
         .expect("crawl");
@@ -277,4 +277,72 @@ async fn an_overdue_result_is_dispatched_again_in_its_place_then_given_up() {
         .filter(|r| r.path != "/robots.txt" && r.path != hung)
         .count();
     assert_eq!(counts.len(), other_pages);
+}
+
+#[tokio::test]
+async fn results_behind_a_hung_fetch_wait_in_a_bounded_window() {
+    // Three sites: while site00's page hangs (holding site00's one connection), the others
+    // go on, and their results wait behind it.
+    let web = TestWeb::start(GenOptions::new(3, 150).seed(8).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let site = web.manifest().site("site00").expect("site00");
+    let hung = site
+        .pages
+        .iter()
+        .find(|p| p.depth == 1 && p.path.ends_with(".html") && !p.path.contains('?'))
+        .expect("a page one link from the index")
+        .path
+        .clone();
+    let out = tempfile::tempdir().expect("tempdir");
+    let (window, workers) = (5, 4);
+    let output = tokio::process::Command::new(bin())
+        .arg("crawl")
+        .args(seeds(&web, SiteKind::Normal))
+        .args([
+            "--headless",
+            "--delay-ms",
+            "0",
+            "--timeout-ms",
+            "300",
+            "--workers",
+            &workers.to_string(),
+            "--commit-window",
+            &window.to_string(),
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .env(crawltop::engine::HANG_ENV, web.url("site00", &hung))
+        .output()
+        .await
+        .expect("crawl");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // While the first attempt hangs, the results after it wait in memory: at most the window,
+    // plus what was already in flight when it filled, reach the server before the retry.
+    let records = web.log().records();
+    let hung_url = web.url("site00", &hung);
+    let attempts: Vec<usize> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| web.url(&r.site, &r.path) == hung_url)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(attempts.len(), 3, "first dispatch and two reschedules");
+    let between = attempts[1] - attempts[0] - 1;
+    assert!(
+        between <= window + workers,
+        "{between} requests reached the server while the head hung"
+    );
+    // And the crawl went on to its end afterwards: every page but the hung one was stored.
+    let counts = read_warc(&out.path().join("warc")).counts;
+    let pages = records
+        .iter()
+        .filter(|r| r.path != "/robots.txt" && web.url(&r.site, &r.path) != hung_url)
+        .count();
+    assert_eq!(counts.len(), pages);
+    assert!(pages > 400, "the crawl stopped early: {pages} pages");
 }

@@ -226,6 +226,8 @@ pub(super) struct Coordinator {
     dirty_sites: Vec<SiteId>,
     last_checkpoint: Instant,
     runs: checkpoint::Runs,
+    /// Bytes of the results waiting in the reorder window.
+    window_bytes: u64,
     /// URLs whose overdue fetch was cut: the place in the commit order they keep.
     reserved: HashMap<u32, Seq>,
     /// Fault injection: see [`HANG_ENV`].
@@ -234,10 +236,14 @@ pub(super) struct Coordinator {
 
 /// Added to a fetch's patience (`--timeout-ms`) before its result counts as overdue.
 const COMMIT_MARGIN: Duration = Duration::from_secs(1);
+/// Most bytes of results waiting in the reorder window behind an earlier one before new
+/// fetches wait (the count is `--commit-window`).
+const WINDOW_MAX_BYTES: u64 = 64 << 20;
+
 /// Dispatches of one fetch whose result never comes before the URL is given up.
 const MAX_ATTEMPTS: u32 = 3;
 
-/// Set in the environment to a path, the worker that fetched it never answers: how the tests
+/// Set in the environment to a URL, the worker that fetched it never answers: how the tests
 /// prove that an overdue result is dispatched again (a hung parser cannot be had on demand).
 pub const HANG_ENV: &str = "CRAWLTOP_TEST_HANG_AFTER_FETCH";
 
@@ -328,6 +334,7 @@ impl Coordinator {
             dirty_resources: Vec::new(),
             dirty_sites: Vec::new(),
             last_checkpoint: Instant::now(),
+            window_bytes: 0,
             reserved: HashMap::new(),
             hang_after_fetch: std::env::var(HANG_ENV).ok(),
             runs: checkpoint::Runs {
@@ -719,10 +726,7 @@ impl Coordinator {
         self.touch(id);
         let fetcher = self.fetcher.clone();
         let cell = self.slots.cells[slot].clone();
-        let hang = self.hang_after_fetch.as_ref().is_some_and(|p| {
-            url.path() == p.split('?').next().unwrap_or_default()
-                && url.query() == p.split_once('?').map(|(_, q)| q)
-        });
+        let hang = self.hang_after_fetch.as_deref() == Some(url.as_str());
         let handle = self.tasks.spawn(async move {
             let outcome = fetcher.get(&url, &cell).await;
             if hang {
@@ -798,8 +802,7 @@ impl Coordinator {
                 ));
             } else {
                 self.reserved.insert(id, seq);
-                let depth = self.resources[id as usize].depth as usize;
-                self.frontier.push(r.site, depth, id);
+                self.frontier.push_first(r.site, id);
                 self.warn(format!("{url}: no result in time; dispatched again"));
             }
         }
@@ -833,7 +836,10 @@ impl Coordinator {
                     parsed,
                 } = *p;
                 if let Some(seq) = running.seq {
-                    if let FetchOutcome::Response(f) = &outcome {
+                    // Without a crawl folder nothing is stored: the window keeps no bodies.
+                    if self.committer.is_some()
+                        && let FetchOutcome::Response(f) = &outcome
+                    {
                         let mut item = self.commit_item(seq, f);
                         if let Some(Ok(page)) = &parsed
                             && !page.meta_robots.noindex
@@ -841,6 +847,7 @@ impl Coordinator {
                             item.text =
                                 Some((page.title.clone().unwrap_or_default(), page.text.clone()));
                         }
+                        self.window_bytes += item_bytes(&item);
                         self.window.complete(seq, item);
                     } else {
                         self.window.skip(seq);
@@ -911,6 +918,7 @@ impl Coordinator {
     /// Hands every result that is next in order to the committer.
     fn flush_window(&mut self) {
         while let Some((_, item)) = self.window.pop_ready() {
+            self.window_bytes = self.window_bytes.saturating_sub(item_bytes(&item));
             if let Some(c) = &self.committer {
                 c.send(item);
             }
@@ -918,10 +926,18 @@ impl Coordinator {
     }
 
     /// The store is behind: new fetches wait (the committer's backlog is bounded).
+    ///
+    /// Or the reorder window is: results behind a slow fetch wait in memory, so past a bound
+    /// nothing new starts until the head arrives (or is rescheduled: a URL queued again to keep
+    /// its place must be dispatched, so the bound yields to it).
     fn store_full(&self) -> bool {
-        self.committer
-            .as_ref()
-            .is_some_and(|c| c.status().is_full() && c.status().error().is_none())
+        let Some(c) = &self.committer else {
+            return false;
+        };
+        let window_full = self.reserved.is_empty()
+            && (self.window.waiting() >= self.cfg.commit_window
+                || self.window_bytes >= WINDOW_MAX_BYTES);
+        c.status().error().is_none() && (c.status().is_full() || window_full)
     }
 
     /// A store that cannot write pauses the crawl, once, with the reason in the log.
@@ -1167,6 +1183,12 @@ impl Coordinator {
             self.fail(id, site, reason, http_failure(status));
         }
     }
+}
+
+/// What a result waiting in the window holds in memory, roughly.
+fn item_bytes(item: &CommitItem) -> u64 {
+    let text = item.text.as_ref().map_or(0, |(t, x)| t.len() + x.len());
+    (item.body.len() + text + item.request.len()) as u64
 }
 
 fn http_failure(status: u16) -> Failure {
