@@ -1353,3 +1353,42 @@ fn an_item_pushed_first_comes_out_first_for_its_site() {
     assert_eq!(of(0), [99, 0, 1, 2, 3, 4, 5]);
     assert_eq!(of(1), [199, 100, 101, 102, 103, 104, 105]);
 }
+
+#[test]
+fn seen_map_agrees_with_a_hash_map_through_growth() {
+    let mut map = SeenMap::new();
+    let mut reference = std::collections::HashMap::new();
+    let mut rng = Rng(7);
+    let mut keys = Vec::new();
+    for id in 0..20_000u32 {
+        // Every fourth key repeats an earlier one: it must keep its first id.
+        let fp = if id % 4 == 3 {
+            keys[rng.index(keys.len())]
+        } else {
+            rng.next()
+        };
+        keys.push(fp);
+        let expected = reference.get(&fp).copied();
+        if expected.is_none() {
+            reference.insert(fp, id);
+        }
+        assert_eq!(map.insert(fp, id), expected);
+    }
+    assert_eq!(map.len(), reference.len());
+    for (fp, id) in &reference {
+        assert_eq!(map.get(*fp), Some(*id));
+    }
+    assert_eq!(map.get(rng.next()), None);
+}
+
+#[test]
+fn seen_map_keeps_the_zero_fingerprint_apart() {
+    let mut map = SeenMap::new();
+    assert_eq!(map.get(0), None);
+    assert_eq!(map.insert(0, 5), None);
+    assert_eq!(map.insert(0, 9), Some(5));
+    assert_eq!(map.get(0), Some(5));
+    assert_eq!(map.len(), 1);
+    assert_eq!(map.insert(1, 6), None);
+    assert_eq!((map.get(1), map.len()), (Some(6), 2));
+}
