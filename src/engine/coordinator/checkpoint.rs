@@ -305,7 +305,7 @@ impl Coordinator {
                 state: row.state,
                 status: row.status,
                 bytes: row.bytes,
-                content_type: row.content_type.map(Into::into),
+                content_type: row.content_type.as_deref().map(|c| self.intern(c)),
                 referrer: row.referrer,
                 reason: row.reason,
                 ignored: row.ignored,

@@ -87,7 +87,8 @@ pub(super) struct Resource {
     pub(super) state: ResourceState,
     pub(super) status: Option<u16>,
     pub(super) bytes: u64,
-    pub(super) content_type: Option<Box<str>>,
+    /// Shared: a crawl sees a handful of distinct values (see `Coordinator::intern`).
+    pub(super) content_type: Option<Arc<str>>,
     pub(super) referrer: Option<u32>,
     pub(super) reason: Option<String>,
     /// Why the URL was ignored, when it was (its text is in `reason`).
@@ -228,6 +229,8 @@ pub(super) struct Coordinator {
     runs: checkpoint::Runs,
     /// Bytes of the results waiting in the reorder window.
     window_bytes: u64,
+    /// Content types seen, shared by the URL rows (most crawls see a handful).
+    content_types: std::collections::HashSet<Arc<str>>,
     /// URLs whose overdue fetch was cut: the place in the commit order they keep.
     reserved: HashMap<u32, Seq>,
     /// Fault injection: see [`HANG_ENV`].
@@ -335,6 +338,7 @@ impl Coordinator {
             dirty_sites: Vec::new(),
             last_checkpoint: Instant::now(),
             window_bytes: 0,
+            content_types: std::collections::HashSet::new(),
             reserved: HashMap::new(),
             hang_after_fetch: std::env::var(HANG_ENV).ok(),
             runs: checkpoint::Runs {
@@ -940,6 +944,19 @@ impl Coordinator {
         c.status().error().is_none() && (c.status().is_full() || window_full)
     }
 
+    /// One shared copy of a content type for every URL row that has it; past a few thousand
+    /// distinct values (a server making them up) each row gets its own.
+    fn intern(&mut self, content_type: &str) -> Arc<str> {
+        if let Some(shared) = self.content_types.get(content_type) {
+            return shared.clone();
+        }
+        let value: Arc<str> = content_type.into();
+        if self.content_types.len() < 4096 {
+            self.content_types.insert(value.clone());
+        }
+        value
+    }
+
     /// A store that cannot write pauses the crawl, once, with the reason in the log.
     fn check_store(&mut self) {
         if self.store_error_seen {
@@ -1090,10 +1107,11 @@ impl Coordinator {
             let own = s.own_delay();
             self.frontier.set_site_delay(site, own);
         }
+        let content_type = f.content_type.as_deref().map(|c| self.intern(c));
         let r = &mut self.resources[id as usize];
         r.status = Some(status);
         r.bytes = f.body.len() as u64;
-        r.content_type = f.content_type.as_deref().map(Into::into);
+        r.content_type = content_type;
         r.truncated = f.truncated;
         if f.truncated {
             self.errors.too_large += 1;
