@@ -136,7 +136,10 @@ impl CrawlHandle {
 }
 
 /// Starts a crawl on the current tokio runtime. Fails only when it cannot start: a bad
-/// setting or an HTTP client that cannot be built.
+/// setting, an HTTP client that cannot be built, or a crawl folder that is locked, finished,
+/// of another format or corrupt, or cannot be written. With a crawl folder it opens the
+/// store and, on a resume, reads the checkpoint and cuts the store back to its mark before it
+/// returns: blocking file work, once, in the caller.
 pub fn spawn(config: CrawlConfig) -> Result<CrawlHandle, EngineError> {
     let coordinator = coordinator::Coordinator::new(config)?;
     let (tx, rx) = mpsc::unbounded_channel();

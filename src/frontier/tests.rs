@@ -15,26 +15,8 @@ fn config(back_queues: usize, per_site: usize, delay_ms: u64) -> FrontierConfig 
     }
 }
 
-/// `SplitMix64`: seeded and deterministic, so a failing random test replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn index(&mut self, len: usize) -> usize {
-        self.below(len as u64) as usize
-    }
-}
+/// Seeded and deterministic, so a failing random test replays exactly.
+use crate::testweb::SplitMix64 as Rng;
 
 impl<T: Clone> Frontier<T> {
     /// Every item of every front queue, in order, spilled ones read without being consumed.
@@ -305,7 +287,7 @@ fn simulate_crawl(per_site: usize, seed: u64) -> (Frontier<u64>, Vec<Contact>, V
     const WORKERS: usize = 6;
     const SITES: usize = 6;
     const ITEMS: u64 = 240;
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut f = Frontier::new(config(3, per_site, 100));
     let ids: Vec<SiteId> = (0..SITES)
         .map(|i| f.site(&format!("http://s{i}.test")))
@@ -742,7 +724,7 @@ fn seen_set_admits_each_url_once() {
 
 #[test]
 fn seen_set_before_the_frontier_fetches_every_url_exactly_once() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let mut seen = SeenSet::with_capacity(64);
     let mut f: Frontier<String> = Frontier::new(config(3, 1, 10));
     let mut unique = HashSet::new();
@@ -814,7 +796,7 @@ fn random_operations(seed: u64, steps: usize, mut f: Frontier<u64>) -> Vec<u64> 
     const SITES: usize = 7;
     const NONE: u64 = u64::MAX;
     let mut trace = Vec::new();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let ids: Vec<SiteId> = (0..SITES)
         .map(|i| f.site(&format!("http://s{i}.test")))
         .collect();
@@ -1299,7 +1281,7 @@ fn strings_spill_and_come_back_intact() {
 
 #[test]
 fn seen_set_matches_a_hash_set_through_growth() {
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     let mut seen = SeenSet::new();
     let mut model = HashSet::new();
     for _ in 0..20_000 {
@@ -1321,9 +1303,9 @@ fn seen_set_matches_a_hash_set_through_growth() {
 fn seen_set_with_capacity_does_not_grow_before_it() {
     let mut seen = SeenSet::with_capacity(1_000);
     let bytes = seen.table_bytes();
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     for _ in 0..1_000 {
-        seen.insert_fingerprint(rng.next());
+        seen.insert_fingerprint(rng.next_u64());
     }
     assert_eq!(seen.table_bytes(), bytes);
     assert!(bytes <= 1_000 * 10 + 8, "{bytes} bytes");
@@ -1358,14 +1340,14 @@ fn an_item_pushed_first_comes_out_first_for_its_site() {
 fn seen_map_agrees_with_a_hash_map_through_growth() {
     let mut map = SeenMap::new();
     let mut reference = std::collections::HashMap::new();
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let mut keys = Vec::new();
     for id in 0..20_000u32 {
         // Every fourth key repeats an earlier one: it must keep its first id.
         let fp = if id % 4 == 3 {
             keys[rng.index(keys.len())]
         } else {
-            rng.next()
+            rng.next_u64()
         };
         keys.push(fp);
         let expected = reference.get(&fp).copied();
@@ -1378,7 +1360,7 @@ fn seen_map_agrees_with_a_hash_map_through_growth() {
     for (fp, id) in &reference {
         assert_eq!(map.get(*fp), Some(*id));
     }
-    assert_eq!(map.get(rng.next()), None);
+    assert_eq!(map.get(rng.next_u64()), None);
 }
 
 #[test]

@@ -152,7 +152,7 @@ impl Checkpoint {
             path,
             runs: first.runs,
         };
-        cp.write_meta(first, None, true)?;
+        cp.write_meta(first, true)?;
         Ok(cp)
     }
 
@@ -166,7 +166,7 @@ impl Checkpoint {
             path,
             runs: mark.runs,
         };
-        cp.write_meta(mark, None, false)?;
+        cp.write_meta(mark, false)?;
         Ok(cp)
     }
 
@@ -201,12 +201,7 @@ impl Checkpoint {
         txn.commit().map_err(|e| err(&e))
     }
 
-    fn write_meta(
-        &mut self,
-        mark: &Mark,
-        engine: Option<&[u8]>,
-        create_tables: bool,
-    ) -> Result<(), CheckpointError> {
+    fn write_meta(&mut self, mark: &Mark, create_tables: bool) -> Result<(), CheckpointError> {
         let path = self.path.clone();
         let err = |e: &dyn std::fmt::Display| io(&path, e);
         let txn = self.db.begin_write().map_err(|e| err(&e))?;
@@ -221,15 +216,8 @@ impl Checkpoint {
             let bytes = serde_json::to_vec(mark).map_err(|e| err(&e))?;
             meta.insert(KEY_MARK, bytes.as_slice())
                 .map_err(|e| err(&e))?;
-            if let Some(engine) = engine {
-                meta.insert(KEY_ENGINE, engine).map_err(|e| err(&e))?;
-            }
         }
         txn.commit().map_err(|e| err(&e))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 

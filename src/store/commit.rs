@@ -518,22 +518,6 @@ mod tests {
 
     // --- randomized: arrival order, drops, duplicates, skips ---------------------------
 
-    struct SplitMix(u64);
-
-    impl SplitMix {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     enum Answer {
         Result(u64),
@@ -545,7 +529,7 @@ mod tests {
     /// A crawl against the window: fetches that answer late, never, twice, or with nothing,
     /// checked at every step against an oracle that knows the first answer of each sequence.
     struct Simulation {
-        rng: SplitMix,
+        rng: crate::testweb::SplitMix64,
         window: Window<u64>,
         now: u64,
         end: Seq,
@@ -561,7 +545,7 @@ mod tests {
     impl Simulation {
         fn new(seed: u64, first: Seq, total: u64) -> Self {
             Self {
-                rng: SplitMix(seed),
+                rng: crate::testweb::SplitMix64::new(seed),
                 window: Window::new(first),
                 now: 0,
                 end: first + total,

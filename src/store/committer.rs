@@ -138,7 +138,6 @@ pub struct CommitStatus {
     done: AtomicU64,
     /// Told when the backlog falls to half of [`BACKLOG_LIMIT`].
     drained: tokio::sync::Notify,
-    last_seq: AtomicU64,
     error: Mutex<Option<String>>,
 }
 
@@ -167,11 +166,6 @@ impl CommitStatus {
     /// Checkpoints written by this run.
     pub fn checkpoints(&self) -> u64 {
         self.checkpoints.load(Ordering::Relaxed)
-    }
-
-    /// The highest sequence number written, plus one (0: none yet).
-    pub fn high_water(&self) -> u64 {
-        self.last_seq.load(Ordering::Relaxed)
     }
 
     pub fn error(&self) -> Option<String> {
@@ -469,7 +463,6 @@ fn write_loop(
             })?;
         }
         status.committed.fetch_add(1, Ordering::Relaxed);
-        status.last_seq.store(item.seq + 1, Ordering::Relaxed);
     }
     Ok(())
 }

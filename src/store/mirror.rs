@@ -744,21 +744,7 @@ mod tests {
 
     // --- property test over generated hostile URLs ----------------------------------
 
-    struct SplitMix(u64);
-
-    impl SplitMix {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
+    use crate::testweb::SplitMix64 as SplitMix;
 
     const HOSTILE_PIECES: &[&str] = &[
         "",
@@ -831,30 +817,30 @@ mod tests {
             "xn--bcher-kva.de",
             "a-b.c",
         ];
-        let scheme = if rng.below(2) == 0 { "http" } else { "https" };
-        let mut url = format!("{scheme}://{}", hosts[rng.below(hosts.len())]);
-        if rng.below(2) == 0 {
-            url = format!("{url}:{}", rng.below(3) + 8000);
+        let scheme = if rng.index(2) == 0 { "http" } else { "https" };
+        let mut url = format!("{scheme}://{}", hosts[rng.index(hosts.len())]);
+        if rng.index(2) == 0 {
+            url = format!("{url}:{}", rng.index(3) + 8000);
         }
-        let depth = match rng.below(20) {
-            0 => 1500 + rng.below(1500),
-            _ => rng.below(6),
+        let depth = match rng.index(20) {
+            0 => 1500 + rng.index(1500),
+            _ => rng.index(6),
         };
         for _ in 0..depth {
             url.push('/');
-            for _ in 0..=rng.below(3) {
-                url.push_str(HOSTILE_PIECES[rng.below(HOSTILE_PIECES.len())]);
+            for _ in 0..=rng.index(3) {
+                url.push_str(HOSTILE_PIECES[rng.index(HOSTILE_PIECES.len())]);
             }
-            if rng.below(40) == 0 {
-                url.push_str(&"z%2F".repeat(rng.below(200)));
+            if rng.index(40) == 0 {
+                url.push_str(&"z%2F".repeat(rng.index(200)));
             }
         }
-        if rng.below(3) == 0 {
+        if rng.index(3) == 0 {
             url.push('/');
         }
-        if rng.below(3) == 0 {
+        if rng.index(3) == 0 {
             url.push('?');
-            url.push_str(HOSTILE_PIECES[rng.below(HOSTILE_PIECES.len())]);
+            url.push_str(HOSTILE_PIECES[rng.index(HOSTILE_PIECES.len())]);
         }
         url
     }
@@ -882,7 +868,7 @@ mod tests {
 
     #[test]
     fn generated_hostile_urls_all_map_inside_and_never_clash() {
-        let mut rng = SplitMix(0x00C0_FFEE);
+        let mut rng = SplitMix::new(0x00C0_FFEE);
         let root = Path::new("/srv/crawl/pages");
         let mut owner: HashMap<String, PageKey> = HashMap::new();
         let mut files: HashSet<String> = HashSet::new();
@@ -988,7 +974,7 @@ mod tests {
     fn hostile_urls_never_write_outside_the_root() {
         let outer = tempfile::tempdir().expect("temp dir");
         let root = outer.path().join("pages");
-        let mut rng = SplitMix(7);
+        let mut rng = SplitMix::new(7);
         let mut urls: Vec<String> = [
             "http://h/../../../../escape.html",
             "http://h/%2e%2e/%2e%2e/escape.html",

@@ -14,6 +14,7 @@ use super::manifest::{
     Behaviour, BehaviourKind, ContentKind, MANIFEST_FILE, Manifest, PageEntry, Redirect,
     RobotsRole, SiteKind, SiteManifest,
 };
+use super::rng::SplitMix64;
 use super::{SITE_CONFIG_FILE, SiteConfig, placeholder};
 
 /// The public-domain book pages are written from unless `--text` names another.
@@ -252,36 +253,19 @@ fn write_file(dir: &Path, rel: &str, bytes: &[u8]) -> Result<(), GenError> {
     std::fs::write(&path, bytes).map_err(io_err(&path))
 }
 
-/// `SplitMix64`: tiny, fast and stable forever, which a generator that promises the same web for
-/// the same seed needs more than statistical quality.
-struct Rng(u64);
+/// The generator's random numbers: `SplitMix64`, whose output never changes, so the same seed
+/// gives the same web forever.
+type Rng = SplitMix64;
 
 impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
     fn for_page(seed: u64, site: usize, page: usize) -> Rng {
-        let mut r = Rng(seed ^ 0x9e37_79b9_7f4a_7c15);
+        let mut r = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
         let a = r.next_u64();
-        Rng(a ^ ((site as u64) << 32) ^ (page as u64).wrapping_mul(0xd1b5_4a32_d192_ed03))
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n`; `n` must be positive.
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+        Rng::new(a ^ ((site as u64) << 32) ^ (page as u64).wrapping_mul(0xd1b5_4a32_d192_ed03))
     }
 
     fn range(&mut self, lo: usize, hi_inclusive: usize) -> usize {
-        lo + self.below(hi_inclusive - lo + 1)
+        lo + self.index(hi_inclusive - lo + 1)
     }
 
     fn chance(&mut self, p: f64) -> bool {
@@ -305,7 +289,7 @@ impl<'a> Book<'a> {
 
     fn run(&self, rng: &mut Rng, n: usize) -> String {
         let n = n.min(self.words.len());
-        let start = rng.below(self.words.len() - n + 1);
+        let start = rng.index(self.words.len() - n + 1);
         self.words[start..start + n].join(" ")
     }
 
@@ -559,13 +543,13 @@ fn plan(opts: &GenOptions) -> WebPlan {
                 if sites[i].resources[r].content != ContentKind::Html || !rng.chance(0.12) {
                     continue;
                 }
-                let mut other = rng.below(opts.sites - 1);
+                let mut other = rng.index(opts.sites - 1);
                 if other >= i {
                     other += 1;
                 }
                 // Only pages of the link tree are linked from other sites.
                 let tree_pages = counts[other].min(opts.pages);
-                let target = sites[other].resources[rng.below(tree_pages)].path.clone();
+                let target = sites[other].resources[rng.index(tree_pages)].path.clone();
                 sites[i].link(r, other, &target);
             }
         }
@@ -591,7 +575,7 @@ fn plan_normal_site(
     site.add_html("/");
     let mut folder_has_index = BTreeSet::new();
     for k in 1..pages {
-        let folder = rng.below(FOLDERS.len() + 1);
+        let folder = rng.index(FOLDERS.len() + 1);
         let path = if folder == FOLDERS.len() {
             format!("/p{k}.html")
         } else if folder_has_index.insert(folder) {
@@ -608,7 +592,7 @@ fn plan_normal_site(
     // Extra links inside the site, with fragments and query variants.
     for k in 0..pages {
         for _ in 0..rng.range(2, 5) {
-            let t = rng.below(pages);
+            let t = rng.index(pages);
             if t == k {
                 continue;
             }
@@ -627,7 +611,7 @@ fn plan_normal_site(
             });
         }
         if k > 0 && k % 7 == 3 {
-            let dir = format!("/{}/", FOLDERS[rng.below(FOLDERS.len())]);
+            let dir = format!("/{}/", FOLDERS[rng.index(FOLDERS.len())]);
             site.resources[k].base = Some(if rng.chance(0.5) {
                 Base::RootRelative(dir)
             } else {
@@ -650,12 +634,12 @@ fn plan_normal_site(
     for r in [notes, logo] {
         let path = site.resources[r].path.clone();
         site.link(0, me, &path);
-        let other = rng.below(pages);
+        let other = rng.index(pages);
         site.link(other, me, &path);
     }
     // Dead links.
     for j in 0..2 {
-        let from = rng.below(pages);
+        let from = rng.index(pages);
         site.link(from, me, &format!("/missing-{j}.html"));
     }
     // robots.txt's targets, on the sites whose robots.txt has rules.
@@ -666,10 +650,10 @@ fn plan_normal_site(
         for j in 0..2 {
             let secret = site.add_html(&format!("/private/secret-{j}.html"));
             site.link(secret, me, "/");
-            let from = rng.below(pages);
+            let from = rng.index(pages);
             site.link(from, me, &format!("/private/secret-{j}.html"));
         }
-        let from = rng.below(pages);
+        let from = rng.index(pages);
         site.link(from, me, "/cgi/search.cgi");
         // Allowed: `Disallow: /*.cgi$` does not match once a query follows. It does not exist.
         site.link(from, me, "/cgi/search.cgi?q=rabbit");
@@ -678,7 +662,7 @@ fn plan_normal_site(
     for j in 0..2 {
         let hidden = site.add_html(&format!("/nofollow/n{j}.html"));
         site.link(hidden, me, "/");
-        let from = rng.below(pages);
+        let from = rng.index(pages);
         site.resources[from].links.push(LinkPlan {
             target: Target::Url {
                 site: me,
@@ -706,7 +690,7 @@ fn plan_normal_site(
         nofollow: false,
     });
     for j in 0..2 {
-        let from = rng.below(pages);
+        let from = rng.index(pages);
         site.resources[from].links.push(LinkPlan {
             target: Target::Mailto(format!("author{j}@{name}.test")),
             nofollow: false,
@@ -1106,7 +1090,7 @@ fn href(web: &WebPlan, me: usize, res: &Resource, target: &Target, rng: &mut Rng
                 .map_or_else(|| dir_of(&res.path), Base::dir);
             let mut h = if site == me {
                 let same_dir = dir_of(path.split('?').next().unwrap_or(path)) == base_dir;
-                match rng.below(4) {
+                match rng.index(4) {
                     0 => relative(base_dir, path),
                     1 => path.clone(),
                     2 => format!("{}{path}", placeholder(&web.sites[site].name)),
@@ -1187,7 +1171,7 @@ fn render_html(web: &WebPlan, me: usize, res: &Resource, book: &Book, rng: &mut 
     let _ = writeln!(head, "<h1>{}</h1>", escape(&title));
 
     // Size: log-uniform between about 1 and 30 KB, so most pages are small and a few are big.
-    let target_len = (1000.0 * (rng.below(1000) as f64 / 1000.0 * 30f64.ln()).exp()) as usize;
+    let target_len = (1000.0 * (rng.index(1000) as f64 / 1000.0 * 30f64.ln()).exp()) as usize;
     let mut paragraphs: Vec<String> = Vec::new();
     let mut len = head.len();
     while len < target_len || paragraphs.is_empty() {

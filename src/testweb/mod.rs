@@ -13,6 +13,7 @@ pub mod generator;
 mod hostile;
 pub mod log;
 pub mod manifest;
+pub mod rng;
 pub mod serve;
 
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ pub use generator::{GenError, GenOptions, generate};
 pub use hostile::HostileOptions;
 pub use log::{RequestLog, RequestRecord, ServerStats, SiteStats};
 pub use manifest::{Manifest, SiteKind, SiteManifest};
+pub use rng::SplitMix64;
 pub use serve::{Listening, PORTS_FILE, ServeError, ServeOptions, Server};
 
 /// File in a site folder saying what kind of site it is; absent means a normal static site.

@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::serve::SlowPages;
-use crawltop::testweb::{GenOptions, TestWeb};
+use crawltop::testweb::{GenOptions, SplitMix64, TestWeb};
 
 use crate::util::{PATIENCE, bin, read_warc};
 
@@ -39,15 +39,6 @@ fn crawl_command(web: &TestWeb, out: &Path, stats: &Path) -> tokio::process::Com
     .stderr(Stdio::null())
     .kill_on_drop(true);
     cmd
-}
-
-/// `SplitMix64`: the kill points are random but the same on every run of the test.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 fn stats(path: &Path) -> serde_json::Value {
@@ -105,7 +96,8 @@ async fn a_crawl_killed_at_random_moments_resumes_to_the_same_store_and_stats() 
     // The same crawl, killed at random numbers of requests seen by the server.
     let out = dir.path().join("killed");
     let out_stats = dir.path().join("killed.json");
-    let mut rng = 0x5eed_u64;
+    // The kill points are random but the same on every run of the test.
+    let mut rng = SplitMix64::new(0x5eed);
     let mut kills = 0;
     let mut runs = 0;
     loop {
@@ -122,7 +114,7 @@ async fn a_crawl_killed_at_random_moments_resumes_to_the_same_store_and_stats() 
             break;
         }
         let seen = web.log().records().len();
-        let at = seen + 15 + usize::try_from(splitmix(&mut rng) % 60).expect("small");
+        let at = seen + 15 + usize::try_from(rng.below(60)).expect("small");
         tokio::select! {
             () = web.log().wait_until(|r| r.len() >= at) => {
                 if kills == 2 {
