@@ -30,7 +30,7 @@ use crate::backoff::Backoff;
 /// The rest, and the line that crosses the limit, is ignored.
 pub const BODY_LIMIT: usize = robotxt::BYTE_LIMIT;
 
-/// Where a site stands with its robots.txt (DESIGN.md, "The object model").
+/// Where a site stands with its robots.txt (docs/ARCHITECTURE.md, "The object model").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum RobotsState {
