@@ -13,6 +13,7 @@ pub mod generator;
 mod hostile;
 pub mod log;
 pub mod manifest;
+mod reply;
 pub mod rng;
 pub mod serve;
 

@@ -29,6 +29,7 @@ use tokio_util::task::TaskTracker;
 use super::hostile::{self, Hostile};
 use super::log::{RequestLog, RequestRecord, ServerStats};
 use super::manifest::SiteKind;
+use super::reply::{Payload, Reply};
 use super::{SITE_CONFIG_FILE, SiteConfig, fill_origins};
 
 /// How to serve a web.
@@ -132,22 +133,22 @@ pub struct Listening {
 pub const PORTS_FILE: &str = "ports.json";
 
 #[derive(Debug)]
-pub(super) struct SiteState {
-    pub(super) name: String,
-    pub(super) root: PathBuf,
-    pub(super) kind: SiteKind,
+struct SiteState {
+    name: String,
+    root: PathBuf,
+    kind: SiteKind,
     in_flight: AtomicU32,
 }
 
 #[derive(Debug)]
-pub(super) struct Shared {
+struct Shared {
     sites: Vec<SiteState>,
     /// site name -> origin, for the placeholders.
     origins: BTreeMap<String, String>,
     conn_ids: AtomicU64,
     log: Arc<RequestLog>,
-    pub(super) shutdown: CancellationToken,
-    pub(super) hostile: Hostile,
+    shutdown: CancellationToken,
+    hostile: Hostile,
     slow: Option<SlowPages>,
 }
 
@@ -221,13 +222,14 @@ impl Server {
             source,
         })?;
 
+        let shutdown = CancellationToken::new();
         let shared = Arc::new(Shared {
             sites,
             origins,
             conn_ids: AtomicU64::new(0),
             log: Arc::new(log),
-            shutdown: CancellationToken::new(),
-            hostile: Hostile::new(opts.hostile.clone()),
+            hostile: Hostile::new(opts.hostile.clone(), shutdown.clone()),
+            shutdown,
             slow: opts.slow,
         });
         let tracker = TaskTracker::new();
@@ -465,21 +467,8 @@ impl Drop for LogGuard {
     }
 }
 
-/// What a response body is made of.
-pub(super) enum Payload {
-    Empty,
-    Full(Bytes),
-    /// `chunk` repeated until `remaining` bytes are sent: big bodies without big memory.
-    Repeat {
-        chunk: Bytes,
-        remaining: u64,
-    },
-    /// Frames produced by a task (the trickle); ends when the task drops its sender.
-    Channel(tokio::sync::mpsc::Receiver<Bytes>),
-}
-
 /// A response body that counts what it sends and logs the request when it is dropped.
-pub(super) struct ServedBody {
+struct ServedBody {
     payload: Payload,
     guard: Option<LogGuard>,
 }
@@ -564,44 +553,6 @@ impl Drop for ServedBody {
         {
             g.complete = true;
         }
-    }
-}
-
-/// A response under construction: status, headers, payload.
-pub(super) struct Reply {
-    pub(super) status: StatusCode,
-    pub(super) headers: Vec<(header::HeaderName, HeaderValue)>,
-    pub(super) payload: Payload,
-}
-
-impl Reply {
-    pub(super) fn new(
-        status: StatusCode,
-        content_type: &'static str,
-        body: impl Into<Bytes>,
-    ) -> Reply {
-        Reply {
-            status,
-            headers: vec![(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
-            payload: Payload::Full(body.into()),
-        }
-    }
-
-    pub(super) fn text(status: StatusCode, text: &str) -> Reply {
-        Reply::new(status, "text/plain; charset=utf-8", format!("{text}\n"))
-    }
-
-    pub(super) fn redirect(status: StatusCode, location: &str) -> Reply {
-        let mut r = Reply::text(status, &format!("moved to {location}"));
-        if let Ok(v) = HeaderValue::from_str(location) {
-            r.headers.push((header::LOCATION, v));
-        }
-        r
-    }
-
-    pub(super) fn header(mut self, name: header::HeaderName, value: HeaderValue) -> Reply {
-        self.headers.push((name, value));
-        self
     }
 }
 
@@ -707,7 +658,7 @@ async fn route(shared: &Arc<Shared>, site: usize, uri: &hyper::Uri) -> Reply {
             );
         }
         SiteKind::Hostile => {
-            if let Some(reply) = hostile::route(shared, uri).await {
+            if let Some(reply) = hostile::route(&shared.hostile, uri).await {
                 return reply;
             }
         }
