@@ -1,8 +1,9 @@
 //! `serve`: the project's own web server, one loopback port per site folder.
 //!
-//! It owns sockets, HTTP semantics (GET and HEAD, 301/400/403/404/405, keep-alive), the origin
-//! placeholders it fills in, the command port and graceful shutdown. It must never serve a byte
-//! from outside the folder it was given, and never listen on anything but loopback.
+//! It owns sockets, HTTP semantics (GET and HEAD, 301/400/403/404/405, `Host` required on
+//! HTTP/1.1, keep-alive), the origin placeholders it fills in, the command port and graceful
+//! shutdown. It must never serve a byte from outside the folder it was given, and never listen
+//! on anything but loopback.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -600,7 +601,9 @@ async fn handle(
         complete: false,
     };
     let head = req.method() == Method::HEAD;
-    let reply = if req.method() != Method::GET && !head {
+    let reply = if let Some(why) = host_problem(&req) {
+        Reply::text(StatusCode::BAD_REQUEST, why)
+    } else if req.method() != Method::GET && !head {
         Reply::text(
             StatusCode::METHOD_NOT_ALLOWED,
             "only GET and HEAD are served",
@@ -619,6 +622,20 @@ async fn handle(
     };
     guard.status = reply.status.as_u16();
     build_response(reply, guard, head)
+}
+
+/// Why a request's `Host` makes it a bad request, if it does. RFC 9112 §3.2: a server MUST
+/// answer 400 to an HTTP/1.1 request that has no `Host` or more than one. HTTP/1.0 predates
+/// `Host`, so a 1.0 request may leave it out (it still may not send two).
+fn host_problem<B>(req: &Request<B>) -> Option<&'static str> {
+    let mut hosts = req.headers().get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (Some(_), Some(_)) => Some("more than one Host header"),
+        (None, _) if req.version() >= hyper::Version::HTTP_11 => {
+            Some("an HTTP/1.1 request must carry a Host header")
+        }
+        _ => None,
+    }
 }
 
 fn build_response(reply: Reply, guard: LogGuard, head: bool) -> Response<ServedBody> {

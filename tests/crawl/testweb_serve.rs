@@ -130,6 +130,65 @@ async fn status_codes_headers_and_keep_alive() {
 }
 
 #[tokio::test]
+async fn http11_without_host_is_a_bad_request() {
+    let web = small_web().await;
+    let site = addr(&web, "site00");
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with two, MUST get 400.
+    let (status, body) = raw(
+        site,
+        b"GET / HTTP/1.1\r\nUser-Agent: no-host-11\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(
+        status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&body[..body.len().min(200)])
+    );
+    assert!(contains(&body, b"Host"), "the body says why");
+    let (status, _) = raw(
+        site,
+        b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nUser-Agent: two-hosts\r\n\
+          Connection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 400);
+    // HTTP/1.0 predates Host: without it the page is served.
+    let (status, body) = raw(site, b"GET / HTTP/1.0\r\nUser-Agent: no-host-10\r\n\r\n").await;
+    assert_eq!(
+        status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&body[..body.len().min(200)])
+    );
+    assert!(contains(&body, b"<html"), "the home page itself");
+
+    let agents = ["no-host-11", "two-hosts", "no-host-10"];
+    tokio::time::timeout(
+        PATIENCE,
+        web.log().wait_until(|r| {
+            agents
+                .iter()
+                .all(|a| r.iter().any(|r| r.user_agent.as_deref() == Some(*a)))
+        }),
+    )
+    .await
+    .expect("all three logged");
+    let status_of = |agent: &str| {
+        let records = web.log().records();
+        let r = records
+            .iter()
+            .find(|r| r.user_agent.as_deref() == Some(agent))
+            .expect("logged")
+            .clone();
+        (r.path, r.status, r.complete)
+    };
+    assert_eq!(status_of("no-host-11"), ("/".into(), 400, true));
+    assert_eq!(status_of("two-hosts"), ("/".into(), 400, true));
+    assert_eq!(status_of("no-host-10"), ("/".into(), 200, true));
+}
+
+#[tokio::test]
 async fn unreadable_and_special_files_are_forbidden() {
     let web = small_web().await;
     let site = web.dir().join("site00");
