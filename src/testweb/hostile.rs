@@ -281,6 +281,16 @@ mod tests {
     }
 
     #[test]
+    fn the_hostile_routes_never_import_the_server() {
+        let imports: Vec<&str> = include_str!("hostile.rs")
+            .lines()
+            .filter(|l| l.trim_start().starts_with("use "))
+            .filter(|l| l.contains("serve"))
+            .collect();
+        assert!(imports.is_empty(), "{imports:?}");
+    }
+
+    #[test]
     fn calendar_days_roll_over() {
         assert_eq!(next_day(2026, 1, 31), (2026, 2, 1));
         assert_eq!(next_day(2024, 2, 28), (2024, 2, 29));
