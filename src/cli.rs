@@ -312,7 +312,15 @@ pub struct ServeArgs {
     /// Write every request as a JSON line to FILE.
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// Every response waits MS milliseconds before its first byte, like a slow server's
+    /// (0: none; at most 60000).
+    #[arg(long, value_name = "MS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=MAX_LATENCY_MS))]
+    pub latency_ms: u64,
 }
+
+/// `serve --latency-ms`'s ceiling: a minute is slower than any crawler waits for a first byte.
+const MAX_LATENCY_MS: u64 = 60_000;
 
 /// Runs one verb.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -392,6 +400,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     opts.base_port = args.base_port;
     opts.command_port = Some(args.command_port);
     opts.log_file = args.log;
+    opts.latency = Duration::from_millis(args.latency_ms);
     // A long-running server keeps counters, not every record.
     opts.keep_records = false;
     runtime()?.block_on(async move {

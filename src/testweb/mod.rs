@@ -106,6 +106,14 @@ impl TestWeb {
         Self::start_with(web, |_| {}).await
     }
 
+    /// As [`TestWeb::start`], every response `latency` late (see [`ServeOptions::latency`]).
+    pub async fn start_with_latency(
+        web: GenOptions,
+        latency: std::time::Duration,
+    ) -> Result<TestWeb, TestWebError> {
+        Self::start_with(web, |o| o.latency = latency).await
+    }
+
     /// As [`TestWeb::start`], with the serving options adjusted by `tune`.
     pub async fn start_with(
         web: GenOptions,

@@ -53,6 +53,9 @@ pub struct ServeOptions {
     pub hostile: hostile::HostileOptions,
     /// Some pages answer late: how tests make a result arrive after later ones.
     pub slow: Option<SlowPages>,
+    /// Every response waits this long before its first byte, as a distant or busy server's
+    /// would: a crawl of this web is then bound by its workers, not by the CPU. Zero: none.
+    pub latency: Duration,
 }
 
 /// One page in `one_in` (chosen by a hash of its path, so always the same ones) waits `delay`
@@ -84,6 +87,7 @@ impl ServeOptions {
             grace: Duration::from_secs(5),
             hostile: hostile::HostileOptions::default(),
             slow: None,
+            latency: Duration::ZERO,
         }
     }
 }
@@ -151,6 +155,7 @@ struct Shared {
     shutdown: CancellationToken,
     hostile: Hostile,
     slow: Option<SlowPages>,
+    latency: Duration,
 }
 
 /// A running server. Dropping it does not stop it: call [`Server::shutdown`].
@@ -232,6 +237,7 @@ impl Server {
             hostile: Hostile::new(opts.hostile.clone(), shutdown.clone()),
             shutdown,
             slow: opts.slow,
+            latency: opts.latency,
         });
         let tracker = TaskTracker::new();
         for (i, listener) in listeners.into_iter().enumerate() {
@@ -600,6 +606,12 @@ async fn handle(
         bytes: 0,
         complete: false,
     };
+    if !shared.latency.is_zero() {
+        tokio::select! {
+            () = tokio::time::sleep(shared.latency) => {}
+            () = shared.shutdown.cancelled() => {}
+        }
+    }
     let head = req.method() == Method::HEAD;
     let reply = if let Some(why) = host_problem(&req) {
         Reply::text(StatusCode::BAD_REQUEST, why)

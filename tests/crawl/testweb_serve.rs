@@ -189,6 +189,47 @@ async fn http11_without_host_is_a_bad_request() {
 }
 
 #[tokio::test]
+async fn latency_delays_every_response() {
+    const LATENCY: Duration = Duration::from_millis(80);
+    let web = TestWeb::start_with_latency(GenOptions::new(2, 10), LATENCY)
+        .await
+        .expect("web starts");
+    let site = addr(&web, "site00");
+    // Every kind of answer waits: a page, robots.txt, a 404, a redirect, a 405, a 400, a HEAD;
+    // and the second request on a keep-alive connection too.
+    let folder = web.manifest().sites[0].redirects[0].from.clone();
+    let requests = [
+        "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /robots.txt HTTP/1.1\r\nHost: x\r\n\
+         Connection: close\r\n\r\n"
+            .to_string(),
+        "GET /nope.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_string(),
+        format!("GET {folder} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string(),
+        "GET / HTTP/1.1\r\nConnection: close\r\n\r\n".to_string(),
+        "HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_string(),
+    ];
+    let answers = futures_join(
+        requests
+            .into_iter()
+            .map(|r| async move { raw(site, r.as_bytes()).await }),
+    )
+    .await;
+    let statuses: Vec<u16> = answers.iter().map(|(s, _)| *s).collect();
+    assert_eq!(statuses, [200, 404, 301, 405, 400, 200]);
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() == 7))
+        .await
+        .expect("all logged");
+    let records = web.log().records();
+    let mut seen: Vec<u16> = records.iter().map(|r| r.status).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, [200, 200, 200, 301, 400, 404, 405]);
+    for r in &records {
+        let took = Duration::from_micros(r.done_us - r.t_us);
+        assert!(took >= LATENCY, "{} {} took {took:?}", r.method, r.path);
+    }
+}
+
+#[tokio::test]
 async fn unreadable_and_special_files_are_forbidden() {
     let web = small_web().await;
     let site = web.dir().join("site00");
