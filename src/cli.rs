@@ -291,7 +291,18 @@ pub struct GenSiteArgs {
     /// Replace a web generated in --out before (never a folder without manifest.json).
     #[arg(long)]
     pub force: bool,
+    /// Add two heavy sites for parser benchmarks: `listings` (highlighted source listings of
+    /// 1 to 8 MB) and `docs` (300+ links a page, a 100-page rel=next chain).
+    #[arg(long)]
+    pub heavy: bool,
+    /// With --heavy: the largest listing in MB (the smallest is an eighth of it).
+    #[arg(long, value_name = "MB", requires = "heavy",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_HEAVY_MB))]
+    pub heavy_mb: Option<u64>,
 }
+
+/// `gen-site --heavy-mb`'s ceiling: the generator's bound on a listing's size.
+const MAX_HEAVY_MB: u64 = (testweb::generator::MAX_LISTING_BYTES >> 20) as u64;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -342,6 +353,14 @@ fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {
         .seed(args.seed)
         .hostile(args.hostile)
         .crawl_delay_s(args.crawl_delay);
+    if args.heavy {
+        let mut heavy = testweb::HeavyOptions::default();
+        if let Some(mb) = args.heavy_mb {
+            // At most MAX_HEAVY_MB (64): the parser above keeps the product small.
+            heavy.listing_max_bytes = usize::try_from(mb << 20)?;
+        }
+        opts = opts.heavy(Some(heavy));
+    }
     if let Some(path) = &args.text {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the text file {}", path.display()))?;

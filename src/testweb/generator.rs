@@ -17,6 +17,9 @@ use super::manifest::{
 use super::rng::SplitMix64;
 use super::{SITE_CONFIG_FILE, SiteConfig, placeholder};
 
+mod heavy;
+pub use heavy::{HeavyOptions, MAX_LISTING_BYTES};
+
 /// The public-domain book pages are written from unless `--text` names another.
 pub const DEFAULT_TEXT: &str = include_str!("../../assets/alice.txt");
 
@@ -57,6 +60,8 @@ pub struct GenOptions {
     pub hostile: bool,
     /// The `Crawl-delay` (seconds) of the site that has one.
     pub crawl_delay_s: f64,
+    /// Add the heavy sites, `listings` and `docs` (see [`HeavyOptions`]).
+    pub heavy: Option<HeavyOptions>,
 }
 
 impl GenOptions {
@@ -69,7 +74,14 @@ impl GenOptions {
             text: None,
             hostile: false,
             crawl_delay_s: 1.0,
+            heavy: None,
         }
+    }
+
+    #[must_use]
+    pub fn heavy(mut self, heavy: Option<HeavyOptions>) -> Self {
+        self.heavy = heavy;
+        self
     }
 
     #[must_use]
@@ -125,6 +137,9 @@ impl GenOptions {
             return Err(GenError::Invalid(
                 "--crawl-delay must be a number of seconds, 0 or more".into(),
             ));
+        }
+        if let Some(heavy) = &self.heavy {
+            heavy.validate()?;
         }
         Ok(())
     }
@@ -371,6 +386,14 @@ enum Special {
     None,
     Malformed,
     Latin1,
+    /// A highlighted source listing of about this many bytes (the `listings` site).
+    Listing {
+        bytes: usize,
+    },
+    /// A docs page whose first `sidebar` links make its sidebar (the `docs` site).
+    Docs {
+        sidebar: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -557,6 +580,15 @@ fn plan(opts: &GenOptions) -> WebPlan {
     if opts.hostile {
         sites.push(plan_hostile_site());
         sites.push(plan_robots500_site());
+    }
+    if let Some(h) = &opts.heavy {
+        // Their own random numbers: the sites above stay as they were, but for these links.
+        let me = sites.len();
+        sites.push(heavy::plan_listings_site(me, h));
+        sites[0].link(0, me, "/");
+        let me = sites.len();
+        sites.push(heavy::plan_docs_site(me, h, opts.seed));
+        sites[0].link(0, me, "/");
     }
     WebPlan { sites }
 }
@@ -999,24 +1031,19 @@ impl WebPlan {
 
 /// A page's followable links as (site, path with query), fragments dropped, in first-seen order.
 fn followable(res: &Resource, me: usize) -> Vec<(usize, String)> {
-    let mut out: Vec<(usize, String)> = Vec::new();
-    let mut push = |site: usize, path: &str| {
-        let item = (site, path.to_string());
-        if !out.contains(&item) {
-            out.push(item);
+    let urls = res.links.iter().filter_map(|link| match &link.target {
+        Target::Url { site, path, .. } if !link.nofollow => {
+            Some((WebPlan::target_site(me, *site), path.as_str()))
         }
-    };
-    for link in &res.links {
-        if let Target::Url { site, path, .. } = &link.target
-            && !link.nofollow
-        {
-            push(WebPlan::target_site(me, *site), path);
-        }
-    }
-    if let Some(next) = &res.link_next {
-        push(me, next);
-    }
-    out
+        _ => None,
+    });
+    let next = res.link_next.as_deref().map(|next| (me, next));
+    // A docs page has hundreds of links: a set keeps this linear.
+    let mut seen: HashSet<(usize, &str)> = HashSet::new();
+    urls.chain(next)
+        .filter(|item| seen.insert(*item))
+        .map(|(site, path)| (site, path.to_string()))
+        .collect()
 }
 
 /// The folder part of a URL path: `/a/b.html` -> `/a/`, `/a/` -> `/a/`.
@@ -1127,7 +1154,29 @@ fn render(web: &WebPlan, me: usize, res: &Resource, book: &Book, rng: &mut Rng) 
         }
         (ContentKind::Html, Special::Malformed) => render_malformed().into_bytes(),
         (ContentKind::Html, Special::Latin1) => render_latin1(),
+        (ContentKind::Html, Special::Listing { bytes }) => {
+            heavy::render_listing(web, me, res, bytes, book, rng).into_bytes()
+        }
+        (ContentKind::Html, Special::Docs { sidebar }) => {
+            heavy::render_docs(web, me, res, sidebar, book, rng).into_bytes()
+        }
         (ContentKind::Html, Special::None) => render_html(web, me, res, book, rng).into_bytes(),
+    }
+}
+
+/// The `<link rel="next">` line of a page that has one.
+fn write_link_next(out: &mut String, web: &WebPlan, me: usize, res: &Resource, rng: &mut Rng) {
+    if let Some(next) = &res.link_next {
+        let target = Target::Url {
+            site: me,
+            path: next.clone(),
+            fragment: None,
+        };
+        let _ = writeln!(
+            out,
+            "<link rel=\"next\" href=\"{}\">",
+            escape(href(web, me, res, &target, rng).trim())
+        );
     }
 }
 
@@ -1155,18 +1204,7 @@ fn render_html(web: &WebPlan, me: usize, res: &Resource, book: &Book, rng: &mut 
         Meta::NoIndex => head.push_str("<meta name=\"robots\" content=\"noindex\">\n"),
         Meta::None => {}
     }
-    if let Some(next) = &res.link_next {
-        let target = Target::Url {
-            site: me,
-            path: next.clone(),
-            fragment: None,
-        };
-        let _ = writeln!(
-            head,
-            "<link rel=\"next\" href=\"{}\">",
-            escape(href(web, me, res, &target, rng).trim())
-        );
-    }
+    write_link_next(&mut head, web, me, res, rng);
     head.push_str("</head>\n<body>\n");
     let _ = writeln!(head, "<h1>{}</h1>", escape(&title));
 

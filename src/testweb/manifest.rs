@@ -34,6 +34,10 @@ pub enum SiteKind {
     Hostile,
     /// A site whose robots.txt always answers 500 (`--hostile`): nothing on it may be fetched.
     Robots500,
+    /// Highlighted source listings of 1 to 8 MB (`--heavy`).
+    Listings,
+    /// API docs: 300+ links a page and a long `rel=next` chain (`--heavy`).
+    Docs,
 }
 
 /// Which robots.txt a normal site got.

@@ -22,7 +22,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub use generator::{GenError, GenOptions, generate};
+pub use generator::{GenError, GenOptions, HeavyOptions, generate};
 pub use hostile::HostileOptions;
 pub use log::{RequestLog, RequestRecord, ServerStats, SiteStats};
 pub use manifest::{Manifest, SiteKind, SiteManifest};

@@ -691,7 +691,7 @@ async fn route(shared: &Arc<Shared>, site: usize, uri: &hyper::Uri) -> Reply {
                 return reply;
             }
         }
-        SiteKind::Normal | SiteKind::Robots500 => {}
+        SiteKind::Normal | SiteKind::Robots500 | SiteKind::Listings | SiteKind::Docs => {}
     }
     match resolve(&state.root, uri.path()) {
         Ok(Resolved::Redirect(location)) => {

@@ -53,6 +53,14 @@ fn gen_site_bad_input_gives_a_clear_error() {
         (&["--crawl-delay=-3"], "--crawl-delay"),
         (&["--sites", "many"], "invalid value"),
         (&["--frobnicate"], "unexpected argument"),
+        (&["--heavy", "--heavy-mb", "0"], "0 is not in 1..=64"),
+        (&["--heavy", "--heavy-mb", "65"], "65 is not in 1..=64"),
+        (&["--heavy", "--heavy-mb", "lots"], "invalid value 'lots'"),
+        (
+            &["--heavy", "--heavy-mb", "99999999999999999999999"],
+            "--heavy-mb",
+        ),
+        (&["--heavy-mb", "4"], "--heavy"),
     ];
     for (extra, expected) in cases {
         let mut args = vec!["gen-site", "--out", out_s];
