@@ -299,6 +299,21 @@ pub struct GenSiteArgs {
     #[arg(long, value_name = "MB", requires = "heavy",
           value_parser = clap::value_parser!(u64).range(1..=MAX_HEAVY_MB))]
     pub heavy_mb: Option<u64>,
+    /// Add N link farm sites (farm00, ...): pages of many links to mostly missing pages, made
+    /// by `serve` on request (nothing on disk), for crawls that learn millions of URLs. The
+    /// defaults (1,250 pages of 1,000 links) make 1,250,001 URLs a site.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=testweb::generator::MAX_FARM_SITES as u64))]
+    pub link_farm: Option<u64>,
+    /// With --link-farm: links on every farm page.
+    #[arg(long, value_name = "N", requires = "link_farm",
+          value_parser = clap::value_parser!(u64).range(1..=testweb::farm::MAX_LINKS_PER_PAGE))]
+    pub farm_links: Option<u64>,
+    /// With --link-farm: pages that exist (answer 200) on each farm site; the other linked
+    /// pages answer 404.
+    #[arg(long, value_name = "N", requires = "link_farm",
+          value_parser = clap::value_parser!(u64).range(1..=testweb::farm::MAX_PAGES))]
+    pub farm_pages: Option<u64>,
 }
 
 /// `gen-site --heavy-mb`'s ceiling: the generator's bound on a listing's size.
@@ -361,6 +376,13 @@ fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {
         }
         opts = opts.heavy(Some(heavy));
     }
+    if let Some(sites) = args.link_farm {
+        let mut farm = testweb::LinkFarm::default();
+        farm.links_per_page = args.farm_links.unwrap_or(farm.links_per_page);
+        farm.pages = args.farm_pages.unwrap_or(farm.pages);
+        // At most MAX_FARM_SITES (64), as the parser above checked.
+        opts = opts.link_farm(usize::try_from(sites)?, farm);
+    }
     if let Some(path) = &args.text {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the text file {}", path.display()))?;
@@ -374,6 +396,21 @@ fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {
         args.out.display(),
         args.out.join(testweb::manifest::MANIFEST_FILE).display()
     );
+    let farms: Vec<_> = manifest
+        .sites
+        .iter()
+        .filter_map(|s| s.farm.as_ref())
+        .collect();
+    if let Some(first) = farms.first() {
+        let known: u64 = farms.iter().map(|f| f.known_urls).sum();
+        println!(
+            "link farm: {} sites of {} pages x {} links, {known} URLs to learn; serve makes \
+             the pages on request",
+            farms.len(),
+            first.farm.pages,
+            first.farm.links_per_page
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -10,9 +10,10 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::farm::LinkFarm;
 use super::manifest::{
-    Behaviour, BehaviourKind, ContentKind, MANIFEST_FILE, Manifest, PageEntry, Redirect,
-    RobotsRole, SiteKind, SiteManifest,
+    Behaviour, BehaviourKind, ContentKind, FarmManifest, MANIFEST_FILE, Manifest, PageEntry,
+    Redirect, RobotsRole, SiteKind, SiteManifest,
 };
 use super::rng::SplitMix64;
 use super::{SITE_CONFIG_FILE, SiteConfig, placeholder};
@@ -62,7 +63,12 @@ pub struct GenOptions {
     pub crawl_delay_s: f64,
     /// Add the heavy sites, `listings` and `docs` (see [`HeavyOptions`]).
     pub heavy: Option<HeavyOptions>,
+    /// Add this many link farm sites (`farm00`, ...) of this shape.
+    pub link_farm: Option<(usize, LinkFarm)>,
 }
+
+/// At most this many link farm sites.
+pub const MAX_FARM_SITES: usize = 64;
 
 impl GenOptions {
     /// W sites of P pages, seed 1, the default text, no hostile site, Crawl-delay 1 s.
@@ -75,7 +81,15 @@ impl GenOptions {
             hostile: false,
             crawl_delay_s: 1.0,
             heavy: None,
+            link_farm: None,
         }
+    }
+
+    /// Adds `sites` link farm sites shaped by `farm`.
+    #[must_use]
+    pub fn link_farm(mut self, sites: usize, farm: LinkFarm) -> Self {
+        self.link_farm = Some((sites, farm));
+        self
     }
 
     #[must_use]
@@ -140,6 +154,16 @@ impl GenOptions {
         }
         if let Some(heavy) = &self.heavy {
             heavy.validate()?;
+        }
+        if let Some((sites, farm)) = &self.link_farm {
+            if !(1..=MAX_FARM_SITES).contains(sites) {
+                return Err(GenError::Invalid(format!(
+                    "--link-farm must be from 1 to {MAX_FARM_SITES} sites, not {sites}"
+                )));
+            }
+            if let Some(problem) = farm.problem() {
+                return Err(GenError::Invalid(problem));
+            }
         }
         Ok(())
     }
@@ -236,7 +260,10 @@ fn write_web(dir: &Path, opts: &GenOptions, book: &Book) -> Result<Manifest, Gen
     for (site_idx, site) in web.sites.iter().enumerate() {
         let site_dir = dir.join(&site.name);
         std::fs::create_dir_all(&site_dir).map_err(io_err(&site_dir))?;
-        let config = SiteConfig { kind: site.kind };
+        let config = SiteConfig {
+            kind: site.kind,
+            farm: site.farm,
+        };
         let config_json = serde_json::to_vec_pretty(&config).map_err(|e| GenError::Io {
             path: site_dir.join(SITE_CONFIG_FILE),
             source: io::Error::other(e),
@@ -424,6 +451,8 @@ struct SitePlan {
     /// folder paths without their slash (`/guide`) that redirect to the folder (`/guide/`)
     folder_redirects: BTreeSet<String>,
     behaviours: Vec<Behaviour>,
+    /// A link farm's shape: its pages are made by the server, none planned here.
+    farm: Option<LinkFarm>,
 }
 
 impl SitePlan {
@@ -439,6 +468,7 @@ impl SitePlan {
             by_path: BTreeMap::new(),
             folder_redirects: BTreeSet::new(),
             behaviours: Vec::new(),
+            farm: None,
         }
     }
 
@@ -589,6 +619,20 @@ fn plan(opts: &GenOptions) -> WebPlan {
         let me = sites.len();
         sites.push(heavy::plan_docs_site(me, h, opts.seed));
         sites[0].link(0, me, "/");
+    }
+    if let Some((count, farm)) = opts.link_farm {
+        for j in 0..count {
+            let me = sites.len();
+            let mut site = SitePlan::new(
+                format!("farm{j:02}"),
+                SiteKind::LinkFarm,
+                RobotsRole::AllowAll,
+                None,
+            );
+            site.farm = Some(farm);
+            sites.push(site);
+            sites[0].link(0, me, "/");
+        }
     }
     WebPlan { sites }
 }
@@ -879,6 +923,8 @@ struct Found {
     dead: BTreeSet<String>,
     redirects: BTreeSet<String>,
     mailto: BTreeSet<String>,
+    /// A link farm's root depth: the walk stops at a farm, whose answers are computed.
+    farm_root: Option<u32>,
 }
 
 impl WebPlan {
@@ -898,6 +944,10 @@ impl WebPlan {
         while let Some((s, path_q, depth)) = queue.pop_front() {
             let site = &self.sites[s];
             let f = &mut found[s];
+            if site.kind == SiteKind::LinkFarm {
+                f.farm_root = f.farm_root.or(Some(depth));
+                continue;
+            }
             if site.disallows(&path_q) {
                 f.disallowed.insert(path_q);
                 continue;
@@ -1017,6 +1067,12 @@ impl WebPlan {
                     noindex,
                     mailto: f.mailto.into_iter().collect(),
                     behaviours: site.behaviours.clone(),
+                    farm: site.farm.map(|farm| FarmManifest {
+                        farm,
+                        root_depth: f.farm_root.unwrap_or(0),
+                        known_urls: farm.known_urls(),
+                        existing: farm.pages,
+                    }),
                 }
             })
             .collect();

@@ -2,6 +2,7 @@
 //!
 //! The demo, the tests and the benchmarks crawl this web on loopback, never anything else. It
 //! owns generation ([`generator`]), serving ([`serve`]), the misbehaving paths ([`hostile`]),
+//! the link farm's pages made on request ([`farm`]),
 //! the server's request log ([`log`]) and the right answers ([`manifest`]). It never depends
 //! on the crawl engine: it is the world the engine is judged in, from the outside.
 //!
@@ -9,6 +10,7 @@
 //! hold the placeholder `{{origin:NAME}}` (e.g. `{{origin:site03}}/guide/p7.html`), and the
 //! server replaces it with `http://127.0.0.1:PORT` of that site in every text body it serves.
 
+pub mod farm;
 pub mod generator;
 mod hostile;
 pub mod log;
@@ -22,6 +24,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use farm::LinkFarm;
 pub use generator::{GenError, GenOptions, HeavyOptions, generate};
 pub use hostile::HostileOptions;
 pub use log::{RequestLog, RequestRecord, ServerStats, SiteStats};
@@ -37,6 +40,9 @@ pub const SITE_CONFIG_FILE: &str = ".crawltop-site.json";
 #[serde(deny_unknown_fields)]
 pub struct SiteConfig {
     pub kind: SiteKind,
+    /// A link farm's parameters: its pages are made from them when asked, never written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub farm: Option<LinkFarm>,
 }
 
 const PLACEHOLDER_OPEN: &str = "{{origin:";

@@ -1,9 +1,10 @@
 //! `serve`: the project's own web server, one loopback port per site folder.
 //!
 //! It owns sockets, HTTP semantics (GET and HEAD, 301/400/403/404/405, `Host` required on
-//! HTTP/1.1, keep-alive), the origin placeholders it fills in, the command port and graceful
-//! shutdown. It must never serve a byte from outside the folder it was given, and never listen
-//! on anything but loopback.
+//! HTTP/1.1, keep-alive, an optional latency before every response), the origin placeholders
+//! it fills in, the link farm's pages it makes on request ([`super::farm`]), the command port
+//! and graceful shutdown. It must never serve a byte from outside the folder it was given, and
+//! never listen on anything but loopback.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -27,6 +28,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::farm::LinkFarm;
 use super::hostile::{self, Hostile};
 use super::log::{RequestLog, RequestRecord, ServerStats};
 use super::manifest::SiteKind;
@@ -142,6 +144,8 @@ struct SiteState {
     name: String,
     root: PathBuf,
     kind: SiteKind,
+    /// A link farm's shape (its pages are made on request).
+    farm: Option<LinkFarm>,
     in_flight: AtomicU32,
 }
 
@@ -356,16 +360,17 @@ fn discover_sites(dir: &Path) -> Result<Vec<SiteState>, ServeError> {
             source,
         })?;
         let config_path = root.join(SITE_CONFIG_FILE);
-        let kind = match std::fs::read(&config_path) {
-            Ok(bytes) => {
-                serde_json::from_slice::<SiteConfig>(&bytes)
-                    .map_err(|e| ServeError::SiteConfig {
-                        path: config_path,
-                        reason: e.to_string(),
-                    })?
-                    .kind
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => SiteKind::Normal,
+        let config = match std::fs::read(&config_path) {
+            Ok(bytes) => serde_json::from_slice::<SiteConfig>(&bytes).map_err(|e| {
+                ServeError::SiteConfig {
+                    path: config_path.clone(),
+                    reason: e.to_string(),
+                }
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => SiteConfig {
+                kind: SiteKind::Normal,
+                farm: None,
+            },
             Err(source) => {
                 return Err(ServeError::Io {
                     path: config_path,
@@ -373,10 +378,23 @@ fn discover_sites(dir: &Path) -> Result<Vec<SiteState>, ServeError> {
                 });
             }
         };
+        let farm_problem = match (config.kind, &config.farm) {
+            (SiteKind::LinkFarm, None) => Some("a link farm needs its parameters (farm)".into()),
+            (SiteKind::LinkFarm, Some(farm)) => farm.problem(),
+            (_, Some(_)) => Some("only a link farm has farm parameters".into()),
+            (_, None) => None,
+        };
+        if let Some(reason) = farm_problem {
+            return Err(ServeError::SiteConfig {
+                path: config_path,
+                reason,
+            });
+        }
         sites.push(SiteState {
             name,
             root,
-            kind,
+            kind: config.kind,
+            farm: config.farm,
             in_flight: AtomicU32::new(0),
         });
     }
@@ -691,7 +709,20 @@ async fn route(shared: &Arc<Shared>, site: usize, uri: &hyper::Uri) -> Reply {
                 return reply;
             }
         }
-        SiteKind::Normal | SiteKind::Robots500 | SiteKind::Listings | SiteKind::Docs => {}
+        SiteKind::LinkFarm if uri.path() != "/robots.txt" => {
+            let page = state.farm.as_ref().and_then(|farm| {
+                LinkFarm::id_of(uri.path()).and_then(|id| farm.render(&state.name, id))
+            });
+            return match page {
+                Some(html) => Reply::new(StatusCode::OK, "text/html", html),
+                None => Reply::text(StatusCode::NOT_FOUND, "not found"),
+            };
+        }
+        SiteKind::Normal
+        | SiteKind::Robots500
+        | SiteKind::Listings
+        | SiteKind::Docs
+        | SiteKind::LinkFarm => {}
     }
     match resolve(&state.root, uri.path()) {
         Ok(Resolved::Redirect(location)) => {

@@ -61,6 +61,28 @@ fn gen_site_bad_input_gives_a_clear_error() {
             "--heavy-mb",
         ),
         (&["--heavy-mb", "4"], "--heavy"),
+        (&["--link-farm", "0"], "0 is not in 1..=64"),
+        (&["--link-farm", "65"], "65 is not in 1..=64"),
+        (&["--link-farm", "eight"], "invalid value 'eight'"),
+        (&["--farm-links", "5"], "--link-farm"),
+        (&["--farm-pages", "5"], "--link-farm"),
+        (&["--link-farm", "1", "--farm-links", "0"], "--farm-links"),
+        (
+            &["--link-farm", "1", "--farm-links", "100001"],
+            "not in 1..=100000",
+        ),
+        (&["--link-farm", "1", "--farm-pages=-3"], "--farm-pages"),
+        (
+            &[
+                "--link-farm",
+                "1",
+                "--farm-pages",
+                "100000000",
+                "--farm-links",
+                "100000",
+            ],
+            "more than 10000000000 URLs a site",
+        ),
     ];
     for (extra, expected) in cases {
         let mut args = vec!["gen-site", "--out", out_s];
@@ -264,6 +286,34 @@ fn serve_latency_bad_input_gives_a_clear_error() {
         let o = crawltop(&["serve", web_s, &format!("--latency-ms={value}")]);
         assert_eq!(o.status.code(), Some(2), "{value:?}");
         assert!(stderr(&o).contains(expected), "{value:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn serve_refuses_a_link_farm_without_sane_parameters() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let web = tmp.path().join("web");
+    gen_web(&web);
+    let config = web.join("site01").join(crawltop::testweb::SITE_CONFIG_FILE);
+    for (text, expected) in [
+        (r#"{"kind": "link_farm"}"#, "needs its parameters"),
+        (
+            r#"{"kind": "link_farm", "farm": {"pages": 0, "links_per_page": 9}}"#,
+            "pages must be",
+        ),
+        (
+            r#"{"kind": "normal", "farm": {"pages": 1, "links_per_page": 9}}"#,
+            "only a link farm",
+        ),
+        (
+            r#"{"kind": "link_farm", "farm": {"pages": 1, "links": 9}}"#,
+            "unknown field",
+        ),
+    ] {
+        std::fs::write(&config, text).expect("write");
+        let o = crawltop(&["serve", web.to_str().expect("utf8")]);
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        assert!(stderr(&o).contains(expected), "{text}: {}", stderr(&o));
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::Path;
 
 use crawltop::testweb::manifest::{ContentKind, SiteKind};
-use crawltop::testweb::{GenError, GenOptions, HeavyOptions, TestWeb, generate};
+use crawltop::testweb::{GenError, GenOptions, HeavyOptions, LinkFarm, TestWeb, generate};
 use scraper::{Html, Selector};
 use url::Url;
 
@@ -348,6 +348,94 @@ fn heavy_sites_at_full_size_leave_the_rest_of_the_web_as_it_was() {
 }
 
 #[tokio::test]
+async fn a_link_farm_is_served_from_its_parameters_and_learns_what_the_manifest_says() {
+    let farm = LinkFarm {
+        pages: 3,
+        links_per_page: 1_000,
+    };
+    let web = TestWeb::start(GenOptions::new(2, 5).link_farm(2, farm))
+        .await
+        .expect("web starts");
+    let site = web.manifest().site("farm01").expect("farm01");
+    assert_eq!(site.kind, SiteKind::LinkFarm);
+    let f = site.farm.clone().expect("the farm's parameters");
+    assert_eq!((f.farm, f.known_urls, f.existing), (farm, 3_001, 3));
+    assert_eq!(f.root_depth, 1, "site00's index links every farm");
+    assert!(
+        site.pages.is_empty() && site.dead.is_empty(),
+        "computed, not listed"
+    );
+    let http = client();
+    let index = http
+        .get(web.url("site00", "/"))
+        .send()
+        .await
+        .expect("get")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        index.contains(&web.origin("farm01")),
+        "site00 links the farm"
+    );
+
+    // A crawl of the farm alone: every URL it learns, and what each answers.
+    let a_sel = Selector::parse("a[href]").expect("selector");
+    let root = Url::parse(&web.url("farm01", "/")).expect("url");
+    let mut depth: BTreeMap<String, u32> = BTreeMap::from([("/".to_string(), 0)]);
+    let mut status: BTreeMap<String, u16> = BTreeMap::new();
+    let mut queue = VecDeque::from(["/".to_string()]);
+    while let Some(path) = queue.pop_front() {
+        let resp = http
+            .get(root.join(&path).expect("url"))
+            .send()
+            .await
+            .expect("get");
+        status.insert(path.clone(), resp.status().as_u16());
+        if resp.status() != 200 {
+            continue;
+        }
+        let body = resp.text().await.expect("body");
+        for a in Html::parse_document(&body).select(&a_sel) {
+            let target = root.join(a.attr("href").unwrap_or("")).expect("href");
+            assert_eq!(
+                target.origin(),
+                root.origin(),
+                "farm links stay on the farm"
+            );
+            let d = depth[&path] + 1;
+            if !depth.contains_key(target.path()) {
+                depth.insert(target.path().to_string(), d);
+                queue.push_back(target.path().to_string());
+            }
+        }
+    }
+    assert_eq!(depth.len() as u64, f.known_urls);
+    let ok: Vec<&str> = status
+        .iter()
+        .filter(|(_, s)| **s == 200)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert_eq!(ok, ["/", "/f/1.html", "/f/2.html"]);
+    assert!(status.values().all(|s| *s == 200 || *s == 404));
+    for (path, d) in &depth {
+        let id = LinkFarm::id_of(path).expect("a farm path");
+        assert!(f.farm.is_known(id));
+        assert_eq!(*d, f.farm.depth(id), "{path}");
+    }
+    // Nothing else answers: other spellings, and pages past what the farm links.
+    for path in ["/f/01.html", "/f/3001.html", "/index.html", "/f/"] {
+        let resp = http.get(web.url("farm01", path)).send().await.expect("get");
+        assert_eq!(resp.status(), 404, "{path}");
+    }
+    // On disk: robots.txt and the parameters, no pages.
+    let files = std::fs::read_dir(web.dir().join("farm01"))
+        .expect("farm folder")
+        .count();
+    assert_eq!(files, 2);
+}
+
+#[tokio::test]
 async fn every_site_role_is_present_with_four_sites_or_more() {
     use crawltop::testweb::manifest::RobotsRole;
     let web = TestWeb::start(GenOptions::new(5, 10).crawl_delay_s(0.5))
@@ -513,6 +601,30 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
                 ..HeavyOptions::default()
             })),
             "chapters",
+        ),
+        (
+            GenOptions::new(2, 2).link_farm(0, LinkFarm::default()),
+            "--link-farm",
+        ),
+        (
+            GenOptions::new(2, 2).link_farm(
+                1,
+                LinkFarm {
+                    pages: 0,
+                    links_per_page: 5,
+                },
+            ),
+            "pages",
+        ),
+        (
+            GenOptions::new(2, 2).link_farm(
+                1,
+                LinkFarm {
+                    pages: u64::MAX,
+                    links_per_page: u64::MAX,
+                },
+            ),
+            "link farm",
         ),
     ] {
         let err = generate(&out, &opts, false).expect_err("refused");
