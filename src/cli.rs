@@ -291,7 +291,33 @@ pub struct GenSiteArgs {
     /// Replace a web generated in --out before (never a folder without manifest.json).
     #[arg(long)]
     pub force: bool,
+    /// Add two heavy sites for parser benchmarks: `listings` (highlighted source listings of
+    /// 1 to 8 MB) and `docs` (300+ links a page, a 100-page rel=next chain).
+    #[arg(long)]
+    pub heavy: bool,
+    /// With --heavy: the largest listing in MB (the smallest is an eighth of it).
+    #[arg(long, value_name = "MB", requires = "heavy",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_HEAVY_MB))]
+    pub heavy_mb: Option<u64>,
+    /// Add N link farm sites (farm00, ...): pages of many links to mostly missing pages, made
+    /// by `serve` on request (nothing on disk), for crawls that learn millions of URLs. The
+    /// defaults (1,250 pages of 1,000 links) make 1,250,001 URLs a site.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=testweb::generator::MAX_FARM_SITES as u64))]
+    pub link_farm: Option<u64>,
+    /// With --link-farm: links on every farm page.
+    #[arg(long, value_name = "N", requires = "link_farm",
+          value_parser = clap::value_parser!(u64).range(1..=testweb::farm::MAX_LINKS_PER_PAGE))]
+    pub farm_links: Option<u64>,
+    /// With --link-farm: pages that exist (answer 200) on each farm site; the other linked
+    /// pages answer 404.
+    #[arg(long, value_name = "N", requires = "link_farm",
+          value_parser = clap::value_parser!(u64).range(1..=testweb::farm::MAX_PAGES))]
+    pub farm_pages: Option<u64>,
 }
+
+/// `gen-site --heavy-mb`'s ceiling: the generator's bound on a listing's size.
+const MAX_HEAVY_MB: u64 = (testweb::generator::MAX_LISTING_BYTES >> 20) as u64;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -312,7 +338,15 @@ pub struct ServeArgs {
     /// Write every request as a JSON line to FILE.
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// Every response waits MS milliseconds before its first byte, like a slow server's
+    /// (0: none; at most 60000).
+    #[arg(long, value_name = "MS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=MAX_LATENCY_MS))]
+    pub latency_ms: u64,
 }
+
+/// `serve --latency-ms`'s ceiling: a minute is slower than any crawler waits for a first byte.
+const MAX_LATENCY_MS: u64 = 60_000;
 
 /// Runs one verb.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -334,6 +368,21 @@ fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {
         .seed(args.seed)
         .hostile(args.hostile)
         .crawl_delay_s(args.crawl_delay);
+    if args.heavy {
+        let mut heavy = testweb::HeavyOptions::default();
+        if let Some(mb) = args.heavy_mb {
+            // At most MAX_HEAVY_MB (64): the parser above keeps the product small.
+            heavy.listing_max_bytes = usize::try_from(mb << 20)?;
+        }
+        opts = opts.heavy(Some(heavy));
+    }
+    if let Some(sites) = args.link_farm {
+        let mut farm = testweb::LinkFarm::default();
+        farm.links_per_page = args.farm_links.unwrap_or(farm.links_per_page);
+        farm.pages = args.farm_pages.unwrap_or(farm.pages);
+        // At most MAX_FARM_SITES (64), as the parser above checked.
+        opts = opts.link_farm(usize::try_from(sites)?, farm);
+    }
     if let Some(path) = &args.text {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the text file {}", path.display()))?;
@@ -347,6 +396,21 @@ fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {
         args.out.display(),
         args.out.join(testweb::manifest::MANIFEST_FILE).display()
     );
+    let farms: Vec<_> = manifest
+        .sites
+        .iter()
+        .filter_map(|s| s.farm.as_ref())
+        .collect();
+    if let Some(first) = farms.first() {
+        let known: u64 = farms.iter().map(|f| f.known_urls).sum();
+        println!(
+            "link farm: {} sites of {} pages x {} links, {known} URLs to learn; serve makes \
+             the pages on request",
+            farms.len(),
+            first.farm.pages,
+            first.farm.links_per_page
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -392,6 +456,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     opts.base_port = args.base_port;
     opts.command_port = Some(args.command_port);
     opts.log_file = args.log;
+    opts.latency = Duration::from_millis(args.latency_ms);
     // A long-running server keeps counters, not every record.
     opts.keep_records = false;
     runtime()?.block_on(async move {

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use ratatui::layout::Rect;
 
+use crate::dashboard::layout::{self, MIN_HEIGHT, MIN_WIDTH, Pane};
 use crate::dashboard::search::{Edit, Outcome, Search, SearchRequest};
-use crate::dashboard::view;
 use crate::engine::Command;
 use crate::snapshot::{RunState, Snapshot};
 
@@ -89,32 +89,6 @@ pub enum Mode {
     SiteDetail(usize),
     /// The search results pane.
     Search,
-}
-
-/// The pane that scroll keys act on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pane {
-    Sites,
-    Heap,
-    Log,
-}
-
-impl Pane {
-    fn next(self) -> Pane {
-        match self {
-            Pane::Sites => Pane::Heap,
-            Pane::Heap => Pane::Log,
-            Pane::Log => Pane::Sites,
-        }
-    }
-
-    fn prev(self) -> Pane {
-        match self {
-            Pane::Sites => Pane::Log,
-            Pane::Heap => Pane::Sites,
-            Pane::Log => Pane::Heap,
-        }
-    }
 }
 
 /// The sites table's order; `o` cycles through them in this order.
@@ -242,7 +216,7 @@ impl App {
             notice: None,
             stats_path: None,
             search: Search::default(),
-            area: Rect::new(0, 0, view::MIN_WIDTH, view::MIN_HEIGHT),
+            area: Rect::new(0, 0, MIN_WIDTH, MIN_HEIGHT),
         }
     }
 
@@ -421,7 +395,7 @@ impl App {
     }
 
     fn visible_hits(&self) -> usize {
-        view::visible_hits(self.area).max(1)
+        layout::visible_hits(self.area).max(1)
     }
 
     fn leave(&mut self, effect: Effect) -> Effect {
@@ -536,7 +510,7 @@ impl App {
     }
 
     fn rows(&self, pane: Pane) -> usize {
-        view::visible_rows(self.area, pane).max(1)
+        layout::visible_rows(self.area, pane).max(1)
     }
 
     fn scroll(&mut self, scroll: Scroll) {
@@ -716,7 +690,7 @@ mod tests {
                 .collect(),
         );
         app.resize(100, 30);
-        let rows = view::visible_rows(Rect::new(0, 0, 100, 30), Pane::Sites);
+        let rows = layout::visible_rows(Rect::new(0, 0, 100, 30), Pane::Sites);
         assert!(rows > 3);
         app.apply(Action::Scroll(Scroll::PageDown));
         assert_eq!(app.cursor(), rows);
@@ -754,7 +728,7 @@ mod tests {
         app.apply(Action::Scroll(Scroll::Up));
         assert_eq!(app.log_back(), 1);
         app.apply(Action::Scroll(Scroll::Home));
-        let rows = view::visible_rows(Rect::new(0, 0, 80, 24), Pane::Log);
+        let rows = layout::visible_rows(Rect::new(0, 0, 80, 24), Pane::Log);
         assert_eq!(app.log_back(), 50 - rows, "oldest line at the top");
         app.apply(Action::Scroll(Scroll::End));
         assert_eq!(app.log_back(), 0);
@@ -776,7 +750,7 @@ mod tests {
         }));
         app.apply(Action::FocusNext);
         app.apply(Action::Scroll(Scroll::End));
-        let rows = view::visible_rows(Rect::new(0, 0, 80, 24), Pane::Heap);
+        let rows = layout::visible_rows(Rect::new(0, 0, 80, 24), Pane::Heap);
         assert_eq!(app.heap_top(), 3_usize.saturating_sub(rows));
     }
 
@@ -1023,7 +997,7 @@ mod tests {
         assert_eq!(app.search().results().expect("pane").top(), 2);
         assert_eq!(app.cursor(), 0);
         app.apply(Action::Scroll(Scroll::End));
-        let visible = view::visible_hits(Rect::new(0, 0, 100, 30));
+        let visible = layout::visible_hits(Rect::new(0, 0, 100, 30));
         assert_eq!(app.search().results().expect("pane").top(), 50 - visible);
     }
 

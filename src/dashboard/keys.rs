@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::dashboard::app::{Action, App, Lifecycle, Mode, Pane, Scroll};
+use crate::dashboard::app::{Action, App, Lifecycle, Mode, Scroll};
+use crate::dashboard::layout::Pane;
 use crate::dashboard::search::Edit;
 use crate::snapshot::RunState;
 

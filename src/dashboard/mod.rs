@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod keys;
+pub mod layout;
 pub mod search;
 pub mod view;
 pub mod widgets;

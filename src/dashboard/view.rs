@@ -1,4 +1,4 @@
-//! The screen: where each pane goes for a given terminal size, and `impl Widget for &App`.
+//! The screen: `impl Widget for &App`, each pane drawn where [`super::layout`] puts it.
 //!
 //! Drawing reads the app and its snapshot and writes the buffer; it never changes state and never
 //! reaches the engine. Cost does not grow with the crawl: the sites table formats only the rows
@@ -6,7 +6,7 @@
 //! its visible entries.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::layout::{Alignment, Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
@@ -14,107 +14,15 @@ use ratatui::widgets::{
     TableState, Widget, Wrap,
 };
 
-use crate::dashboard::app::{App, Lifecycle, Mode, Pane, keep_visible};
+use crate::dashboard::app::{App, Lifecycle, Mode, keep_visible};
+use crate::dashboard::layout::{
+    MIN_HEIGHT, MIN_WIDTH, Pane, heap_header_rows, layout, results_area,
+};
 use crate::dashboard::widgets::{
-    self, BUSY, DIM, FOCUS, HIT_ROWS, HeapList, PromptLine, RESULTS_HEADER_ROWS, SearchResults,
-    SharesBar, WorkerStrip, count, count_fit,
+    self, BUSY, DIM, FOCUS, HeapList, PromptLine, SearchResults, SharesBar, WorkerStrip, count,
+    count_fit,
 };
 use crate::snapshot::{DelaySource, RunState, Shares, SiteRow, Snapshot, WorkerState};
-
-pub const MIN_WIDTH: u16 = 80;
-pub const MIN_HEIGHT: u16 = 24;
-/// From this width on, the heap sits beside the sites instead of beside the log.
-const WIDE: u16 = 120;
-
-/// Where each pane goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Areas {
-    pub header: Rect,
-    pub workers: Rect,
-    pub jobs: Rect,
-    pub sites: Rect,
-    pub heap: Rect,
-    pub log: Rect,
-    pub footer: Rect,
-}
-
-/// The panes for a terminal of `area`'s size; `None` below 80 x 24. Extra height goes mostly to
-/// the sites, some to the log and the worker strip; extra width to the origins and, from 120
-/// columns on, to a heap beside the sites.
-pub fn layout(area: Rect) -> Option<Areas> {
-    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-        return None;
-    }
-    let extra = area.height - MIN_HEIGHT;
-    let top = 8 + (extra / 6).min(3);
-    let bottom = 4 + (extra / 3).min(6);
-    let [header, top, middle, bottom, footer] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(top),
-        Constraint::Fill(1),
-        Constraint::Length(bottom),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    let workers_width = (area.width * 9 / 20).clamp(36, 60);
-    let [workers, jobs] =
-        Layout::horizontal([Constraint::Length(workers_width), Constraint::Fill(1)]).areas(top);
-    let (sites, heap, log) = if area.width >= WIDE {
-        let [sites, heap] =
-            Layout::horizontal([Constraint::Fill(1), Constraint::Length(36)]).areas(middle);
-        (sites, heap, bottom)
-    } else {
-        let [log, heap] =
-            Layout::horizontal([Constraint::Fill(1), Constraint::Length(32)]).areas(bottom);
-        (middle, heap, log)
-    };
-    Some(Areas {
-        header,
-        workers,
-        jobs,
-        sites,
-        heap,
-        log,
-        footer,
-    })
-}
-
-/// How many entries of `pane` a terminal of `area`'s size shows (0 when too small).
-pub fn visible_rows(area: Rect, pane: Pane) -> usize {
-    let Some(areas) = layout(area) else {
-        return 0;
-    };
-    let inner = |r: Rect| usize::from(r.height.saturating_sub(2));
-    match pane {
-        Pane::Sites => inner(areas.sites).saturating_sub(1),
-        Pane::Heap => inner(areas.heap).saturating_sub(heap_header_rows(areas.heap)),
-        Pane::Log => inner(areas.log),
-    }
-}
-
-/// The search results pane: over the sites, the heap and the log, so the header, the workers
-/// and the jobs stay in view and keep moving while the results are read.
-fn results_area(areas: &Areas) -> Rect {
-    Rect {
-        x: areas.header.x,
-        y: areas.sites.y,
-        width: areas.header.width,
-        height: areas.footer.y - areas.sites.y,
-    }
-}
-
-/// How many hits the results pane shows at once for a terminal of `area`'s size.
-pub fn visible_hits(area: Rect) -> usize {
-    layout(area).map_or(0, |areas| {
-        let inner = results_area(&areas).height.saturating_sub(2);
-        usize::from(inner.saturating_sub(RESULTS_HEADER_ROWS) / HIT_ROWS)
-    })
-}
-
-/// The heap gets a column header only when it has room for two entries below it.
-fn heap_header_rows(heap: Rect) -> usize {
-    usize::from(heap.height.saturating_sub(2) >= 3)
-}
 
 impl Widget for &App {
     fn render(self, area: Rect, buf: &mut Buffer) {

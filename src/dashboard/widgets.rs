@@ -12,6 +12,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use crate::dashboard::layout::{HIT_ROWS, RESULTS_HEADER_ROWS};
 use crate::dashboard::search::{Outcome, Results};
 use crate::robots::RobotsState;
 use crate::snapshot::{DelaySource, HeapRow, Shares, WorkerState};
@@ -435,11 +436,6 @@ impl Widget for HeapList<'_> {
 }
 
 // --- search ------------------------------------------------------------------------------------
-
-/// Rows one hit takes in the results: the page, then its first matching line.
-pub const HIT_ROWS: u16 = 2;
-/// Rows above the hits: what was found, or why nothing was.
-pub const RESULTS_HEADER_ROWS: u16 = 1;
 
 /// The search prompt on one line: `/`, the query (its end, when it is longer than the line),
 /// a block cursor, and the keys when there is room for them.

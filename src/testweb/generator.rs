@@ -10,12 +10,16 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::farm::LinkFarm;
 use super::manifest::{
-    Behaviour, BehaviourKind, ContentKind, MANIFEST_FILE, Manifest, PageEntry, Redirect,
-    RobotsRole, SiteKind, SiteManifest,
+    Behaviour, BehaviourKind, ContentKind, FarmManifest, MANIFEST_FILE, Manifest, PageEntry,
+    Redirect, RobotsRole, SiteKind, SiteManifest,
 };
 use super::rng::SplitMix64;
 use super::{SITE_CONFIG_FILE, SiteConfig, placeholder};
+
+mod heavy;
+pub use heavy::{HeavyOptions, MAX_LISTING_BYTES};
 
 /// The public-domain book pages are written from unless `--text` names another.
 pub const DEFAULT_TEXT: &str = include_str!("../../assets/alice.txt");
@@ -57,7 +61,14 @@ pub struct GenOptions {
     pub hostile: bool,
     /// The `Crawl-delay` (seconds) of the site that has one.
     pub crawl_delay_s: f64,
+    /// Add the heavy sites, `listings` and `docs` (see [`HeavyOptions`]).
+    pub heavy: Option<HeavyOptions>,
+    /// Add this many link farm sites (`farm00`, ...) of this shape.
+    pub link_farm: Option<(usize, LinkFarm)>,
 }
+
+/// At most this many link farm sites.
+pub const MAX_FARM_SITES: usize = 64;
 
 impl GenOptions {
     /// W sites of P pages, seed 1, the default text, no hostile site, Crawl-delay 1 s.
@@ -69,7 +80,22 @@ impl GenOptions {
             text: None,
             hostile: false,
             crawl_delay_s: 1.0,
+            heavy: None,
+            link_farm: None,
         }
+    }
+
+    /// Adds `sites` link farm sites shaped by `farm`.
+    #[must_use]
+    pub fn link_farm(mut self, sites: usize, farm: LinkFarm) -> Self {
+        self.link_farm = Some((sites, farm));
+        self
+    }
+
+    #[must_use]
+    pub fn heavy(mut self, heavy: Option<HeavyOptions>) -> Self {
+        self.heavy = heavy;
+        self
     }
 
     #[must_use]
@@ -125,6 +151,19 @@ impl GenOptions {
             return Err(GenError::Invalid(
                 "--crawl-delay must be a number of seconds, 0 or more".into(),
             ));
+        }
+        if let Some(heavy) = &self.heavy {
+            heavy.validate()?;
+        }
+        if let Some((sites, farm)) = &self.link_farm {
+            if !(1..=MAX_FARM_SITES).contains(sites) {
+                return Err(GenError::Invalid(format!(
+                    "--link-farm must be from 1 to {MAX_FARM_SITES} sites, not {sites}"
+                )));
+            }
+            if let Some(problem) = farm.problem() {
+                return Err(GenError::Invalid(problem));
+            }
         }
         Ok(())
     }
@@ -221,7 +260,10 @@ fn write_web(dir: &Path, opts: &GenOptions, book: &Book) -> Result<Manifest, Gen
     for (site_idx, site) in web.sites.iter().enumerate() {
         let site_dir = dir.join(&site.name);
         std::fs::create_dir_all(&site_dir).map_err(io_err(&site_dir))?;
-        let config = SiteConfig { kind: site.kind };
+        let config = SiteConfig {
+            kind: site.kind,
+            farm: site.farm,
+        };
         let config_json = serde_json::to_vec_pretty(&config).map_err(|e| GenError::Io {
             path: site_dir.join(SITE_CONFIG_FILE),
             source: io::Error::other(e),
@@ -371,6 +413,14 @@ enum Special {
     None,
     Malformed,
     Latin1,
+    /// A highlighted source listing of about this many bytes (the `listings` site).
+    Listing {
+        bytes: usize,
+    },
+    /// A docs page whose first `sidebar` links make its sidebar (the `docs` site).
+    Docs {
+        sidebar: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -401,6 +451,8 @@ struct SitePlan {
     /// folder paths without their slash (`/guide`) that redirect to the folder (`/guide/`)
     folder_redirects: BTreeSet<String>,
     behaviours: Vec<Behaviour>,
+    /// A link farm's shape: its pages are made by the server, none planned here.
+    farm: Option<LinkFarm>,
 }
 
 impl SitePlan {
@@ -416,6 +468,7 @@ impl SitePlan {
             by_path: BTreeMap::new(),
             folder_redirects: BTreeSet::new(),
             behaviours: Vec::new(),
+            farm: None,
         }
     }
 
@@ -557,6 +610,29 @@ fn plan(opts: &GenOptions) -> WebPlan {
     if opts.hostile {
         sites.push(plan_hostile_site());
         sites.push(plan_robots500_site());
+    }
+    if let Some(h) = &opts.heavy {
+        // Their own random numbers: the sites above stay as they were, but for these links.
+        let me = sites.len();
+        sites.push(heavy::plan_listings_site(me, h));
+        sites[0].link(0, me, "/");
+        let me = sites.len();
+        sites.push(heavy::plan_docs_site(me, h, opts.seed));
+        sites[0].link(0, me, "/");
+    }
+    if let Some((count, farm)) = opts.link_farm {
+        for j in 0..count {
+            let me = sites.len();
+            let mut site = SitePlan::new(
+                format!("farm{j:02}"),
+                SiteKind::LinkFarm,
+                RobotsRole::AllowAll,
+                None,
+            );
+            site.farm = Some(farm);
+            sites.push(site);
+            sites[0].link(0, me, "/");
+        }
     }
     WebPlan { sites }
 }
@@ -847,6 +923,8 @@ struct Found {
     dead: BTreeSet<String>,
     redirects: BTreeSet<String>,
     mailto: BTreeSet<String>,
+    /// A link farm's root depth: the walk stops at a farm, whose answers are computed.
+    farm_root: Option<u32>,
 }
 
 impl WebPlan {
@@ -866,6 +944,10 @@ impl WebPlan {
         while let Some((s, path_q, depth)) = queue.pop_front() {
             let site = &self.sites[s];
             let f = &mut found[s];
+            if site.kind == SiteKind::LinkFarm {
+                f.farm_root = f.farm_root.or(Some(depth));
+                continue;
+            }
             if site.disallows(&path_q) {
                 f.disallowed.insert(path_q);
                 continue;
@@ -985,6 +1067,12 @@ impl WebPlan {
                     noindex,
                     mailto: f.mailto.into_iter().collect(),
                     behaviours: site.behaviours.clone(),
+                    farm: site.farm.map(|farm| FarmManifest {
+                        farm,
+                        root_depth: f.farm_root.unwrap_or(0),
+                        known_urls: farm.known_urls(),
+                        existing: farm.pages,
+                    }),
                 }
             })
             .collect();
@@ -999,24 +1087,19 @@ impl WebPlan {
 
 /// A page's followable links as (site, path with query), fragments dropped, in first-seen order.
 fn followable(res: &Resource, me: usize) -> Vec<(usize, String)> {
-    let mut out: Vec<(usize, String)> = Vec::new();
-    let mut push = |site: usize, path: &str| {
-        let item = (site, path.to_string());
-        if !out.contains(&item) {
-            out.push(item);
+    let urls = res.links.iter().filter_map(|link| match &link.target {
+        Target::Url { site, path, .. } if !link.nofollow => {
+            Some((WebPlan::target_site(me, *site), path.as_str()))
         }
-    };
-    for link in &res.links {
-        if let Target::Url { site, path, .. } = &link.target
-            && !link.nofollow
-        {
-            push(WebPlan::target_site(me, *site), path);
-        }
-    }
-    if let Some(next) = &res.link_next {
-        push(me, next);
-    }
-    out
+        _ => None,
+    });
+    let next = res.link_next.as_deref().map(|next| (me, next));
+    // A docs page has hundreds of links: a set keeps this linear.
+    let mut seen: HashSet<(usize, &str)> = HashSet::new();
+    urls.chain(next)
+        .filter(|item| seen.insert(*item))
+        .map(|(site, path)| (site, path.to_string()))
+        .collect()
 }
 
 /// The folder part of a URL path: `/a/b.html` -> `/a/`, `/a/` -> `/a/`.
@@ -1127,7 +1210,29 @@ fn render(web: &WebPlan, me: usize, res: &Resource, book: &Book, rng: &mut Rng) 
         }
         (ContentKind::Html, Special::Malformed) => render_malformed().into_bytes(),
         (ContentKind::Html, Special::Latin1) => render_latin1(),
+        (ContentKind::Html, Special::Listing { bytes }) => {
+            heavy::render_listing(web, me, res, bytes, book, rng).into_bytes()
+        }
+        (ContentKind::Html, Special::Docs { sidebar }) => {
+            heavy::render_docs(web, me, res, sidebar, book, rng).into_bytes()
+        }
         (ContentKind::Html, Special::None) => render_html(web, me, res, book, rng).into_bytes(),
+    }
+}
+
+/// The `<link rel="next">` line of a page that has one.
+fn write_link_next(out: &mut String, web: &WebPlan, me: usize, res: &Resource, rng: &mut Rng) {
+    if let Some(next) = &res.link_next {
+        let target = Target::Url {
+            site: me,
+            path: next.clone(),
+            fragment: None,
+        };
+        let _ = writeln!(
+            out,
+            "<link rel=\"next\" href=\"{}\">",
+            escape(href(web, me, res, &target, rng).trim())
+        );
     }
 }
 
@@ -1155,18 +1260,7 @@ fn render_html(web: &WebPlan, me: usize, res: &Resource, book: &Book, rng: &mut 
         Meta::NoIndex => head.push_str("<meta name=\"robots\" content=\"noindex\">\n"),
         Meta::None => {}
     }
-    if let Some(next) = &res.link_next {
-        let target = Target::Url {
-            site: me,
-            path: next.clone(),
-            fragment: None,
-        };
-        let _ = writeln!(
-            head,
-            "<link rel=\"next\" href=\"{}\">",
-            escape(href(web, me, res, &target, rng).trim())
-        );
-    }
+    write_link_next(&mut head, web, me, res, rng);
     head.push_str("</head>\n<body>\n");
     let _ = writeln!(head, "<h1>{}</h1>", escape(&title));
 

@@ -3,17 +3,20 @@
 //! It owns those behaviours (redirect loop and chain, endless calendar, huge, trickling, stalled
 //! and gzip-bomb bodies, 429/503 with Retry-After). Every endless behaviour ends when the server
 //! shuts down, so a shutdown never waits on it. It never serves files: what it does not claim
-//! falls through to the static files.
+//! falls through to the static files. It never imports the server ([`super::serve`]): it hands
+//! back a [`Reply`], and the server puts it on the wire.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use hyper::StatusCode;
 use hyper::header::{self, HeaderValue};
 
-use super::serve::{Payload, Reply, Shared};
+use tokio_util::sync::CancellationToken;
+
+use super::reply::{Payload, Reply};
 
 /// How the hostile behaviours are tuned. The defaults are the documented ones; tests shrink
 /// the slow ones.
@@ -48,14 +51,17 @@ pub(super) struct Hostile {
     opts: HostileOptions,
     bomb: tokio::sync::OnceCell<Bytes>,
     retries: Mutex<HashMap<String, u32>>,
+    /// The server's shutdown: every endless or slow behaviour ends when it fires.
+    shutdown: CancellationToken,
 }
 
 impl Hostile {
-    pub(super) fn new(opts: HostileOptions) -> Hostile {
+    pub(super) fn new(opts: HostileOptions, shutdown: CancellationToken) -> Hostile {
         Hostile {
             opts,
             bomb: tokio::sync::OnceCell::new(),
             retries: Mutex::new(HashMap::new()),
+            shutdown,
         }
     }
 
@@ -75,8 +81,7 @@ fn html(body: String) -> Reply {
 }
 
 /// The reply for a dynamic path, or `None` to fall through to the site's files.
-pub(super) async fn route(shared: &Arc<Shared>, uri: &hyper::Uri) -> Option<Reply> {
-    let h = &shared.hostile;
+pub(super) async fn route(h: &Hostile, uri: &hyper::Uri) -> Option<Reply> {
     let path = uri.path();
     match path {
         "/loop/a" => return Some(Reply::redirect(StatusCode::FOUND, "/loop/b")),
@@ -93,11 +98,11 @@ pub(super) async fn route(shared: &Arc<Shared>, uri: &hyper::Uri) -> Option<Repl
                 },
             });
         }
-        "/trickle.html" => return Some(trickle(shared)),
+        "/trickle.html" => return Some(trickle(h)),
         "/stall.html" => {
             tokio::select! {
                 () = tokio::time::sleep(h.opts.stall) => {}
-                () = shared.shutdown.cancelled() => {}
+                () = h.shutdown.cancelled() => {}
             }
             return Some(html("<html><body><p>finally</p></body></html>\n".into()));
         }
@@ -163,10 +168,10 @@ pub(super) async fn route(shared: &Arc<Shared>, uri: &hyper::Uri) -> Option<Repl
     None
 }
 
-fn trickle(shared: &Arc<Shared>) -> Reply {
+fn trickle(h: &Hostile) -> Reply {
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
-    let interval = shared.hostile.opts.trickle_interval;
-    let stop = shared.shutdown.clone();
+    let interval = h.opts.trickle_interval;
+    let stop = h.shutdown.clone();
     tokio::spawn(async move {
         let mut n = 0u64;
         loop {
@@ -273,6 +278,16 @@ mod tests {
             total += n as u64;
         }
         assert_eq!(total, unpacked);
+    }
+
+    #[test]
+    fn the_hostile_routes_never_import_the_server() {
+        let imports: Vec<&str> = include_str!("hostile.rs")
+            .lines()
+            .filter(|l| l.trim_start().starts_with("use "))
+            .filter(|l| l.contains("serve"))
+            .collect();
+        assert!(imports.is_empty(), "{imports:?}");
     }
 
     #[test]

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::farm::LinkFarm;
+
 /// The file name of the manifest inside a generated web's folder.
 pub const MANIFEST_FILE: &str = "manifest.json";
 
@@ -34,6 +36,13 @@ pub enum SiteKind {
     Hostile,
     /// A site whose robots.txt always answers 500 (`--hostile`): nothing on it may be fetched.
     Robots500,
+    /// Highlighted source listings of 1 to 8 MB (`--heavy`).
+    Listings,
+    /// API docs: 300+ links a page and a long `rel=next` chain (`--heavy`).
+    Docs,
+    /// A link farm (`--link-farm`): pages made on request, described by [`SiteManifest::farm`]
+    /// instead of listed.
+    LinkFarm,
 }
 
 /// Which robots.txt a normal site got.
@@ -84,6 +93,24 @@ pub struct SiteManifest {
     pub mailto: Vec<String>,
     /// For the hostile site: each misbehaving path and what it does.
     pub behaviours: Vec<Behaviour>,
+    /// For a link farm: its shape, from which every answer follows (its `pages`, `dead` and
+    /// the rest stay empty: a farm of millions of URLs is not listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub farm: Option<FarmManifest>,
+}
+
+/// What a crawl of one link farm site must find, computed rather than listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FarmManifest {
+    /// The farm's parameters; [`LinkFarm`]'s methods answer per page (exists, depth, links).
+    pub farm: LinkFarm,
+    /// Link distance of the farm's `/` from `site00`'s index; page `id` is
+    /// `root_depth + farm.depth(id)` away.
+    pub root_depth: u32,
+    /// URLs a complete crawl of this site learns ([`LinkFarm::known_urls`]).
+    pub known_urls: u64,
+    /// Of those, the pages that answer 200 (the rest answer 404).
+    pub existing: u64,
 }
 
 /// One allowed, reachable URL.

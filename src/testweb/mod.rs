@@ -2,6 +2,7 @@
 //!
 //! The demo, the tests and the benchmarks crawl this web on loopback, never anything else. It
 //! owns generation ([`generator`]), serving ([`serve`]), the misbehaving paths ([`hostile`]),
+//! the link farm's pages made on request ([`farm`]),
 //! the server's request log ([`log`]) and the right answers ([`manifest`]). It never depends
 //! on the crawl engine: it is the world the engine is judged in, from the outside.
 //!
@@ -9,10 +10,12 @@
 //! hold the placeholder `{{origin:NAME}}` (e.g. `{{origin:site03}}/guide/p7.html`), and the
 //! server replaces it with `http://127.0.0.1:PORT` of that site in every text body it serves.
 
+pub mod farm;
 pub mod generator;
 mod hostile;
 pub mod log;
 pub mod manifest;
+mod reply;
 pub mod rng;
 pub mod serve;
 
@@ -21,7 +24,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub use generator::{GenError, GenOptions, generate};
+pub use farm::LinkFarm;
+pub use generator::{GenError, GenOptions, HeavyOptions, generate};
 pub use hostile::HostileOptions;
 pub use log::{RequestLog, RequestRecord, ServerStats, SiteStats};
 pub use manifest::{Manifest, SiteKind, SiteManifest};
@@ -36,6 +40,9 @@ pub const SITE_CONFIG_FILE: &str = ".crawltop-site.json";
 #[serde(deny_unknown_fields)]
 pub struct SiteConfig {
     pub kind: SiteKind,
+    /// A link farm's parameters: its pages are made from them when asked, never written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub farm: Option<LinkFarm>,
 }
 
 const PLACEHOLDER_OPEN: &str = "{{origin:";
@@ -103,6 +110,14 @@ impl TestWeb {
     /// Generates a web with `gen` and serves it with the default options (records kept).
     pub async fn start(web: GenOptions) -> Result<TestWeb, TestWebError> {
         Self::start_with(web, |_| {}).await
+    }
+
+    /// As [`TestWeb::start`], every response `latency` late (see [`ServeOptions::latency`]).
+    pub async fn start_with_latency(
+        web: GenOptions,
+        latency: std::time::Duration,
+    ) -> Result<TestWeb, TestWebError> {
+        Self::start_with(web, |o| o.latency = latency).await
     }
 
     /// As [`TestWeb::start`], with the serving options adjusted by `tune`.

@@ -1,8 +1,10 @@
 //! `serve`: the project's own web server, one loopback port per site folder.
 //!
-//! It owns sockets, HTTP semantics (GET and HEAD, 301/400/403/404/405, keep-alive), the origin
-//! placeholders it fills in, the command port and graceful shutdown. It must never serve a byte
-//! from outside the folder it was given, and never listen on anything but loopback.
+//! It owns sockets, HTTP semantics (GET and HEAD, 301/400/403/404/405, `Host` required on
+//! HTTP/1.1, keep-alive, an optional latency before every response), the origin placeholders
+//! it fills in, the link farm's pages it makes on request ([`super::farm`]), the command port
+//! and graceful shutdown. It must never serve a byte from outside the folder it was given, and
+//! never listen on anything but loopback.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -26,9 +28,11 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::farm::LinkFarm;
 use super::hostile::{self, Hostile};
 use super::log::{RequestLog, RequestRecord, ServerStats};
 use super::manifest::SiteKind;
+use super::reply::{Payload, Reply};
 use super::{SITE_CONFIG_FILE, SiteConfig, fill_origins};
 
 /// How to serve a web.
@@ -51,6 +55,9 @@ pub struct ServeOptions {
     pub hostile: hostile::HostileOptions,
     /// Some pages answer late: how tests make a result arrive after later ones.
     pub slow: Option<SlowPages>,
+    /// Every response waits this long before its first byte, as a distant or busy server's
+    /// would: a crawl of this web is then bound by its workers, not by the CPU. Zero: none.
+    pub latency: Duration,
 }
 
 /// One page in `one_in` (chosen by a hash of its path, so always the same ones) waits `delay`
@@ -82,6 +89,7 @@ impl ServeOptions {
             grace: Duration::from_secs(5),
             hostile: hostile::HostileOptions::default(),
             slow: None,
+            latency: Duration::ZERO,
         }
     }
 }
@@ -132,23 +140,26 @@ pub struct Listening {
 pub const PORTS_FILE: &str = "ports.json";
 
 #[derive(Debug)]
-pub(super) struct SiteState {
-    pub(super) name: String,
-    pub(super) root: PathBuf,
-    pub(super) kind: SiteKind,
+struct SiteState {
+    name: String,
+    root: PathBuf,
+    kind: SiteKind,
+    /// A link farm's shape (its pages are made on request).
+    farm: Option<LinkFarm>,
     in_flight: AtomicU32,
 }
 
 #[derive(Debug)]
-pub(super) struct Shared {
+struct Shared {
     sites: Vec<SiteState>,
     /// site name -> origin, for the placeholders.
     origins: BTreeMap<String, String>,
     conn_ids: AtomicU64,
     log: Arc<RequestLog>,
-    pub(super) shutdown: CancellationToken,
-    pub(super) hostile: Hostile,
+    shutdown: CancellationToken,
+    hostile: Hostile,
     slow: Option<SlowPages>,
+    latency: Duration,
 }
 
 /// A running server. Dropping it does not stop it: call [`Server::shutdown`].
@@ -221,14 +232,16 @@ impl Server {
             source,
         })?;
 
+        let shutdown = CancellationToken::new();
         let shared = Arc::new(Shared {
             sites,
             origins,
             conn_ids: AtomicU64::new(0),
             log: Arc::new(log),
-            shutdown: CancellationToken::new(),
-            hostile: Hostile::new(opts.hostile.clone()),
+            hostile: Hostile::new(opts.hostile.clone(), shutdown.clone()),
+            shutdown,
             slow: opts.slow,
+            latency: opts.latency,
         });
         let tracker = TaskTracker::new();
         for (i, listener) in listeners.into_iter().enumerate() {
@@ -347,16 +360,17 @@ fn discover_sites(dir: &Path) -> Result<Vec<SiteState>, ServeError> {
             source,
         })?;
         let config_path = root.join(SITE_CONFIG_FILE);
-        let kind = match std::fs::read(&config_path) {
-            Ok(bytes) => {
-                serde_json::from_slice::<SiteConfig>(&bytes)
-                    .map_err(|e| ServeError::SiteConfig {
-                        path: config_path,
-                        reason: e.to_string(),
-                    })?
-                    .kind
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => SiteKind::Normal,
+        let config = match std::fs::read(&config_path) {
+            Ok(bytes) => serde_json::from_slice::<SiteConfig>(&bytes).map_err(|e| {
+                ServeError::SiteConfig {
+                    path: config_path.clone(),
+                    reason: e.to_string(),
+                }
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => SiteConfig {
+                kind: SiteKind::Normal,
+                farm: None,
+            },
             Err(source) => {
                 return Err(ServeError::Io {
                     path: config_path,
@@ -364,10 +378,23 @@ fn discover_sites(dir: &Path) -> Result<Vec<SiteState>, ServeError> {
                 });
             }
         };
+        let farm_problem = match (config.kind, &config.farm) {
+            (SiteKind::LinkFarm, None) => Some("a link farm needs its parameters (farm)".into()),
+            (SiteKind::LinkFarm, Some(farm)) => farm.problem(),
+            (_, Some(_)) => Some("only a link farm has farm parameters".into()),
+            (_, None) => None,
+        };
+        if let Some(reason) = farm_problem {
+            return Err(ServeError::SiteConfig {
+                path: config_path,
+                reason,
+            });
+        }
         sites.push(SiteState {
             name,
             root,
-            kind,
+            kind: config.kind,
+            farm: config.farm,
             in_flight: AtomicU32::new(0),
         });
     }
@@ -465,21 +492,8 @@ impl Drop for LogGuard {
     }
 }
 
-/// What a response body is made of.
-pub(super) enum Payload {
-    Empty,
-    Full(Bytes),
-    /// `chunk` repeated until `remaining` bytes are sent: big bodies without big memory.
-    Repeat {
-        chunk: Bytes,
-        remaining: u64,
-    },
-    /// Frames produced by a task (the trickle); ends when the task drops its sender.
-    Channel(tokio::sync::mpsc::Receiver<Bytes>),
-}
-
 /// A response body that counts what it sends and logs the request when it is dropped.
-pub(super) struct ServedBody {
+struct ServedBody {
     payload: Payload,
     guard: Option<LogGuard>,
 }
@@ -567,44 +581,6 @@ impl Drop for ServedBody {
     }
 }
 
-/// A response under construction: status, headers, payload.
-pub(super) struct Reply {
-    pub(super) status: StatusCode,
-    pub(super) headers: Vec<(header::HeaderName, HeaderValue)>,
-    pub(super) payload: Payload,
-}
-
-impl Reply {
-    pub(super) fn new(
-        status: StatusCode,
-        content_type: &'static str,
-        body: impl Into<Bytes>,
-    ) -> Reply {
-        Reply {
-            status,
-            headers: vec![(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
-            payload: Payload::Full(body.into()),
-        }
-    }
-
-    pub(super) fn text(status: StatusCode, text: &str) -> Reply {
-        Reply::new(status, "text/plain; charset=utf-8", format!("{text}\n"))
-    }
-
-    pub(super) fn redirect(status: StatusCode, location: &str) -> Reply {
-        let mut r = Reply::text(status, &format!("moved to {location}"));
-        if let Ok(v) = HeaderValue::from_str(location) {
-            r.headers.push((header::LOCATION, v));
-        }
-        r
-    }
-
-    pub(super) fn header(mut self, name: header::HeaderName, value: HeaderValue) -> Reply {
-        self.headers.push((name, value));
-        self
-    }
-}
-
 /// One listener per site, on the configured ports or ones the OS picks.
 async fn bind_sites(
     opts: &ServeOptions,
@@ -648,8 +624,16 @@ async fn handle(
         bytes: 0,
         complete: false,
     };
+    if !shared.latency.is_zero() {
+        tokio::select! {
+            () = tokio::time::sleep(shared.latency) => {}
+            () = shared.shutdown.cancelled() => {}
+        }
+    }
     let head = req.method() == Method::HEAD;
-    let reply = if req.method() != Method::GET && !head {
+    let reply = if let Some(why) = host_problem(&req) {
+        Reply::text(StatusCode::BAD_REQUEST, why)
+    } else if req.method() != Method::GET && !head {
         Reply::text(
             StatusCode::METHOD_NOT_ALLOWED,
             "only GET and HEAD are served",
@@ -668,6 +652,20 @@ async fn handle(
     };
     guard.status = reply.status.as_u16();
     build_response(reply, guard, head)
+}
+
+/// Why a request's `Host` makes it a bad request, if it does. RFC 9112 §3.2: a server MUST
+/// answer 400 to an HTTP/1.1 request that has no `Host` or more than one. HTTP/1.0 predates
+/// `Host`, so a 1.0 request may leave it out (it still may not send two).
+fn host_problem<B>(req: &Request<B>) -> Option<&'static str> {
+    let mut hosts = req.headers().get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (Some(_), Some(_)) => Some("more than one Host header"),
+        (None, _) if req.version() >= hyper::Version::HTTP_11 => {
+            Some("an HTTP/1.1 request must carry a Host header")
+        }
+        _ => None,
+    }
 }
 
 fn build_response(reply: Reply, guard: LogGuard, head: bool) -> Response<ServedBody> {
@@ -707,11 +705,24 @@ async fn route(shared: &Arc<Shared>, site: usize, uri: &hyper::Uri) -> Reply {
             );
         }
         SiteKind::Hostile => {
-            if let Some(reply) = hostile::route(shared, uri).await {
+            if let Some(reply) = hostile::route(&shared.hostile, uri).await {
                 return reply;
             }
         }
-        SiteKind::Normal | SiteKind::Robots500 => {}
+        SiteKind::LinkFarm if uri.path() != "/robots.txt" => {
+            let page = state.farm.as_ref().and_then(|farm| {
+                LinkFarm::id_of(uri.path()).and_then(|id| farm.render(&state.name, id))
+            });
+            return match page {
+                Some(html) => Reply::new(StatusCode::OK, "text/html", html),
+                None => Reply::text(StatusCode::NOT_FOUND, "not found"),
+            };
+        }
+        SiteKind::Normal
+        | SiteKind::Robots500
+        | SiteKind::Listings
+        | SiteKind::Docs
+        | SiteKind::LinkFarm => {}
     }
     match resolve(&state.root, uri.path()) {
         Ok(Resolved::Redirect(location)) => {

@@ -53,6 +53,36 @@ fn gen_site_bad_input_gives_a_clear_error() {
         (&["--crawl-delay=-3"], "--crawl-delay"),
         (&["--sites", "many"], "invalid value"),
         (&["--frobnicate"], "unexpected argument"),
+        (&["--heavy", "--heavy-mb", "0"], "0 is not in 1..=64"),
+        (&["--heavy", "--heavy-mb", "65"], "65 is not in 1..=64"),
+        (&["--heavy", "--heavy-mb", "lots"], "invalid value 'lots'"),
+        (
+            &["--heavy", "--heavy-mb", "99999999999999999999999"],
+            "--heavy-mb",
+        ),
+        (&["--heavy-mb", "4"], "--heavy"),
+        (&["--link-farm", "0"], "0 is not in 1..=64"),
+        (&["--link-farm", "65"], "65 is not in 1..=64"),
+        (&["--link-farm", "eight"], "invalid value 'eight'"),
+        (&["--farm-links", "5"], "--link-farm"),
+        (&["--farm-pages", "5"], "--link-farm"),
+        (&["--link-farm", "1", "--farm-links", "0"], "--farm-links"),
+        (
+            &["--link-farm", "1", "--farm-links", "100001"],
+            "not in 1..=100000",
+        ),
+        (&["--link-farm", "1", "--farm-pages=-3"], "--farm-pages"),
+        (
+            &[
+                "--link-farm",
+                "1",
+                "--farm-pages",
+                "100000000",
+                "--farm-links",
+                "100000",
+            ],
+            "more than 10000000000 URLs a site",
+        ),
     ];
     for (extra, expected) in cases {
         let mut args = vec!["gen-site", "--out", out_s];
@@ -113,6 +143,15 @@ fn http_get(origin: &str, path: &str) -> String {
     out
 }
 
+/// The JSON lines of a `serve --log` file.
+fn read_log(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("log file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
 fn gen_web(dir: &std::path::Path) {
     let o = crawltop(&[
         "gen-site",
@@ -146,11 +185,7 @@ fn serve_prints_ports_logs_requests_and_shuts_down_on_command() {
     assert_eq!(command(cmd, "SHUTDOWN").trim(), "OK shutting down");
     let status = s.child.wait().expect("exits");
     assert!(status.success());
-    let lines = std::fs::read_to_string(&log).expect("log file");
-    let recs: Vec<serde_json::Value> = lines
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let recs = read_log(&log);
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0]["path"], "/?from=cli");
     assert_eq!(recs[0]["site"], "site01");
@@ -209,6 +244,77 @@ fn serve_bad_input_gives_a_clear_error() {
     let o = crawltop(&["serve", web.to_str().expect("utf8"), "--base-port", "65535"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("leaves no room"), "{}", stderr(&o));
+}
+
+#[test]
+fn serve_latency_delays_every_response() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let web = tmp.path().join("web");
+    gen_web(&web);
+    let log = tmp.path().join("requests.jsonl");
+    let mut s = serve(
+        &web,
+        &["--latency-ms", "60", "--log", log.to_str().expect("utf8")],
+    );
+    let origin = s.listening.sites["site00"].clone();
+    assert!(http_get(&origin, "/").starts_with("HTTP/1.1 200"));
+    assert!(http_get(&origin, "/missing.html").starts_with("HTTP/1.1 404"));
+    command(s.listening.command.expect("command port"), "SHUTDOWN");
+    assert!(s.child.wait().expect("exits").success());
+    let recs = read_log(&log);
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        let took_us = r["done_us"].as_u64().expect("n") - r["t_us"].as_u64().expect("n");
+        assert!(took_us >= 60_000, "{r}");
+    }
+}
+
+#[test]
+fn serve_latency_bad_input_gives_a_clear_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let web = tmp.path().join("web");
+    gen_web(&web);
+    let web_s = web.to_str().expect("utf8");
+    for (value, expected) in [
+        ("abc", "invalid value 'abc' for '--latency-ms <MS>'"),
+        ("-5", "--latency-ms"),
+        ("1.5", "invalid value '1.5'"),
+        ("60001", "60001 is not in 0..=60000"),
+        ("99999999999999999999999", "--latency-ms"),
+        ("", "--latency-ms"),
+    ] {
+        let o = crawltop(&["serve", web_s, &format!("--latency-ms={value}")]);
+        assert_eq!(o.status.code(), Some(2), "{value:?}");
+        assert!(stderr(&o).contains(expected), "{value:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn serve_refuses_a_link_farm_without_sane_parameters() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let web = tmp.path().join("web");
+    gen_web(&web);
+    let config = web.join("site01").join(crawltop::testweb::SITE_CONFIG_FILE);
+    for (text, expected) in [
+        (r#"{"kind": "link_farm"}"#, "needs its parameters"),
+        (
+            r#"{"kind": "link_farm", "farm": {"pages": 0, "links_per_page": 9}}"#,
+            "pages must be",
+        ),
+        (
+            r#"{"kind": "normal", "farm": {"pages": 1, "links_per_page": 9}}"#,
+            "only a link farm",
+        ),
+        (
+            r#"{"kind": "link_farm", "farm": {"pages": 1, "links": 9}}"#,
+            "unknown field",
+        ),
+    ] {
+        std::fs::write(&config, text).expect("write");
+        let o = crawltop(&["serve", web.to_str().expect("utf8")]);
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        assert!(stderr(&o).contains(expected), "{text}: {}", stderr(&o));
+    }
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::Path;
 
 use crawltop::testweb::manifest::{ContentKind, SiteKind};
-use crawltop::testweb::{GenError, GenOptions, TestWeb, generate};
+use crawltop::testweb::{GenError, GenOptions, HeavyOptions, LinkFarm, TestWeb, generate};
 use scraper::{Html, Selector};
 use url::Url;
 
@@ -159,13 +159,12 @@ async fn walk(web: &TestWeb) -> BTreeMap<String, Found> {
     found
 }
 
-#[tokio::test]
-async fn manifest_equals_a_walk_over_the_served_pages() {
-    let web = TestWeb::start(GenOptions::new(6, 40).seed(7))
-        .await
-        .expect("web starts");
-    let walked = walk(&web).await;
-    let manifest = web.manifest();
+/// Every site of the manifest against the walk: pages and depths, content types, disallowed,
+/// dead, redirects, mailto, noindex. Returns how many pages there are in all.
+fn assert_walk_matches(
+    manifest: &crawltop::testweb::Manifest,
+    walked: &BTreeMap<String, Found>,
+) -> usize {
     assert_eq!(walked.len(), manifest.sites.len(), "every site reached");
     let mut total = 0;
     for site in &manifest.sites {
@@ -208,6 +207,17 @@ async fn manifest_equals_a_walk_over_the_served_pages() {
         assert_eq!(w.noindex, noindex, "{}: noindex", site.name);
         total += pages.len();
     }
+    total
+}
+
+#[tokio::test]
+async fn manifest_equals_a_walk_over_the_served_pages() {
+    let web = TestWeb::start(GenOptions::new(6, 40).seed(7))
+        .await
+        .expect("web starts");
+    let walked = walk(&web).await;
+    let manifest = web.manifest();
+    let total = assert_walk_matches(manifest, &walked);
     assert!(
         total > 6 * 40,
         "query variants and extra pages add URLs: {total}"
@@ -227,6 +237,202 @@ async fn manifest_equals_a_walk_over_the_served_pages() {
             assert!(!walked[&site.name].pages.contains_key(path));
         }
     }
+}
+
+#[tokio::test]
+async fn heavy_sites_manifest_equals_a_walk_over_the_served_pages() {
+    let heavy = HeavyOptions {
+        listings: 3,
+        listing_max_bytes: 64 << 10,
+        api_pages: 40,
+        chapters: 15,
+    };
+    let web = TestWeb::start(GenOptions::new(2, 10).seed(4).heavy(Some(heavy)))
+        .await
+        .expect("web starts");
+    let walked = walk(&web).await;
+    let manifest = web.manifest();
+    assert_walk_matches(manifest, &walked);
+
+    let listings = manifest.site("listings").expect("listings");
+    assert_eq!(listings.kind, SiteKind::Listings);
+    assert_eq!(listings.pages.len(), 1 + 3, "the index and three listings");
+    for page in listings.pages.iter().filter(|p| p.path != "/") {
+        // Itself (line anchors), the two other files, and home.
+        assert_eq!(page.links.len(), 4, "{}: {:?}", page.path, page.links);
+    }
+
+    let docs = manifest.site("docs").expect("docs");
+    assert_eq!(docs.kind, SiteKind::Docs);
+    assert_eq!(docs.pages.len(), 1 + 40 + 15);
+    for page in &docs.pages {
+        assert!(
+            page.links.len() >= 40,
+            "{}: {} links",
+            page.path,
+            page.links.len()
+        );
+    }
+    // The book is one rel=next chain: chapter k is k links further than the first.
+    let depth = |path: &str| {
+        docs.pages
+            .iter()
+            .find(|p| p.path == path)
+            .map(|p| p.depth)
+            .expect("reachable")
+    };
+    let first = depth("/book/ch000.html");
+    assert_eq!(first, depth("/") + 1);
+    for k in 0..15u32 {
+        assert_eq!(depth(&format!("/book/ch{k:03}.html")), first + k);
+    }
+}
+
+/// Elements in an HTML page: `<` followed by a letter.
+fn elements(html: &[u8]) -> usize {
+    html.windows(2)
+        .filter(|w| w[0] == b'<' && w[1].is_ascii_alphabetic())
+        .count()
+}
+
+#[test]
+fn heavy_sites_at_full_size_leave_the_rest_of_the_web_as_it_was() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let plain = GenOptions::new(3, 20).seed(5).hostile(true);
+    let heavy = plain.clone().heavy(Some(HeavyOptions::default()));
+    generate(&tmp.path().join("plain"), &plain, false).expect("gen plain");
+    let m = generate(&tmp.path().join("heavy"), &heavy, false).expect("gen heavy");
+    generate(&tmp.path().join("again"), &heavy, false).expect("gen again");
+    let plain = tree_digest(&tmp.path().join("plain"));
+    let heavy = tree_digest(&tmp.path().join("heavy"));
+    assert_eq!(
+        heavy,
+        tree_digest(&tmp.path().join("again")),
+        "deterministic"
+    );
+
+    // Every file of the plain web is there, the same bytes; only site00's index links more.
+    for (name, bytes) in &plain {
+        if name == "manifest.json" || name == "site00/index.html" {
+            continue;
+        }
+        assert_eq!(heavy.get(name), Some(bytes), "{name} changed");
+    }
+    assert_ne!(heavy["site00/index.html"], plain["site00/index.html"]);
+
+    // Listings from 1 to 8 MB; the largest with 100,000+ elements.
+    let listings: Vec<&Vec<u8>> = heavy
+        .iter()
+        .filter(|(name, _)| name.starts_with("listings/src/"))
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(listings.len(), 6);
+    let sizes: Vec<usize> = listings.iter().map(|b| b.len()).collect();
+    let min = sizes.iter().min().copied().unwrap_or(0);
+    let max = sizes.iter().max().copied().unwrap_or(0);
+    assert!((1 << 20..(1 << 20) + 4096).contains(&min), "smallest {min}");
+    assert!((8 << 20..(8 << 20) + 4096).contains(&max), "largest {max}");
+    let largest = listings.iter().max_by_key(|b| b.len()).expect("six");
+    assert!(
+        elements(largest) >= 100_000,
+        "{} elements",
+        elements(largest)
+    );
+
+    // Docs: 300+ links on every page, and a chain of 100 chapters.
+    let docs = m.site("docs").expect("docs");
+    assert_eq!(docs.pages.len(), 1 + 320 + 100);
+    assert!(docs.pages.iter().all(|p| p.links.len() >= 300));
+    let deepest = docs.pages.iter().map(|p| p.depth).max().unwrap_or(0);
+    assert_eq!(deepest, 1 + 100, "site00 -> docs index -> 100 chapters");
+}
+
+#[tokio::test]
+async fn a_link_farm_is_served_from_its_parameters_and_learns_what_the_manifest_says() {
+    let farm = LinkFarm {
+        pages: 3,
+        links_per_page: 1_000,
+    };
+    let web = TestWeb::start(GenOptions::new(2, 5).link_farm(2, farm))
+        .await
+        .expect("web starts");
+    let site = web.manifest().site("farm01").expect("farm01");
+    assert_eq!(site.kind, SiteKind::LinkFarm);
+    let f = site.farm.clone().expect("the farm's parameters");
+    assert_eq!((f.farm, f.known_urls, f.existing), (farm, 3_001, 3));
+    assert_eq!(f.root_depth, 1, "site00's index links every farm");
+    assert!(
+        site.pages.is_empty() && site.dead.is_empty(),
+        "computed, not listed"
+    );
+    let http = client();
+    let index = http
+        .get(web.url("site00", "/"))
+        .send()
+        .await
+        .expect("get")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        index.contains(&web.origin("farm01")),
+        "site00 links the farm"
+    );
+
+    // A crawl of the farm alone: every URL it learns, and what each answers.
+    let a_sel = Selector::parse("a[href]").expect("selector");
+    let root = Url::parse(&web.url("farm01", "/")).expect("url");
+    let mut depth: BTreeMap<String, u32> = BTreeMap::from([("/".to_string(), 0)]);
+    let mut status: BTreeMap<String, u16> = BTreeMap::new();
+    let mut queue = VecDeque::from(["/".to_string()]);
+    while let Some(path) = queue.pop_front() {
+        let resp = http
+            .get(root.join(&path).expect("url"))
+            .send()
+            .await
+            .expect("get");
+        status.insert(path.clone(), resp.status().as_u16());
+        if resp.status() != 200 {
+            continue;
+        }
+        let body = resp.text().await.expect("body");
+        for a in Html::parse_document(&body).select(&a_sel) {
+            let target = root.join(a.attr("href").unwrap_or("")).expect("href");
+            assert_eq!(
+                target.origin(),
+                root.origin(),
+                "farm links stay on the farm"
+            );
+            let d = depth[&path] + 1;
+            if !depth.contains_key(target.path()) {
+                depth.insert(target.path().to_string(), d);
+                queue.push_back(target.path().to_string());
+            }
+        }
+    }
+    assert_eq!(depth.len() as u64, f.known_urls);
+    let ok: Vec<&str> = status
+        .iter()
+        .filter(|(_, s)| **s == 200)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert_eq!(ok, ["/", "/f/1.html", "/f/2.html"]);
+    assert!(status.values().all(|s| *s == 200 || *s == 404));
+    for (path, d) in &depth {
+        let id = LinkFarm::id_of(path).expect("a farm path");
+        assert!(f.farm.is_known(id));
+        assert_eq!(*d, f.farm.depth(id), "{path}");
+    }
+    // Nothing else answers: other spellings, and pages past what the farm links.
+    for path in ["/f/01.html", "/f/3001.html", "/index.html", "/f/"] {
+        let resp = http.get(web.url("farm01", path)).send().await.expect("get");
+        assert_eq!(resp.status(), 404, "{path}");
+    }
+    // On disk: robots.txt and the parameters, no pages.
+    let files = std::fs::read_dir(web.dir().join("farm01"))
+        .expect("farm folder")
+        .count();
+    assert_eq!(files, 2);
 }
 
 #[tokio::test]
@@ -368,6 +574,58 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
         (GenOptions::new(1, 1_000_000), "limit"),
         (GenOptions::new(999, 9_999), "in all"),
         (GenOptions::new(2, 2).text("too few words".into()), "words"),
+        (
+            GenOptions::new(2, 2).heavy(Some(HeavyOptions {
+                listings: 0,
+                ..HeavyOptions::default()
+            })),
+            "listing pages",
+        ),
+        (
+            GenOptions::new(2, 2).heavy(Some(HeavyOptions {
+                listing_max_bytes: 100,
+                ..HeavyOptions::default()
+            })),
+            "largest listing",
+        ),
+        (
+            GenOptions::new(2, 2).heavy(Some(HeavyOptions {
+                api_pages: usize::MAX,
+                ..HeavyOptions::default()
+            })),
+            "API pages",
+        ),
+        (
+            GenOptions::new(2, 2).heavy(Some(HeavyOptions {
+                chapters: 0,
+                ..HeavyOptions::default()
+            })),
+            "chapters",
+        ),
+        (
+            GenOptions::new(2, 2).link_farm(0, LinkFarm::default()),
+            "--link-farm",
+        ),
+        (
+            GenOptions::new(2, 2).link_farm(
+                1,
+                LinkFarm {
+                    pages: 0,
+                    links_per_page: 5,
+                },
+            ),
+            "pages",
+        ),
+        (
+            GenOptions::new(2, 2).link_farm(
+                1,
+                LinkFarm {
+                    pages: u64::MAX,
+                    links_per_page: u64::MAX,
+                },
+            ),
+            "link farm",
+        ),
     ] {
         let err = generate(&out, &opts, false).expect_err("refused");
         assert!(err.to_string().contains(words), "{err}");

@@ -130,6 +130,106 @@ async fn status_codes_headers_and_keep_alive() {
 }
 
 #[tokio::test]
+async fn http11_without_host_is_a_bad_request() {
+    let web = small_web().await;
+    let site = addr(&web, "site00");
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with two, MUST get 400.
+    let (status, body) = raw(
+        site,
+        b"GET / HTTP/1.1\r\nUser-Agent: no-host-11\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(
+        status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&body[..body.len().min(200)])
+    );
+    assert!(contains(&body, b"Host"), "the body says why");
+    let (status, _) = raw(
+        site,
+        b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nUser-Agent: two-hosts\r\n\
+          Connection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 400);
+    // HTTP/1.0 predates Host: without it the page is served.
+    let (status, body) = raw(site, b"GET / HTTP/1.0\r\nUser-Agent: no-host-10\r\n\r\n").await;
+    assert_eq!(
+        status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&body[..body.len().min(200)])
+    );
+    assert!(contains(&body, b"<html"), "the home page itself");
+
+    let agents = ["no-host-11", "two-hosts", "no-host-10"];
+    tokio::time::timeout(
+        PATIENCE,
+        web.log().wait_until(|r| {
+            agents
+                .iter()
+                .all(|a| r.iter().any(|r| r.user_agent.as_deref() == Some(*a)))
+        }),
+    )
+    .await
+    .expect("all three logged");
+    let status_of = |agent: &str| {
+        let records = web.log().records();
+        let r = records
+            .iter()
+            .find(|r| r.user_agent.as_deref() == Some(agent))
+            .expect("logged")
+            .clone();
+        (r.path, r.status, r.complete)
+    };
+    assert_eq!(status_of("no-host-11"), ("/".into(), 400, true));
+    assert_eq!(status_of("two-hosts"), ("/".into(), 400, true));
+    assert_eq!(status_of("no-host-10"), ("/".into(), 200, true));
+}
+
+#[tokio::test]
+async fn latency_delays_every_response() {
+    const LATENCY: Duration = Duration::from_millis(80);
+    let web = TestWeb::start_with_latency(GenOptions::new(2, 10), LATENCY)
+        .await
+        .expect("web starts");
+    let site = addr(&web, "site00");
+    // Every kind of answer waits: a page, robots.txt, a 404, a redirect, a 405, a 400, a HEAD;
+    // and the second request on a keep-alive connection too.
+    let folder = web.manifest().sites[0].redirects[0].from.clone();
+    let requests = [
+        "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /robots.txt HTTP/1.1\r\nHost: x\r\n\
+         Connection: close\r\n\r\n"
+            .to_string(),
+        "GET /nope.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_string(),
+        format!("GET {folder} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string(),
+        "GET / HTTP/1.1\r\nConnection: close\r\n\r\n".to_string(),
+        "HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_string(),
+    ];
+    let answers = futures_join(
+        requests
+            .into_iter()
+            .map(|r| async move { raw(site, r.as_bytes()).await }),
+    )
+    .await;
+    let statuses: Vec<u16> = answers.iter().map(|(s, _)| *s).collect();
+    assert_eq!(statuses, [200, 404, 301, 405, 400, 200]);
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() == 7))
+        .await
+        .expect("all logged");
+    let records = web.log().records();
+    let mut seen: Vec<u16> = records.iter().map(|r| r.status).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, [200, 200, 200, 301, 400, 404, 405]);
+    for r in &records {
+        let took = Duration::from_micros(r.done_us - r.t_us);
+        assert!(took >= LATENCY, "{} {} took {took:?}", r.method, r.path);
+    }
+}
+
+#[tokio::test]
 async fn unreadable_and_special_files_are_forbidden() {
     let web = small_web().await;
     let site = web.dir().join("site00");
