@@ -580,10 +580,10 @@ pub fn truncate_partial_tail(path: &Path) -> Result<u64, WarcError> {
 
 /// Counts the bytes the gzip decoder consumes, so a member's end is known exactly, and keeps read
 /// errors apart from corrupt data.
-struct CountingReader<R> {
-    inner: R,
-    consumed: u64,
-    read_error: Option<io::Error>,
+pub(super) struct CountingReader<R> {
+    pub(super) inner: R,
+    pub(super) consumed: u64,
+    pub(super) read_error: Option<io::Error>,
 }
 
 impl<R: BufRead> Read for CountingReader<R> {

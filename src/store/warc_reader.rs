@@ -12,7 +12,7 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use super::warc::SEQ_FIELD;
+use super::warc::{CountingReader, SEQ_FIELD};
 
 /// The most bytes of one decoded record that are read: a record says its own length, and a
 /// corrupt length must not make the reader allocate gigabytes.
@@ -121,9 +121,10 @@ impl Responses {
                 }
             }
             let start = *offset;
-            let mut counted = Counting {
+            let mut counted = CountingReader {
                 inner: &mut *reader,
                 consumed: 0,
+                read_error: None,
             };
             let mut record = Vec::new();
             let read = flate2::bufread::GzDecoder::new(&mut counted)
@@ -168,32 +169,6 @@ impl Iterator for Responses {
                 }
             }
         }
-    }
-}
-
-struct Counting<'a, R> {
-    inner: &'a mut R,
-    consumed: u64,
-}
-
-impl<R: BufRead> Read for Counting<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for Counting<'_, R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-
-    fn consume(&mut self, amount: usize) {
-        self.consumed += amount as u64;
-        self.inner.consume(amount);
     }
 }
 
