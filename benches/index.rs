@@ -31,6 +31,26 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i]
 }
 
+/// This process's peak resident set so far (`VmHWM`), in KiB.
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+/// User plus system CPU seconds of this process so far (all its threads).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("proc stat");
+    let rest = &stat[stat.rfind(')').expect("stat format") + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 =
+        fields[11].parse::<f64>().expect("utime") + fields[12].parse::<f64>().expect("stime");
+    ticks / 100.0 // USER_HZ is 100 on Linux
+}
+
 fn main() {
     let words: Vec<&str> = crawltop::testweb::generator::DEFAULT_TEXT
         .split_whitespace()
@@ -38,7 +58,13 @@ fn main() {
     let mut rng = Rng(7);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("index");
-    let mut writer = IndexWriter::open(&path).expect("index");
+    // INDEX_MEMORY_MB sets the writer's budget, to compare pages/s and peak memory.
+    let memory_mb = std::env::var("INDEX_MEMORY_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(crawltop::index::DEFAULT_MEMORY_MB);
+    println!("index memory budget: {memory_mb} MB");
+    let mut writer = IndexWriter::open_with_memory(&path, memory_mb).expect("index");
     let mut bytes = 0u64;
     let started = Instant::now();
     for seq in 0..PAGES {
@@ -68,6 +94,8 @@ fn main() {
     writer.commit().expect("commit");
     writer.close().expect("close");
     let indexing = started.elapsed();
+    let cpu = cpu_seconds();
+    let peak_kib = peak_rss_kib();
 
     let reader = IndexReader::open(&path).expect("reader");
     let query_words: Vec<String> = (0..QUERIES)
@@ -93,10 +121,13 @@ fn main() {
     search.sort();
     counts.sort();
     println!(
-        "index: {PAGES} pages, {:.0} MB of text, indexed in {:.1} s: {:.0} pages/s",
+        "index: {PAGES} pages, {:.0} MB of text, indexed in {:.1} s: {:.0} pages/s; \
+         {:.2} CPU-s per 1,000 pages; peak RSS {:.1} MB",
         bytes as f64 / 1e6,
         indexing.as_secs_f64(),
-        PAGES as f64 / indexing.as_secs_f64()
+        PAGES as f64 / indexing.as_secs_f64(),
+        cpu / PAGES as f64 * 1000.0,
+        peak_kib as f64 / 1024.0
     );
     println!(
         "search (top 10, one word, {} queries): p50 {:?}  p99 {:?}",

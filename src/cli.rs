@@ -55,6 +55,25 @@ pub enum Command {
     Mincount(CountArgs),
     /// Pages, bytes, words and lines of the text indexed in DIR.
     Wc(WcArgs),
+    /// Run --extract fields over the pages a finished crawl stored in DIR's WARC files: one JSON
+    /// line per HTML page that matched anything, in commit order.
+    Extract(ExtractArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// The crawl folder (--out of a crawl with --store warc or both).
+    pub dir: PathBuf,
+    /// A field: NAME=CSS for the matching elements' text, NAME=CSS@attr for an attribute's
+    /// value (repeatable), e.g. --extract 'title=h1' --extract 'links=a@href'.
+    #[arg(long = "extract", value_name = "NAME=CSS[@attr]", required = true)]
+    pub fields: Vec<String>,
+    /// Pages larger than this are not parsed; their line says "skipped": "too large".
+    #[arg(long, default_value_t = crate::extract::DEFAULT_MAX_BYTES, value_name = "BYTES")]
+    pub extract_max_bytes: usize,
+    /// Write the lines to FILE (atomically: a temporary file, then a rename) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub extract_out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -360,6 +379,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Maxcount(args) => count(&args, true),
         Command::Mincount(args) => count(&args, false),
         Command::Wc(args) => wc(&args),
+        Command::Extract(args) => extract(&args),
     }
 }
 
@@ -883,5 +903,56 @@ fn wc(args: &WcArgs) -> anyhow::Result<ExitCode> {
             w.pages, w.bytes, w.words, w.lines
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
+    use std::io::Write as _;
+
+    use crate::extract::{ExtractLine, Extractor};
+    use crate::store::warc_reader::{Responses, warc_files};
+
+    let extractor = Extractor::new(&args.fields, args.extract_max_bytes)?;
+    let files = warc_files(&args.dir.join("warc"))?;
+    let (mut out, temp): (Box<dyn std::io::Write>, _) = match &args.extract_out {
+        Some(path) => {
+            let parent = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => std::path::Path::new("."),
+            };
+            let temp = tempfile::NamedTempFile::new_in(parent)
+                .with_context(|| format!("cannot write beside {}", path.display()))?;
+            let file = temp.reopen()?;
+            (Box::new(std::io::BufWriter::new(file)), Some(temp))
+        }
+        None => (
+            Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            None,
+        ),
+    };
+    let (mut pages, mut lines) = (0u64, 0u64);
+    for (i, response) in Responses::new(files).enumerate() {
+        let response = response?;
+        if !(200..300).contains(&response.status)
+            || !crate::parse::is_html(response.header("content-type"))
+        {
+            continue;
+        }
+        pages += 1;
+        let extraction = extractor.run(&response.body, response.header("content-type"));
+        let seq = response.seq.unwrap_or(i as u64);
+        if let Some(line) = ExtractLine::new(&response.target_uri, seq, extraction) {
+            serde_json::to_writer(&mut out, &line)?;
+            out.write_all(b"\n")?;
+            lines += 1;
+        }
+    }
+    out.flush()?;
+    drop(out);
+    if let (Some(temp), Some(path)) = (temp, &args.extract_out) {
+        temp.persist(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    eprintln!("crawltop: {pages} HTML pages read, {lines} lines written");
     Ok(ExitCode::SUCCESS)
 }

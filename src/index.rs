@@ -45,9 +45,12 @@ pub const MAX_QUERY_BYTES: usize = 1024;
 /// Deepest parenthesis nesting accepted in a query, for the same reason.
 pub const MAX_QUERY_NESTING: usize = 32;
 
-/// The indexing memory budget. One indexing thread keeps documents in add order inside a
-/// segment and leaves the second core to the crawl.
-const WRITER_MEMORY_BYTES: usize = 32 * 1024 * 1024;
+/// The default indexing memory budget (`--index-memory-mb`). One indexing thread keeps
+/// documents in add order inside a segment and leaves the second core to the crawl.
+pub const DEFAULT_MEMORY_MB: usize = 32;
+
+/// The least a tantivy indexing thread accepts (its `MEMORY_BUDGET_NUM_BYTES_MIN`, 15 MB).
+pub const MIN_MEMORY_MB: usize = 15;
 
 const SEQ: &str = "seq";
 const URL: &str = "url";
@@ -228,10 +231,26 @@ fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     out
 }
 
-fn count_tokens(analyzer: &mut TextAnalyzer, text: &str) -> u64 {
+/// Tokens shorter than this many bytes are words; longer runs are dropped, as tantivy's
+/// `default` analyzer drops them (`RemoveLongFilter::limit(40)`).
+const MAX_WORD_BYTES: usize = 40;
+
+/// How many words `text` holds, by the analyzer's rules (runs of `char::is_alphanumeric`
+/// shorter than [`MAX_WORD_BYTES`] bytes), without making a token: a scan of the text, so the
+/// exact count costs a fraction of a second tokenization (the unit tests pin that it agrees
+/// with the analyzer).
+pub fn count_words(text: &str) -> u64 {
     let mut count = 0;
-    analyzer.token_stream(text).process(&mut |_| count += 1);
-    count
+    let mut run = 0usize;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            run += c.len_utf8();
+        } else {
+            count += u64::from(run > 0 && run < MAX_WORD_BYTES);
+            run = 0;
+        }
+    }
+    count + u64::from(run > 0 && run < MAX_WORD_BYTES)
 }
 
 fn manual_reader(index: &Index) -> Result<tantivy::IndexReader, IndexError> {
@@ -265,7 +284,6 @@ fn highest_committed_seq(searcher: &Searcher) -> Result<Option<u64>, IndexError>
 pub struct IndexWriter {
     writer: tantivy::IndexWriter,
     fields: Fields,
-    analyzer: TextAnalyzer,
     highest_seq: Option<u64>,
 }
 
@@ -273,19 +291,24 @@ impl IndexWriter {
     /// Opens the index in `dir` (the crawl folder's `index/`), creating it if needed, and reads
     /// back the highest committed seq.
     pub fn open(dir: &Path) -> Result<IndexWriter, IndexError> {
+        Self::open_with_memory(dir, DEFAULT_MEMORY_MB)
+    }
+
+    /// [`IndexWriter::open`] with an indexing memory budget of `memory_mb` megabytes (at least
+    /// [`MIN_MEMORY_MB`]): what the writer buffers before it writes a segment.
+    pub fn open_with_memory(dir: &Path, memory_mb: usize) -> Result<IndexWriter, IndexError> {
         let (index, fields) = open_index(dir, true)?;
         let highest_seq = highest_committed_seq(&manual_reader(&index)?.searcher())?;
+        let budget = memory_mb.max(MIN_MEMORY_MB) * 1_000_000;
         let writer = index
-            .writer_with_num_threads(1, WRITER_MEMORY_BYTES)
+            .writer_with_num_threads(1, budget)
             .map_err(|err| match err {
                 TantivyError::LockFailure(..) => IndexError::Locked(dir.to_path_buf()),
                 other => IndexError::Tantivy(other),
             })?;
-        let analyzer = analyzer(&index, fields)?;
         Ok(IndexWriter {
             writer,
             fields,
-            analyzer,
             highest_seq,
         })
     }
@@ -304,7 +327,7 @@ impl IndexWriter {
         doc.add_text(f.text, page.text);
         doc.add_u64(f.bytes, page.text.len() as u64);
         doc.add_u64(f.lines, page.text.lines().count() as u64);
-        doc.add_u64(f.words, count_tokens(&mut self.analyzer, page.text));
+        doc.add_u64(f.words, count_words(page.text));
         self.writer.add_document(doc)?;
         self.highest_seq = Some(page.seq);
         Ok(true)
@@ -749,6 +772,43 @@ mod tests {
         let long = "x".repeat(40);
         assert_eq!(tokens(&mut analyzer, &long), brute_tokens(&long));
         assert_eq!(tokens(&mut analyzer, "ÉTÉ naïve"), vec!["été", "naïve"]);
+    }
+
+    #[test]
+    fn the_word_count_agrees_with_the_analyzer() {
+        let (schema, fields) = schema();
+        let index = Index::create_in_ram(schema);
+        let mut analyzer = analyzer(&index, fields).expect("analyzer");
+        let mut texts: Vec<String> = pages().into_iter().map(|p| p.text).collect();
+        texts.push(crate::testweb::generator::DEFAULT_TEXT.to_string());
+        // Runs around the length limit, counted in bytes before lowercasing (ẞ is 3 bytes,
+        // its lowercase ß 2), other scripts' letters and digits, marks, emoji, controls.
+        texts.push(format!(
+            "{} {} {}",
+            "a".repeat(39),
+            "b".repeat(40),
+            "c".repeat(41)
+        ));
+        texts.push(format!("{}ẞ {}ẞ", "a".repeat(36), "a".repeat(37)));
+        let alphabet: Vec<char> = "aZ9 \n\t.,-_'’ẞßÉé٣߀漢字ü\u{301}🦀\u{0}\u{200b}Ⅻ²"
+            .chars()
+            .collect();
+        let mut rng = crate::testweb::rng::SplitMix64::new(11);
+        for _ in 0..300 {
+            let len = rng.below(200);
+            texts.push(
+                (0..len)
+                    .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                    .collect(),
+            );
+        }
+        for text in &texts {
+            assert_eq!(
+                count_words(text),
+                tokens(&mut analyzer, text).len() as u64,
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

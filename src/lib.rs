@@ -11,6 +11,7 @@
 //! - [`config`]: the crawl's settings and their defaults.
 //! - [`control`]: the HTTP control API on loopback, an observer of the engine's handle.
 //! - [`dashboard`]: the live terminal face: snapshots in, commands out.
+//! - [`extract`]: `--extract NAME=CSS` fields from HTML pages (scraper, size-capped).
 //! - [`engine`]: the crawl itself, behind a handle: snapshots out, commands in.
 //! - [`fetch`]: the HTTP edge: one GET, one outcome.
 //! - [`headless`]: progress lines and the summary when there is no dashboard.
@@ -25,6 +26,7 @@ pub mod config;
 pub mod control;
 pub mod dashboard;
 pub mod engine;
+pub mod extract;
 pub mod fetch;
 pub mod frontier;
 pub mod headless;

@@ -421,7 +421,7 @@ pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> Pa
 /// `Html::parse_document`, fed in chunks so that a tree growing past [`MAX_DEPTH`] stops the
 /// parse. The deepest point is sampled at the most recently created node, which html5ever
 /// inserts at the current open element, so it tracks the stack of open elements.
-fn parse_document(text: &str) -> (Html, Coverage) {
+pub(crate) fn parse_document(text: &str) -> (Html, Coverage) {
     let mut parser = driver::parse_document(
         HtmlTreeSink::new(Html::new_document()),
         ParseOpts::default(),

@@ -434,6 +434,7 @@ fn write_loop(
                 .unwrap_or("");
             w.write_exchange(&Exchange {
                 target_uri: item.url.as_str(),
+                seq: Some(item.seq),
                 date: item.date,
                 ip: None,
                 request_line_and_headers: &item.request,

@@ -1,6 +1,6 @@
 //! Keeping what was crawled: the page store's formats.
 //!
-//! The WARC 1.1 writer, the mirror layout, the ordered-commit window, the committer that
+//! The WARC 1.1 writer and its reader, the mirror layout, the ordered-commit window, the committer that
 //! writes them (and the full-text index) in order, and the checkpoint it keeps beside them. It
 //! never decides what is fetched: the engine hands it finished exchanges, in order.
 
@@ -9,3 +9,4 @@ pub mod commit;
 pub mod committer;
 pub mod mirror;
 pub mod warc;
+pub mod warc_reader;

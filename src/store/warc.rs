@@ -76,6 +76,9 @@ impl Truncation {
 #[derive(Debug, Clone, Copy)]
 pub struct Exchange<'a> {
     pub target_uri: &'a str,
+    /// The fetch's place in the commit order, written as [`SEQ_FIELD`] on the response record
+    /// so that a reader of the files alone can name it.
+    pub seq: Option<u64>,
     /// When the request was sent; becomes `WARC-Date` of both records.
     pub date: SystemTime,
     pub ip: Option<IpAddr>,
@@ -104,6 +107,10 @@ pub struct RecordIds {
 /// The response header that tells a reader which Content-Encoding the server used on a body that
 /// is stored decoded.
 pub const ORIGINAL_CONTENT_ENCODING: &str = "X-Crawltop-Original-Content-Encoding";
+
+/// The response record's field holding the fetch's sequence number (an extension field: WARC
+/// 1.1 section 5 lets writers add named fields, and readers ignore those they do not know).
+pub const SEQ_FIELD: &str = "Crawltop-Seq";
 
 const SOFTWARE: &str = concat!("crawltop/", env!("CARGO_PKG_VERSION"));
 const FILE_SUFFIX: &str = ".warc.gz";
@@ -386,6 +393,10 @@ fn exchange_members(
     if let Some(truncation) = ex.truncated {
         fields.push(("WARC-Truncated", truncation.as_warc_value()));
     }
+    let seq = ex.seq.map(|s| s.to_string());
+    if let Some(seq) = &seq {
+        fields.push((SEQ_FIELD, seq.as_str()));
+    }
     fields.push(("Content-Type", "application/http;msgtype=response"));
     bytes.extend_from_slice(&gzip_record(&fields, &response_block));
 
@@ -569,10 +580,10 @@ pub fn truncate_partial_tail(path: &Path) -> Result<u64, WarcError> {
 
 /// Counts the bytes the gzip decoder consumes, so a member's end is known exactly, and keeps read
 /// errors apart from corrupt data.
-struct CountingReader<R> {
-    inner: R,
-    consumed: u64,
-    read_error: Option<io::Error>,
+pub(super) struct CountingReader<R> {
+    pub(super) inner: R,
+    pub(super) consumed: u64,
+    pub(super) read_error: Option<io::Error>,
 }
 
 impl<R: BufRead> Read for CountingReader<R> {
@@ -633,6 +644,7 @@ mod tests {
     ) -> Exchange<'a> {
         Exchange {
             target_uri: uri,
+            seq: None,
             date: date(),
             ip: Some(IpAddr::from([127, 0, 0, 1])),
             request_line_and_headers: REQUEST,

@@ -1,0 +1,377 @@
+//! Structured extraction: `--extract NAME=CSS` (or `NAME=CSS@attr`) fields pulled out of HTML
+//! pages with CSS selectors, one JSON line per page that matched anything.
+//!
+//! The crawl's own parse is a stream (links, title, text); a user's selectors need a document
+//! tree, which is what `scraper` is good at. So this module builds a tree, but only for pages up
+//! to a size cap (`--extract-max-bytes`): a larger page gets a line saying it was skipped, never
+//! a tree of hundreds of megabytes. It owns the field specs, their validation (a bad selector is
+//! an error before anything is fetched) and the line format. It is pure: bytes in, values out;
+//! it never does I/O, reads a clock, or decides which pages are extracted.
+
+use std::collections::BTreeMap;
+
+use scraper::{Html, Selector};
+use serde::{Deserialize, Serialize};
+
+/// The default `--extract-max-bytes`: pages above it are skipped, not parsed into a tree.
+pub const DEFAULT_MAX_BYTES: usize = 2 << 20;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExtractError {
+    #[error("--extract {spec:?}: expected NAME=CSS or NAME=CSS@attribute")]
+    NoName { spec: String },
+    #[error(
+        "--extract {spec:?}: the name {name:?} must be letters, digits, '_' or '-' (it is a JSON key)"
+    )]
+    BadName { spec: String, name: String },
+    #[error("--extract {spec:?}: the name {name:?} is given twice")]
+    DuplicateName { spec: String, name: String },
+    #[error("--extract {spec:?}: the selector is empty")]
+    EmptySelector { spec: String },
+    #[error("--extract {spec:?}: not a CSS selector: {reason}")]
+    BadSelector { spec: String, reason: String },
+}
+
+/// One `NAME=CSS[@attr]`.
+#[derive(Debug, Clone)]
+pub struct Field {
+    pub name: String,
+    selector: Selector,
+    /// The CSS as given, for messages.
+    pub css: String,
+    /// Take this attribute's value; without it, the element's text.
+    pub attr: Option<String>,
+}
+
+/// What one page gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extraction {
+    /// At least one field matched: each field's values, in document order (fields that
+    /// matched nothing are absent).
+    Matched(BTreeMap<String, Vec<String>>),
+    /// No field matched anything: no line is written.
+    Nothing,
+    /// The page is over the size cap; its line says so.
+    TooLarge { bytes: usize },
+}
+
+/// One line of `--extract-out`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtractLine {
+    pub url: String,
+    /// The page's place in the commit order.
+    pub seq: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+impl ExtractLine {
+    /// The line for a page, or `None` when nothing matched.
+    pub fn new(url: &str, seq: u64, extraction: Extraction) -> Option<ExtractLine> {
+        let (fields, skipped) = match extraction {
+            Extraction::Matched(fields) => (fields, None),
+            Extraction::Nothing => return None,
+            Extraction::TooLarge { .. } => (BTreeMap::new(), Some("too large".to_string())),
+        };
+        Some(ExtractLine {
+            url: url.to_string(),
+            seq,
+            fields,
+            skipped,
+        })
+    }
+}
+
+/// The fields of a crawl, checked once at start.
+#[derive(Debug, Clone)]
+pub struct Extractor {
+    fields: Vec<Field>,
+    max_bytes: usize,
+}
+
+impl Extractor {
+    /// Parses every `NAME=CSS[@attr]`; the first bad one is the error.
+    pub fn new(specs: &[String], max_bytes: usize) -> Result<Extractor, ExtractError> {
+        let mut fields: Vec<Field> = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let field = parse_spec(spec)?;
+            if fields.iter().any(|f| f.name == field.name) {
+                return Err(ExtractError::DuplicateName {
+                    spec: spec.clone(),
+                    name: field.name,
+                });
+            }
+            fields.push(field);
+        }
+        Ok(Extractor { fields, max_bytes })
+    }
+
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// Runs every field over one HTML body (decoded as `parse` decodes it).
+    pub fn run(&self, body: &[u8], content_type: Option<&str>) -> Extraction {
+        if body.len() > self.max_bytes {
+            return Extraction::TooLarge { bytes: body.len() };
+        }
+        let (text, _) = crate::parse::decode(body, content_type);
+        let document = document(&text);
+        let mut out = BTreeMap::new();
+        for field in &self.fields {
+            let values: Vec<String> = document
+                .select(&field.selector)
+                .filter_map(|element| {
+                    if let Some(attr) = &field.attr {
+                        element.value().attr(attr).map(str::to_string)
+                    } else {
+                        let text = collapse(element.text());
+                        (!text.is_empty()).then_some(text)
+                    }
+                })
+                .collect();
+            if !values.is_empty() {
+                out.insert(field.name.clone(), values);
+            }
+        }
+        if out.is_empty() {
+            Extraction::Nothing
+        } else {
+            Extraction::Matched(out)
+        }
+    }
+}
+
+/// The element's text nodes joined, whitespace runs collapsed to one space, trimmed.
+fn collapse<'a>(parts: impl Iterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for word in parts.flat_map(str::split_whitespace) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// The tree of a page. `parse` builds it and stops at its nesting limit (html5ever's tree
+/// builder is quadratic in the depth of unclosed elements), keeping what came before.
+fn document(text: &str) -> Html {
+    crate::parse::parse_document(text).0
+}
+
+fn parse_spec(spec: &str) -> Result<Field, ExtractError> {
+    let Some((name, rest)) = spec.split_once('=') else {
+        return Err(ExtractError::NoName {
+            spec: spec.to_string(),
+        });
+    };
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ExtractError::NoName {
+            spec: spec.to_string(),
+        });
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(ExtractError::BadName {
+            spec: spec.to_string(),
+            name: name.to_string(),
+        });
+    }
+    let (css, attr) = split_attr(rest);
+    let css = css.trim();
+    if css.is_empty() {
+        return Err(ExtractError::EmptySelector {
+            spec: spec.to_string(),
+        });
+    }
+    let selector = Selector::parse(css).map_err(|e| ExtractError::BadSelector {
+        spec: spec.to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(Field {
+        name: name.to_string(),
+        selector,
+        css: css.to_string(),
+        attr: attr.map(str::to_string),
+    })
+}
+
+/// Splits `CSS@attr` at its last `@` outside brackets and quotes, when what follows is an
+/// attribute name; `a[href^="mailto:x@y"]` keeps its `@`.
+fn split_attr(rest: &str) -> (&str, Option<&str>) {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut at = None;
+    for (i, c) in rest.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '(') => depth += 1,
+            (None, ']' | ')') => depth = depth.saturating_sub(1),
+            (None, '@') if depth == 0 => at = Some(i),
+            _ => {}
+        }
+    }
+    match at {
+        Some(i) => {
+            let attr = rest[i + 1..].trim();
+            let is_name = !attr.is_empty()
+                && attr
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'));
+            if is_name {
+                (&rest[..i], Some(attr))
+            } else {
+                (rest, None)
+            }
+        }
+        None => (rest, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn extractor(specs: &[&str]) -> Extractor {
+        let specs: Vec<String> = specs.iter().map(ToString::to_string).collect();
+        Extractor::new(&specs, DEFAULT_MAX_BYTES).expect("valid specs")
+    }
+
+    fn matched(e: &Extractor, html: &str) -> BTreeMap<String, Vec<String>> {
+        match e.run(html.as_bytes(), Some("text/html")) {
+            Extraction::Matched(m) => m,
+            other => panic!("expected matches, got {other:?}"),
+        }
+    }
+
+    const PAGE: &str = r#"<html><head><title>T</title></head><body>
+        <h1 class="title">  Down the
+            Rabbit-Hole </h1>
+        <ul><li><a href="/a.html">A</a></li><li><a href="b.html" rel=nofollow>B <b>bold</b></a></li></ul>
+        <p class="price" data-sku="x1">3 <span>pounds</span></p>
+        <a href="mailto:alice@example.org">mail</a>
+        </body></html>"#;
+
+    #[test]
+    fn text_and_attributes_come_out_in_document_order() {
+        let e = extractor(&[
+            "heading=h1.title",
+            "links=ul a@href",
+            "names=ul a",
+            "sku=.price@data-sku",
+        ]);
+        let m = matched(&e, PAGE);
+        assert_eq!(m["heading"], ["Down the Rabbit-Hole"]);
+        assert_eq!(m["links"], ["/a.html", "b.html"]);
+        assert_eq!(m["names"], ["A", "B bold"]);
+        assert_eq!(m["sku"], ["x1"]);
+    }
+
+    #[test]
+    fn an_at_sign_inside_brackets_or_quotes_is_part_of_the_selector() {
+        let e = extractor(&[r#"mail=a[href="mailto:alice@example.org"]@href"#]);
+        assert_eq!(matched(&e, PAGE)["mail"], ["mailto:alice@example.org"]);
+        let e = extractor(&[r#"mail=a[href="mailto:alice@example.org"]"#]);
+        assert_eq!(matched(&e, PAGE)["mail"], ["mail"]);
+    }
+
+    #[test]
+    fn fields_that_match_nothing_are_left_out_and_a_page_without_matches_has_no_line() {
+        let e = extractor(&["heading=h1", "none=table.nothing"]);
+        let m = matched(&e, PAGE);
+        assert!(!m.contains_key("none"));
+        let e = extractor(&["none=table.nothing", "missing=a@data-nothing"]);
+        assert_eq!(e.run(PAGE.as_bytes(), None), Extraction::Nothing);
+        assert_eq!(ExtractLine::new("http://x/", 3, Extraction::Nothing), None);
+    }
+
+    #[test]
+    fn a_page_over_the_cap_is_skipped_with_a_line_saying_so() {
+        let specs = vec!["h=h1".to_string()];
+        let e = Extractor::new(&specs, 100).expect("spec");
+        let big = format!("<h1>x</h1>{}", " ".repeat(200));
+        let got = e.run(big.as_bytes(), None);
+        assert_eq!(got, Extraction::TooLarge { bytes: big.len() });
+        let line = ExtractLine::new("http://x/big", 7, got).expect("a line");
+        let json = serde_json::to_string(&line).expect("json");
+        assert_eq!(
+            json,
+            r#"{"url":"http://x/big","seq":7,"skipped":"too large"}"#
+        );
+    }
+
+    #[test]
+    fn the_line_format_is_url_seq_fields() {
+        let e = extractor(&["h=h1"]);
+        let line = ExtractLine::new("http://x/p", 2, e.run(b"<h1>Hi</h1>", None)).expect("line");
+        let json = serde_json::to_string(&line).expect("json");
+        assert_eq!(
+            json,
+            r#"{"url":"http://x/p","seq":2,"fields":{"h":["Hi"]}}"#
+        );
+    }
+
+    #[test]
+    fn bad_specs_are_named() {
+        let err = |s: &[&str]| {
+            let specs: Vec<String> = s.iter().map(ToString::to_string).collect();
+            Extractor::new(&specs, 10).expect_err("refused")
+        };
+        assert!(matches!(err(&["h1"]), ExtractError::NoName { .. }));
+        assert!(matches!(err(&["=h1"]), ExtractError::NoName { .. }));
+        assert!(matches!(err(&["a b=h1"]), ExtractError::BadName { .. }));
+        assert!(matches!(err(&["h="]), ExtractError::EmptySelector { .. }));
+        assert!(matches!(
+            err(&["h=  @href"]),
+            ExtractError::EmptySelector { .. }
+        ));
+        assert!(matches!(
+            err(&["h=h1", "h=h2"]),
+            ExtractError::DuplicateName { .. }
+        ));
+        let bad = err(&["h=div[[["]);
+        assert!(matches!(bad, ExtractError::BadSelector { .. }));
+        assert!(bad.to_string().contains("div[[["), "{bad}");
+        assert!(matches!(
+            err(&["h=::nonsense-pseudo"]),
+            ExtractError::BadSelector { .. }
+        ));
+    }
+
+    #[test]
+    fn hostile_pages_end_with_a_value_not_a_panic() {
+        let e = extractor(&["d=div", "a=a@href"]);
+        // Deep nesting: linear, and the shallow elements are still found.
+        let deep = format!("<a href=x>x</a>{}", "<div>".repeat(100_000));
+        assert!(matches!(
+            e.run(deep.as_bytes(), None),
+            Extraction::Matched(_)
+        ));
+        // Not HTML at all, invalid UTF-8, an unknown charset.
+        assert_eq!(
+            e.run(&[0xff, 0xfe, 0x00, 0x01, 0x80], None),
+            Extraction::Nothing
+        );
+        let bad = b"<meta charset=no-such-thing><a href=\xff\xfe>x</a>";
+        let m = match e.run(bad, Some("text/html; charset=utf-8")) {
+            Extraction::Matched(m) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(m["a"], ["\u{fffd}\u{fffd}"]);
+        // One megabyte attribute.
+        let huge = format!("<a href=\"{}\">x</a>", "y".repeat(1 << 20));
+        assert_eq!(matched(&e, &huge)["a"][0].len(), 1 << 20);
+    }
+}

@@ -1,0 +1,328 @@
+//! Reading back what the WARC writer wrote: the response records of a crawl folder's
+//! `warc/*.warc.gz`, in the order they were committed, for verbs that work on a finished crawl
+//! (`crawltop extract DIR`).
+//!
+//! It reads only the format `warc.rs` writes (one gzip member per record, `WARC/1.1`, a
+//! `Content-Length` on every record, responses as `application/http` with the body stored
+//! decoded) and says clearly where a file is not that. It holds one record in memory at a time
+//! (a record is at most the crawl's body cap plus its headers), never writes, and never trusts
+//! a length it has not checked against what is there.
+
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use super::warc::{CountingReader, SEQ_FIELD};
+
+/// The most bytes of one decoded record that are read: a record says its own length, and a
+/// corrupt length must not make the reader allocate gigabytes.
+const MAX_RECORD_BYTES: u64 = 1 << 30;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WarcReadError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{} holds no WARC files (has this folder been crawled with --store warc?)", .0.display())]
+    NoWarc(PathBuf),
+    #[error("{}: the record at byte {offset} is not one crawltop wrote: {reason}", path.display())]
+    Corrupt {
+        path: PathBuf,
+        offset: u64,
+        reason: String,
+    },
+}
+
+/// One response record: the page as the crawl stored it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    pub target_uri: String,
+    /// The fetch's place in the commit order (`Crawltop-Seq`; absent in files written before
+    /// crawltop recorded it).
+    pub seq: Option<u64>,
+    pub status: u16,
+    /// The response headers as stored (the body is decoded: see `warc.rs`).
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl StoredResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The `.warc.gz` files of `dir` (a crawl folder's `warc/`), in the order they were written.
+pub fn warc_files(dir: &Path) -> Result<Vec<PathBuf>, WarcReadError> {
+    let io_err = |source| WarcReadError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_err)? {
+        let path = entry.map_err(io_err)?.path();
+        if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".warc.gz"))
+        {
+            files.push(path);
+        }
+    }
+    if files.is_empty() {
+        return Err(WarcReadError::NoWarc(dir.to_path_buf()));
+    }
+    // Names are PREFIX-NNNNN.warc.gz with a fixed-width number: name order is write order.
+    files.sort();
+    Ok(files)
+}
+
+/// A decoded record: its file, its offset there, its bytes.
+type Record = (PathBuf, u64, Vec<u8>);
+
+/// Every response record of `files`, in order; other records are passed over.
+pub struct Responses {
+    files: std::vec::IntoIter<PathBuf>,
+    current: Option<(PathBuf, BufReader<File>, u64)>,
+}
+
+impl Responses {
+    pub fn new(files: Vec<PathBuf>) -> Responses {
+        Responses {
+            files: files.into_iter(),
+            current: None,
+        }
+    }
+
+    /// The next record of the current file, or of the next file when this one ends.
+    fn next_record(&mut self) -> Option<Result<Record, WarcReadError>> {
+        loop {
+            if self.current.is_none() {
+                let path = self.files.next()?;
+                match File::open(&path) {
+                    Ok(file) => self.current = Some((path, BufReader::new(file), 0)),
+                    Err(source) => return Some(Err(WarcReadError::Io { path, source })),
+                }
+            }
+            let (path, reader, offset) = self.current.as_mut()?;
+            match reader.fill_buf() {
+                Ok([]) => {
+                    self.current = None;
+                    continue;
+                }
+                Ok(_) => {}
+                Err(source) => {
+                    let path = path.clone();
+                    self.current = None;
+                    return Some(Err(WarcReadError::Io { path, source }));
+                }
+            }
+            let start = *offset;
+            let mut counted = CountingReader {
+                inner: &mut *reader,
+                consumed: 0,
+                read_error: None,
+            };
+            let mut record = Vec::new();
+            let read = flate2::bufread::GzDecoder::new(&mut counted)
+                .take(MAX_RECORD_BYTES)
+                .read_to_end(&mut record);
+            *offset += counted.consumed;
+            let path = path.clone();
+            if let Err(e) = read {
+                self.current = None;
+                return Some(Err(WarcReadError::Corrupt {
+                    path,
+                    offset: start,
+                    reason: format!("not a complete gzip member ({e})"),
+                }));
+            }
+            return Some(Ok((path, start, record)));
+        }
+    }
+}
+
+impl Iterator for Responses {
+    type Item = Result<StoredResponse, WarcReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (path, offset, record) = match self.next_record()? {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e)),
+            };
+            let corrupt = |reason: &str| WarcReadError::Corrupt {
+                path: path.clone(),
+                offset,
+                reason: reason.to_string(),
+            };
+            match response(&record) {
+                Ok(Some(r)) => return Some(Ok(r)),
+                Ok(None) => {}
+                Err(reason) => {
+                    // The rest of this file cannot be trusted; go on with the next one.
+                    self.current = None;
+                    return Some(Err(corrupt(reason)));
+                }
+            }
+        }
+    }
+}
+
+/// Splits `bytes` at its first blank line (`\r\n\r\n`): the head's lines and what follows.
+fn head_and_rest(bytes: &[u8]) -> Option<(Vec<&str>, &[u8])> {
+    let at = memchr::memmem::find(bytes, b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&bytes[..at]).ok()?;
+    Some((head.split("\r\n").collect(), &bytes[at + 4..]))
+}
+
+fn fields<'a>(lines: &[&'a str]) -> Vec<(&'a str, &'a str)> {
+    lines
+        .iter()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim(), v.trim()))
+        .collect()
+}
+
+fn field<'a>(fields: &[(&'a str, &'a str)], name: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| *v)
+}
+
+/// One decoded record: `Ok(None)` for a record that is not a response.
+fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
+    let (lines, rest) = head_and_rest(record).ok_or("no end of the WARC header")?;
+    if !lines.first().is_some_and(|l| l.starts_with("WARC/")) {
+        return Err("no WARC version line");
+    }
+    let warc = fields(&lines[1..]);
+    let length: usize = field(&warc, "Content-Length")
+        .and_then(|v| v.parse().ok())
+        .ok_or("no Content-Length")?;
+    let block = rest
+        .get(..length)
+        .ok_or("shorter than its Content-Length")?;
+    if field(&warc, "WARC-Type") != Some("response") {
+        return Ok(None);
+    }
+    let target_uri = field(&warc, "WARC-Target-URI")
+        .ok_or("a response without WARC-Target-URI")?
+        .to_string();
+    let seq = field(&warc, SEQ_FIELD).and_then(|v| v.parse().ok());
+    let (http, body) = head_and_rest(block).ok_or("no end of the HTTP header")?;
+    let status = http
+        .first()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .ok_or("no HTTP status line")?;
+    let headers = fields(&http[1..])
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    Ok(Some(StoredResponse {
+        target_uri,
+        seq,
+        status,
+        headers,
+        body: body.to_vec(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+    use crate::store::warc::{Exchange, WarcWriter};
+
+    fn exchange<'a>(
+        uri: &'a str,
+        seq: u64,
+        body: &'a [u8],
+        headers: &'a [(String, String)],
+    ) -> Exchange<'a> {
+        Exchange {
+            target_uri: uri,
+            seq: Some(seq),
+            date: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+            ip: None,
+            request_line_and_headers: b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            status: 200,
+            reason: "OK",
+            response_headers: headers,
+            body,
+            truncated: None,
+        }
+    }
+
+    #[test]
+    fn reads_back_every_response_in_order_across_rotated_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let headers = vec![("Content-Type".to_string(), "text/html".to_string())];
+        let mut w = WarcWriter::create(dir.path(), "crawltop", 600, UNIX_EPOCH).expect("create");
+        let bodies: Vec<Vec<u8>> = (0..12u8)
+            .map(|i| vec![b'a' + i; 100 * usize::from(i)])
+            .collect();
+        for (i, body) in bodies.iter().enumerate() {
+            let uri = format!("http://127.0.0.1:1/p{i}.html");
+            w.write_exchange(&exchange(&uri, i as u64 + 5, body, &headers))
+                .expect("write");
+        }
+        w.sync().expect("sync");
+        let files = warc_files(dir.path()).expect("files");
+        assert!(files.len() > 2, "rotated: {files:?}");
+        let got: Vec<StoredResponse> = Responses::new(files)
+            .collect::<Result<_, _>>()
+            .expect("readable");
+        assert_eq!(got.len(), bodies.len());
+        for (i, r) in got.iter().enumerate() {
+            assert_eq!(r.target_uri, format!("http://127.0.0.1:1/p{i}.html"));
+            assert_eq!(r.seq, Some(i as u64 + 5));
+            assert_eq!(r.status, 200);
+            assert_eq!(r.header("content-type"), Some("text/html"));
+            assert_eq!(r.body, bodies[i]);
+        }
+    }
+
+    #[test]
+    fn a_folder_without_warc_files_and_a_corrupt_file_are_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(matches!(
+            warc_files(dir.path()),
+            Err(WarcReadError::NoWarc(_))
+        ));
+        let bad = dir.path().join("crawltop-00000.warc.gz");
+        std::fs::write(&bad, b"this is not gzip at all").expect("write");
+        let files = warc_files(dir.path()).expect("one file");
+        let got: Vec<_> = Responses::new(files).collect();
+        assert_eq!(got.len(), 1);
+        let err = got.into_iter().next().expect("one").expect_err("corrupt");
+        assert!(
+            matches!(err, WarcReadError::Corrupt { offset: 0, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("crawltop-00000.warc.gz"), "{err}");
+    }
+
+    #[test]
+    fn a_record_that_lies_about_its_length_is_corrupt_not_a_crash() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let record =
+            b"WARC/1.1\r\nWARC-Type: response\r\nContent-Length: 999999\r\n\r\nshort\r\n\r\n";
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, record).expect("gzip");
+        let path = dir.path().join("crawltop-00000.warc.gz");
+        std::fs::write(&path, gz.finish().expect("gzip")).expect("write");
+        let got: Vec<_> = Responses::new(vec![path]).collect();
+        let err = got.into_iter().next().expect("one").expect_err("corrupt");
+        assert!(
+            err.to_string().contains("shorter than its Content-Length"),
+            "{err}"
+        );
+    }
+}
