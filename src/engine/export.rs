@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use super::coordinator::Resource;
+use super::model::{Resource, ResourceState};
 use super::{EngineError, Summary};
 use crate::config::CrawlConfig;
 use crate::snapshot::Snapshot;
@@ -126,7 +126,7 @@ pub(super) fn write_all(
 struct UrlLine<'a> {
     url: &'a str,
     depth: u32,
-    state: super::coordinator::ResourceState,
+    state: ResourceState,
     status: Option<u16>,
     bytes: u64,
     content_type: Option<&'a str>,

@@ -10,7 +10,7 @@ mod coordinator;
 
 pub use coordinator::HANG_ENV;
 pub mod export;
-mod sites;
+mod model;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,8 +62,10 @@ pub enum EngineError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    /// The store's error is in the message, not behind `source()`: a report that prints the
+    /// chain (`{:#}`) would say it twice.
     #[error("the page store: {0}")]
-    Store(#[from] crate::store::committer::StoreError),
+    Store(crate::store::committer::StoreError),
     #[error("the crawl task ended abnormally: {0}")]
     Task(String),
     #[error(
@@ -71,6 +73,12 @@ pub enum EngineError {
         .0.display()
     )]
     Finished(std::path::PathBuf),
+}
+
+impl From<crate::store::committer::StoreError> for EngineError {
+    fn from(e: crate::store::committer::StoreError) -> Self {
+        EngineError::Store(e)
+    }
 }
 
 /// How a crawl ended.
@@ -104,6 +112,7 @@ pub struct CrawlHandle {
     snapshots: watch::Receiver<Arc<Snapshot>>,
     abort: CancellationToken,
     task: JoinHandle<Result<Summary, EngineError>>,
+    resuming: Option<std::path::PathBuf>,
 }
 
 impl CrawlHandle {
@@ -127,6 +136,12 @@ impl CrawlHandle {
         self.abort.clone()
     }
 
+    /// The crawl folder whose unfinished crawl this one resumes (known once its lock is held,
+    /// so a crawl that refuses a locked folder never says it resumes).
+    pub fn resuming(&self) -> Option<&std::path::Path> {
+        self.resuming.as_deref()
+    }
+
     /// Waits for the end of the crawl.
     pub async fn finished(self) -> Result<Summary, EngineError> {
         self.task
@@ -142,6 +157,7 @@ impl CrawlHandle {
 /// returns: blocking file work, once, in the caller.
 pub fn spawn(config: CrawlConfig) -> Result<CrawlHandle, EngineError> {
     let coordinator = coordinator::Coordinator::new(config)?;
+    let resuming = coordinator.resuming().map(std::path::Path::to_path_buf);
     let (tx, rx) = mpsc::unbounded_channel();
     let (snap_tx, snap_rx) = watch::channel(Arc::new(coordinator.snapshot_now()));
     let abort = CancellationToken::new();
@@ -151,5 +167,6 @@ pub fn spawn(config: CrawlConfig) -> Result<CrawlHandle, EngineError> {
         snapshots: snap_rx,
         abort,
         task,
+        resuming,
     })
 }

@@ -9,6 +9,7 @@
 mod crawl_cli;
 mod dashboard_pty;
 mod engine;
+mod engine_boundary;
 mod index;
 mod resume;
 mod store;

@@ -22,10 +22,8 @@ use url::Url;
 mod checkpoint;
 mod publish;
 
-pub(crate) use checkpoint::RobotsMemo;
-
 use super::export;
-use super::sites::Site;
+use super::model::{Failure, Resource, ResourceState, RobotsMemo, Site, StateCounts};
 use super::{Command, EngineError, Summary};
 use crate::backoff::{Backoff, parse_retry_after};
 use crate::canonical::canonicalize;
@@ -50,58 +48,6 @@ const LOG_LINES: usize = 50;
 /// How long a stop waits for in-flight work before cutting it (a stalled server must not
 /// hold the user's terminal for a whole fetch patience).
 const STOP_GRACE: Duration = Duration::from_secs(3);
-
-/// A resource's state (DESIGN.md, "The object model").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum ResourceState {
-    Discovered,
-    FetchIgnored,
-    FetchForbidden,
-    FetchError,
-    Fetched,
-    ParseIgnored,
-    ParseError,
-    Parsed,
-}
-
-const STATES: usize = 8;
-
-/// Why a fetch failed, for the error counters (and for undoing them on a resume).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum Failure {
-    Timeout,
-    Connect,
-    Http4xx,
-    Http5xx,
-    Other,
-}
-
-/// One URL the crawl learned of.
-#[derive(Debug)]
-pub(super) struct Resource {
-    pub(super) url: Box<str>,
-    pub(super) site: Option<SiteId>,
-    pub(super) depth: u32,
-    pub(super) state: ResourceState,
-    pub(super) status: Option<u16>,
-    pub(super) bytes: u64,
-    /// Shared: a crawl sees a handful of distinct values (see `Coordinator::intern`).
-    pub(super) content_type: Option<Arc<str>>,
-    pub(super) referrer: Option<u32>,
-    pub(super) reason: Option<String>,
-    /// Why the URL was ignored, when it was (its text is in `reason`).
-    pub(super) ignored: Option<IgnoreReason>,
-    pub(super) hops: u8,
-    pub(super) retries: u8,
-    pub(super) truncated: bool,
-    /// The place of its last fetch in the commit order.
-    pub(super) seq: Option<Seq>,
-    pub(super) failure: Option<Failure>,
-    /// Changed since the last checkpoint.
-    pub(super) dirty: bool,
-}
 
 /// What a worker hands back.
 enum TaskDone {
@@ -192,7 +138,7 @@ pub(super) struct Coordinator {
     resources: Vec<Resource>,
     /// Exactly-once: URL fingerprint to row.
     by_url: SeenMap,
-    state_counts: [u64; STATES],
+    state_counts: StateCounts,
     slots: Slots,
     tasks: JoinSet<TaskDone>,
     running: HashMap<tokio::task::Id, Running>,
@@ -235,6 +181,8 @@ pub(super) struct Coordinator {
     reserved: HashMap<u32, Seq>,
     /// Fault injection: see [`HANG_ENV`].
     hang_after_fetch: Option<String>,
+    /// The crawl folder, when it held an unfinished crawl and this one goes on with it.
+    resuming: Option<std::path::PathBuf>,
 }
 
 /// Added to a fetch's patience (`--timeout-ms`) before its result counts as overdue.
@@ -309,7 +257,7 @@ impl Coordinator {
             sites: Vec::new(),
             resources: Vec::new(),
             by_url: SeenMap::new(),
-            state_counts: [0; STATES],
+            state_counts: StateCounts::default(),
             slots: Slots::new(workers),
             tasks: JoinSet::new(),
             running: HashMap::new(),
@@ -341,15 +289,22 @@ impl Coordinator {
             content_types: std::collections::HashSet::new(),
             reserved: HashMap::new(),
             hang_after_fetch: std::env::var(HANG_ENV).ok(),
+            resuming: None,
             runs: checkpoint::Runs {
                 run: 1,
                 ..checkpoint::Runs::default()
             },
         };
         if let Some(r) = restored {
+            coordinator.resuming.clone_from(&coordinator.cfg.out);
             coordinator.restore(r);
         }
         Ok(coordinator)
+    }
+
+    /// The crawl folder whose unfinished crawl this one goes on with.
+    pub(super) fn resuming(&self) -> Option<&std::path::Path> {
+        self.resuming.as_deref()
     }
 
     fn now(&self) -> Duration {
@@ -515,10 +470,8 @@ impl Coordinator {
     }
 
     fn set_state(&mut self, id: u32, state: ResourceState) {
-        let r = &mut self.resources[id as usize];
-        self.state_counts[r.state as usize] -= 1;
-        self.state_counts[state as usize] += 1;
-        r.state = state;
+        self.state_counts
+            .change(&mut self.resources[id as usize], state);
         self.touch(id);
     }
 
@@ -554,25 +507,9 @@ impl Coordinator {
             return;
         }
         let id = u32::try_from(self.resources.len()).unwrap_or(u32::MAX);
-        self.resources.push(Resource {
-            url: url.as_str().into(),
-            site: None,
-            depth,
-            state: ResourceState::Discovered,
-            status: None,
-            bytes: 0,
-            content_type: None,
-            referrer,
-            reason: None,
-            ignored: None,
-            hops,
-            retries: 0,
-            truncated: false,
-            seq: None,
-            failure: None,
-            dirty: false,
-        });
-        self.state_counts[ResourceState::Discovered as usize] += 1;
+        let r = Resource::discovered(url.as_str(), depth, referrer, hops);
+        self.state_counts.add(&r);
+        self.resources.push(r);
         self.by_url.insert(key, id);
         self.touch(id);
         if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
@@ -1069,22 +1006,11 @@ impl Coordinator {
 
     /// A fetch failed: counted by kind, remembered on the URL and its site.
     fn fail(&mut self, id: u32, site: SiteId, reason: String, kind: Failure) {
-        *match kind {
-            Failure::Timeout => &mut self.errors.timeout,
-            Failure::Connect => &mut self.errors.connect,
-            Failure::Http4xx => &mut self.errors.http_4xx,
-            Failure::Http5xx => &mut self.errors.http_5xx,
-            Failure::Other => &mut self.errors.other,
-        } += 1;
+        *kind.counter(&mut self.errors) += 1;
         self.resources[id as usize].failure = Some(kind);
-        let s = &mut self.sites[site.index()];
-        s.errors += 1;
         let path = Url::parse(&self.resources[id as usize].url)
             .map_or_else(|_| String::new(), |u| u.path().to_string());
-        s.recent_errors.push_back(format!("{path}: {reason}"));
-        while s.recent_errors.len() > super::sites::RECENT_ERRORS {
-            s.recent_errors.pop_front();
-        }
+        self.sites[site.index()].record_error(format!("{path}: {reason}"));
         self.resources[id as usize].reason = Some(reason);
         self.set_state(id, ResourceState::FetchError);
     }
@@ -1133,7 +1059,12 @@ impl Coordinator {
                 self.count_fetched(id, site);
                 self.on_parsed(id, parsed);
             }
-            _ => self.fail(id, site, format!("http {status}"), http_failure(status)),
+            _ => self.fail(
+                id,
+                site,
+                format!("http {status}"),
+                Failure::for_status(status),
+            ),
         }
     }
 
@@ -1198,7 +1129,7 @@ impl Coordinator {
             let status = f.status;
             let retries = r.retries;
             let reason = format!("http {status} after {retries} retries");
-            self.fail(id, site, reason, http_failure(status));
+            self.fail(id, site, reason, Failure::for_status(status));
         }
     }
 }
@@ -1207,14 +1138,6 @@ impl Coordinator {
 fn item_bytes(item: &CommitItem) -> u64 {
     let text = item.text.as_ref().map_or(0, |(t, x)| t.len() + x.len());
     (item.body.len() + text + item.request.len()) as u64
-}
-
-fn http_failure(status: u16) -> Failure {
-    if (400..500).contains(&status) {
-        Failure::Http4xx
-    } else {
-        Failure::Http5xx
-    }
 }
 
 fn frontier(cfg: &CrawlConfig, delay: Duration) -> Result<Frontier<u32>, EngineError> {

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use super::{Coordinator, ResourceState};
+use super::Coordinator;
+use crate::engine::model::ResourceState;
 use crate::fetch::Phase;
 use crate::snapshot::{
     BlockedBy, BusyBy, Commit, HeapRow, Politeness, Rates, Resources, RunState, Scheduler, Shares,
@@ -195,8 +196,7 @@ impl Coordinator {
             assigned: parsing,
             done: self.thinker_done,
         };
-        let c = &self.state_counts;
-        let st = |s: ResourceState| c[s as usize];
+        let st = |s: ResourceState| self.state_counts.get(s);
         Snapshot {
             state: self.run_state(),
             elapsed_s: now.as_secs_f64(),
