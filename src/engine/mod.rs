@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ConfigError, CrawlConfig};
+use crate::frontier::Schedule;
 use crate::snapshot::{CommandSource, Snapshot};
 
 /// What an observer may ask of a running crawl.
@@ -156,17 +157,36 @@ impl CrawlHandle {
 /// store and, on a resume, reads the checkpoint and cuts the store back to its mark before it
 /// returns: blocking file work, once, in the caller.
 pub fn spawn(config: CrawlConfig) -> Result<CrawlHandle, EngineError> {
-    let coordinator = coordinator::Coordinator::new(config)?;
+    Ok(start(coordinator::Coordinator::new(config)?))
+}
+
+/// As [`spawn`], over a frontier of the caller's (another implementation of the frontier
+/// boundary, or a test double) instead of the built-in one. The coordinator gives it the
+/// global delay and the back-queue count for the configured workers before the first push.
+pub fn spawn_with_frontier<F>(config: CrawlConfig, frontier: F) -> Result<CrawlHandle, EngineError>
+where
+    F: Schedule + Send + 'static,
+{
+    let coordinator = coordinator::Coordinator::with_frontier(config, |cfg, delay| {
+        let mut frontier = frontier;
+        frontier.set_default_delay(delay);
+        frontier.set_back_queues(coordinator::back_queues(cfg.workers));
+        Ok(frontier)
+    })?;
+    Ok(start(coordinator))
+}
+
+fn start<F: Schedule + Send + 'static>(coordinator: coordinator::Coordinator<F>) -> CrawlHandle {
     let resuming = coordinator.resuming().map(std::path::Path::to_path_buf);
     let (tx, rx) = mpsc::unbounded_channel();
     let (snap_tx, snap_rx) = watch::channel(Arc::new(coordinator.snapshot_now()));
     let abort = CancellationToken::new();
     let task = tokio::spawn(coordinator.run(rx, snap_tx, abort.clone()));
-    Ok(CrawlHandle {
+    CrawlHandle {
         commands: Commander { tx },
         snapshots: snap_rx,
         abort,
         task,
         resuming,
-    })
+    }
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Coordinator;
 use crate::engine::model::{Failure, Resource, ResourceState, RobotsMemo, Site};
-use crate::frontier::SiteId;
+use crate::frontier::{Queued, Schedule, SiteId};
 use crate::scope::IgnoreReason;
 use crate::snapshot::{Errors, Http};
 use crate::store::checkpoint::{CheckpointError, Delta, Loaded};
@@ -166,7 +166,7 @@ fn unix_ms(t: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-impl Coordinator {
+impl<F: Schedule> Coordinator<F> {
     /// Notes that a URL's row changed, for the next checkpoint.
     pub(super) fn touch(&mut self, id: u32) {
         if self.committer.is_none() {
@@ -321,7 +321,12 @@ impl Coordinator {
                 if self.sites[site.index()].robots_gave_up {
                     continue;
                 }
-                self.frontier.push(site, r.depth as usize, id);
+                let queued = Queued {
+                    id,
+                    url: &r.url,
+                    depth: r.depth,
+                };
+                self.frontier.push(site, queued);
             }
         }
     }

@@ -30,7 +30,7 @@ use crate::canonical::canonicalize;
 use crate::config::{CrawlConfig, PRODUCT_TOKEN};
 use crate::fetch::{FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch};
 use crate::frontier::spill::DiskStore;
-use crate::frontier::{Frontier, FrontierConfig, SeenMap, SiteId};
+use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
 use crate::parse::ParsedPage;
 use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
@@ -126,14 +126,15 @@ struct Running {
     abort: tokio::task::AbortHandle,
 }
 
-pub(super) struct Coordinator {
+/// Generic over its frontier, so the per-URL calls to it stay direct.
+pub(super) struct Coordinator<F = Frontier<u32>> {
     cfg: CrawlConfig,
     seeds: Vec<Url>,
     scope: ScopeRules,
     fetcher: Fetcher,
     policy: RobotsPolicy,
     backoff: Backoff,
-    frontier: Frontier<u32>,
+    frontier: F,
     sites: Vec<Site>,
     resources: Vec<Resource>,
     /// Exactly-once: URL fingerprint to row.
@@ -203,7 +204,19 @@ fn fingerprint(url: &str) -> u64 {
 }
 
 impl Coordinator {
-    pub(super) fn new(mut cfg: CrawlConfig) -> Result<Coordinator, EngineError> {
+    /// A coordinator over today's frontier (Mercator's queues, spilling under a crawl folder).
+    pub(super) fn new(cfg: CrawlConfig) -> Result<Coordinator, EngineError> {
+        Coordinator::with_frontier(cfg, frontier)
+    }
+}
+
+impl<F: Schedule> Coordinator<F> {
+    /// A coordinator over the frontier `make` builds from the settings and the global delay,
+    /// once the crawl folder (if any) is locked and read.
+    pub(super) fn with_frontier(
+        mut cfg: CrawlConfig,
+        make: impl FnOnce(&CrawlConfig, Duration) -> Result<F, EngineError>,
+    ) -> Result<Coordinator<F>, EngineError> {
         // The crawl folder first: a resume brings its own seeds.
         let (lock, restored, start) = match &cfg.out {
             Some(dir) => {
@@ -229,7 +242,7 @@ impl Coordinator {
         policy.max_crawl_delay = Duration::from_millis(cfg.max_crawl_delay_ms);
         policy.max_retries = cfg.robots_retries;
         let delay = cfg.delay();
-        let frontier = frontier(&cfg, delay)?;
+        let frontier = make(&cfg, delay)?;
         let workers = cfg.workers;
         // The committer also feeds the index, so it runs even with `--store none`.
         let committer = match &cfg.out {
@@ -427,6 +440,8 @@ impl Coordinator {
             Command::SetWorkers(n) => {
                 let n = n.clamp(1, crate::config::MAX_WORKERS);
                 self.slots.resize(n);
+                // Mercator's B follows the workers: more sites may be scheduled at once.
+                self.frontier.set_back_queues(back_queues(n));
             }
             Command::Stop => {
                 if !self.stopping {
@@ -561,7 +576,12 @@ impl Coordinator {
         self.sites[site.index()].admitted += 1;
         let r = &mut self.resources[id as usize];
         r.site = Some(site);
-        self.frontier.push(site, r.depth as usize, id);
+        let queued = Queued {
+            id,
+            url: &r.url,
+            depth: r.depth,
+        };
+        self.frontier.push(site, queued);
         self.touch(id);
         self.touch_site(site);
     }
@@ -649,7 +669,8 @@ impl Coordinator {
     fn spawn_page(&mut self, site: SiteId, id: u32, url: Url) {
         let Some(slot) = self.slots.take() else {
             // Unreachable by construction (dispatch checks for a free slot); keep it queued.
-            self.frontier.push(site, 0, id);
+            let url = &self.resources[id as usize].url;
+            self.frontier.push(site, Queued { id, url, depth: 0 });
             self.frontier.complete(site, self.now());
             return;
         };
@@ -1122,8 +1143,12 @@ impl Coordinator {
         if u32::from(r.retries) < self.cfg.max_retries {
             r.retries += 1;
             self.errors.retries += 1;
-            let depth = r.depth as usize;
-            self.frontier.push(site, depth, id);
+            let queued = Queued {
+                id,
+                url: &r.url,
+                depth: r.depth,
+            };
+            self.frontier.push(site, queued);
             self.touch(id);
         } else {
             let status = f.status;
@@ -1140,10 +1165,16 @@ fn item_bytes(item: &CommitItem) -> u64 {
     (item.body.len() + text + item.request.len()) as u64
 }
 
+/// B, the back queues, for `workers` workers: three times as many (DESIGN.md), so a free
+/// worker finds a ready site while the others wait out their delay.
+pub(super) fn back_queues(workers: usize) -> usize {
+    workers.saturating_mul(3).max(1)
+}
+
 fn frontier(cfg: &CrawlConfig, delay: Duration) -> Result<Frontier<u32>, EngineError> {
     let frontier_cfg = FrontierConfig {
         front_queues: FrontierConfig::DEFAULT_FRONT_QUEUES,
-        back_queues: cfg.workers.saturating_mul(3).max(1),
+        back_queues: back_queues(cfg.workers),
         per_site: cfg.per_site,
         default_delay: delay,
     };

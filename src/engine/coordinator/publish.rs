@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::Coordinator;
 use crate::engine::model::ResourceState;
 use crate::fetch::Phase;
+use crate::frontier::Schedule;
 use crate::snapshot::{
     BlockedBy, BusyBy, Commit, HeapRow, Politeness, Rates, Resources, RunState, Scheduler, Shares,
     SiteRow, Snapshot, TaskCounts, WorkerState, Workers,
@@ -18,7 +19,7 @@ const SAMPLES_10S: usize = 100;
 /// Rows of the heap in a snapshot.
 const HEAP_ROWS: usize = 32;
 
-impl Coordinator {
+impl<F: Schedule> Coordinator<F> {
     pub(super) fn run_state(&self) -> RunState {
         if self.stopping {
             RunState::Stopping
