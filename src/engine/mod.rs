@@ -2,9 +2,10 @@
 //! [`CrawlHandle`]: snapshots out, commands in, a summary at the end.
 //!
 //! It owns the crawl: the coordinator task (the one owner of the frontier, the site table and
-//! the counters), the worker tasks that fetch and parse, and the stats files. It never knows a
-//! terminal exists: the dashboard, the headless reporter and the control API only read
-//! snapshots and send commands.
+//! the counters), the object model they are made of (`model.rs`), the worker tasks that fetch
+//! and parse, and the stats files. The frontier is the built-in one, or any other behind the
+//! frontier boundary ([`spawn_with_frontier`]). It never knows a terminal exists: the
+//! dashboard, the headless reporter and the control API only read snapshots and send commands.
 
 mod coordinator;
 

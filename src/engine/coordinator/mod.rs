@@ -2,10 +2,12 @@
 //!
 //! It owns the frontier, the site table, the resources and the counters; workers are tasks in a
 //! `JoinSet` that fetch (and parse) one URL and hand back a value. It decides what is fetched
-//! next and when, and publishes snapshots. It never blocks on I/O itself (files are written only
-//! at export; the page store and the checkpoint are the committer thread's), with one bounded
-//! exception: past `--queue-memory` ids per queue, the frontier writes and reads chunks of
-//! queued ids in its spill file synchronously. It never holds state that a worker could change
+//! next and when, and publishes snapshots. It is a user of the object model (`model.rs`: the
+//! rows and their states) and of the frontier boundary ([`Schedule`]: it never reaches into a
+//! frontier's queues, spill store or heap). It never blocks on I/O itself (files are written
+//! only at export; the page store and the checkpoint are the committer thread's), with one
+//! bounded exception: past `--queue-memory` ids per queue, the built-in frontier writes and
+//! reads chunks of queued ids in its spill file synchronously. It never holds state that a worker could change
 //! behind its back: the only shared cells are the workers' phases, written by each worker and
 //! read here.
 
