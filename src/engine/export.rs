@@ -158,9 +158,9 @@ fn atomically(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
 ) -> Result<(), EngineError> {
-    let err = |source| EngineError::Write {
+    let err = |error| EngineError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,

@@ -59,13 +59,14 @@ pub enum EngineError {
     Config(#[from] ConfigError),
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
-    #[error("cannot write {}: {source}", path.display())]
+    /// Like `Store`, the cause is in the message and not behind `source()`: a report that
+    /// prints the chain (`{:#}`, as `main` does) would say it twice.
+    #[error("cannot write {}: {error}", path.display())]
     Write {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    /// The store's error is in the message, not behind `source()`: a report that prints the
-    /// chain (`{:#}`) would say it twice.
+    /// The store's error is in the message, not behind `source()` (see `Write`).
     #[error("the page store: {0}")]
     Store(crate::store::committer::StoreError),
     #[error("the crawl task ended abnormally: {0}")]
@@ -189,5 +190,33 @@ fn start<F: Schedule + Send + 'static>(coordinator: coordinator::Coordinator<F>)
         abort,
         task,
         resuming,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EngineError;
+    use crate::store::committer::StoreError;
+
+    /// `main` prints the whole chain (`{:#}`): each cause must appear once.
+    #[test]
+    fn errors_say_their_cause_once_in_a_chain() {
+        let locked = EngineError::from(StoreError::Locked {
+            dir: "/tmp/crawl".into(),
+            pid: "4242".into(),
+        });
+        let shown = format!("{:#}", anyhow::Error::from(locked));
+        assert_eq!(
+            shown.matches("in use by another crawltop").count(),
+            1,
+            "{shown}"
+        );
+        assert!(shown.contains("pid 4242"), "{shown}");
+        let write = EngineError::Write {
+            path: "/tmp/stats.json".into(),
+            error: std::io::Error::other("disk full"),
+        };
+        let shown = format!("{:#}", anyhow::Error::from(write));
+        assert_eq!(shown.matches("disk full").count(), 1, "{shown}");
     }
 }
