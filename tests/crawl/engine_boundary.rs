@@ -116,10 +116,6 @@ async fn raising_workers_mid_crawl_lets_that_many_sites_be_fetched_at_once() {
         .commander()
         .send(Command::Stop, CommandSource::Library);
     handle.finished().await.expect("ends");
-    assert!(
-        most_sites_at_once(&web.log().records()) <= 8,
-        "never more than the workers"
-    );
 }
 
 /// What the scripted frontier saw and did.
