@@ -662,6 +662,13 @@ async fn crawl_with_face(
     // Registered before anything starts: an early signal stops the crawl instead of killing it.
     let signals = Signals::new()?;
     let handle = engine::spawn(cfg)?;
+    // Said once the engine holds the folder's lock: a locked folder is refused first.
+    if let Some(dir) = handle.resuming() {
+        eprintln!(
+            "crawltop: resuming the crawl in {} (--fresh starts over)",
+            dir.display()
+        );
+    }
     // Lives as long as this function: the API answers until the crawl is over.
     let _control = match control {
         Some(opts) => {
@@ -725,18 +732,12 @@ fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
 
 fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     let cfg = crawl_config(args)?;
-    if let Some(dir) = &cfg.out {
-        if cfg.fresh {
-            if !confirm_fresh(dir)? {
-                eprintln!("crawltop: nothing deleted; {} is as it was", dir.display());
-                return Ok(ExitCode::from(1));
-            }
-        } else if dir.join(crate::store::checkpoint::STATE_FILE).exists() {
-            eprintln!(
-                "crawltop: resuming the crawl in {} (--fresh starts over)",
-                dir.display()
-            );
-        }
+    if let Some(dir) = &cfg.out
+        && cfg.fresh
+        && !confirm_fresh(dir)?
+    {
+        eprintln!("crawltop: nothing deleted; {} is as it was", dir.display());
+        return Ok(ExitCode::from(1));
     }
     if let Some(path) = &args.log {
         log_to(path)?;

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use super::coordinator::Resource;
+use super::model::{Resource, ResourceState};
 use super::{EngineError, Summary};
 use crate::config::CrawlConfig;
 use crate::snapshot::Snapshot;
@@ -126,7 +126,7 @@ pub(super) fn write_all(
 struct UrlLine<'a> {
     url: &'a str,
     depth: u32,
-    state: super::coordinator::ResourceState,
+    state: ResourceState,
     status: Option<u16>,
     bytes: u64,
     content_type: Option<&'a str>,
@@ -158,9 +158,9 @@ fn atomically(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
 ) -> Result<(), EngineError> {
-    let err = |source| EngineError::Write {
+    let err = |error| EngineError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,

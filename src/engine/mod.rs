@@ -2,15 +2,16 @@
 //! [`CrawlHandle`]: snapshots out, commands in, a summary at the end.
 //!
 //! It owns the crawl: the coordinator task (the one owner of the frontier, the site table and
-//! the counters), the worker tasks that fetch and parse, and the stats files. It never knows a
-//! terminal exists: the dashboard, the headless reporter and the control API only read
-//! snapshots and send commands.
+//! the counters), the object model they are made of (`model.rs`), the worker tasks that fetch
+//! and parse, and the stats files. The frontier is the built-in one, or any other behind the
+//! frontier boundary ([`spawn_with_frontier`]). It never knows a terminal exists: the
+//! dashboard, the headless reporter and the control API only read snapshots and send commands.
 
 mod coordinator;
 
 pub use coordinator::HANG_ENV;
 pub mod export;
-mod sites;
+mod model;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ConfigError, CrawlConfig};
+use crate::frontier::Schedule;
 use crate::snapshot::{CommandSource, Snapshot};
 
 /// What an observer may ask of a running crawl.
@@ -57,13 +59,16 @@ pub enum EngineError {
     Config(#[from] ConfigError),
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
-    #[error("cannot write {}: {source}", path.display())]
+    /// Like `Store`, the cause is in the message and not behind `source()`: a report that
+    /// prints the chain (`{:#}`, as `main` does) would say it twice.
+    #[error("cannot write {}: {error}", path.display())]
     Write {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
+    /// The store's error is in the message, not behind `source()` (see `Write`).
     #[error("the page store: {0}")]
-    Store(#[from] crate::store::committer::StoreError),
+    Store(crate::store::committer::StoreError),
     #[error("the crawl task ended abnormally: {0}")]
     Task(String),
     #[error(
@@ -71,6 +76,12 @@ pub enum EngineError {
         .0.display()
     )]
     Finished(std::path::PathBuf),
+}
+
+impl From<crate::store::committer::StoreError> for EngineError {
+    fn from(e: crate::store::committer::StoreError) -> Self {
+        EngineError::Store(e)
+    }
 }
 
 /// How a crawl ended.
@@ -104,6 +115,7 @@ pub struct CrawlHandle {
     snapshots: watch::Receiver<Arc<Snapshot>>,
     abort: CancellationToken,
     task: JoinHandle<Result<Summary, EngineError>>,
+    resuming: Option<std::path::PathBuf>,
 }
 
 impl CrawlHandle {
@@ -127,6 +139,12 @@ impl CrawlHandle {
         self.abort.clone()
     }
 
+    /// The crawl folder whose unfinished crawl this one resumes (known once its lock is held,
+    /// so a crawl that refuses a locked folder never says it resumes).
+    pub fn resuming(&self) -> Option<&std::path::Path> {
+        self.resuming.as_deref()
+    }
+
     /// Waits for the end of the crawl.
     pub async fn finished(self) -> Result<Summary, EngineError> {
         self.task
@@ -141,15 +159,64 @@ impl CrawlHandle {
 /// store and, on a resume, reads the checkpoint and cuts the store back to its mark before it
 /// returns: blocking file work, once, in the caller.
 pub fn spawn(config: CrawlConfig) -> Result<CrawlHandle, EngineError> {
-    let coordinator = coordinator::Coordinator::new(config)?;
+    Ok(start(coordinator::Coordinator::new(config)?))
+}
+
+/// As [`spawn`], over a frontier of the caller's (another implementation of the frontier
+/// boundary, or a test double) instead of the built-in one. The coordinator gives it the
+/// global delay and the back-queue count for the configured workers before the first push.
+pub fn spawn_with_frontier<F>(config: CrawlConfig, frontier: F) -> Result<CrawlHandle, EngineError>
+where
+    F: Schedule + Send + 'static,
+{
+    let coordinator = coordinator::Coordinator::with_frontier(config, |cfg, delay| {
+        let mut frontier = frontier;
+        frontier.set_default_delay(delay);
+        frontier.set_back_queues(coordinator::back_queues(cfg.workers));
+        Ok(frontier)
+    })?;
+    Ok(start(coordinator))
+}
+
+fn start<F: Schedule + Send + 'static>(coordinator: coordinator::Coordinator<F>) -> CrawlHandle {
+    let resuming = coordinator.resuming().map(std::path::Path::to_path_buf);
     let (tx, rx) = mpsc::unbounded_channel();
     let (snap_tx, snap_rx) = watch::channel(Arc::new(coordinator.snapshot_now()));
     let abort = CancellationToken::new();
     let task = tokio::spawn(coordinator.run(rx, snap_tx, abort.clone()));
-    Ok(CrawlHandle {
+    CrawlHandle {
         commands: Commander { tx },
         snapshots: snap_rx,
         abort,
         task,
-    })
+        resuming,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EngineError;
+    use crate::store::committer::StoreError;
+
+    /// `main` prints the whole chain (`{:#}`): each cause must appear once.
+    #[test]
+    fn errors_say_their_cause_once_in_a_chain() {
+        let locked = EngineError::from(StoreError::Locked {
+            dir: "/tmp/crawl".into(),
+            pid: "4242".into(),
+        });
+        let shown = format!("{:#}", anyhow::Error::from(locked));
+        assert_eq!(
+            shown.matches("in use by another crawltop").count(),
+            1,
+            "{shown}"
+        );
+        assert!(shown.contains("pid 4242"), "{shown}");
+        let write = EngineError::Write {
+            path: "/tmp/stats.json".into(),
+            error: std::io::Error::other("disk full"),
+        };
+        let shown = format!("{:#}", anyhow::Error::from(write));
+        assert_eq!(shown.matches("disk full").count(), 1, "{shown}");
+    }
 }

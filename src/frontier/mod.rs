@@ -29,8 +29,12 @@
 //! owns the I/O; `queue.rs` decides what goes out and comes back, in order). Spilling changes
 //! where items live, never which item or site comes next. The seen set (`seen.rs`) keeps
 //! 64-bit fingerprints in a compact table.
+//!
+//! The engine sees a frontier only through the [`Schedule`] trait (`schedule.rs`), which this
+//! one implements, so another frontier (a shared one) can take its place.
 
 mod queue;
+mod schedule;
 mod seen;
 pub mod spill;
 
@@ -42,6 +46,7 @@ use serde::{Deserialize, Serialize};
 
 use queue::{Codec, Ctx, SpillIo, SpillQueue};
 pub use queue::{SpillError, SpillErrorKind};
+pub use schedule::{Queued, Schedule};
 pub use seen::{SeenMap, SeenSet, fingerprint};
 pub use spill::{DiskStore, MemoryStore, SpillItem, SpillStore};
 
@@ -61,6 +66,12 @@ impl SiteId {
     pub fn index(self) -> usize {
         self.0 as usize
     }
+
+    /// The id at `index`: for another implementation of [`Schedule`], which hands out its own
+    /// dense ids.
+    pub fn from_index(index: u32) -> SiteId {
+        SiteId(index)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +79,7 @@ pub struct FrontierConfig {
     /// F: one front queue per priority; priorities at or beyond F share the last queue.
     pub front_queues: usize,
     /// B: the most sites that can be scheduled at once; the others wait in the front queues.
+    /// Changeable while running ([`Frontier::set_back_queues`]).
     pub back_queues: usize,
     /// Most contacts of one site in flight at once.
     pub per_site: usize,
@@ -199,8 +211,14 @@ struct HeapKey {
 pub struct Frontier<T> {
     front: Vec<SpillQueue<(SiteId, T)>>,
     back: Vec<BackQueue<T>>,
-    /// Back queues without an owner. Invariant: while one exists, every front item belongs
-    /// to a site that owns a back queue (a site without one would have claimed it).
+    /// B as last set. Back queues at or beyond it are retired: each keeps its site until it
+    /// empties, is never claimed again, and is dropped once no queue after it is owned.
+    back_target: usize,
+    /// Back queues with an owner: at most B, except after B was lowered.
+    owned: usize,
+    /// Back queues without an owner, below `back_target`. Invariant: while one exists, every
+    /// front item belongs to a site that owns a back queue (a site without one would have
+    /// claimed it).
     free: Vec<usize>,
     /// Invariant: the top, if any, is live, so `next_ready_at` can peek without `&mut`.
     heap: BinaryHeap<Reverse<HeapKey>>,
@@ -295,6 +313,8 @@ impl<T> Frontier<T> {
                     armed: None,
                 })
                 .collect(),
+            back_target: back_queues,
+            owned: 0,
             // Popped from the end: queue 0 is claimed first, which keeps runs reproducible.
             free: (0..back_queues).rev().collect(),
             heap: BinaryHeap::new(),
@@ -528,6 +548,54 @@ impl<T> Frontier<T> {
         self.tidy_heap();
     }
 
+    /// Changes B, the number of back queues (0 counts as 1), e.g. when the engine's workers
+    /// change (B = 3 x workers). Nothing queued is lost or reordered:
+    /// - raising it refills the new queues from the front queues at once, in Mercator's
+    ///   order (priority, then arrival), so more sites are scheduled;
+    /// - lowering it recalls nothing: a site that owns a back queue beyond the new B keeps it
+    ///   (with its items, its place in the heap and its slots in flight) until it empties, as
+    ///   if B had not changed; only then is the queue retired instead of being claimed again.
+    ///   Until then more than B sites may own back queues; no new site claims one while the
+    ///   owned ones number B or more.
+    pub fn set_back_queues(&mut self, n: usize) {
+        let n = n.max(1);
+        self.back_target = n;
+        while self.back.len() < n {
+            self.back.push(BackQueue {
+                owner: None,
+                items: SpillQueue::default(),
+                armed: None,
+            });
+        }
+        self.retire_unowned_tail();
+        let free_wanted = n.saturating_sub(self.owned);
+        self.free = (0..n)
+            .rev()
+            .filter(|&b| self.back[b].owner.is_none())
+            .collect();
+        // While retired queues are still owned, only as many queues are free as keep the
+        // owned ones at B: the lowest-numbered ones, claimed first.
+        let surplus = self.free.len().saturating_sub(free_wanted);
+        self.free.drain(..surplus);
+        self.rebuild_heap();
+        self.refill();
+        self.tidy_heap();
+    }
+
+    /// B as last set (more back queues may still be owned: see [`Frontier::set_back_queues`]).
+    pub fn back_queues(&self) -> usize {
+        self.back_target
+    }
+
+    /// Drops unowned back queues at the end beyond B, so retired queues do not linger.
+    fn retire_unowned_tail(&mut self) {
+        while self.back.len() > self.back_target
+            && self.back.last().is_some_and(|q| q.owner.is_none())
+        {
+            self.back.pop();
+        }
+    }
+
     /// Removes and returns every queued item of `site` (back queue first, then the front
     /// queues by priority), e.g. when its robots.txt is unreachable for good. Slots in flight
     /// are untouched and still complete normally. Costs one pass over the front queues when
@@ -733,7 +801,11 @@ impl<T> Frontier<T> {
     }
 
     fn is_live(&self, key: HeapKey) -> bool {
-        self.back[key.back].armed.is_some_and(|a| a.seq == key.seq)
+        // A stale entry may name a back queue retired since.
+        self.back
+            .get(key.back)
+            .and_then(|q| q.armed)
+            .is_some_and(|a| a.seq == key.seq)
     }
 
     /// A site may be in the heap: it owns a back queue with items, is not held, and is under
@@ -784,6 +856,7 @@ impl<T> Frontier<T> {
         let queue = &mut self.back[b];
         debug_assert!(queue.owner.is_none() && queue.items.is_empty());
         queue.owner = Some(site);
+        self.owned += 1;
         queue
             .items
             .push_back(item, self.spill.as_mut().map(Spill::back));
@@ -799,7 +872,19 @@ impl<T> Frontier<T> {
             .expect("a released back queue has an owner");
         queue.armed = None;
         self.site_mut(owner).back = None;
-        self.free.push(b);
+        self.owned -= 1;
+        if self.owned + self.free.len() < self.back_target {
+            if b < self.back_target {
+                self.free.push(b);
+            } else if let Some(low) = (0..self.back_target)
+                .find(|&q| self.back[q].owner.is_none() && !self.free.contains(&q))
+            {
+                // A retired queue emptied: a parked one below B takes its place (rare).
+                self.free.push(low);
+            }
+        }
+        // Otherwise more queues are owned than B (it was lowered): this one is parked.
+        self.retire_unowned_tail();
         self.refill();
     }
 

@@ -84,7 +84,10 @@ impl<T: Clone> Frontier<T> {
                 assert_eq!(self.sites[owner.index()].back, Some(b));
             } else {
                 assert!(queue.items.is_empty() && queue.armed.is_none());
-                assert!(self.free.contains(&b));
+                assert!(
+                    b < self.back_target || self.back[b..].iter().any(|q| q.owner.is_some()),
+                    "retired queues at the end are dropped"
+                );
             }
             if let Some(armed) = queue.armed {
                 let entries = self
@@ -95,10 +98,19 @@ impl<T: Clone> Frontier<T> {
                 assert_eq!(entries, 1, "one live heap entry per armed back queue");
             }
         }
+        let owned = self.back.iter().filter(|q| q.owner.is_some()).count();
+        assert_eq!(self.owned, owned);
         assert_eq!(
             self.free.len(),
-            self.back.iter().filter(|q| q.owner.is_none()).count()
+            self.back_target.saturating_sub(owned),
+            "free queues fill B up, no more"
         );
+        for &b in &self.free {
+            assert!(b < self.back_target && self.back[b].owner.is_none());
+        }
+        if self.back.len() > self.back_target {
+            assert!(self.back.last().is_some_and(|q| q.owner.is_some()));
+        }
         if !self.free.is_empty() {
             for (site, _) in self.front_items() {
                 assert!(
@@ -792,7 +804,19 @@ fn drain_checking_once(
 /// A random mix of every operation against a plain model of the counts; also checks that
 /// no slot breaks the rules, and that everything left drains out exactly once at the end.
 /// Returns every site and item the frontier gave out, in order.
-fn random_operations(seed: u64, steps: usize, mut f: Frontier<u64>) -> Vec<u64> {
+fn random_operations(seed: u64, steps: usize, f: Frontier<u64>) -> Vec<u64> {
+    random_operations_resizing(seed, steps, f, false)
+}
+
+/// [`random_operations`], and with `resize_back` also changes B now and then (with an extra
+/// draw, so its sequence is its own).
+#[allow(clippy::too_many_lines)] // one story: the operations, then the model's checks
+fn random_operations_resizing(
+    seed: u64,
+    steps: usize,
+    mut f: Frontier<u64>,
+    resize_back: bool,
+) -> Vec<u64> {
     const SITES: usize = 7;
     const NONE: u64 = u64::MAX;
     let mut trace = Vec::new();
@@ -858,6 +882,9 @@ fn random_operations(seed: u64, steps: usize, mut f: Frontier<u64>) -> Vec<u64> 
             9 => {
                 per_site = 1 + rng.index(3);
                 f.set_per_site(per_site);
+                if resize_back {
+                    f.set_back_queues(rng.index(6));
+                }
             }
             10 => {
                 let removed = f.remove_site_items(ids[s]);
@@ -900,6 +927,90 @@ fn random_operations_keep_counts_consistent() {
     for seed in 0..24 {
         random_operations(seed, 1_500, Frontier::new(config(3, 2, 10)));
     }
+}
+
+#[test]
+fn random_operations_with_back_queue_changes_keep_counts_consistent() {
+    for seed in 0..24 {
+        let plain = random_operations_resizing(seed, 1_500, Frontier::new(config(3, 2, 10)), true);
+        for in_memory in [0, 1, 5] {
+            let f = spilling(config(3, 2, 10), in_memory);
+            let spilled = random_operations_resizing(seed, 1_500, f, true);
+            assert_eq!(spilled, plain, "seed {seed}, in_memory {in_memory}");
+        }
+    }
+}
+
+/// Four sites with two items each, pushed in turn, on a frontier with `back` back queues.
+fn four_sites(back: usize) -> (Frontier<u32>, Vec<SiteId>) {
+    let mut f: Frontier<u32> = Frontier::new(config(back, 1, 0));
+    let sites: Vec<SiteId> = (0..4)
+        .map(|i| f.site(&format!("http://s{i}.test")))
+        .collect();
+    for round in 0..2 {
+        for (i, &s) in sites.iter().enumerate() {
+            f.push(s, 0, 10 * i as u32 + round);
+        }
+    }
+    (f, sites)
+}
+
+#[test]
+fn raising_back_queues_schedules_waiting_sites_at_once_in_order() {
+    let (mut f, sites) = four_sites(1);
+    assert_eq!(
+        f.heap_top(10).len(),
+        1,
+        "one back queue: one site scheduled"
+    );
+    f.set_back_queues(4);
+    f.check_invariants();
+    let scheduled: Vec<SiteId> = f.heap_top(10).iter().map(|h| h.site).collect();
+    assert_eq!(scheduled, sites, "every site, in the order they came");
+    let mut items = Vec::new();
+    let now = Tick::ZERO;
+    while let Some(site) = f.next_site(now) {
+        items.push(f.take(site).expect("an item"));
+        f.complete(site, now);
+        f.check_invariants();
+    }
+    assert_eq!(
+        items,
+        [0, 10, 20, 30, 1, 11, 21, 31],
+        "nothing lost or reordered"
+    );
+}
+
+#[test]
+fn lowering_back_queues_lets_owners_keep_theirs_until_they_empty() {
+    let (mut f, sites) = four_sites(4);
+    f.set_back_queues(1);
+    f.check_invariants();
+    assert_eq!(f.back_queues(), 1);
+    assert_eq!(f.heap_top(10).len(), 4, "no site loses its back queue");
+    // A new site waits: four queues are owned, B is one.
+    let late = f.site("http://late.test");
+    f.push(late, 0, 99);
+    f.check_invariants();
+    assert_eq!(f.site_view(late).status, SiteStatus::Waiting);
+    let mut order = Vec::new();
+    let now = Tick::ZERO;
+    while let Some(site) = f.next_site(now) {
+        order.push((site, f.take(site).expect("an item")));
+        f.complete(site, now);
+        f.check_invariants();
+    }
+    let mut expected: Vec<(SiteId, u32)> = (0..2)
+        .flat_map(|round| (0..4).map(move |i| (i, round)))
+        .map(|(i, round)| (sites[i], 10 * i as u32 + round))
+        .collect();
+    expected.push((late, 99));
+    assert_eq!(
+        order, expected,
+        "the owners drain in turn, then the late site"
+    );
+    assert!(f.is_empty());
+    assert_eq!(f.back.len(), 1, "retired queues are gone once empty");
 }
 
 // Spilling. Every test compares with the same calls on a frontier that does not spill, which

@@ -10,6 +10,7 @@ mod architecture;
 mod crawl_cli;
 mod dashboard_pty;
 mod engine;
+mod engine_boundary;
 mod extract;
 mod index;
 mod resume;

@@ -13,9 +13,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Coordinator, Failure, Resource, ResourceState};
-use crate::engine::sites::Site;
-use crate::frontier::SiteId;
+use super::Coordinator;
+use crate::engine::model::{Failure, Resource, ResourceState, RobotsMemo, Site};
+use crate::frontier::{Queued, Schedule, SiteId};
 use crate::scope::IgnoreReason;
 use crate::snapshot::{Errors, Http};
 use crate::store::checkpoint::{CheckpointError, Delta, Loaded};
@@ -38,22 +38,6 @@ pub(super) struct ResourceRow {
     truncated: bool,
     seq: Option<u64>,
     failure: Option<Failure>,
-}
-
-/// What a site's robots.txt answered, kept so that a resume rebuilds the same rules without
-/// asking the site again.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub(crate) enum RobotsMemo {
-    /// Not resolved yet (or still being retried): a resume fetches it again.
-    #[default]
-    Unresolved,
-    /// The final answer: status and body (base64), replayed through the same rules.
-    Response {
-        status: u16,
-        body: String,
-    },
-    TooManyRedirects,
 }
 
 /// One site as the checkpoint keeps it.
@@ -182,7 +166,7 @@ fn unix_ms(t: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-impl Coordinator {
+impl<F: Schedule> Coordinator<F> {
     /// Notes that a URL's row changed, for the next checkpoint.
     pub(super) fn touch(&mut self, id: u32) {
         if self.committer.is_none() {
@@ -316,7 +300,7 @@ impl Coordinator {
                 failure: row.failure,
                 dirty: false,
             };
-            self.state_counts[r.state as usize] += 1;
+            self.state_counts.add(&r);
             self.resources.push(r);
             self.by_url.insert(key, id);
         }
@@ -337,7 +321,12 @@ impl Coordinator {
                 if self.sites[site.index()].robots_gave_up {
                     continue;
                 }
-                self.frontier.push(site, r.depth as usize, id);
+                let queued = Queued {
+                    id,
+                    url: &r.url,
+                    depth: r.depth,
+                };
+                self.frontier.push(site, queued);
             }
         }
     }
@@ -413,14 +402,7 @@ impl Coordinator {
         if truncated {
             self.errors.too_large = self.errors.too_large.saturating_sub(1);
         }
-        let fetched = matches!(
-            state,
-            ResourceState::Fetched
-                | ResourceState::ParseIgnored
-                | ResourceState::ParseError
-                | ResourceState::Parsed
-        );
-        if fetched {
+        if state.was_fetched() {
             self.pages_fetched = self.pages_fetched.saturating_sub(1);
             if let Some(site) = site {
                 let s = &mut self.sites[site.index()];
@@ -435,13 +417,7 @@ impl Coordinator {
                 let s = &mut self.sites[site.index()];
                 s.errors = s.errors.saturating_sub(1);
             }
-            let counter = match failure.unwrap_or(Failure::Other) {
-                Failure::Timeout => &mut self.errors.timeout,
-                Failure::Connect => &mut self.errors.connect,
-                Failure::Http4xx => &mut self.errors.http_4xx,
-                Failure::Http5xx => &mut self.errors.http_5xx,
-                Failure::Other => &mut self.errors.other,
-            };
+            let counter = failure.unwrap_or(Failure::Other).counter(&mut self.errors);
             *counter = counter.saturating_sub(1);
         }
         let r = &mut self.resources[id as usize];

@@ -2,10 +2,12 @@
 //!
 //! It owns the frontier, the site table, the resources and the counters; workers are tasks in a
 //! `JoinSet` that fetch (and parse) one URL and hand back a value. It decides what is fetched
-//! next and when, and publishes snapshots. It never blocks on I/O itself (files are written only
-//! at export; the page store and the checkpoint are the committer thread's), with one bounded
-//! exception: past `--queue-memory` ids per queue, the frontier writes and reads chunks of
-//! queued ids in its spill file synchronously. It never holds state that a worker could change
+//! next and when, and publishes snapshots. It is a user of the object model (`model.rs`: the
+//! rows and their states) and of the frontier boundary ([`Schedule`]: it never reaches into a
+//! frontier's queues, spill store or heap). It never blocks on I/O itself (files are written
+//! only at export; the page store and the checkpoint are the committer thread's), with one
+//! bounded exception: past `--queue-memory` ids per queue, the built-in frontier writes and
+//! reads chunks of queued ids in its spill file synchronously. It never holds state that a worker could change
 //! behind its back: the only shared cells are the workers' phases, written by each worker and
 //! read here.
 
@@ -22,17 +24,15 @@ use url::Url;
 mod checkpoint;
 mod publish;
 
-pub(crate) use checkpoint::RobotsMemo;
-
 use super::export;
-use super::sites::Site;
+use super::model::{Failure, Resource, ResourceState, RobotsMemo, Site, StateCounts};
 use super::{Command, EngineError, Summary};
 use crate::backoff::{Backoff, parse_retry_after};
 use crate::canonical::canonicalize;
 use crate::config::{CrawlConfig, PRODUCT_TOKEN};
 use crate::fetch::{FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch};
 use crate::frontier::spill::DiskStore;
-use crate::frontier::{Frontier, FrontierConfig, SeenMap, SiteId};
+use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
 use crate::parse::ParsedPage;
 use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
@@ -50,58 +50,6 @@ const LOG_LINES: usize = 50;
 /// How long a stop waits for in-flight work before cutting it (a stalled server must not
 /// hold the user's terminal for a whole fetch patience).
 const STOP_GRACE: Duration = Duration::from_secs(3);
-
-/// A resource's state (DESIGN.md, "The object model").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum ResourceState {
-    Discovered,
-    FetchIgnored,
-    FetchForbidden,
-    FetchError,
-    Fetched,
-    ParseIgnored,
-    ParseError,
-    Parsed,
-}
-
-const STATES: usize = 8;
-
-/// Why a fetch failed, for the error counters (and for undoing them on a resume).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum Failure {
-    Timeout,
-    Connect,
-    Http4xx,
-    Http5xx,
-    Other,
-}
-
-/// One URL the crawl learned of.
-#[derive(Debug)]
-pub(super) struct Resource {
-    pub(super) url: Box<str>,
-    pub(super) site: Option<SiteId>,
-    pub(super) depth: u32,
-    pub(super) state: ResourceState,
-    pub(super) status: Option<u16>,
-    pub(super) bytes: u64,
-    /// Shared: a crawl sees a handful of distinct values (see `Coordinator::intern`).
-    pub(super) content_type: Option<Arc<str>>,
-    pub(super) referrer: Option<u32>,
-    pub(super) reason: Option<String>,
-    /// Why the URL was ignored, when it was (its text is in `reason`).
-    pub(super) ignored: Option<IgnoreReason>,
-    pub(super) hops: u8,
-    pub(super) retries: u8,
-    pub(super) truncated: bool,
-    /// The place of its last fetch in the commit order.
-    pub(super) seq: Option<Seq>,
-    pub(super) failure: Option<Failure>,
-    /// Changed since the last checkpoint.
-    pub(super) dirty: bool,
-}
 
 /// What a worker hands back.
 enum TaskDone {
@@ -180,19 +128,20 @@ struct Running {
     abort: tokio::task::AbortHandle,
 }
 
-pub(super) struct Coordinator {
+/// Generic over its frontier, so the per-URL calls to it stay direct.
+pub(super) struct Coordinator<F = Frontier<u32>> {
     cfg: CrawlConfig,
     seeds: Vec<Url>,
     scope: ScopeRules,
     fetcher: Fetcher,
     policy: RobotsPolicy,
     backoff: Backoff,
-    frontier: Frontier<u32>,
+    frontier: F,
     sites: Vec<Site>,
     resources: Vec<Resource>,
     /// Exactly-once: URL fingerprint to row.
     by_url: SeenMap,
-    state_counts: [u64; STATES],
+    state_counts: StateCounts,
     slots: Slots,
     tasks: JoinSet<TaskDone>,
     running: HashMap<tokio::task::Id, Running>,
@@ -235,6 +184,8 @@ pub(super) struct Coordinator {
     reserved: HashMap<u32, Seq>,
     /// Fault injection: see [`HANG_ENV`].
     hang_after_fetch: Option<String>,
+    /// The crawl folder, when it held an unfinished crawl and this one goes on with it.
+    resuming: Option<std::path::PathBuf>,
 }
 
 /// Added to a fetch's patience (`--timeout-ms`) before its result counts as overdue.
@@ -255,7 +206,19 @@ fn fingerprint(url: &str) -> u64 {
 }
 
 impl Coordinator {
-    pub(super) fn new(mut cfg: CrawlConfig) -> Result<Coordinator, EngineError> {
+    /// A coordinator over today's frontier (Mercator's queues, spilling under a crawl folder).
+    pub(super) fn new(cfg: CrawlConfig) -> Result<Coordinator, EngineError> {
+        Coordinator::with_frontier(cfg, frontier)
+    }
+}
+
+impl<F: Schedule> Coordinator<F> {
+    /// A coordinator over the frontier `make` builds from the settings and the global delay,
+    /// once the crawl folder (if any) is locked and read.
+    pub(super) fn with_frontier(
+        mut cfg: CrawlConfig,
+        make: impl FnOnce(&CrawlConfig, Duration) -> Result<F, EngineError>,
+    ) -> Result<Coordinator<F>, EngineError> {
         // The crawl folder first: a resume brings its own seeds.
         let (lock, restored, start) = match &cfg.out {
             Some(dir) => {
@@ -281,7 +244,7 @@ impl Coordinator {
         policy.max_crawl_delay = Duration::from_millis(cfg.max_crawl_delay_ms);
         policy.max_retries = cfg.robots_retries;
         let delay = cfg.delay();
-        let frontier = frontier(&cfg, delay)?;
+        let frontier = make(&cfg, delay)?;
         let workers = cfg.workers;
         // The committer also feeds the index, so it runs even with `--store none`.
         let committer = match &cfg.out {
@@ -309,7 +272,7 @@ impl Coordinator {
             sites: Vec::new(),
             resources: Vec::new(),
             by_url: SeenMap::new(),
-            state_counts: [0; STATES],
+            state_counts: StateCounts::default(),
             slots: Slots::new(workers),
             tasks: JoinSet::new(),
             running: HashMap::new(),
@@ -341,15 +304,22 @@ impl Coordinator {
             content_types: std::collections::HashSet::new(),
             reserved: HashMap::new(),
             hang_after_fetch: std::env::var(HANG_ENV).ok(),
+            resuming: None,
             runs: checkpoint::Runs {
                 run: 1,
                 ..checkpoint::Runs::default()
             },
         };
         if let Some(r) = restored {
+            coordinator.resuming.clone_from(&coordinator.cfg.out);
             coordinator.restore(r);
         }
         Ok(coordinator)
+    }
+
+    /// The crawl folder whose unfinished crawl this one goes on with.
+    pub(super) fn resuming(&self) -> Option<&std::path::Path> {
+        self.resuming.as_deref()
     }
 
     fn now(&self) -> Duration {
@@ -472,6 +442,8 @@ impl Coordinator {
             Command::SetWorkers(n) => {
                 let n = n.clamp(1, crate::config::MAX_WORKERS);
                 self.slots.resize(n);
+                // Mercator's B follows the workers: more sites may be scheduled at once.
+                self.frontier.set_back_queues(back_queues(n));
             }
             Command::Stop => {
                 if !self.stopping {
@@ -515,10 +487,8 @@ impl Coordinator {
     }
 
     fn set_state(&mut self, id: u32, state: ResourceState) {
-        let r = &mut self.resources[id as usize];
-        self.state_counts[r.state as usize] -= 1;
-        self.state_counts[state as usize] += 1;
-        r.state = state;
+        self.state_counts
+            .change(&mut self.resources[id as usize], state);
         self.touch(id);
     }
 
@@ -554,25 +524,9 @@ impl Coordinator {
             return;
         }
         let id = u32::try_from(self.resources.len()).unwrap_or(u32::MAX);
-        self.resources.push(Resource {
-            url: url.as_str().into(),
-            site: None,
-            depth,
-            state: ResourceState::Discovered,
-            status: None,
-            bytes: 0,
-            content_type: None,
-            referrer,
-            reason: None,
-            ignored: None,
-            hops,
-            retries: 0,
-            truncated: false,
-            seq: None,
-            failure: None,
-            dirty: false,
-        });
-        self.state_counts[ResourceState::Discovered as usize] += 1;
+        let r = Resource::discovered(url.as_str(), depth, referrer, hops);
+        self.state_counts.add(&r);
+        self.resources.push(r);
         self.by_url.insert(key, id);
         self.touch(id);
         if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
@@ -624,7 +578,12 @@ impl Coordinator {
         self.sites[site.index()].admitted += 1;
         let r = &mut self.resources[id as usize];
         r.site = Some(site);
-        self.frontier.push(site, r.depth as usize, id);
+        let queued = Queued {
+            id,
+            url: &r.url,
+            depth: r.depth,
+        };
+        self.frontier.push(site, queued);
         self.touch(id);
         self.touch_site(site);
     }
@@ -712,7 +671,8 @@ impl Coordinator {
     fn spawn_page(&mut self, site: SiteId, id: u32, url: Url) {
         let Some(slot) = self.slots.take() else {
             // Unreachable by construction (dispatch checks for a free slot); keep it queued.
-            self.frontier.push(site, 0, id);
+            let url = &self.resources[id as usize].url;
+            self.frontier.push(site, Queued { id, url, depth: 0 });
             self.frontier.complete(site, self.now());
             return;
         };
@@ -1069,22 +1029,11 @@ impl Coordinator {
 
     /// A fetch failed: counted by kind, remembered on the URL and its site.
     fn fail(&mut self, id: u32, site: SiteId, reason: String, kind: Failure) {
-        *match kind {
-            Failure::Timeout => &mut self.errors.timeout,
-            Failure::Connect => &mut self.errors.connect,
-            Failure::Http4xx => &mut self.errors.http_4xx,
-            Failure::Http5xx => &mut self.errors.http_5xx,
-            Failure::Other => &mut self.errors.other,
-        } += 1;
+        *kind.counter(&mut self.errors) += 1;
         self.resources[id as usize].failure = Some(kind);
-        let s = &mut self.sites[site.index()];
-        s.errors += 1;
         let path = Url::parse(&self.resources[id as usize].url)
             .map_or_else(|_| String::new(), |u| u.path().to_string());
-        s.recent_errors.push_back(format!("{path}: {reason}"));
-        while s.recent_errors.len() > super::sites::RECENT_ERRORS {
-            s.recent_errors.pop_front();
-        }
+        self.sites[site.index()].record_error(format!("{path}: {reason}"));
         self.resources[id as usize].reason = Some(reason);
         self.set_state(id, ResourceState::FetchError);
     }
@@ -1133,7 +1082,12 @@ impl Coordinator {
                 self.count_fetched(id, site);
                 self.on_parsed(id, parsed);
             }
-            _ => self.fail(id, site, format!("http {status}"), http_failure(status)),
+            _ => self.fail(
+                id,
+                site,
+                format!("http {status}"),
+                Failure::for_status(status),
+            ),
         }
     }
 
@@ -1191,14 +1145,18 @@ impl Coordinator {
         if u32::from(r.retries) < self.cfg.max_retries {
             r.retries += 1;
             self.errors.retries += 1;
-            let depth = r.depth as usize;
-            self.frontier.push(site, depth, id);
+            let queued = Queued {
+                id,
+                url: &r.url,
+                depth: r.depth,
+            };
+            self.frontier.push(site, queued);
             self.touch(id);
         } else {
             let status = f.status;
             let retries = r.retries;
             let reason = format!("http {status} after {retries} retries");
-            self.fail(id, site, reason, http_failure(status));
+            self.fail(id, site, reason, Failure::for_status(status));
         }
     }
 }
@@ -1209,18 +1167,16 @@ fn item_bytes(item: &CommitItem) -> u64 {
     (item.body.len() + text + item.request.len()) as u64
 }
 
-fn http_failure(status: u16) -> Failure {
-    if (400..500).contains(&status) {
-        Failure::Http4xx
-    } else {
-        Failure::Http5xx
-    }
+/// B, the back queues, for `workers` workers: three times as many (DESIGN.md), so a free
+/// worker finds a ready site while the others wait out their delay.
+pub(super) fn back_queues(workers: usize) -> usize {
+    workers.saturating_mul(3).max(1)
 }
 
 fn frontier(cfg: &CrawlConfig, delay: Duration) -> Result<Frontier<u32>, EngineError> {
     let frontier_cfg = FrontierConfig {
         front_queues: FrontierConfig::DEFAULT_FRONT_QUEUES,
-        back_queues: cfg.workers.saturating_mul(3).max(1),
+        back_queues: back_queues(cfg.workers),
         per_site: cfg.per_site,
         default_delay: delay,
     };

@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 
-use super::{Coordinator, ResourceState};
+use super::Coordinator;
+use crate::engine::model::ResourceState;
 use crate::fetch::Phase;
+use crate::frontier::Schedule;
 use crate::snapshot::{
     BlockedBy, BusyBy, Commit, HeapRow, Politeness, Rates, Resources, RunState, Scheduler, Shares,
     SiteRow, Snapshot, TaskCounts, WorkerState, Workers,
@@ -17,7 +19,7 @@ const SAMPLES_10S: usize = 100;
 /// Rows of the heap in a snapshot.
 const HEAP_ROWS: usize = 32;
 
-impl Coordinator {
+impl<F: Schedule> Coordinator<F> {
     pub(super) fn run_state(&self) -> RunState {
         if self.stopping {
             RunState::Stopping
@@ -195,8 +197,7 @@ impl Coordinator {
             assigned: parsing,
             done: self.thinker_done,
         };
-        let c = &self.state_counts;
-        let st = |s: ResourceState| c[s as usize];
+        let st = |s: ResourceState| self.state_counts.get(s);
         Snapshot {
             state: self.run_state(),
             elapsed_s: now.as_secs_f64(),
