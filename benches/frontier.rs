@@ -10,7 +10,7 @@ use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group,
 
 const ITEMS: usize = 1_000_000;
 const SITES: usize = 10_000;
-/// B = 3 × 64 workers, as DESIGN.md sizes it: most sites wait in the front queues.
+/// B = 3 × 64 workers, as the engine sizes it: most sites wait in the front queues.
 const WORKERS: usize = 64;
 
 /// What the engine is expected to queue per URL.

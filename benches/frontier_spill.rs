@@ -20,7 +20,7 @@ use crawltop::frontier::{DiskStore, Frontier, FrontierConfig, SeenSet, SiteId, T
 
 const URLS: usize = 5_000_000;
 const SITES: usize = 50_000;
-/// B = 3 × 64 workers, as DESIGN.md sizes it: most sites wait in the front queues.
+/// B = 3 × 64 workers, as the engine sizes it: most sites wait in the front queues.
 const WORKERS: usize = 64;
 /// Items each queue (4 front, 192 back) keeps in memory when spilling. Chunks are half of it:
 /// 950 items of about 66 encoded bytes, just under 64 KiB. redb gives a large value a

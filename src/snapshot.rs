@@ -3,7 +3,7 @@
 //! One plain, serializable value read by every observer (dashboard, headless reporter, control
 //! API, stats export), so what the screen shows and what the file says are the same numbers. It
 //! holds no engine internals and no locks; renaming a top-level key is a breaking change
-//! (DESIGN.md, "Snapshot and stats file"): add keys, never rename them.
+//! (docs/ARCHITECTURE.md, "Snapshot and stats file"): add keys, never rename them.
 
 use std::collections::BTreeMap;
 

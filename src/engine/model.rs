@@ -1,5 +1,5 @@
-//! The crawl's object model (DESIGN.md, "The object model"): sites and resources, their states
-//! and the legal changes of state.
+//! The crawl's object model (docs/ARCHITECTURE.md, "The object model"): sites and resources, their
+//! states and the legal changes of state.
 //!
 //! It owns the types every part of the engine speaks in: [`Resource`] (one URL, in one of eight
 //! [`ResourceState`]s, with [`Failure`] saying why a fetch failed), [`StateCounts`] (how many
@@ -27,7 +27,7 @@ use crate::scope::IgnoreReason;
 use crate::snapshot::{DelaySource, Errors};
 use crate::store::commit::Seq;
 
-/// A resource's state (DESIGN.md, "The object model").
+/// A resource's state (docs/ARCHITECTURE.md, "The object model").
 ///
 /// Every resource starts `Discovered`. From there: `FetchIgnored` (out of scope, too deep, over
 /// a limit; a shorter path may bring a too-deep one back to `Discovered`), `FetchForbidden`

@@ -91,8 +91,9 @@ pub struct FrontierConfig {
 impl FrontierConfig {
     pub const DEFAULT_FRONT_QUEUES: usize = 4;
 
-    /// DESIGN.md's defaults: F = 4, B = three times the workers (so a free worker finds a
-    /// ready site while the others wait out their delay), one contact per site.
+    /// The defaults (docs/ARCHITECTURE.md, "The frontier"): F = 4, B = three times the workers (so
+    /// a free worker finds a ready site while the others wait out their delay), one contact per
+    /// site.
     pub fn for_workers(workers: usize, default_delay: Duration) -> Self {
         Self {
             front_queues: Self::DEFAULT_FRONT_QUEUES,

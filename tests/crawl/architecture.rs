@@ -45,7 +45,10 @@ fn the_module_map_names_every_module_of_the_library() {
         .filter_map(|l| l.strip_prefix("pub mod "))
         .map(|l| l.trim_end_matches(';'))
         .collect();
-    assert!(modules.len() > 10, "src/lib.rs lists its modules: {modules:?}");
+    assert!(
+        modules.len() > 10,
+        "src/lib.rs lists its modules: {modules:?}"
+    );
     let missing: Vec<&&str> = modules
         .iter()
         .filter(|m| !doc.contains(&format!("| `{m}` |")))
@@ -179,7 +182,10 @@ fn the_engines_rooms_import_each_other_in_one_direction() {
             rooms.insert(name);
         }
     }
-    assert!(rooms.contains("model"), "src/engine/model.rs holds the object model");
+    assert!(
+        rooms.contains("model"),
+        "src/engine/model.rs holds the object model"
+    );
     let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in rust_files(&engine) {
         let rel = f.strip_prefix(&engine).expect("below engine");

@@ -1167,8 +1167,8 @@ fn item_bytes(item: &CommitItem) -> u64 {
     (item.body.len() + text + item.request.len()) as u64
 }
 
-/// B, the back queues, for `workers` workers: three times as many (DESIGN.md), so a free
-/// worker finds a ready site while the others wait out their delay.
+/// B, the back queues, for `workers` workers: three times as many (docs/ARCHITECTURE.md, "The
+/// frontier"), so a free worker finds a ready site while the others wait out their delay.
 pub(super) fn back_queues(workers: usize) -> usize {
     workers.saturating_mul(3).max(1)
 }
