@@ -78,6 +78,8 @@ pub struct CrawlConfig {
     /// With `out`: results that may wait in memory for an earlier one (the reorder window)
     /// before new fetches wait; also bounded at 64 MiB of bodies.
     pub commit_window: usize,
+    /// With `out`: what the index writer buffers before it writes a segment, in MB.
+    pub index_memory_mb: usize,
     pub stats_out: Option<PathBuf>,
     pub sites_out: Option<PathBuf>,
     pub urls_out: Option<PathBuf>,
@@ -115,6 +117,7 @@ impl Default for CrawlConfig {
             checkpoint_ms: 1000,
             queue_memory: 4096,
             commit_window: 4096,
+            index_memory_mb: crate::index::DEFAULT_MEMORY_MB,
             stats_out: None,
             sites_out: None,
             urls_out: None,
@@ -205,6 +208,12 @@ impl CrawlConfig {
         range("--checkpoint-ms", self.checkpoint_ms, 100, 3_600_000)?;
         range("--queue-memory", self.queue_memory, 0, 1 << 30)?;
         range("--commit-window", self.commit_window, 1, 1 << 24)?;
+        range(
+            "--index-memory-mb",
+            self.index_memory_mb,
+            crate::index::MIN_MEMORY_MB,
+            4096,
+        )?;
         if let Some(f) = self.adaptive_delay
             && !(f.is_finite() && (0.0..=1000.0).contains(&f))
         {

@@ -128,6 +128,14 @@ pub struct CommitItem {
     pub text: Option<(String, String)>,
 }
 
+/// How the committer keeps pages: which stores, WARC rotation, the index writer's budget.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreOptions {
+    pub kind: StoreKind,
+    pub warc_max_bytes: u64,
+    pub index_memory_mb: usize,
+}
+
 /// What the committer has done, readable from any thread.
 #[derive(Debug, Default)]
 pub struct CommitStatus {
@@ -218,11 +226,15 @@ impl Committer {
     /// the thread. A resume first cuts the WARC files and the index back to the mark.
     pub fn start(
         dir: &Path,
-        kind: StoreKind,
-        warc_max_bytes: u64,
+        opts: StoreOptions,
         now: SystemTime,
         start: &Start,
     ) -> Result<Committer, StoreError> {
+        let StoreOptions {
+            kind,
+            warc_max_bytes,
+            index_memory_mb,
+        } = opts;
         let warc_dir = dir.join("warc");
         if let Start::Resume(mark) = start
             && let Some(at) = &mark.warc
@@ -240,7 +252,10 @@ impl Committer {
             None
         };
         let pages = kind.mirror().then(|| dir.join("pages"));
-        let mut index = Some(crate::index::IndexWriter::open(&dir.join("index"))?);
+        let mut index = Some(crate::index::IndexWriter::open_with_memory(
+            &dir.join("index"),
+            index_memory_mb,
+        )?);
         // The new file's warcinfo record is part of the first mark.
         let warc_mark = match warc.as_mut() {
             Some(w) => {

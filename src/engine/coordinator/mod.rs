@@ -41,7 +41,9 @@ use crate::snapshot::{
 };
 use crate::store::checkpoint::{Checkpoint, Found};
 use crate::store::commit::{Seq, Window};
-use crate::store::committer::{CommitItem, CommitStatus, Committer, FolderLock, Start, StoreError};
+use crate::store::committer::{
+    CommitItem, CommitStatus, Committer, FolderLock, Start, StoreError, StoreOptions,
+};
 
 /// How often a snapshot is published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(100);
@@ -250,8 +252,11 @@ impl<F: Schedule> Coordinator<F> {
         let committer = match &cfg.out {
             Some(dir) => Some(Committer::start(
                 dir,
-                cfg.store,
-                cfg.warc_max_bytes,
+                StoreOptions {
+                    kind: cfg.store,
+                    warc_max_bytes: cfg.warc_max_bytes,
+                    index_memory_mb: cfg.index_memory_mb,
+                },
                 SystemTime::now(),
                 &start,
             )?),
