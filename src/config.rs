@@ -81,6 +81,9 @@ pub struct CrawlConfig {
     pub stats_out: Option<PathBuf>,
     pub sites_out: Option<PathBuf>,
     pub urls_out: Option<PathBuf>,
+    /// The command port's address (`--command-port`): commands as lines of text over TCP;
+    /// anything but loopback needs a token.
+    pub command_port: Option<std::net::SocketAddr>,
 }
 
 impl Default for CrawlConfig {
@@ -118,6 +121,7 @@ impl Default for CrawlConfig {
             stats_out: None,
             sites_out: None,
             urls_out: None,
+            command_port: None,
         }
     }
 }
