@@ -6,6 +6,7 @@
 // Names the program itself writes are compared as written.
 #![allow(clippy::case_sensitive_file_extension_comparisons)]
 
+mod control;
 mod crawl_cli;
 mod dashboard_pty;
 mod engine;
