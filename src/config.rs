@@ -283,6 +283,18 @@ mod tests {
     }
 
     #[test]
+    fn the_command_port_is_a_config_key() {
+        let cfg: CrawlConfig =
+            toml::from_str("command_port = \"127.0.0.1:7071\"\n").expect("parses");
+        assert_eq!(
+            cfg.command_port,
+            Some("127.0.0.1:7071".parse().expect("addr"))
+        );
+        assert!(toml::from_str::<CrawlConfig>("command_port = \"nowhere\"\n").is_err());
+        assert_eq!(CrawlConfig::default().command_port, None);
+    }
+
+    #[test]
     fn defaults_are_valid_with_a_seed() {
         assert_eq!(with_seed().validate().map(|s| s.len()), Ok(1));
         assert_eq!(CrawlConfig::default().validate(), Err(ConfigError::NoSeeds));
