@@ -94,7 +94,8 @@ fn invalid_input(what: &str) -> Error {
     Error::new(ErrorKind::InvalidInput, what.to_string())
 }
 
-/// An I/O error that keeps the kind of the cause (refused, reset, timed out) and its words.
+/// An I/O error with the kind and the words of the deepest I/O cause (refused, reset: what a
+/// person can act on), else the whole chain's words.
 fn from_reqwest(addr: SocketAddr, e: &reqwest::Error) -> Error {
     if e.is_timeout() {
         return Error::new(
@@ -103,18 +104,17 @@ fn from_reqwest(addr: SocketAddr, e: &reqwest::Error) -> Error {
         );
     }
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    let mut kind = ErrorKind::Other;
+    let mut deepest_io = None;
     let mut words = Vec::new();
     while let Some(s) = source {
         if let Some(io) = s.downcast_ref::<Error>() {
-            kind = io.kind();
+            deepest_io = Some(io);
         }
-        let text = s.to_string();
-        // reqwest and hyper repeat their cause in their own message: keep each once.
-        if !words.iter().any(|w: &String| w.contains(&text)) {
-            words.push(text);
-        }
+        words.push(s.to_string());
         source = s.source();
     }
-    Error::new(kind, words.join(": "))
+    match deepest_io {
+        Some(io) => Error::new(io.kind(), io.to_string()),
+        None => Error::other(words.join(": ")),
+    }
 }

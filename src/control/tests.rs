@@ -199,6 +199,19 @@ async fn client_refuses_requests_it_cannot_send_safely() {
     }
 }
 
+#[tokio::test]
+async fn a_refused_connection_is_named_as_such() {
+    let closed = std::net::TcpListener::bind(loopback())
+        .and_then(|l| l.local_addr())
+        .expect("a port");
+    // The listener is gone: nothing listens there now.
+    let err = client_request(closed, None, "GET", "/stats")
+        .await
+        .expect_err("refused");
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
+    assert!(err.to_string().contains("refused"), "{err}");
+}
+
 // ---- live: a crawl of the test web with the control API on 127.0.0.1:0 -----------------
 
 /// A web big enough to be still crawling when a test acts on it.

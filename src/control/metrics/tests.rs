@@ -371,3 +371,16 @@ fn the_strict_reader_catches_what_it_should() {
         assert!(strict_parse(bad).is_err(), "{bad:?}");
     }
 }
+
+#[test]
+fn openmetrics_text_becomes_format_004() {
+    let open = "# HELP a_seconds Time.\n# TYPE a_seconds gauge\n# UNIT a_seconds seconds\na_seconds inf\n\
+                # HELP b_bytes Bytes.\n# TYPE b_bytes counter\n# UNIT b_bytes bytes\nb_bytes_total{x=\"1 inf\"} 3\n\
+                # HELP c Rate.\n# TYPE c gauge\nc -inf\nc{k=\"v\"} NaN\n# EOF\n";
+    assert_eq!(
+        text_format_004(open),
+        "# HELP a_seconds Time.\n# TYPE a_seconds gauge\na_seconds +Inf\n\
+         # HELP b_bytes_total Bytes.\n# TYPE b_bytes_total counter\nb_bytes_total{x=\"1 inf\"} 3\n\
+         # HELP c Rate.\n# TYPE c gauge\nc -Inf\nc{k=\"v\"} NaN\n"
+    );
+}
