@@ -1,12 +1,11 @@
 //! The control rooms: `crawltop crawl --control ADDR` serves the crawl's snapshot and takes its
 //! commands over HTTP with JSON (this file: serving and routes), and `--command-port ADDR`
 //! takes the same commands as lines of text ([`port`]). `crawltop ctl` is the HTTP API's
-//! client ([`client`]).
+//! client (`client`).
 //!
-//! Rooms: [`auth`] (token rules, the bearer check), [`commands`] (the handlers both doors
-//! share: validation, renderings, sending), [`metrics`] (`/metrics` through
-//! `prometheus-client`), [`index`] (queries on the crawl's index), [`port`] (the line
-//! protocol), [`client`] (reqwest).
+//! Rooms: `auth` (token rules, the bearer check), `commands` (the handlers both doors share:
+//! validation, renderings, sending), `metrics` (`/metrics` through `prometheus-client`),
+//! `index` (queries on the crawl's index), [`port`] (the line protocol), `client` (reqwest).
 //!
 //! They are observers of the engine's handle, like the dashboard: they read the latest
 //! [`Snapshot`] (cloning the `Arc` out of the watch channel and dropping the borrow at once)

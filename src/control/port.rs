@@ -15,7 +15,7 @@
 //!
 //! A command's answer that is not `OK` or a block is one line `ERR message`, and the connection
 //! stays usable: an unknown command, a missing, extra or out-of-range argument (the same checks
-//! and words as the HTTP API: [`super::commands`]), bytes that are not UTF-8, a query without
+//! and words as the HTTP API: `control::commands`), bytes that are not UTF-8, a query without
 //! `--out`, a crawl that is over. Only three things close it: a line longer than 8 KiB (after
 //! `ERR`), a wrong or missing `AUTH` when a token is set (after `ERR`), and silence: a client
 //! that sends nothing for 10 s, or does not read its answers for 10 s, is let go. At most 64
