@@ -6,7 +6,7 @@
 //!
 //! | line | answer |
 //! | --- | --- |
-//! | `AUTH TOKEN` | `OK auth`; when the crawl has `--control-token`, this must be the first line, else `ERR ...` and the connection closes |
+//! | `AUTH TOKEN` | `OK auth`; when the crawl has `--control-token`, this must be the first line, else `ERR ...` and the connection closes (without a token, any `AUTH` is `OK auth`) |
 //! | `STATS` | the snapshot as one line of JSON (the schema of `/stats` and the stats file) |
 //! | `PAUSE`, `RESUME`, `EXPORT`, `SHUTDOWN` | `OK pause`, `OK resume`, `OK export` (the stats files are written now), `OK stop` |
 //! | `DELAY MS`, `WORKERS N` | `OK delay 300 ms`, `OK workers 4` |
@@ -121,11 +121,15 @@ async fn serve_client(
                 "ERR the line is longer than {MAX_LINE} bytes; closing"
             )),
             Line::NotUtf8 => Answer::Line("ERR the line is not UTF-8 text".into()),
-            Line::Text(line) if !authenticated => {
-                let token = token.as_deref().unwrap_or_default();
-                if authenticate(&line, token) {
+            Line::Text(line)
+                if !authenticated || split_command(&line).0.eq_ignore_ascii_case("auth") =>
+            {
+                // Without a token any AUTH passes, so a script may always send one.
+                if token.as_deref().is_none_or(|t| authenticate(&line, t)) {
                     authenticated = true;
                     Answer::Line("OK auth".into())
+                } else if authenticated {
+                    Answer::Line("ERR wrong token".into())
                 } else {
                     Answer::Close(
                         "ERR missing or wrong token: the first line must be AUTH TOKEN".into(),

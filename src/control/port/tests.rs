@@ -129,6 +129,8 @@ async fn commands_act_on_the_crawl_and_are_logged_as_the_port() {
     let mut c = live.client().await;
     let stats: Snapshot = serde_json::from_str(&c.ask("STATS").await).expect("one JSON line");
     assert!(stats.workers.total > 0);
+    // Without a token, a script that always authenticates is welcome.
+    assert_eq!(c.ask("AUTH anything").await, "OK auth");
     assert_eq!(c.ask("pause").await, "OK pause");
     wait_snapshot(&live.handle, |s| s.state == RunState::Paused).await;
     assert_eq!(c.ask("Resume").await, "OK resume");
@@ -305,6 +307,8 @@ async fn a_token_must_come_first_as_auth() {
     let mut c = live.client().await;
     assert_eq!(c.ask("auth s3cret").await, "OK auth");
     assert_eq!(c.ask("PAUSE").await, "OK pause");
+    // A wrong token later is refused, and the connection stays as it was.
+    assert_eq!(c.ask("AUTH s3crex").await, "ERR wrong token");
     let snap = wait_snapshot(&live.handle, |s| s.state == RunState::Paused).await;
     // Only the authenticated PAUSE reached the engine.
     assert_eq!(commands_from(&snap, CommandSource::Port), ["pause"]);
