@@ -43,8 +43,8 @@ pub enum Command {
     /// Generate a small web in a temporary folder, serve it on loopback, and crawl it with the
     /// dashboard: the quickest way to see crawltop work. Cleans up on exit unless --keep.
     Demo(DemoArgs),
-    /// Talk to a running crawl's control API: stats, metrics, pause, resume, stop, delay MS,
-    /// workers N.
+    /// Talk to a running crawl's control API: stats, metrics, pause, resume, stop, export,
+    /// delay MS, workers N.
     Ctl(CtlArgs),
     /// Search the pages a crawl stored in DIR (its --out): ranked pages with their matching
     /// lines. Ties go to the page committed first.
@@ -271,9 +271,15 @@ pub struct CrawlArgs {
     /// needs --control-token.
     #[arg(long, value_name = "ADDR")]
     pub control: Option<std::net::SocketAddr>,
-    /// Every control API request must carry `Authorization: Bearer TOKEN`.
-    #[arg(long, value_name = "TOKEN", requires = "control")]
+    /// Every control API request must carry `Authorization: Bearer TOKEN`; a command port
+    /// client must send `AUTH TOKEN` first.
+    #[arg(long, value_name = "TOKEN")]
     pub control_token: Option<String>,
+    /// Take commands as lines of text on ADDR, e.g. 127.0.0.1:7071: STATS, PAUSE, RESUME,
+    /// DELAY MS, WORKERS N, EXPORT, SHUTDOWN, SEARCH WORDS, MAXCOUNT W, MINCOUNT W, WORDCOUNT;
+    /// anything but loopback needs --control-token.
+    #[arg(long, value_name = "ADDR")]
+    pub command_port: Option<std::net::SocketAddr>,
 }
 
 /// `crawltop ctl`: talk to a running crawl's control API.
@@ -281,7 +287,7 @@ pub struct CrawlArgs {
 pub struct CtlArgs {
     /// The control API's address, e.g. 127.0.0.1:7070.
     pub addr: std::net::SocketAddr,
-    /// stats | metrics | pause | resume | stop | delay MS | workers N
+    /// stats | metrics | pause | resume | stop | export | delay MS | workers N
     #[arg(num_args = 1..=2, required = true)]
     pub command: Vec<String>,
     /// The bearer token the crawl was started with.
@@ -579,7 +585,8 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
         sites_out,
         urls_out,
         depth,
-        out
+        out,
+        command_port
     );
     cfg.include.extend(args.include.iter().cloned());
     cfg.exclude.extend(args.exclude.iter().cloned());
@@ -651,8 +658,15 @@ pub fn default_stats_path() -> PathBuf {
 async fn crawl_with_face(
     mut cfg: CrawlConfig,
     headless: bool,
-    control: Option<crate::control::ControlOptions>,
+    control: Option<std::net::SocketAddr>,
+    token: Option<String>,
 ) -> anyhow::Result<Option<Summary>> {
+    let options = |addr| crate::control::ControlOptions {
+        addr,
+        token: token.clone(),
+    };
+    let control = control.map(options);
+    let command_port = cfg.command_port.map(options);
     let dashboard = !headless && std::io::stdout().is_terminal();
     if dashboard && cfg.stats_out.is_none() {
         cfg.stats_out = Some(default_stats_path());
@@ -680,13 +694,23 @@ async fn crawl_with_face(
         Some(opts) => {
             let server = crate::control::serve_with_index(
                 opts,
-                index_dir,
+                index_dir.clone(),
                 handle.snapshots(),
                 handle.commander(),
             )
             .await?;
             eprintln!("crawltop: control API on http://{}", server.local_addr());
             Some(server)
+        }
+        None => None,
+    };
+    let _port = match command_port {
+        Some(opts) => {
+            let port =
+                crate::control::serve_port(opts, index_dir, handle.snapshots(), handle.commander())
+                    .await?;
+            eprintln!("crawltop: command port on {}", port.local_addr());
+            Some(port)
         }
         None => None,
     };
@@ -749,12 +773,13 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
         log_to(path)?;
     }
     let headless = args.headless;
-    let control = args.control.map(|addr| crate::control::ControlOptions {
-        addr,
-        token: args.control_token.clone(),
-    });
+    let control = args.control;
+    let token = args.control_token.clone();
+    if token.is_some() && control.is_none() && cfg.command_port.is_none() {
+        anyhow::bail!("--control-token needs --control or --command-port");
+    }
     runtime()?.block_on(async move {
-        let summary = crawl_with_face(cfg, headless, control).await?;
+        let summary = crawl_with_face(cfg, headless, control, token).await?;
         if let Some(e) = summary
             .as_ref()
             .and_then(|s| s.snapshot.commit.error.as_ref())
@@ -812,7 +837,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .filter_map(|s| server.origin(&s.name).map(|o| format!("{o}/")))
             .collect();
-        let result = crawl_with_face(cfg, headless, None).await;
+        let result = crawl_with_face(cfg, headless, None, None).await;
         server.shutdown();
         server.finished().await;
         result
@@ -836,11 +861,11 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
     let (method, path) = match (word, arg) {
         ("stats", None) => ("GET", "/stats".to_string()),
         ("metrics", None) => ("GET", "/metrics".to_string()),
-        ("pause" | "resume" | "stop", None) => ("POST", format!("/{word}")),
+        ("pause" | "resume" | "stop" | "export", None) => ("POST", format!("/{word}")),
         ("delay", Some(ms)) => ("POST", format!("/delay?ms={ms}")),
         ("workers", Some(n)) => ("POST", format!("/workers?n={n}")),
         _ => anyhow::bail!(
-            "unknown command {:?}: use stats, metrics, pause, resume, stop, delay MS or workers N",
+            "unknown command {:?}: use stats, metrics, pause, resume, stop, export, delay MS or workers N",
             args.command.join(" ")
         ),
     };

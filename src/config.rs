@@ -83,6 +83,9 @@ pub struct CrawlConfig {
     pub stats_out: Option<PathBuf>,
     pub sites_out: Option<PathBuf>,
     pub urls_out: Option<PathBuf>,
+    /// The command port's address (`--command-port`): commands as lines of text over TCP;
+    /// anything but loopback needs a token.
+    pub command_port: Option<std::net::SocketAddr>,
 }
 
 impl Default for CrawlConfig {
@@ -121,6 +124,7 @@ impl Default for CrawlConfig {
             stats_out: None,
             sites_out: None,
             urls_out: None,
+            command_port: None,
         }
     }
 }
@@ -285,6 +289,18 @@ mod tests {
             seeds: vec!["http://127.0.0.1:8000/".into()],
             ..CrawlConfig::default()
         }
+    }
+
+    #[test]
+    fn the_command_port_is_a_config_key() {
+        let cfg: CrawlConfig =
+            toml::from_str("command_port = \"127.0.0.1:7071\"\n").expect("parses");
+        assert_eq!(
+            cfg.command_port,
+            Some("127.0.0.1:7071".parse().expect("addr"))
+        );
+        assert!(toml::from_str::<CrawlConfig>("command_port = \"nowhere\"\n").is_err());
+        assert_eq!(CrawlConfig::default().command_port, None);
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! - [`robots`]: robots.txt per site: state, rules, crawl delay.
 //! - [`backoff`]: server pushback timing: exponential backoff and `Retry-After`.
 //! - [`config`]: the crawl's settings and their defaults.
-//! - [`control`]: the HTTP control API on loopback, an observer of the engine's handle.
+//! - [`control`]: the HTTP control API and the command port on loopback, observers of the
+//!   engine's handle; `crawltop ctl` is the API's client.
 //! - [`dashboard`]: the live terminal face: snapshots in, commands out.
 //! - [`extract`]: `--extract NAME=CSS` fields from HTML pages (scraper, size-capped).
 //! - [`engine`]: the crawl itself, behind a handle: snapshots out, commands in.

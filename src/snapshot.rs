@@ -305,6 +305,8 @@ pub struct Commit {
 pub enum CommandSource {
     Key,
     Api,
+    /// The command port (`crawl --command-port`).
+    Port,
     Signal,
     Library,
 }

@@ -1,0 +1,186 @@
+//! The handlers both control rooms share: the HTTP API and the command port read the same
+//! renderings of the snapshot and send commands through the same validation, so a command
+//! means the same thing, and is refused with the same words, whichever door it came in by.
+//!
+//! It owns the checks on a command's argument (the delay and worker bounds), the JSON that
+//! answers a command, and the cache of renderings. It must never parse a transport (no URLs,
+//! no lines), never reach into the engine beyond its handle, and never hold a snapshot borrow
+//! or a lock while rendering.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use crate::engine::{Command, Commander};
+use crate::snapshot::{CommandSource, Snapshot};
+
+/// The largest delay `/delay?ms=N` and `DELAY MS` accept: an hour.
+pub const MAX_DELAY_MS: u64 = 3_600_000;
+/// The most workers `/workers?n=N` and `WORKERS N` accept.
+pub const MAX_WORKERS: usize = 4096;
+
+/// `SetDelay` from the text of its `ms`, or a message naming the parameter at fault.
+pub(super) fn delay(ms: &str) -> Result<Command, String> {
+    match ms.parse::<u64>() {
+        Ok(ms) if ms <= MAX_DELAY_MS => Ok(Command::SetDelay(Duration::from_millis(ms))),
+        _ => Err(format!(
+            "parameter ms must be a whole number of milliseconds in 0..={MAX_DELAY_MS}, got {ms:?}"
+        )),
+    }
+}
+
+/// `SetWorkers` from the text of its `n`, or a message naming the parameter at fault.
+pub(super) fn workers(n: &str) -> Result<Command, String> {
+    match n.parse::<usize>() {
+        Ok(n) if (1..=MAX_WORKERS).contains(&n) => Ok(Command::SetWorkers(n)),
+        _ => Err(format!(
+            "parameter n must be a whole number of workers in 1..={MAX_WORKERS}, got {n:?}"
+        )),
+    }
+}
+
+/// The JSON that acknowledges a command.
+pub(super) fn command_reply(cmd: Command) -> serde_json::Value {
+    match cmd {
+        Command::Pause => serde_json::json!({"ok": true, "command": "pause"}),
+        Command::Resume => serde_json::json!({"ok": true, "command": "resume"}),
+        Command::Stop => serde_json::json!({"ok": true, "command": "stop"}),
+        Command::Export => serde_json::json!({"ok": true, "command": "export"}),
+        Command::SetDelay(d) => {
+            serde_json::json!({"ok": true, "command": "delay", "ms": d.as_millis() as u64})
+        }
+        Command::SetWorkers(n) => serde_json::json!({"ok": true, "command": "workers", "n": n}),
+    }
+}
+
+/// The crawl is over: it takes no more commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the crawl is over")]
+pub(super) struct CrawlOver;
+
+/// What a room renders from the snapshot.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum View {
+    Stats,
+    Metrics,
+}
+
+/// The last rendering of each view, keyed by the snapshot it was made from: many clients
+/// polling between two publications cost one serialization, not one each.
+#[derive(Default)]
+struct Rendered {
+    stats: Option<(Arc<Snapshot>, Bytes)>,
+    metrics: Option<(Arc<Snapshot>, Bytes)>,
+}
+
+/// One room's view of the crawl: its snapshots, its commands, its index.
+pub(super) struct Handlers {
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    commander: Commander,
+    source: CommandSource,
+    rendered: Mutex<Rendered>,
+    /// The crawl's index folder (`--out DIR` gives `DIR/index`), for the search endpoints.
+    pub(super) index: Option<PathBuf>,
+    /// Opened on the first query; reloaded before each one to see new commits.
+    pub(super) reader: Mutex<Option<Arc<crate::index::IndexReader>>>,
+}
+
+impl Handlers {
+    pub(super) fn new(
+        snapshots: watch::Receiver<Arc<Snapshot>>,
+        commander: Commander,
+        source: CommandSource,
+        index: Option<PathBuf>,
+    ) -> Handlers {
+        Handlers {
+            snapshots,
+            commander,
+            source,
+            rendered: Mutex::new(Rendered::default()),
+            index,
+            reader: Mutex::new(None),
+        }
+    }
+
+    /// Sends a validated command to the engine, recorded under this room's source.
+    pub(super) fn send(&self, cmd: Command) -> Result<serde_json::Value, CrawlOver> {
+        if self.commander.send(cmd, self.source) {
+            Ok(command_reply(cmd))
+        } else {
+            Err(CrawlOver)
+        }
+    }
+
+    fn snapshot(&self) -> Arc<Snapshot> {
+        // The borrow holds the channel's read lock: clone the Arc and let it go at once.
+        self.snapshots.borrow().clone()
+    }
+
+    /// The view of the latest snapshot, rendered once per snapshot.
+    pub(super) fn render(&self, view: View) -> Result<Bytes, serde_json::Error> {
+        let snap = self.snapshot();
+        let slot = |r: &mut Rendered| -> Option<Bytes> {
+            let cached = match view {
+                View::Stats => &r.stats,
+                View::Metrics => &r.metrics,
+            };
+            cached
+                .as_ref()
+                .filter(|(s, _)| Arc::ptr_eq(s, &snap))
+                .map(|(_, b)| b.clone())
+        };
+        if let Some(bytes) = slot(&mut self.lock_rendered()) {
+            return Ok(bytes);
+        }
+        // Rendered outside the lock: a big snapshot must not make other connections wait.
+        let bytes = match view {
+            View::Stats => Bytes::from(serde_json::to_vec(&*snap)?),
+            View::Metrics => Bytes::from(super::metrics::metrics_text(&snap)),
+        };
+        let mut rendered = self.lock_rendered();
+        let entry = Some((snap, bytes.clone()));
+        match view {
+            View::Stats => rendered.stats = entry,
+            View::Metrics => rendered.metrics = entry,
+        }
+        Ok(bytes)
+    }
+
+    fn lock_rendered(&self) -> MutexGuard<'_, Rendered> {
+        // The cache holds finished renderings only; a panic elsewhere leaves it valid.
+        self.rendered.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_checked_against_the_same_bounds_for_both_rooms() {
+        assert_eq!(delay("0"), Ok(Command::SetDelay(Duration::ZERO)));
+        assert_eq!(
+            delay("3600000"),
+            Ok(Command::SetDelay(Duration::from_hours(1)))
+        );
+        for bad in ["3600001", "-1", "1.5", "", "abc", "99999999999999999999999"] {
+            let msg = delay(bad).expect_err(bad);
+            assert!(
+                msg.contains("parameter ms") && msg.contains(&format!("{bad:?}")),
+                "{msg}"
+            );
+        }
+        assert_eq!(workers("1"), Ok(Command::SetWorkers(1)));
+        assert_eq!(workers("4096"), Ok(Command::SetWorkers(4096)));
+        for bad in ["0", "4097", "x", "-3", ""] {
+            assert!(workers(bad).expect_err(bad).contains("parameter n"));
+        }
+        assert_eq!(
+            command_reply(Command::Export),
+            serde_json::json!({"ok": true, "command": "export"})
+        );
+    }
+}

@@ -1,0 +1,328 @@
+//! The command port against a live crawl of the test web: every command, and every kind of
+//! bad input a client can send, judged by the answers, the crawl's state and its command log.
+
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::TcpStream;
+
+use super::*;
+use crate::control::tests::{PATIENCE, commands_from, crawl, loopback, wait_snapshot};
+use crate::engine::CrawlHandle;
+use crate::snapshot::RunState;
+use crate::testweb::{GenOptions, TestWeb};
+
+/// A web big enough to be still crawling when a test acts on it.
+fn busy_web() -> GenOptions {
+    GenOptions::new(2, 200).seed(8).crawl_delay_s(0.02)
+}
+
+struct Live {
+    _web: TestWeb,
+    handle: CrawlHandle,
+    port: ControlServer,
+}
+
+impl Live {
+    async fn start(token: Option<&str>) -> Live {
+        Live::with_delay(token, 20).await
+    }
+
+    async fn with_delay(token: Option<&str>, delay_ms: u64) -> Live {
+        let (web, handle) = crawl(busy_web(), delay_ms, None).await;
+        let opts = ControlOptions {
+            addr: loopback(),
+            token: token.map(str::to_string),
+        };
+        let port = serve_port(opts, None, handle.snapshots(), handle.commander())
+            .await
+            .expect("the command port starts");
+        Live {
+            _web: web,
+            handle,
+            port,
+        }
+    }
+
+    async fn client(&self) -> Client {
+        Client::connect(self.port.local_addr()).await
+    }
+}
+
+/// A client of the line protocol.
+struct Client {
+    stream: BufReader<TcpStream>,
+}
+
+impl Client {
+    async fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        Client {
+            stream: BufReader::new(stream),
+        }
+    }
+
+    async fn send(&mut self, bytes: &[u8]) {
+        self.stream.get_mut().write_all(bytes).await.expect("write");
+    }
+
+    /// The next line without its `\n`, or None when the server closed.
+    async fn line(&mut self) -> Option<String> {
+        let mut line = String::new();
+        let n = tokio::time::timeout(PATIENCE, self.stream.read_line(&mut line))
+            .await
+            .expect("an answer in time")
+            .expect("read");
+        (n > 0).then(|| line.trim_end_matches('\n').to_string())
+    }
+
+    async fn ask(&mut self, line: &str) -> String {
+        self.send(format!("{line}\n").as_bytes()).await;
+        self.line().await.expect("an answer line")
+    }
+
+    /// Reads until the server closes; true if it did within `bound`.
+    async fn closed_within(&mut self, bound: Duration) -> bool {
+        let mut rest = Vec::new();
+        tokio::time::timeout(bound, self.stream.read_to_end(&mut rest))
+            .await
+            .is_ok()
+    }
+}
+
+#[test]
+fn lines_split_into_a_command_word_and_its_arguments() {
+    assert_eq!(split_command("  delay   300 \t"), ("delay", "300"));
+    assert_eq!(split_command("STATS"), ("STATS", ""));
+    assert_eq!(split_command(""), ("", ""));
+    assert_eq!(
+        split_command("search \"white rabbit\" tea"),
+        ("search", "\"white rabbit\" tea")
+    );
+    assert!(authenticate("AUTH s3cret", "s3cret"));
+    assert!(authenticate("auth   s3cret ", "s3cret"));
+    for wrong in [
+        "AUTH s3cre",
+        "AUTH",
+        "s3cret",
+        "AUTHs3cret",
+        "AUTH s3cret x",
+        "STATS",
+    ] {
+        assert!(!authenticate(wrong, "s3cret"), "{wrong:?}");
+    }
+    assert_eq!(
+        query_argument(IndexQuery::Search, "a b", &["a", "b"]),
+        Ok("a b".to_string())
+    );
+    assert!(query_argument(IndexQuery::MaxCount, "", &[]).is_err());
+    assert!(query_argument(IndexQuery::MinCount, "a b", &["a", "b"]).is_err());
+    assert!(query_argument(IndexQuery::WordCount, "x", &["x"]).is_err());
+    assert_eq!(
+        block(serde_json::json!([1, {"a": "x\ny"}])),
+        ["1", r#"{"a":"x\ny"}"#]
+    );
+    assert_eq!(block(serde_json::Value::Null), ["null"]);
+}
+
+#[tokio::test]
+async fn commands_act_on_the_crawl_and_are_logged_as_the_port() {
+    let live = Live::start(None).await;
+    let mut c = live.client().await;
+    let stats: Snapshot = serde_json::from_str(&c.ask("STATS").await).expect("one JSON line");
+    assert!(stats.workers.total > 0);
+    // Without a token, a script that always authenticates is welcome.
+    assert_eq!(c.ask("AUTH anything").await, "OK auth");
+    assert_eq!(c.ask("pause").await, "OK pause");
+    wait_snapshot(&live.handle, |s| s.state == RunState::Paused).await;
+    assert_eq!(c.ask("Resume").await, "OK resume");
+    assert_eq!(c.ask("DELAY 150").await, "OK delay 150 ms");
+    assert_eq!(c.ask("WORKERS 3").await, "OK workers 3");
+    let snap = wait_snapshot(&live.handle, |s| {
+        s.state == RunState::Running && s.politeness.delay_ms == 150 && s.workers.total == 3
+    })
+    .await;
+    assert_eq!(
+        commands_from(&snap, CommandSource::Port),
+        ["pause", "resume", "delay 150 ms", "workers 3"]
+    );
+    assert!(commands_from(&snap, CommandSource::Api).is_empty());
+    // Queries need an index, which this crawl (no --out) does not keep.
+    for query in [
+        "SEARCH rabbit",
+        "MAXCOUNT rabbit",
+        "MINCOUNT rabbit",
+        "WORDCOUNT",
+    ] {
+        let answer = c.ask(query).await;
+        assert!(
+            answer.starts_with("ERR ") && answer.contains("--out"),
+            "{query}: {answer}"
+        );
+    }
+    assert_eq!(c.ask("SHUTDOWN").await, "OK stop");
+    let summary = tokio::time::timeout(PATIENCE, live.handle.finished())
+        .await
+        .expect("the crawl stops")
+        .expect("no engine error");
+    assert_eq!(
+        commands_from(&summary.snapshot, CommandSource::Port)
+            .last()
+            .map(String::as_str),
+        Some("stop")
+    );
+    // The port still answers, and says the crawl is over.
+    assert_eq!(c.ask("PAUSE").await, "ERR the crawl is over");
+    assert_eq!(c.ask("QUIT").await, "OK bye");
+    assert!(c.closed_within(PATIENCE).await);
+}
+
+#[tokio::test]
+async fn bad_lines_get_a_clear_err_and_the_connection_stays_usable() {
+    let live = Live::start(None).await;
+    let mut c = live.client().await;
+    for (line, says) in [
+        ("FROBNICATE", "unknown command"),
+        ("", "no command"),
+        ("   ", "no command"),
+        ("DELAY", "missing argument: use DELAY MS"),
+        ("DELAY 1 2", "too many arguments: use DELAY MS"),
+        (
+            "DELAY abc",
+            "parameter ms must be a whole number of milliseconds",
+        ),
+        ("DELAY -5", "parameter ms"),
+        ("DELAY 3600001", "0..=3600000"),
+        ("WORKERS", "missing argument: use WORKERS N"),
+        (
+            "WORKERS 0",
+            "parameter n must be a whole number of workers in 1..=4096",
+        ),
+        ("WORKERS 4097", "parameter n"),
+        ("WORKERS two", "parameter n"),
+        ("PAUSE now", "PAUSE takes no argument"),
+        ("STATS all", "STATS takes no argument"),
+        ("SEARCH", "missing words"),
+        ("MAXCOUNT", "missing argument: use MAXCOUNT WORD"),
+        ("MINCOUNT a b", "too many arguments: use MINCOUNT WORD"),
+        ("WORDCOUNT x", "WORDCOUNT takes no argument"),
+    ] {
+        let answer = c.ask(line).await;
+        assert!(answer.starts_with("ERR "), "{line:?}: {answer}");
+        assert!(answer.contains(says), "{line:?}: {answer}");
+    }
+    c.send(b"PAU\xffSE\r\n").await;
+    assert_eq!(
+        c.line().await.as_deref(),
+        Some("ERR the line is not UTF-8 text")
+    );
+    // Still usable, and none of the above reached the engine.
+    assert_eq!(c.ask("delay 7").await, "OK delay 7 ms");
+    let snap = wait_snapshot(&live.handle, |s| s.politeness.delay_ms == 7).await;
+    assert_eq!(commands_from(&snap, CommandSource::Port), ["delay 7 ms"]);
+    live.handle.abort();
+}
+
+#[tokio::test]
+async fn a_line_of_a_megabyte_is_refused_and_the_connection_closed() {
+    let live = Live::start(None).await;
+    let mut c = live.client().await;
+    let mut huge = vec![b'A'; 1 << 20];
+    huge.push(b'\n');
+    // Written while the answer is read: the server stops reading after 8 KiB.
+    let (mut read, mut write) = c.stream.into_inner().into_split();
+    let writer = tokio::spawn(async move {
+        let _ = write.write_all(&huge).await;
+        write
+    });
+    let mut answer = Vec::new();
+    tokio::time::timeout(PATIENCE, read.read_to_end(&mut answer))
+        .await
+        .expect("the server closes")
+        .expect("read");
+    let _ = writer.await;
+    assert_eq!(
+        String::from_utf8_lossy(&answer),
+        format!("ERR the line is longer than {MAX_LINE} bytes; closing\n")
+    );
+    // Other clients are served as before.
+    c = live.client().await;
+    assert_eq!(c.ask("RESUME").await, "OK resume");
+    live.handle.abort();
+}
+
+#[tokio::test]
+async fn silent_and_many_clients_hold_up_neither_the_crawl_nor_each_other() {
+    // Slow enough to be still crawling after the silent clients' timeout.
+    let live = Live::with_delay(None, 200).await;
+    let addr = live.port.local_addr();
+    // Clients that connect and say nothing, more than the port serves at once.
+    let mut silent = Vec::new();
+    for _ in 0..(MAX_CLIENTS + 16) {
+        silent.push(TcpStream::connect(addr).await.expect("connect"));
+    }
+    // The crawl goes on meanwhile.
+    let before = live.handle.snapshots().borrow().resources.fetched;
+    wait_snapshot(&live.handle, |s| s.resources.fetched >= before + 5).await;
+    // The silent ones are let go after the idle timeout, and a newcomer is served.
+    let started = tokio::time::Instant::now();
+    let mut c = live.client().await;
+    assert_eq!(c.ask("PAUSE").await, "OK pause");
+    assert!(started.elapsed() < IDLE_TIMEOUT * 3);
+    let mut first = BufReader::new(silent.remove(0));
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(IDLE_TIMEOUT + PATIENCE, first.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "a silent client is still connected");
+    // Many clients at once, each with its own answer.
+    let mut clients = Vec::new();
+    for i in 0..40 {
+        clients.push(tokio::spawn(async move {
+            let mut c = Client::connect(addr).await;
+            let answer = c.ask(&format!("DELAY {}", 100 + i)).await;
+            (i, answer)
+        }));
+    }
+    for task in clients {
+        let (i, answer) = task.await.expect("client task");
+        assert_eq!(answer, format!("OK delay {} ms", 100 + i));
+    }
+    drop(silent);
+    live.handle.abort();
+}
+
+#[tokio::test]
+async fn a_token_must_come_first_as_auth() {
+    let live = Live::start(Some("s3cret")).await;
+    let mut c = live.client().await;
+    assert_eq!(
+        c.ask("PAUSE").await,
+        "ERR missing or wrong token: the first line must be AUTH TOKEN"
+    );
+    assert!(c.closed_within(PATIENCE).await);
+    let mut c = live.client().await;
+    assert!(
+        c.ask("AUTH wrong")
+            .await
+            .starts_with("ERR missing or wrong token")
+    );
+    assert!(c.closed_within(PATIENCE).await);
+    let mut c = live.client().await;
+    assert_eq!(c.ask("auth s3cret").await, "OK auth");
+    assert_eq!(c.ask("PAUSE").await, "OK pause");
+    // A wrong token later is refused, and the connection stays as it was.
+    assert_eq!(c.ask("AUTH s3crex").await, "ERR wrong token");
+    let snap = wait_snapshot(&live.handle, |s| s.state == RunState::Paused).await;
+    // Only the authenticated PAUSE reached the engine.
+    assert_eq!(commands_from(&snap, CommandSource::Port), ["pause"]);
+    // Off loopback the port needs a token before it binds anything.
+    let got = serve_port(
+        ControlOptions {
+            addr: "0.0.0.0:0".parse().expect("addr"),
+            token: None,
+        },
+        None,
+        live.handle.snapshots(),
+        live.handle.commander(),
+    )
+    .await;
+    assert!(matches!(got, Err(ControlError::PortNeedsToken(_))));
+    live.handle.abort();
+}

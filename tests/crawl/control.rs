@@ -1,0 +1,364 @@
+//! The control rooms of a running `crawltop crawl`, from outside: the command port's lines and
+//! `crawltop ctl`, judged at the test web's request log, in the stats file and against the
+//! search verbs on the same folder.
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crawltop::testweb::{GenOptions, TestWeb};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::TcpStream;
+
+use crate::util::{PATIENCE, bin, read_stderr_until};
+
+/// A client of the command port's line protocol.
+struct Port {
+    stream: BufReader<TcpStream>,
+}
+
+impl Port {
+    async fn connect(addr: SocketAddr) -> Port {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        Port {
+            stream: BufReader::new(stream),
+        }
+    }
+
+    async fn line(&mut self) -> String {
+        let mut line = String::new();
+        tokio::time::timeout(PATIENCE, self.stream.read_line(&mut line))
+            .await
+            .expect("an answer in time")
+            .expect("read");
+        line.trim_end_matches('\n').to_string()
+    }
+
+    async fn ask(&mut self, command: &str) -> String {
+        self.stream
+            .get_mut()
+            .write_all(format!("{command}\n").as_bytes())
+            .await
+            .expect("write");
+        self.line().await
+    }
+
+    /// A block's lines, each parsed as JSON, up to its empty line.
+    async fn block(&mut self, command: &str) -> Vec<serde_json::Value> {
+        let mut line = self.ask(command).await;
+        assert!(!line.starts_with("ERR"), "{command}: {line}");
+        let mut values = Vec::new();
+        while !line.is_empty() {
+            values.push(serde_json::from_str(&line).expect("a JSON line"));
+            line = self.line().await;
+        }
+        values
+    }
+
+    async fn stats(&mut self) -> serde_json::Value {
+        serde_json::from_str(&self.ask("STATS").await).expect("STATS is one JSON line")
+    }
+
+    /// Asks for STATS until `done` holds.
+    async fn wait_stats(&mut self, done: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        tokio::time::timeout(PATIENCE, async {
+            loop {
+                let stats = self.stats().await;
+                if done(&stats) {
+                    return stats;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the stats reach the condition")
+    }
+}
+
+/// The addresses printed after each of `marks` on the crawl's stderr.
+async fn printed_addrs<const N: usize>(
+    stderr: &mut tokio::process::ChildStderr,
+    marks: [&str; N],
+) -> [SocketAddr; N] {
+    let seen = read_stderr_until(stderr, |s| {
+        marks
+            .iter()
+            .all(|mark| s.split(mark).nth(1).is_some_and(|rest| rest.contains('\n')))
+    })
+    .await;
+    marks.map(|mark| {
+        seen.split(mark)
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no address after {mark:?} in {seen}"))
+    })
+}
+
+/// Waits until `path` exists and parses as JSON.
+async fn stats_file(path: &std::path::Path) -> serde_json::Value {
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            if let Some(json) = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+            {
+                return json;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the stats file appears")
+}
+
+fn port_commands(stats: &serde_json::Value) -> Vec<String> {
+    stats["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .filter(|c| c["source"] == "port")
+        .map(|c| c["command"].as_str().expect("command").to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_command_port_pauses_delays_exports_and_shuts_down_the_crawl() {
+    let web = TestWeb::start(GenOptions::new(2, 300).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let log = web.log();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let mut child = tokio::process::Command::new(bin())
+        .args(["crawl", &web.url("site00", "/"), &web.url("site01", "/")])
+        .args(["--delay-ms", "20", "--headless", "--stats-out"])
+        .arg(&stats)
+        .args(["--command-port", "127.0.0.1:0", "--control-token", "s3cret"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let [addr] = printed_addrs(&mut stderr, ["command port on "]).await;
+    let mut port = Port::connect(addr).await;
+    assert_eq!(port.ask("AUTH s3cret").await, "OK auth");
+    tokio::time::timeout(PATIENCE, log.wait_until(|r| r.len() >= 10))
+        .await
+        .expect("crawling");
+
+    // PAUSE: once in-flight requests are done, nothing more arrives at the server.
+    assert_eq!(port.ask("PAUSE").await, "OK pause");
+    port.wait_stats(|s| s["state"] == "paused" && s["scheduler"]["assigned"] == 0)
+        .await;
+    tokio::time::timeout(
+        PATIENCE,
+        log.wait_until(|r| r.len() as u64 == log.arrivals()),
+    )
+    .await
+    .expect("in-flight requests finish");
+    let mark = log.now_us();
+    tokio::time::sleep(Duration::from_millis(400)).await; // an observation window
+    let late: Vec<_> = log
+        .records()
+        .into_iter()
+        .filter(|r| r.t_us > mark)
+        .collect();
+    assert!(late.is_empty(), "requests while paused: {late:?}");
+
+    // RESUME and DELAY 300: later requests to one site are at least 300 ms apart.
+    assert_eq!(port.ask("RESUME").await, "OK resume");
+    assert_eq!(port.ask("DELAY 300").await, "OK delay 300 ms");
+    port.wait_stats(|s| s["state"] == "running" && s["politeness"]["delay_ms"] == 300)
+        .await;
+    let set_at = log.now_us();
+    tokio::time::timeout(
+        PATIENCE,
+        log.wait_until(|r| r.iter().filter(|r| r.t_us > set_at).count() >= 6),
+    )
+    .await
+    .expect("crawling again");
+    let mut pairs = 0;
+    for site in ["site00", "site01"] {
+        for pair in log.site_records(site).windows(2) {
+            if pair[0].t_us > set_at {
+                let gap = pair[1].t_us - pair[0].t_us;
+                assert!(gap >= 300_000, "{site}: {gap} us apart after DELAY 300");
+                pairs += 1;
+            }
+        }
+    }
+    assert!(pairs >= 3, "only {pairs} pairs observed");
+
+    // EXPORT: the stats file is written now, while the crawl runs.
+    assert!(!stats.exists());
+    assert_eq!(port.ask("EXPORT").await, "OK export");
+    let exported = stats_file(&stats).await;
+    assert_eq!(exported["state"], "running");
+    assert_eq!(
+        port_commands(&exported),
+        ["pause", "resume", "delay 300 ms", "export"]
+    );
+
+    // SHUTDOWN: the crawl stops, exits 0, and the stats say who stopped it.
+    assert_eq!(port.ask("SHUTDOWN").await, "OK stop");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("the crawl ends after SHUTDOWN")
+        .expect("status");
+    assert!(status.success());
+    let last = stats_file(&stats).await;
+    assert_eq!(last["state"], "finished");
+    assert_eq!(
+        port_commands(&last),
+        ["pause", "resume", "delay 300 ms", "export", "stop"]
+    );
+}
+
+fn verb_json(args: &[&str]) -> serde_json::Value {
+    let o = std::process::Command::new(bin())
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("json")
+}
+
+#[tokio::test]
+async fn queries_on_the_command_port_match_the_search_verbs_and_ctl_exports() {
+    let web = TestWeb::start(GenOptions::new(1, 60).seed(5))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("crawl");
+    let out_s = out.to_str().expect("utf8");
+    let stats = tmp.path().join("stats.json");
+    let mut child = tokio::process::Command::new(bin())
+        .args(["crawl", &web.url("site00", "/"), "--headless"])
+        .args([
+            "--delay-ms",
+            "100",
+            "--checkpoint-ms",
+            "100",
+            "--out",
+            out_s,
+        ])
+        .args(["--command-port", "127.0.0.1:0", "--control", "127.0.0.1:0"])
+        .arg("--stats-out")
+        .arg(&stats)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let [control, addr] =
+        printed_addrs(&mut stderr, ["control API on http://", "command port on "]).await;
+    let mut port = Port::connect(addr).await;
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 15))
+        .await
+        .expect("crawling");
+
+    // Paused with everything committed, and checkpoints (index commits) after that.
+    assert_eq!(port.ask("PAUSE").await, "OK pause");
+    let idle = port
+        .wait_stats(|s| {
+            s["state"] == "paused"
+                && s["scheduler"]["assigned"] == 0
+                && s["commit"]["in_flight"] == 0
+                && s["commit"]["waiting"] == 0
+        })
+        .await;
+    let k = idle["commit"]["checkpoints"].as_u64().expect("checkpoints");
+    port.wait_stats(|s| s["commit"]["checkpoints"].as_u64() >= Some(k + 2))
+        .await;
+
+    // The comparison counts only over a window in which the index held still: the page count
+    // (it only grows while crawling) is the same before and after both sides answered.
+    let urls = |v: &[serde_json::Value]| -> Vec<String> {
+        v.iter()
+            .map(|h| h["url"].as_str().expect("url").to_string())
+            .collect()
+    };
+    let (hits, want, max, max_want, min, min_want, wc, wc_want) =
+        tokio::time::timeout(PATIENCE, async {
+            loop {
+                let before = port.block("WORDCOUNT").await;
+                let hits = port.block("SEARCH rabbit").await;
+                let want = verb_json(&["search", out_s, "rabbit", "--limit", "20"]);
+                let max = port.block("maxcount rabbit").await;
+                let max_want = verb_json(&["maxcount", out_s, "rabbit"]);
+                let min = port.block("MINCOUNT rabbit").await;
+                let min_want = verb_json(&["mincount", out_s, "rabbit"]);
+                let wc = port.block("WORDCOUNT").await;
+                let wc_want = verb_json(&["wc", out_s]);
+                if port.block("WORDCOUNT").await == before && wc == before {
+                    return (hits, want, max, max_want, min, min_want, wc, wc_want);
+                }
+            }
+        })
+        .await
+        .expect("the index holds still while paused");
+    assert_eq!(urls(&hits), urls(want.as_array().expect("hits")));
+    assert!(!hits.is_empty());
+    assert_eq!(max, [max_want]);
+    assert_ne!(max[0], serde_json::Value::Null);
+    assert_eq!(min, [min_want]);
+    assert_eq!(wc, [wc_want]);
+    assert!(wc[0]["pages"].as_u64() >= Some(10), "{wc:?}");
+    let none = port.block("MAXCOUNT zzyzxqq").await;
+    assert_eq!(none, [serde_json::Value::Null]);
+    let bad = port.ask("SEARCH \"unbalanced").await;
+    assert!(bad.starts_with("ERR "), "{bad}");
+
+    // `crawltop ctl ADDR export`: the HTTP API's POST /export writes the stats file now.
+    let o = std::process::Command::new(bin())
+        .args(["ctl", &control.to_string(), "export"])
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let answer: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(answer, serde_json::json!({"ok": true, "command": "export"}));
+    let exported = stats_file(&stats).await;
+    assert_eq!(exported["state"], "paused");
+    assert_eq!(exported["commands"][1]["command"], "export");
+    assert_eq!(exported["commands"][1]["source"], "api");
+
+    assert_eq!(port.ask("SHUTDOWN").await, "OK stop");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("the crawl ends")
+        .expect("status");
+    assert!(status.success());
+}
+
+#[test]
+fn a_control_token_needs_somewhere_to_be_used() {
+    let o = std::process::Command::new(bin())
+        .args(["crawl", "http://127.0.0.1:9/", "--control-token", "s3cret"])
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("--control-token needs --control or --command-port"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Off loopback without a token, the command port refuses before anything is bound.
+    let o = std::process::Command::new(bin())
+        .args([
+            "crawl",
+            "http://127.0.0.1:9/",
+            "--headless",
+            "--command-port",
+            "0.0.0.0:0",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("the command port on 0.0.0.0:0 would listen beyond loopback"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
