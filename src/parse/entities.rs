@@ -47,8 +47,14 @@ pub(super) fn attribute(raw: String) -> String {
 /// Decodes a complete run of input (a whole attribute value, or text up to a point where no
 /// reference or CR/LF pair is cut: see [`safe_end`]).
 pub(super) fn decode(raw: &str, mode: Mode) -> Cow<'_, str> {
-    let special = |b: &u8| matches!(b, b'\r' | b'\0') || (mode.refs && *b == b'&');
-    let Some(first) = raw.as_bytes().iter().position(special) else {
+    let special = |bytes: &[u8]| {
+        if mode.refs {
+            memchr::memchr3(b'&', b'\r', b'\0', bytes)
+        } else {
+            memchr::memchr2(b'\r', b'\0', bytes)
+        }
+    };
+    let Some(first) = special(raw.as_bytes()) else {
         return Cow::Borrowed(raw);
     };
     let bytes = raw.as_bytes();
@@ -56,7 +62,7 @@ pub(super) fn decode(raw: &str, mode: Mode) -> Cow<'_, str> {
     out.push_str(&raw[..first]);
     let mut i = first;
     while i < raw.len() {
-        let Some(next) = bytes[i..].iter().position(special) else {
+        let Some(next) = special(&bytes[i..]) else {
             out.push_str(&raw[i..]);
             break;
         };

@@ -398,13 +398,26 @@ struct TextBuilder {
 
 impl TextBuilder {
     fn push(&mut self, s: &str, preformatted: bool) {
-        // Words are copied whole: a hot path (every text node of every page).
+        // Words are copied whole: a hot path (every text node of every page), where ASCII
+        // bytes are classified without decoding a char.
+        let bytes = s.as_bytes();
         let mut word_start = None;
-        for (i, c) in s.char_indices() {
-            let line_break = preformatted && c == '\n';
-            if line_break || c.is_whitespace() || c.is_control() {
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            let (separator, line_break, len) = if b.is_ascii() {
+                // ASCII whitespace and controls: 0x00-0x20 and DEL.
+                (b <= b' ' || b == 0x7F, preformatted && b == b'\n', 1)
+            } else {
+                let Some(c) = s[i..].chars().next() else {
+                    break;
+                };
+                (c.is_whitespace() || c.is_control(), false, c.len_utf8())
+            };
+            let at = i;
+            i += len;
+            if separator {
                 if let Some(start) = word_start.take() {
-                    self.word(&s[start..i]);
+                    self.word(&s[start..at]);
                 }
                 if line_break {
                     self.break_line();
@@ -412,7 +425,7 @@ impl TextBuilder {
                     self.pending_space = self.line_has_text;
                 }
             } else if word_start.is_none() {
-                word_start = Some(i);
+                word_start = Some(at);
             }
         }
         if let Some(start) = word_start {
