@@ -43,7 +43,7 @@ pub struct ParsedPage {
     pub encoding: &'static str,
     /// The URL relative links were resolved against: `<base href>` if usable, else the page.
     pub base: Url,
-    /// Whether the whole body was parsed; see [`MAX_DEPTH`].
+    /// Whether the whole body was parsed; see [`MAX_DEPTH`] and [`MAX_PARSE_MEMORY`].
     pub coverage: Coverage,
 }
 
