@@ -332,6 +332,21 @@ fn many_unclosed_paragraphs_and_list_items_do_not_count_as_depth() {
     assert_eq!(page.coverage, Coverage::Whole);
 }
 
+/// A known difference: html5ever closes each `<p>` at the next, `lol_html` keeps them all on
+/// its stack of open elements (about 128 bytes each), which counts against
+/// [`super::MAX_PARSE_MEMORY`]: past about 65,000 unclosed elements the stream cuts the page.
+#[test]
+fn a_hundred_thousand_unclosed_paragraphs_are_cut_at_the_memory_limit() {
+    let html = "<p>para <a href=/x>text</a> ".repeat(100_000);
+    let page = parse_html(html.as_bytes(), Some("text/html"), &url());
+    let Coverage::CutAtMemory { parsed_bytes } = page.coverage else {
+        panic!("expected a cut, got {:?}", page.coverage);
+    };
+    assert!(parsed_bytes > html.len() / 4, "cut early: {parsed_bytes}");
+    assert_eq!(page.links.len(), 1);
+    assert!(page.text.starts_with("para text\npara text\n"));
+}
+
 #[test]
 fn invalid_utf8_in_a_declared_utf8_page_becomes_replacement_characters() {
     let body = b"<meta charset=utf-8><title>a\xFFb</title><p>c\xC3d \xF0\x9F\x98</p><a href=\"/\xE9\">x</a>";
