@@ -164,7 +164,7 @@ fn collapse<'a>(parts: impl Iterator<Item = &'a str>) -> String {
 /// The tree of a page. `parse` builds it and stops at its nesting limit (html5ever's tree
 /// builder is quadratic in the depth of unclosed elements), keeping what came before.
 fn document(text: &str) -> Html {
-    crate::parse::parse_document(text).0
+    crate::parse::dom::parse_document(text).0
 }
 
 fn parse_spec(spec: &str) -> Result<Field, ExtractError> {

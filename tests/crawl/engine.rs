@@ -816,3 +816,43 @@ async fn trap_rules_end_urls_as_ignored_with_the_reason() {
     let asked: Vec<String> = web.log().records().iter().map(|r| r.path.clone()).collect();
     assert_eq!(asked.len(), 2, "robots.txt and the index only: {asked:?}");
 }
+
+#[tokio::test]
+async fn a_page_cut_by_a_parse_limit_ends_parsed_with_the_reason() {
+    let web = TestWeb::start(GenOptions::new(1, 5).seed(2))
+        .await
+        .expect("web");
+    // Pages the generator does not make, served from the site's folder as they are.
+    let site = web.dir().join("site00");
+    let deep = format!(
+        "<title>deep</title><a href=\"p1.html\">x</a>{}",
+        "<div>".repeat(100_000)
+    );
+    std::fs::write(site.join("deep.html"), deep).expect("write");
+    let huge_tag = format!(
+        "<title>tag</title><a href=\"p2.html\">y</a><a title=\"{}",
+        "z".repeat(9 << 20)
+    );
+    std::fs::write(site.join("tag.html"), huge_tag).expect("write");
+    let mut cfg = config(vec![
+        web.url("site00", "/deep.html"),
+        web.url("site00", "/tag.html"),
+    ]);
+    cfg.depth = Some(0);
+    let crawled = crawl(cfg).await;
+    let reason = |path: &str| {
+        let row = &crawled.urls[&web.url("site00", path)];
+        assert_eq!(row["state"], "parsed", "{path}: {row}");
+        row["reason"].as_str().unwrap_or_default().to_string()
+    };
+    assert!(
+        reason("/deep.html").contains("nested deeper than 512"),
+        "{}",
+        reason("/deep.html")
+    );
+    assert!(
+        reason("/tag.html").contains("outgrew 8 MiB"),
+        "{}",
+        reason("/tag.html")
+    );
+}

@@ -1117,6 +1117,9 @@ impl<F: Schedule> Coordinator<F> {
             }
         };
         self.set_state(id, ResourceState::Parsed);
+        // A page cut by a parse limit is still parsed (what came before the cut counts); its
+        // record says where and why.
+        self.resources[id as usize].reason = page.coverage.reason();
         self.mailto.extend(page.mailto);
         let depth = self.resources[id as usize].depth + 1;
         for link in page.links {

@@ -2,21 +2,30 @@
 //! addresses, the title, the visible text and the page's robots directives.
 //!
 //! It reads bytes the way a browser does (BOM, then the header's charset, then a `<meta>`
-//! prescan, else UTF-8) and parses with html5ever, so broken markup yields the links a person
-//! would see. It runs on a blocking thread and must never do I/O, look at a clock or fail:
-//! every byte sequence, however hostile, produces a `ParsedPage`. It decides nothing about
-//! scope or robots.txt; the engine does.
+//! prescan, else UTF-8: [`charset`]) and parses them as a stream ([`stream`], `lol_html`): one
+//! pass over the bytes, no tree, so a parse holds the largest token and the open elements, not
+//! the page. Broken markup still yields the links a person would see; [`dom`] keeps the tree
+//! parser it replaced (html5ever) as the reference the stream is tested against.
+//!
+//! It runs on a blocking thread and must never do I/O, look at a clock or fail: every byte
+//! sequence, however hostile, produces a `ParsedPage` (a parse cut short says so in
+//! [`Coverage`]). It decides nothing about scope or robots.txt; the engine does.
+
+mod charset;
+#[cfg(test)]
+mod compare;
+pub mod dom;
+mod entities;
+mod stream;
 
 use std::collections::{HashMap, HashSet};
 
-use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
-use html5ever::driver::{self, ParseOpts, Parser};
-use html5ever::tendril::{StrTendril, TendrilSink};
-use scraper::{ElementRef, Html, HtmlTreeSink, Node};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::canonical::canonicalize;
+
+pub use charset::decode;
 
 /// Everything extracted from one HTML page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +43,7 @@ pub struct ParsedPage {
     pub encoding: &'static str,
     /// The URL relative links were resolved against: `<base href>` if usable, else the page.
     pub base: Url,
-    /// Whether the whole body was parsed; see [`MAX_DEPTH`].
+    /// Whether the whole body was parsed; see [`MAX_DEPTH`] and [`MAX_PARSE_MEMORY`].
     pub coverage: Coverage,
 }
 
@@ -43,24 +52,50 @@ pub struct ParsedPage {
 #[serde(rename_all = "snake_case")]
 pub enum Coverage {
     Whole,
-    /// The tree grew deeper than [`MAX_DEPTH`]; parsing stopped after `parsed_bytes` bytes of
-    /// decoded text and what came before was kept.
+    /// Elements nested deeper than [`MAX_DEPTH`]; parsing stopped after `parsed_bytes` bytes
+    /// and what came before was kept.
     CutAtDepth {
+        parsed_bytes: usize,
+    },
+    /// One token (a tag never closed, an attribute of megabytes) or the parser's stack of open
+    /// elements outgrew [`MAX_PARSE_MEMORY`]; parsing stopped after `parsed_bytes` bytes and
+    /// what came before was kept.
+    CutAtMemory {
         parsed_bytes: usize,
     },
 }
 
+impl Coverage {
+    /// Why the page was not parsed whole, in words for the URL's record; `None` when it was.
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Coverage::Whole => None,
+            Coverage::CutAtDepth { parsed_bytes } => Some(format!(
+                "parsed {parsed_bytes} bytes: elements nested deeper than {MAX_DEPTH}"
+            )),
+            Coverage::CutAtMemory { parsed_bytes } => Some(format!(
+                "parsed {parsed_bytes} bytes: a token or the open elements outgrew {} MiB",
+                MAX_PARSE_MEMORY >> 20
+            )),
+        }
+    }
+}
+
 /// Element nesting beyond which parsing stops.
 ///
-/// html5ever's tree builder checks "has an element in scope" by walking the stack of open
-/// elements, so a page of N unclosed `<div>`s costs O(N²): 8,000 of them take 5 s in a debug
-/// build, and a hostile 2 MB page would hold a thread for minutes. Browsers bound this too
-/// (Chromium stops nesting at 512). Real pages stay far below.
+/// A browser bounds this too (Chromium stops nesting at 512) and real pages stay far below.
+/// The tree parser needed it because html5ever's "has an element in scope" walks the stack
+/// of open elements (a page of N unclosed `<div>`s cost O(N²)); the stream needs it because
+/// `lol_html` matches an end tag by searching that stack, so N open elements and N stray end
+/// tags cost O(N²) as well.
 pub const MAX_DEPTH: usize = 512;
 
-/// Text fed to the parser between two depth checks. Smaller chunks catch a runaway page
-/// sooner; the check itself costs O(`MAX_DEPTH`).
-const PARSE_CHUNK: usize = 4096;
+/// The memory one parse may hold for itself, apart from what it collects: the largest token
+/// (a start tag with its attributes, a comment) plus the stack of open elements.
+///
+/// Large enough for a `data:` image of a few MiB in an attribute; a token beyond it cuts the
+/// parse ([`Coverage::CutAtMemory`]) instead of growing with the hostile page.
+pub const MAX_PARSE_MEMORY: usize = 8 << 20;
 
 /// Directives from `<meta name="robots">` and `<meta name="crawltop">`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,10 +125,6 @@ pub enum LinkKind {
     LinkNext,
     LinkPrev,
 }
-
-/// How many bytes the `<meta>` charset prescan looks at, as in the HTML standard.
-const PRESCAN_LIMIT: usize = 1024;
-
 /// True for `text/html` and `application/xhtml+xml`, ignoring parameters and case.
 ///
 /// A missing Content-Type is not HTML here: whether to sniff such a body is the engine's call.
@@ -105,258 +136,21 @@ pub fn is_html(content_type: Option<&str>) -> bool {
     })
 }
 
-/// Decodes `body` to text, choosing the encoding as a browser does: a byte order mark, then
-/// the Content-Type header's `charset`, then a `<meta>` prescan of the first 1024 bytes,
-/// else UTF-8. Malformed sequences become U+FFFD; this never fails.
-///
-/// One deliberate difference from browsers: a label that maps to the WHATWG "replacement"
-/// encoding (e.g. `iso-2022-kr`) is treated as unknown, because decoding with it yields a
-/// single U+FFFD and the crawl would learn nothing from the page.
-pub fn decode(body: &[u8], content_type: Option<&str>) -> (String, &'static Encoding) {
-    if let Some((encoding, bom_len)) = Encoding::for_bom(body) {
-        return (decode_with(encoding, &body[bom_len..]), encoding);
-    }
-    let encoding = content_type
-        .and_then(charset_from_content_type)
-        .or_else(|| prescan(&body[..body.len().min(PRESCAN_LIMIT)]))
-        .unwrap_or(UTF_8);
-    (decode_with(encoding, body), encoding)
-}
-
-fn decode_with(encoding: &'static Encoding, bytes: &[u8]) -> String {
-    let (text, _had_errors) = encoding.decode_without_bom_handling(bytes);
-    text.into_owned()
-}
-
-/// Looks a label up, treating unknown labels and the replacement encoding as absent.
-fn encoding_for_label(label: &[u8]) -> Option<&'static Encoding> {
-    Encoding::for_label(label).filter(|e| *e != encoding_rs::REPLACEMENT)
-}
-
-fn charset_from_content_type(content_type: &str) -> Option<&'static Encoding> {
-    content_type.split(';').skip(1).find_map(|param| {
-        let (name, value) = param.split_once('=')?;
-        if !name.trim().eq_ignore_ascii_case("charset") {
-            return None;
-        }
-        let value = value.trim();
-        let value = value
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .unwrap_or(value);
-        encoding_for_label(value.as_bytes())
-    })
-}
-
-/// The HTML standard's "prescan a byte stream to determine its encoding", over `bytes`
-/// (already cut to the prescan limit).
-fn prescan(bytes: &[u8]) -> Option<&'static Encoding> {
-    let mut pos = 0;
-    while pos < bytes.len() {
-        let rest = &bytes[pos..];
-        if rest.starts_with(b"<!--") {
-            // "<!-->" closes itself: the search for "-->" may reuse the opening dashes.
-            pos += 2 + find(&rest[2..], b"-->")? + 3;
-            continue;
-        }
-        if starts_with_ignore_case(rest, b"<meta")
-            && rest.get(5).is_some_and(|&b| is_space(b) || b == b'/')
-        {
-            pos += 5;
-            if let Some(encoding) = meta_charset(bytes, &mut pos)? {
-                return Some(encoding);
-            }
-            continue;
-        }
-        let letter_at = |i: usize| rest.get(i).is_some_and(u8::is_ascii_alphabetic);
-        if rest.first() == Some(&b'<')
-            && (letter_at(1) || (rest.get(1) == Some(&b'/') && letter_at(2)))
-        {
-            pos += rest
-                .iter()
-                .position(|&b| is_space(b) || b == b'>')
-                .unwrap_or(rest.len());
-            while get_attribute(bytes, &mut pos)?.is_some() {}
-            continue;
-        }
-        if rest.starts_with(b"<!") || rest.starts_with(b"</") || rest.starts_with(b"<?") {
-            pos += find(rest, b">")? + 1;
-            continue;
-        }
-        pos += 1;
-    }
-    None
-}
-
-/// Reads a `<meta>` tag's attributes. The outer `Option` is `None` when the input ends
-/// inside the tag (the prescan gives up); the inner one says whether the tag named an
-/// encoding.
-#[allow(clippy::option_option)]
-fn meta_charset(bytes: &[u8], pos: &mut usize) -> Option<Option<&'static Encoding>> {
-    let mut seen: Vec<Vec<u8>> = Vec::new();
-    let mut got_pragma = false;
-    let mut need_pragma: Option<bool> = None;
-    // `Some(None)` is the standard's "failure": a charset was named but is unknown.
-    let mut charset: Option<Option<&'static Encoding>> = None;
-    while let Some((name, value)) = get_attribute(bytes, pos)? {
-        if seen.contains(&name) {
-            continue;
-        }
-        match name.as_slice() {
-            b"http-equiv" => got_pragma |= value == b"content-type",
-            b"content" if charset.is_none() => {
-                if let Some(label) = charset_from_meta_content(&value) {
-                    charset = Some(encoding_for_label(label));
-                    need_pragma = Some(true);
-                }
-            }
-            b"charset" if charset.is_none() => {
-                charset = Some(encoding_for_label(&value));
-                need_pragma = Some(false);
-            }
-            _ => {}
-        }
-        seen.push(name);
-    }
-    let found = match need_pragma {
-        None => None,
-        Some(true) if !got_pragma => None,
-        Some(_) => charset.flatten(),
-    };
-    Some(found.map(|encoding| {
-        if encoding == UTF_16BE || encoding == UTF_16LE {
-            UTF_8
-        } else if encoding == X_USER_DEFINED {
-            WINDOWS_1252
-        } else {
-            encoding
-        }
-    }))
-}
-
-/// The HTML standard's "get an attribute" for the prescan: names and unquoted values are
-/// lowercased, as the standard asks. Outer `None`: the input ended.
-#[allow(clippy::option_option)]
-fn get_attribute(bytes: &[u8], pos: &mut usize) -> Option<Option<(Vec<u8>, Vec<u8>)>> {
-    let at = |p: usize| bytes.get(p).copied();
-    while at(*pos).is_some_and(|b| is_space(b) || b == b'/') {
-        *pos += 1;
-    }
-    if at(*pos)? == b'>' {
-        return Some(None);
-    }
-    let mut name = Vec::new();
-    let mut value = Vec::new();
-    loop {
-        let b = at(*pos)?;
-        if b == b'=' && !name.is_empty() {
-            *pos += 1;
-            break;
-        }
-        if is_space(b) {
-            while at(*pos).is_some_and(is_space) {
-                *pos += 1;
-            }
-            if at(*pos)? != b'=' {
-                return Some(Some((name, value)));
-            }
-            *pos += 1;
-            break;
-        }
-        if b == b'/' || b == b'>' {
-            return Some(Some((name, value)));
-        }
-        name.push(b.to_ascii_lowercase());
-        *pos += 1;
-    }
-    while at(*pos).is_some_and(is_space) {
-        *pos += 1;
-    }
-    let first = at(*pos)?;
-    if first == b'"' || first == b'\'' {
-        *pos += 1;
-        loop {
-            let b = at(*pos)?;
-            *pos += 1;
-            if b == first {
-                return Some(Some((name, value)));
-            }
-            value.push(b.to_ascii_lowercase());
-        }
-    }
-    if first == b'>' {
-        return Some(Some((name, value)));
-    }
-    loop {
-        let b = at(*pos)?;
-        if is_space(b) || b == b'>' {
-            return Some(Some((name, value)));
-        }
-        value.push(b.to_ascii_lowercase());
-        *pos += 1;
-    }
-}
-
-/// The HTML standard's "extract a character encoding from a meta element" on a `content`
-/// value such as `text/html; charset=windows-1252`; returns the label.
-fn charset_from_meta_content(content: &[u8]) -> Option<&[u8]> {
-    let mut pos = 0;
-    loop {
-        pos += find_ignore_case(&content[pos..], b"charset")? + b"charset".len();
-        while content.get(pos).copied().is_some_and(is_space) {
-            pos += 1;
-        }
-        if content.get(pos) != Some(&b'=') {
-            continue;
-        }
-        pos += 1;
-        while content.get(pos).copied().is_some_and(is_space) {
-            pos += 1;
-        }
-        let rest = &content[pos..];
-        return match rest.first() {
-            Some(&quote @ (b'"' | b'\'')) => {
-                let end = rest[1..].iter().position(|&b| b == quote)?;
-                Some(&rest[1..=end])
-            }
-            Some(_) => {
-                let end = rest
-                    .iter()
-                    .position(|&b| is_space(b) || b == b';')
-                    .unwrap_or(rest.len());
-                Some(&rest[..end])
-            }
-            None => None,
-        };
-    }
-}
-
-fn is_space(b: u8) -> bool {
-    matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ')
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-fn find_ignore_case(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))
-}
-
-fn starts_with_ignore_case(haystack: &[u8], prefix: &[u8]) -> bool {
-    haystack
-        .get(..prefix.len())
-        .is_some_and(|h| h.eq_ignore_ascii_case(prefix))
-}
-
-/// Decodes and parses `body`, fetched from `page_url`, into a [`ParsedPage`].
+/// Decodes and parses `body`, fetched from `page_url`, into a [`ParsedPage`], in one pass over
+/// the bytes.
 pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> ParsedPage {
-    let (text, encoding) = decode(body, content_type);
-    let (document, coverage) = parse_document(&text);
-    let walk = Walk::run(&document);
+    let (encoding, bom_len) = charset::sniff(body, content_type);
+    let (collected, coverage) = stream::parse(&body[bom_len..], encoding);
+    finish(collected, encoding, page_url, coverage)
+}
 
+/// Resolves, filters and deduplicates what a parser collected.
+fn finish(
+    walk: Collected,
+    encoding: &'static encoding_rs::Encoding,
+    page_url: &Url,
+    coverage: Coverage,
+) -> ParsedPage {
     let mut page = page_url.clone();
     canonicalize(&mut page);
     let base = walk
@@ -418,42 +212,6 @@ pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> Pa
     }
 }
 
-/// `Html::parse_document`, fed in chunks so that a tree growing past [`MAX_DEPTH`] stops the
-/// parse. The deepest point is sampled at the most recently created node, which html5ever
-/// inserts at the current open element, so it tracks the stack of open elements.
-pub(crate) fn parse_document(text: &str) -> (Html, Coverage) {
-    let mut parser = driver::parse_document(
-        HtmlTreeSink::new(Html::new_document()),
-        ParseOpts::default(),
-    );
-    let mut start = 0;
-    while start < text.len() {
-        let mut end = (start + PARSE_CHUNK).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        parser.process(StrTendril::from_slice(&text[start..end]));
-        start = end;
-        if start < text.len() && newest_node_depth(&parser) > MAX_DEPTH {
-            return (
-                parser.finish(),
-                Coverage::CutAtDepth {
-                    parsed_bytes: start,
-                },
-            );
-        }
-    }
-    (parser.finish(), Coverage::Whole)
-}
-
-fn newest_node_depth(parser: &Parser<HtmlTreeSink>) -> usize {
-    let html = parser.tokenizer.sink.sink.0.borrow();
-    html.tree
-        .nodes()
-        .next_back()
-        .map_or(0, |node| node.ancestors().take(MAX_DEPTH + 1).count())
-}
-
 fn is_http(url: &Url) -> bool {
     matches!(url.scheme(), "http" | "https")
 }
@@ -479,15 +237,52 @@ struct RawLink {
     nofollow: bool,
 }
 
-/// Everything one pass over the tree collects.
+/// What one pass over a page collects before its links are resolved; both parsers fill it.
 #[derive(Default)]
-struct Walk {
+struct Collected {
     base_href: Option<String>,
     title: Option<String>,
-    title_seen: bool,
     meta_robots: MetaRobots,
     links: Vec<RawLink>,
     text: String,
+}
+
+impl Collected {
+    /// Reads a link, the `<base>` or a robots `<meta>` from an element named `name` (lower
+    /// case), given its attribute values (decoded, the first of each name).
+    fn element(&mut self, name: &str, attr: impl Fn(&str) -> Option<String>) {
+        let rel = || attr("rel").unwrap_or_default();
+        let (attr_name, kind) = match name {
+            "a" => ("href", LinkKind::A),
+            "area" => ("href", LinkKind::Area),
+            "frame" => ("src", LinkKind::Frame),
+            "iframe" => ("src", LinkKind::Iframe),
+            "link" if has_token(&rel(), "next") => ("href", LinkKind::LinkNext),
+            "link" if has_token(&rel(), "prev") => ("href", LinkKind::LinkPrev),
+            "base" => {
+                if self.base_href.is_none() {
+                    self.base_href = attr("href");
+                }
+                return;
+            }
+            "meta" => {
+                let name = attr("name").unwrap_or_default();
+                let name = name.trim();
+                if name.eq_ignore_ascii_case("robots") || name.eq_ignore_ascii_case("crawltop") {
+                    self.meta_robots.add(&attr("content").unwrap_or_default());
+                }
+                return;
+            }
+            _ => return,
+        };
+        if let Some(href) = attr(attr_name) {
+            self.links.push(RawLink {
+                href,
+                kind,
+                nofollow: has_token(&rel(), "nofollow"),
+            });
+        }
+    }
 }
 
 /// Elements whose content is never shown as text. The title is kept apart; an iframe's
@@ -502,181 +297,64 @@ fn is_hidden(name: &str) -> bool {
 
 /// Elements that start a new line of text.
 fn is_block(name: &str) -> bool {
-    matches!(
-        name,
-        "address"
-            | "article"
-            | "aside"
-            | "blockquote"
-            | "body"
-            | "br"
-            | "caption"
-            | "center"
-            | "dd"
-            | "details"
-            | "dialog"
-            | "dir"
-            | "div"
-            | "dl"
-            | "dt"
-            | "fieldset"
-            | "figcaption"
-            | "figure"
-            | "footer"
-            | "form"
-            | "frameset"
-            | "h1"
-            | "h2"
-            | "h3"
-            | "h4"
-            | "h5"
-            | "h6"
-            | "header"
-            | "hgroup"
-            | "hr"
-            | "html"
-            | "legend"
-            | "li"
-            | "listing"
-            | "main"
-            | "menu"
-            | "nav"
-            | "ol"
-            | "option"
-            | "p"
-            | "plaintext"
-            | "pre"
-            | "section"
-            | "summary"
-            | "table"
-            | "tbody"
-            | "tfoot"
-            | "thead"
-            | "tr"
-            | "ul"
-            | "xmp"
-    )
+    is_heading(name)
+        || matches!(
+            name,
+            "address"
+                | "article"
+                | "aside"
+                | "blockquote"
+                | "body"
+                | "br"
+                | "caption"
+                | "center"
+                | "dd"
+                | "details"
+                | "dialog"
+                | "dir"
+                | "div"
+                | "dl"
+                | "dt"
+                | "fieldset"
+                | "figcaption"
+                | "figure"
+                | "footer"
+                | "form"
+                | "frameset"
+                | "header"
+                | "hgroup"
+                | "hr"
+                | "html"
+                | "legend"
+                | "li"
+                | "listing"
+                | "main"
+                | "menu"
+                | "nav"
+                | "ol"
+                | "option"
+                | "p"
+                | "plaintext"
+                | "pre"
+                | "section"
+                | "summary"
+                | "table"
+                | "tbody"
+                | "tfoot"
+                | "thead"
+                | "tr"
+                | "ul"
+                | "xmp"
+        )
+}
+
+fn is_heading(name: &str) -> bool {
+    matches!(name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
 }
 
 /// Elements whose text keeps its line breaks.
 fn is_preformatted(name: &str) -> bool {
     matches!(name, "pre" | "listing" | "plaintext" | "xmp")
-}
-
-impl Walk {
-    /// One iterative depth-first pass over the whole document: no recursion, so a page of
-    /// 100,000 nested elements cannot overflow the stack.
-    fn run(document: &Html) -> Walk {
-        let mut walk = Walk::default();
-        let mut text = TextBuilder::default();
-        // Depth counters rather than flags, because these elements may nest.
-        let mut in_head = 0_usize;
-        let mut in_pre = 0_usize;
-        // Template content is inert in a browser: no links, no base, no meta from it.
-        let mut in_template = 0_usize;
-
-        let root = document.tree.root();
-        let mut node = root;
-        'walk: loop {
-            let mut descend = true;
-            match node.value() {
-                Node::Element(element) => {
-                    let name = element.name();
-                    if in_template == 0
-                        && let Some(element) = ElementRef::wrap(node)
-                    {
-                        walk.collect(element);
-                    }
-                    text.boundary(name);
-                    match name {
-                        "head" => in_head += 1,
-                        "template" => in_template += 1,
-                        _ if is_preformatted(name) => in_pre += 1,
-                        _ => {}
-                    }
-                    // Templates are entered, so the links of nested ones are also ignored
-                    // by the counter; their text is off through `in_template`.
-                    descend = !is_hidden(name) || name == "template";
-                }
-                Node::Text(t) if in_head == 0 && in_template == 0 => text.push(t, in_pre > 0),
-                _ => {}
-            }
-
-            if descend && let Some(child) = node.first_child() {
-                node = child;
-                continue;
-            }
-            // `node` is done: close it and every ancestor whose last child it ends.
-            loop {
-                if let Node::Element(element) = node.value() {
-                    let name = element.name();
-                    text.boundary(name);
-                    match name {
-                        "head" => in_head -= 1,
-                        "template" => in_template -= 1,
-                        _ if is_preformatted(name) => in_pre -= 1,
-                        _ => {}
-                    }
-                }
-                if node == root {
-                    break 'walk;
-                }
-                if let Some(sibling) = node.next_sibling() {
-                    node = sibling;
-                    break;
-                }
-                node = node.parent().expect("a node below the root has a parent");
-            }
-        }
-        walk.text = text.finish();
-        walk
-    }
-
-    fn collect(&mut self, element_ref: ElementRef<'_>) {
-        let element = element_ref.value();
-        let name = element.name();
-        let rel = || element.attr("rel").unwrap_or_default();
-        let (attr, kind) = match name {
-            "a" => ("href", LinkKind::A),
-            "area" => ("href", LinkKind::Area),
-            "frame" => ("src", LinkKind::Frame),
-            "iframe" => ("src", LinkKind::Iframe),
-            "link" if has_token(rel(), "next") => ("href", LinkKind::LinkNext),
-            "link" if has_token(rel(), "prev") => ("href", LinkKind::LinkPrev),
-            "base" => {
-                if self.base_href.is_none() {
-                    self.base_href = element.attr("href").map(str::to_owned);
-                }
-                return;
-            }
-            "meta" => {
-                let name = element.attr("name").unwrap_or_default().trim();
-                if name.eq_ignore_ascii_case("robots") || name.eq_ignore_ascii_case("crawltop") {
-                    self.meta_robots
-                        .add(element.attr("content").unwrap_or_default());
-                }
-                return;
-            }
-            // Only the first HTML title counts, as in a browser, even if it is blank; an
-            // SVG icon's <title> is not the page's.
-            "title" if element.name.ns == html5ever::ns!(html) => {
-                if !self.title_seen {
-                    self.title_seen = true;
-                    let title = collapse(&element_ref.text().collect::<String>());
-                    self.title = (!title.is_empty()).then_some(title);
-                }
-                return;
-            }
-            _ => return,
-        };
-        if let Some(href) = element.attr(attr) {
-            self.links.push(RawLink {
-                href: href.to_owned(),
-                kind,
-                nofollow: has_token(rel(), "nofollow"),
-            });
-        }
-    }
 }
 
 impl MetaRobots {
@@ -720,13 +398,26 @@ struct TextBuilder {
 
 impl TextBuilder {
     fn push(&mut self, s: &str, preformatted: bool) {
-        // Words are copied whole: a hot path (every text node of every page).
+        // Words are copied whole: a hot path (every text node of every page), where ASCII
+        // bytes are classified without decoding a char.
+        let bytes = s.as_bytes();
         let mut word_start = None;
-        for (i, c) in s.char_indices() {
-            let line_break = preformatted && c == '\n';
-            if line_break || c.is_whitespace() || c.is_control() {
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            let (separator, line_break, len) = if b.is_ascii() {
+                // ASCII whitespace and controls: 0x00-0x20 and DEL.
+                (b <= b' ' || b == 0x7F, preformatted && b == b'\n', 1)
+            } else {
+                let Some(c) = s[i..].chars().next() else {
+                    break;
+                };
+                (c.is_whitespace() || c.is_control(), false, c.len_utf8())
+            };
+            let at = i;
+            i += len;
+            if separator {
                 if let Some(start) = word_start.take() {
-                    self.word(&s[start..i]);
+                    self.word(&s[start..at]);
                 }
                 if line_break {
                     self.break_line();
@@ -734,7 +425,7 @@ impl TextBuilder {
                     self.pending_space = self.line_has_text;
                 }
             } else if word_start.is_none() {
-                word_start = Some(i);
+                word_start = Some(at);
             }
         }
         if let Some(start) = word_start {
@@ -780,6 +471,9 @@ impl TextBuilder {
 mod tests {
     use std::fmt::Write as _;
 
+    use encoding_rs::{UTF_8, UTF_16LE, WINDOWS_1252};
+
+    use super::dom::PARSE_CHUNK;
     use super::*;
 
     const PAGE: &str = "http://example.com/dir/sub/page.html";

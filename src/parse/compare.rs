@@ -1,0 +1,375 @@
+//! The streaming parser against the tree parser it replaced: the same results on every page
+//! of generated webs, on the hostile pages and on a corpus of tricky markup; the few
+//! differences (markup a browser would rearrange) are listed and pinned here. Plus the bad
+//! inputs: each returns, whole or cut with a reason.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use url::Url;
+
+use super::{Coverage, MAX_DEPTH, ParsedPage, dom, parse_html};
+use crate::testweb::{GenOptions, fill_origins, generate};
+
+const PAGE: &str = "http://example.com/dir/sub/page.html";
+
+fn url() -> Url {
+    Url::parse(PAGE).expect("test URL parses")
+}
+
+/// Everything but where a cut parse stopped, which the two measure differently.
+fn same(old: &ParsedPage, new: &ParsedPage, what: &str) {
+    assert_eq!(old.title, new.title, "title of {what}");
+    assert_eq!(old.links, new.links, "links of {what}");
+    assert_eq!(old.mailto, new.mailto, "mailto of {what}");
+    assert_eq!(old.text, new.text, "text of {what}");
+    assert_eq!(old.meta_robots, new.meta_robots, "meta robots of {what}");
+    assert_eq!(old.encoding, new.encoding, "encoding of {what}");
+    assert_eq!(old.base, new.base, "base of {what}");
+    assert_eq!(
+        std::mem::discriminant(&old.coverage),
+        std::mem::discriminant(&new.coverage),
+        "coverage of {what}: {:?} then {:?}",
+        old.coverage,
+        new.coverage
+    );
+}
+
+fn compare(body: &[u8], content_type: Option<&str>, page: &Url, what: &str) -> ParsedPage {
+    let old = dom::parse_html(body, content_type, page);
+    let new = parse_html(body, content_type, page);
+    same(&old, &new, what);
+    new
+}
+
+fn html_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read the web's folder") {
+        let path = entry.expect("folder entry").path();
+        if path.is_dir() {
+            html_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "html") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_page_of_generated_webs_parses_as_the_tree_parser_did() {
+    let mut compared = 0;
+    for opts in [
+        GenOptions::new(4, 50).hostile(true),
+        GenOptions::new(3, 120).seed(7).hostile(true),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let manifest = generate(&dir.path().join("web"), &opts, false).expect("generate");
+        let origins: BTreeMap<String, String> = manifest
+            .sites
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.clone(), format!("http://127.0.0.1:{}", 20_000 + i)))
+            .collect();
+        for site in &manifest.sites {
+            let site_dir = dir.path().join("web").join(&site.name);
+            let mut files = Vec::new();
+            html_files(&site_dir, &mut files);
+            for file in files {
+                let raw = std::fs::read(&file).expect("read a page");
+                let body = fill_origins(&raw, &origins).unwrap_or(raw);
+                let rel = file.strip_prefix(&site_dir).expect("under the site");
+                let page = Url::parse(&format!("{}/{}", origins[&site.name], rel.display()))
+                    .expect("page URL");
+                let what = page.to_string();
+                let new = compare(&body, Some("text/html"), &page, &what);
+                assert_eq!(new.coverage, Coverage::Whole, "{what}");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 500, "only {compared} pages");
+}
+
+#[test]
+fn a_page_just_under_the_body_cap_parses_as_the_tree_parser_did() {
+    let mut html = String::from("<!DOCTYPE html><html><head><title>Big</title></head><body>");
+    let mut i = 0;
+    while html.len() < 10 * 1024 * 1024 - 200 {
+        writeln!(
+            html,
+            "<p>paragraph {i} &amp; <b>bold</b> <a href=\"/p{}\">link</a></p>",
+            i % 5000
+        )
+        .expect("writing to a String cannot fail");
+        i += 1;
+    }
+    html.push_str("</body></html>");
+    assert!(html.len() < 10 * 1024 * 1024);
+    let page = compare(html.as_bytes(), Some("text/html"), &url(), "10 MiB page");
+    assert_eq!(page.links.len(), 5000);
+}
+
+/// Markup where the tree and the stream could part: each is parsed by both.
+const TRICKY: &[&str] = &[
+    "<div><p>one<p>two<ul><li><a href=a.html>first<li><a href=b.html>second",
+    "</div></p><p>text</div> more</span> <a href='x'>x</a></a></a>",
+    "<p>before</p><a href=x.html",
+    "<a href=x.html>click <b>here<p>after",
+    "<a href=x.html <p>y</p>",
+    r#"<a href="1">one <a href="2">two</a></a>"#,
+    "<b>bold <i>crossed</b> nesting</i> after",
+    "<table><tr><td>cell<td><a href='/t'>a link in a cell</a></table>after",
+    "<table><tr><th>Name<th>Age<tr><td>Ann<td>31</table>",
+    "<dl><dt>term<dd>def<dt>term2<dd>def2</dl>",
+    "<select><option>a<option>b<optgroup label=x><option>c</select>",
+    "<pre>\nfirst\r\nsecond\rthird\n\n</pre>after",
+    "<textarea>a &amp; <b>b</b>\n c</textarea> d",
+    "<noscript><a href=ns>x</a></noscript><noframes>nf</noframes><xmp>&amp; <x></xmp>",
+    "<head><noframes>hidden</noframes><title>T &amp; U</title></head><body>v",
+    "<html><head><title>T</title><body><p>b",
+    "<head><title>T</title>text in head<meta name=robots content=noindex></head><p>x",
+    "<p>x</p><head><title>Late</title></head><p>y",
+    "<title>A</title><title>B</title><body><title>C</title>",
+    "<svg><title>icon</title><a href=svg-link>s</a><p>out</svg>after",
+    "<svg><desc><p>html in svg</p></desc></svg><math><mi>x</mi></math>",
+    "<template><a href=t>t</a><base href=/t/></template><a href=r>r</a>",
+    "<iframe src=if.html><a href=no>fallback</a></iframe>",
+    "<script>document.write('<a href=\"s\">')</script><style>a{}</style>z",
+    "<!-- <a href=c> --><![CDATA[x]]><a href=real>r</a>",
+    "caf&eacute &notit; &#x80; &#0; &amp &bogus; a\0b",
+    "<a href='?a=1&copy=2&amp;b=3&lang=en'>q</a>",
+    "<ul><li>a<ul><li>b</ul><li>c</ul>",
+    "<h1>h<h2>i</h2>j</h1>k",
+    "<form><input name=a><button>go</button></form><hr>rule",
+    "<body><body><html>double</html></body>",
+    "<frameset><frame src=l.html><frame src=r.html></frameset>",
+    "<a href=\"&#106;avascript:x\">js</a><a href=\"mailto:a%40b.c\">m</a>",
+    "<base href=/late/><a href=x>x</a><base href=/ignored/>",
+    "<p>tab\tand&nbsp;nbsp</p><p>\u{1b}[31m</p>",
+    "<div>a<span>b<div>c</span>d</div>e",
+    "<plaintext><a href=no>plain</a>\nline",
+    "<p>inline <table><tr><td>x</table> tail",
+    "<div><table><tr><td><div>in cell</td></tr></table>out</div>",
+    "<ol><li><p>para in item<li>next</ol>",
+    "<p>a<div>b</div>c</p>d",
+    "<option>o1<option>o2",
+    "<a href=a>1<a href=b>2<p>3</a>4",
+    "<h1>x<p>y</h1>z",
+    "<center>c<table><caption>cap</caption><tr><td>t</td></tr></table></center>",
+    "<body>text<head><title>late title</title>",
+    "<math><mtext><p>m</p></mtext><annotation-xml><a href=ax>x</a></annotation-xml></math>",
+    "<listing>\nl1\nl2</listing><xmp>\nx1</xmp>",
+    "<dl><dd>d<dt>t</dl>",
+    "<pre>a<p>b\nc</p>d\ne</pre>",
+    "<p>one</p></p>two",
+    "<textarea>t</textarea><select><option>s</select><button>b</button>",
+    "<table><tr><td>a<table><tr><td>inner</table>b</table>",
+    "<div>\u{0}nul\u{0}</div><pre>\u{0}</pre>",
+    "text &#13; cr<pre>x&#13;y\r\nz</pre>",
+    "<a href=' http://example.com/x\t\n '>sp</a><a href=\"\u{FEFF}bom\">b</a>",
+];
+
+#[test]
+fn tricky_markup_parses_as_the_tree_parser_did() {
+    let mut differ = Vec::new();
+    for html in TRICKY {
+        let result = std::panic::catch_unwind(|| {
+            compare(html.as_bytes(), Some("text/html"), &url(), html);
+        });
+        if result.is_err() {
+            differ.push(*html);
+        }
+    }
+    assert!(differ.is_empty(), "{differ:#?}");
+}
+
+/// Malformed markup where html5ever rearranges the tree as a browser does and the stream,
+/// which sees tags in source order only, does not: the text differs (links never do).
+/// (markup, the tree parser's text, the stream's text)
+const DIFFERENT: &[(&str, &str, &str)] = &[
+    // `</br>` is read as `<br>`, but `lol_html` reports no end tag without an open element.
+    (
+        "<p>line<br>break</br>after</p>",
+        "line\nbreak\nafter",
+        "line\nbreakafter",
+    ),
+    // Text in a table outside a cell is moved before the table ("foster parenting").
+    (
+        "<table>fostered<tr><td>cell</td></tr>after table</table>",
+        "fosteredafter table\ncell",
+        "fostered\ncell\nafter table",
+    ),
+];
+
+#[test]
+fn the_known_differences_are_only_in_the_text_of_malformed_markup() {
+    for (html, old_text, new_text) in DIFFERENT {
+        let old = dom::parse_html(html.as_bytes(), Some("text/html"), &url());
+        let new = parse_html(html.as_bytes(), Some("text/html"), &url());
+        assert_eq!(old.text, *old_text, "old text of {html}");
+        assert_eq!(new.text, *new_text, "new text of {html}");
+        assert_eq!(old.links, new.links, "links of {html}");
+        assert_eq!(old.title, new.title, "title of {html}");
+    }
+}
+
+#[test]
+fn encodings_parse_as_the_tree_parser_did() {
+    let latin1 = b"<meta http-equiv=Content-Type content='text/html; charset=iso-8859-1'>\
+                   <title>r\xE9sum\xE9</title><p>\xE9t\xE9 <a href='/caf\xE9'>x</a>";
+    let mut utf16 = vec![0xFF, 0xFE];
+    for unit in "<title>é</title><p>€ <a href=x>x</a>".encode_utf16() {
+        utf16.extend_from_slice(&unit.to_le_bytes());
+    }
+    let sjis = b"<meta charset=shift_jis><p>\x82\xA0\x82\xA2 <a href='/\x82\xA0'>a</a>";
+    let cases: [(&[u8], Option<&str>); 7] = [
+        (latin1, None),
+        (latin1, Some("text/html; charset=utf-8")),
+        (&utf16, None),
+        (sjis, None),
+        (
+            b"<p>ok \xFF\xFE\xC0\x80 \xE2\x82</p><a href=\"x\xFF.html\">x</a>",
+            None,
+        ),
+        (
+            b"<meta charset=no-such-label><p>\xE9</p>",
+            Some("text/html; charset=nope"),
+        ),
+        (b"<p>\xC3\xA9</p>", Some("text/html; charset=iso-2022-jp")),
+    ];
+    for (body, content_type) in cases {
+        compare(body, content_type, &url(), &String::from_utf8_lossy(body));
+    }
+}
+
+// --- bad input: each returns (no panic), whole or cut with a reason ---
+
+#[test]
+fn a_body_that_is_not_html_but_says_it_is() {
+    // Binary noise with every byte value, then JSON.
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut body: Vec<u8> = (0..1 << 20)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    body.extend_from_slice(br#"{"a": [1, 2, {"b": "<a href='/json'>"}]}"#);
+    let page = parse_html(&body, Some("text/html"), &url());
+    assert_ne!(page.coverage, Coverage::CutAtDepth { parsed_bytes: 0 });
+    assert!(page.title.is_none());
+}
+
+#[test]
+fn ten_mebibytes_of_one_unclosed_tag_is_cut_with_a_reason() {
+    let mut body = b"<title>t</title><a href=/early>e</a><a href=\"".to_vec();
+    body.resize(10 << 20, b'x');
+    let page = parse_html(&body, Some("text/html"), &url());
+    let Coverage::CutAtMemory { parsed_bytes } = page.coverage else {
+        panic!("expected a cut, got {:?}", page.coverage);
+    };
+    assert!(parsed_bytes < body.len());
+    assert!(page.coverage.reason().is_some_and(|r| r.contains("MiB")));
+    let links: Vec<&str> = page.links.iter().map(|l| l.url.path()).collect();
+    assert_eq!(links, ["/early"]);
+    assert_eq!(page.title.as_deref(), Some("t"));
+}
+
+#[test]
+fn an_attribute_of_megabytes_is_read_and_one_past_the_limit_cuts() {
+    let big = "x".repeat(3 << 20);
+    let html =
+        format!("<a href=/a data-blob=\"{big}\">a</a><img src=\"data:{big}\"><a href=/b>b</a>");
+    let page = compare(
+        html.as_bytes(),
+        Some("text/html"),
+        &url(),
+        "3 MiB attributes",
+    );
+    assert_eq!(page.links.len(), 2);
+    assert_eq!(page.coverage, Coverage::Whole);
+
+    let huge = "x".repeat(super::MAX_PARSE_MEMORY + (1 << 20));
+    let html = format!("<a href=/a>a</a><img alt=\"{huge}\"><a href=/b>b</a>");
+    let page = parse_html(html.as_bytes(), Some("text/html"), &url());
+    assert!(matches!(page.coverage, Coverage::CutAtMemory { .. }));
+    let links: Vec<&str> = page.links.iter().map(|l| l.url.path()).collect();
+    assert_eq!(links, ["/a"]);
+}
+
+#[test]
+fn a_hundred_thousand_nested_divs_are_cut_at_the_depth_limit_as_before() {
+    let html = format!(
+        "<title>t</title><p>before <a href=\"early\">e</a></p>{}<a href=\"late\">l</a>{}",
+        "<div>".repeat(100_000),
+        "</span>".repeat(100_000)
+    );
+    let page = compare(html.as_bytes(), Some("text/html"), &url(), "100,000 divs");
+    let Coverage::CutAtDepth { parsed_bytes } = page.coverage else {
+        panic!("expected a cut, got {:?}", page.coverage);
+    };
+    assert!(
+        parsed_bytes < 20 + 6 * (MAX_DEPTH + 40),
+        "cut late: {parsed_bytes}"
+    );
+    assert!(page.coverage.reason().is_some_and(|r| r.contains("deeper")));
+    assert_eq!(page.text, "before e");
+}
+
+#[test]
+fn many_unclosed_paragraphs_and_list_items_do_not_count_as_depth() {
+    let mut html = String::new();
+    for i in 0..5_000 {
+        write!(html, "<p>para {i}<ul><li>one<li>two</ul>").expect("write");
+    }
+    let page = compare(
+        html.as_bytes(),
+        Some("text/html"),
+        &url(),
+        "unclosed paragraphs",
+    );
+    assert_eq!(page.coverage, Coverage::Whole);
+}
+
+/// A known difference: html5ever closes each `<p>` at the next, `lol_html` keeps them all on
+/// its stack of open elements (about 128 bytes each), which counts against
+/// [`super::MAX_PARSE_MEMORY`]: past about 65,000 unclosed elements the stream cuts the page.
+#[test]
+fn a_hundred_thousand_unclosed_paragraphs_are_cut_at_the_memory_limit() {
+    let html = "<p>para <a href=/x>text</a> ".repeat(100_000);
+    let page = parse_html(html.as_bytes(), Some("text/html"), &url());
+    let Coverage::CutAtMemory { parsed_bytes } = page.coverage else {
+        panic!("expected a cut, got {:?}", page.coverage);
+    };
+    assert!(parsed_bytes > html.len() / 4, "cut early: {parsed_bytes}");
+    assert_eq!(page.links.len(), 1);
+    assert!(page.text.starts_with("para text\npara text\n"));
+}
+
+#[test]
+fn invalid_utf8_in_a_declared_utf8_page_becomes_replacement_characters() {
+    let body = b"<meta charset=utf-8><title>a\xFFb</title><p>c\xC3d \xF0\x9F\x98</p><a href=\"/\xE9\">x</a>";
+    let page = compare(
+        body,
+        Some("text/html; charset=utf-8"),
+        &url(),
+        "invalid UTF-8",
+    );
+    assert_eq!(page.title.as_deref(), Some("a\u{FFFD}b"));
+    assert_eq!(page.text, "c\u{FFFD}d \u{FFFD}\nx");
+    assert_eq!(page.links[0].url.path(), "/%EF%BF%BD");
+}
+
+#[test]
+fn a_charset_label_that_does_not_exist_means_utf8() {
+    let body = "<meta charset=klingon-8><p>caf\u{e9}</p>".as_bytes();
+    let page = compare(
+        body,
+        Some("text/html; charset=x-unheard-of"),
+        &url(),
+        "bad label",
+    );
+    assert_eq!(page.encoding, "UTF-8");
+    assert_eq!(page.text, "café");
+}

@@ -1,0 +1,640 @@
+//! The hot path: one pass of `lol_html` over a page's bytes, collecting links, the title and
+//! the text as the tags and text go by. No tree: a parse holds the token being read (bounded
+//! by [`MAX_PARSE_MEMORY`]), the open elements (bounded by [`MAX_DEPTH`]) and what it collects.
+//!
+//! `lol_html` tokenizes as a browser does (raw text in `<script>`, RCDATA in `<title>`, foreign
+//! content) but builds no tree, so this module keeps a small mirror of the stack of open
+//! elements with the HTML standard's commonest implied end tags (`<p>`, `<li>`, table cells,
+//! `<head>`): enough for the text's line breaks, `<pre>`, `<template>` and hidden elements to
+//! come out as the tree parser ([`super::dom`]) makes them. Where a browser would move nodes
+//! (text fostered out of a table, a `</p>` with no open `<p>` anywhere) the two may differ:
+//! see the tests. `lol_html` itself keeps every element never closed (a page of unclosed `<p>`s)
+//! on its stack, about 128 bytes each, so past about 65,000 of them the memory limit cuts the
+//! page. It must never fail: a limit cuts the parse and says so in the coverage.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use encoding_rs::{Encoding, UTF_8};
+use lol_html::errors::RewritingError;
+use lol_html::html_content::{Element, TextChunk, TextType};
+use lol_html::{
+    AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings, doc_text, element, end_tag,
+};
+
+use super::charset::decode_with;
+use super::entities::{self, Mode, Nul};
+use super::{
+    Collected, Coverage, MAX_DEPTH, MAX_PARSE_MEMORY, TextBuilder, is_heading, is_hidden,
+    is_preformatted,
+};
+
+/// Bytes handed to `lol_html` at a time. A token cut by a chunk's end is buffered by `lol_html`
+/// (and counted against [`MAX_PARSE_MEMORY`]); the rest is read in place.
+const WRITE_CHUNK: usize = 64 * 1024;
+
+const HTML_NS: &str = "http://www.w3.org/1999/xhtml";
+
+/// Parses `body` (its byte order mark already skipped), in `encoding`.
+pub(super) fn parse(body: &[u8], encoding: &'static Encoding) -> (Collected, Coverage) {
+    // `lol_html` reads ASCII-compatible encodings itself; the others (UTF-16, ISO-2022-JP) are
+    // decoded whole first, one copy of the body.
+    if let Some(ascii) = AsciiCompatibleEncoding::new(encoding) {
+        run(body, ascii)
+    } else {
+        let text = decode_with(encoding, body);
+        let utf8 = AsciiCompatibleEncoding::new(UTF_8).expect("UTF-8 is ASCII-compatible");
+        run(text.as_bytes(), utf8)
+    }
+}
+
+fn run(body: &[u8], encoding: AsciiCompatibleEncoding) -> (Collected, Coverage) {
+    let state = Rc::new(RefCell::new(State::default()));
+    let on_element = {
+        let state = Rc::clone(&state);
+        let input = Input {
+            body,
+            encoding: encoding.into(),
+        };
+        move |el: &mut Element<'_, '_>| on_element(&state, input, el)
+    };
+    let on_text = {
+        let state = Rc::clone(&state);
+        move |chunk: &mut TextChunk<'_>| {
+            state.borrow_mut().text(chunk);
+            Ok(())
+        }
+    };
+    let settings = Settings {
+        element_content_handlers: vec![element!("*", on_element)],
+        document_content_handlers: vec![doc_text!(on_text)],
+        encoding,
+        memory_settings: MemorySettings {
+            preallocated_parsing_buffer_size: 1024,
+            max_allowed_memory_usage: MAX_PARSE_MEMORY,
+        },
+        // Ambiguous markup is parsed as `lol_html` guesses rather than refused.
+        strict: false,
+        ..Settings::new()
+    };
+    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
+    let mut fed = 0;
+    let mut outcome = Ok(());
+    for chunk in body.chunks(WRITE_CHUNK) {
+        outcome = rewriter.write(chunk);
+        if outcome.is_err() {
+            break;
+        }
+        fed += chunk.len();
+    }
+    if outcome.is_ok() {
+        outcome = rewriter.end();
+    } else {
+        drop(rewriter);
+    }
+    let state = Rc::try_unwrap(state).map_or_else(
+        |shared| shared.replace(State::default()),
+        RefCell::into_inner,
+    );
+    let coverage = match outcome {
+        Ok(()) => Coverage::Whole,
+        Err(RewritingError::MemoryLimitExceeded(_)) => Coverage::CutAtMemory { parsed_bytes: fed },
+        // A handler stops the parse only for depth; any other error is `lol_html`'s own, and
+        // what was read before it is kept the same way.
+        Err(_) => state
+            .cut
+            .unwrap_or(Coverage::CutAtMemory { parsed_bytes: fed }),
+    };
+    (state.finish(), coverage)
+}
+
+/// The bytes `lol_html` reads, for attribute values.
+#[derive(Clone, Copy)]
+struct Input<'a> {
+    body: &'a [u8],
+    encoding: &'static Encoding,
+}
+
+impl Input<'_> {
+    /// The first value of attribute `name`, decoded as html5ever decodes it. Read from the
+    /// source rather than through `lol_html`, whose decoding honours a byte order mark at the
+    /// start of a value (an `href` starting with bytes FF FE would be read as UTF-16).
+    fn attribute(self, el: &Element<'_, '_>, name: &str) -> Option<String> {
+        let attr = el.attributes().iter().find(|a| a.name() == name)?;
+        let value = attr
+            .value_source_location()
+            .and_then(|at| self.body.get(at.bytes()))
+            .map_or_else(
+                || attr.value(),
+                |raw| {
+                    let (text, _had_errors) = self.encoding.decode_without_bom_handling(raw);
+                    text.into_owned()
+                },
+            );
+        Some(entities::attribute(value))
+    }
+}
+
+fn on_element(
+    state: &Rc<RefCell<State>>,
+    input: Input<'_>,
+    el: &mut Element<'_, '_>,
+) -> lol_html::HandlerResult {
+    let name = el.tag_name();
+    let html = el.namespace_uri() == HTML_NS;
+    let attr = |name: &str| input.attribute(el, name);
+    let opened = state.borrow_mut().start(
+        &name,
+        html,
+        el.can_have_content(),
+        el.source_location().bytes().start,
+        attr,
+    )?;
+    if let Some((depth, serial, known)) = opened {
+        let state = Rc::clone(state);
+        el.on_end_tag(end_tag!(move |end| {
+            // `lol_html` also calls this when another end tag closes the element (`</svg>` after
+            // a `<p>` that left the SVG); html5ever decides that by its own rules, which the
+            // mirror keeps, so only the element's own end tag counts.
+            if end.name() == name {
+                state.borrow_mut().end(depth, serial, known);
+            }
+            Ok(())
+        }))?;
+    }
+    Ok(())
+}
+
+/// An element on the mirror of the stack of open elements.
+struct Open {
+    serial: u32,
+    /// The tag name if it is one this module treats apart, else "".
+    name: &'static str,
+    html: bool,
+    /// Counts in `in_head`: its text is not shown.
+    in_head: bool,
+}
+
+/// Everything the handlers share.
+// The `seen_*` flags are the tree builder's own: which of the unique elements exist.
+#[allow(clippy::struct_excessive_bools)]
+#[derive(Default)]
+struct State {
+    out: Collected,
+    text: TextBuilder,
+    /// The first HTML `<title>`'s text while it is open, and its serial.
+    title: Option<(u32, TextBuilder)>,
+    title_seen: bool,
+    open: Vec<Open>,
+    next_serial: u32,
+    in_head: usize,
+    in_pre: usize,
+    in_template: usize,
+    /// Inside an element whose content is never text (script, style, title ...).
+    in_hidden: usize,
+    seen_html: bool,
+    seen_head: bool,
+    seen_body: bool,
+    /// Raw text held back because a chunk ended inside a character reference.
+    pending: String,
+    pending_mode: Option<(Mode, Target)>,
+    cut: Option<Coverage>,
+}
+
+/// Where a run of text goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Title,
+    Text { preformatted: bool },
+}
+
+/// Too deep: the error that stops `lol_html`.
+#[derive(Debug, thiserror::Error)]
+#[error("elements nested deeper than {MAX_DEPTH}")]
+struct TooDeep;
+
+impl State {
+    /// A start tag. Returns the element's place on the mirror when it was pushed there (it can
+    /// have content), for its end tag.
+    fn start(
+        &mut self,
+        name: &str,
+        lol_html_says_html: bool,
+        can_have_content: bool,
+        at: usize,
+        attr: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<(usize, u32, &'static str)>, TooDeep> {
+        self.flush();
+        let known = intern(name);
+        // In foreign content html5ever decides: a few HTML tags break out of it, the rest are
+        // foreign (`lol_html` gives an SVG <title> the HTML namespace of its content, and a <p>
+        // in <svg> the SVG one).
+        let html = match self.open.last() {
+            Some(top) if !top.html && !is_integration_point(top.name) => {
+                breaks_out_of_foreign(name)
+            }
+            _ => lol_html_says_html,
+        };
+        if html {
+            // A second <html>, <head> or <body> adds nothing to the tree: html5ever merges its
+            // attributes or ignores it.
+            let again = match known {
+                "html" => std::mem::replace(&mut self.seen_html, true),
+                "head" => std::mem::replace(&mut self.seen_head, true) || self.seen_body,
+                "body" | "frameset" => std::mem::replace(&mut self.seen_body, true),
+                _ => false,
+            };
+            if again {
+                return Ok(None);
+            }
+            if !is_head_content(known) && known != "html" {
+                self.seen_body = true;
+            }
+            self.implied_ends(known);
+        }
+        if self.in_template == 0 && self.in_hidden == 0 {
+            if known == "title" {
+                // Only the first HTML title counts, as in a browser, even if it is blank;
+                // an SVG icon's <title> is not the page's.
+                if html && !self.title_seen && can_have_content {
+                    self.title_seen = true;
+                    self.title = Some((self.next_serial, TextBuilder::default()));
+                }
+            } else {
+                self.out.element(name, attr);
+            }
+        }
+        if self.in_hidden == 0 {
+            self.text.boundary(known);
+        }
+        if !can_have_content {
+            return Ok(None);
+        }
+        let serial = self.next_serial;
+        self.next_serial = self.next_serial.wrapping_add(1);
+        let depth = self.open.len();
+        // Before the body, html5ever puts <noframes> in the head, whose text is not shown.
+        let in_head = known == "head" || (known == "noframes" && !self.seen_body);
+        self.open.push(Open {
+            serial,
+            name: known,
+            html,
+            in_head,
+        });
+        if in_head {
+            self.in_head += 1;
+        }
+        match known {
+            "template" => self.in_template += 1,
+            _ if is_preformatted(known) => self.in_pre += 1,
+            _ => {}
+        }
+        if is_hidden(known) && known != "template" {
+            self.in_hidden += 1;
+        }
+        if self.open.len() > MAX_DEPTH {
+            self.cut = Some(Coverage::CutAtDepth { parsed_bytes: at });
+            return Err(TooDeep);
+        }
+        Ok(Some((depth, serial, known)))
+    }
+
+    /// The end tag of the element `known` pushed at `depth` with `serial`.
+    fn end(&mut self, depth: usize, serial: u32, known: &str) {
+        self.flush();
+        if self.open.get(depth).is_some_and(|o| o.serial == serial) {
+            // html5ever's "any other end tag": an element that is not special (a <span>, a
+            // <b>) is not closed past a special one (a <div>, a <p>) opened inside it.
+            if is_special(known) || !self.open[depth + 1..].iter().any(|o| is_special(o.name)) {
+                self.pop_to(depth);
+            }
+        } else if known == "p" && self.in_hidden == 0 {
+            // Closed already by an implied end tag. Only `</p>` does something then: html5ever
+            // inserts an empty paragraph, which breaks the line.
+            self.text.boundary("p");
+        }
+    }
+
+    /// The implied end tags the HTML standard's "in body" rules give a start tag `known`, for
+    /// the elements that are commonly left open.
+    fn implied_ends(&mut self, known: &str) {
+        let Some(top) = self.open.last() else { return };
+        if top.html && top.name == "head" && !is_head_content(known) {
+            self.pop_to(self.open.len() - 1);
+        } else if !top.html && !is_integration_point(top.name) {
+            while self
+                .open
+                .last()
+                .is_some_and(|o| !o.html && !is_integration_point(o.name))
+            {
+                self.pop_to(self.open.len() - 1);
+            }
+        }
+        match known {
+            _ if is_heading(known)
+                && self
+                    .open
+                    .last()
+                    .is_some_and(|o| o.html && is_heading(o.name)) =>
+            {
+                self.pop_to(self.open.len() - 1);
+            }
+            "li" => self.close_in_scope(&["li"], &["ol", "ul"]),
+            "dd" | "dt" => self.close_in_scope(&["dd", "dt"], &["dl"]),
+            "td" | "th" => self.close_in_scope(&["td", "th"], &["table"]),
+            "tr" => self.close_in_scope(&["tr"], &["table"]),
+            "tbody" | "thead" | "tfoot" => {
+                self.close_in_scope(&["tbody", "thead", "tfoot"], &["table"]);
+            }
+            "option" | "optgroup" if self.open.last().is_some_and(|o| o.name == "option") => {
+                self.pop_to(self.open.len() - 1);
+            }
+            _ => {}
+        }
+        if closes_p(known) {
+            self.close_in_scope(&["p"], &["button"]);
+        }
+    }
+
+    /// Pops to the nearest open element named one of `names`, unless a scope boundary (or one
+    /// of `stop`) comes first.
+    fn close_in_scope(&mut self, names: &[&str], stop: &[&str]) {
+        for (depth, o) in self.open.iter().enumerate().rev() {
+            if !o.html {
+                return;
+            }
+            if names.contains(&o.name) {
+                self.pop_to(depth);
+                return;
+            }
+            if stop.contains(&o.name) || is_scope_boundary(o.name) {
+                return;
+            }
+        }
+    }
+
+    /// Closes the elements from the top of the mirror down to `depth`, each as the tree walk
+    /// closes it.
+    fn pop_to(&mut self, depth: usize) {
+        while self.open.len() > depth {
+            let Some(o) = self.open.pop() else { return };
+            if o.in_head {
+                self.in_head -= 1;
+            }
+            match o.name {
+                "template" => self.in_template -= 1,
+                name if is_preformatted(name) => self.in_pre -= 1,
+                _ => {}
+            }
+            if is_hidden(o.name) && o.name != "template" {
+                self.in_hidden -= 1;
+            }
+            if self.in_hidden == 0 {
+                self.text.boundary(o.name);
+            }
+            if self.title.as_ref().is_some_and(|(s, _)| *s == o.serial)
+                && let Some((_, title)) = self.title.take()
+            {
+                let title = title.finish();
+                self.out.title = (!title.is_empty()).then_some(title);
+            }
+        }
+    }
+
+    fn text(&mut self, chunk: &TextChunk<'_>) {
+        let raw = chunk.as_str();
+        if let Some(top) = self.open.last()
+            && top.html
+            && top.name == "head"
+            && raw
+                .bytes()
+                .any(|b| !matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' '))
+        {
+            // Text in <head> ends it (html5ever moves on to the body).
+            self.pop_to(self.open.len() - 1);
+            self.seen_body = true;
+        }
+        let target = if self.title.is_some() && self.in_hidden == 1 {
+            Target::Title
+        } else if self.in_hidden > 0 || self.in_template > 0 || self.in_head > 0 {
+            self.pending.clear();
+            return;
+        } else {
+            Target::Text {
+                preformatted: self.in_pre > 0,
+            }
+        };
+        let mode = match chunk.text_type() {
+            TextType::Data => Mode {
+                refs: true,
+                in_attribute: false,
+                nul: Nul::Drop,
+            },
+            TextType::RCData => Mode {
+                refs: true,
+                in_attribute: false,
+                nul: Nul::Replace,
+            },
+            _ => Mode {
+                refs: false,
+                in_attribute: false,
+                nul: Nul::Replace,
+            },
+        };
+        if self.pending_mode.is_some_and(|m| m != (mode, target)) {
+            self.flush();
+        }
+        self.pending.push_str(raw);
+        self.pending_mode = Some((mode, target));
+        let end = if chunk.last_in_text_node() {
+            self.pending.len()
+        } else {
+            entities::safe_end(&self.pending)
+        };
+        self.emit(end);
+    }
+
+    /// Sends everything held back on (at a tag or the end, no reference goes on).
+    fn flush(&mut self) {
+        self.emit(self.pending.len());
+    }
+
+    fn emit(&mut self, end: usize) {
+        let Some((mode, target)) = self.pending_mode else {
+            return;
+        };
+        if end == 0 {
+            return;
+        }
+        let decoded = entities::decode(&self.pending[..end], mode);
+        match target {
+            Target::Title => {
+                if let Some((_, title)) = &mut self.title {
+                    title.push(&decoded, false);
+                }
+            }
+            Target::Text { preformatted } => self.text.push(&decoded, preformatted),
+        }
+        drop(decoded);
+        self.pending.drain(..end);
+        if self.pending.is_empty() {
+            self.pending_mode = None;
+        }
+    }
+
+    fn finish(mut self) -> Collected {
+        self.flush();
+        self.pop_to(0);
+        self.out.text = self.text.finish();
+        self.out
+    }
+}
+
+/// The names this module treats apart, as `&'static str`; anything else is "".
+macro_rules! known_names {
+    ($($name:literal)*) => {
+        fn intern(name: &str) -> &'static str {
+            match name {
+                $($name => $name,)*
+                _ => "",
+            }
+        }
+    };
+}
+
+known_names! {
+    "address" "annotation-xml" "applet" "article" "aside" "blockquote" "body" "br" "button"
+    "caption" "center" "dd" "desc" "details" "dialog" "dir" "div" "dl" "dt" "fieldset"
+    "figcaption" "figure" "footer" "foreignobject" "form" "frameset" "h1" "h2" "h3" "h4" "h5"
+    "h6" "head" "header" "hgroup" "hr" "html" "iframe" "legend" "li" "listing" "main" "marquee"
+    "menu" "mi" "mn" "mo" "ms" "mtext" "nav" "noscript" "object" "ol" "optgroup" "option" "p"
+    "plaintext" "pre" "script" "search" "section" "style" "summary" "table" "tbody" "td"
+    "template" "tfoot" "th" "thead" "title" "tr" "ul" "xmp" "base" "link" "meta" "noframes"
+    "basefont"
+}
+
+/// The HTML standard's "special" elements, among the names kept here.
+fn is_special(known: &str) -> bool {
+    !matches!(known, "" | "dialog" | "legend" | "optgroup" | "option")
+}
+
+/// Elements that may stay in `<head>`; any other start tag ends it.
+fn is_head_content(known: &str) -> bool {
+    matches!(
+        known,
+        "base"
+            | "basefont"
+            | "link"
+            | "meta"
+            | "title"
+            | "noscript"
+            | "noframes"
+            | "style"
+            | "script"
+            | "template"
+            | "head"
+    )
+}
+
+/// Start tags that close an open `<p>` (in button scope).
+fn closes_p(known: &str) -> bool {
+    is_heading(known)
+        || matches!(
+            known,
+            "address"
+                | "article"
+                | "aside"
+                | "blockquote"
+                | "center"
+                | "details"
+                | "dialog"
+                | "dir"
+                | "div"
+                | "dl"
+                | "fieldset"
+                | "figcaption"
+                | "figure"
+                | "footer"
+                | "header"
+                | "hgroup"
+                | "main"
+                | "menu"
+                | "nav"
+                | "ol"
+                | "p"
+                | "search"
+                | "section"
+                | "summary"
+                | "ul"
+                | "pre"
+                | "listing"
+                | "form"
+                | "plaintext"
+                | "hr"
+                | "xmp"
+                | "li"
+                | "dd"
+                | "dt"
+        )
+}
+
+/// The HTML standard's "has an element in scope" boundaries.
+fn is_scope_boundary(known: &str) -> bool {
+    matches!(
+        known,
+        "applet" | "caption" | "html" | "table" | "td" | "th" | "marquee" | "object" | "template"
+    )
+}
+
+/// Foreign elements whose content is HTML again.
+fn is_integration_point(known: &str) -> bool {
+    matches!(
+        known,
+        "foreignobject" | "desc" | "title" | "annotation-xml" | "mi" | "mo" | "mn" | "ms" | "mtext"
+    )
+}
+
+/// HTML start tags that end foreign content (`<font>` with attributes too, not kept here).
+fn breaks_out_of_foreign(name: &str) -> bool {
+    is_heading(name)
+        || matches!(
+            name,
+            "b" | "big"
+                | "blockquote"
+                | "body"
+                | "br"
+                | "center"
+                | "code"
+                | "dd"
+                | "div"
+                | "dl"
+                | "dt"
+                | "em"
+                | "embed"
+                | "head"
+                | "hr"
+                | "i"
+                | "img"
+                | "li"
+                | "listing"
+                | "menu"
+                | "meta"
+                | "nobr"
+                | "ol"
+                | "p"
+                | "pre"
+                | "ruby"
+                | "s"
+                | "small"
+                | "span"
+                | "strong"
+                | "strike"
+                | "sub"
+                | "sup"
+                | "table"
+                | "tt"
+                | "u"
+                | "ul"
+                | "var"
+        )
+}
