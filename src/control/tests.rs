@@ -403,12 +403,9 @@ async fn delay_spaces_the_requests_to_each_site() {
         .await;
     let mut pairs = 0;
     for site in ["site00", "site01"] {
-        for pair in log.site_records(site).windows(2) {
-            if pair[0].t_us > set_at {
-                let gap = pair[1].t_us - pair[0].t_us;
-                assert!(gap >= 150_000, "{site}: {gap} us apart after /delay?ms=150");
-                pairs += 1;
-            }
+        for gap in log.gaps_after(site, set_at) {
+            assert!(gap >= 150_000, "{site}: {gap} us apart after /delay?ms=150");
+            pairs += 1;
         }
     }
     assert!(pairs >= 3, "only {pairs} pairs observed");

@@ -169,6 +169,16 @@ impl RequestLog {
         recs
     }
 
+    /// The gaps, in microseconds, between consecutive arrivals at `site` whose first request
+    /// arrived after `after_us`: what a site owner reads politeness from.
+    pub fn gaps_after(&self, site: &str, after_us: u64) -> Vec<u64> {
+        self.site_records(site)
+            .windows(2)
+            .filter(|pair| pair[0].t_us > after_us)
+            .map(|pair| pair[1].t_us - pair[0].t_us)
+            .collect()
+    }
+
     /// How many requests were logged.
     pub fn len(&self) -> u64 {
         *self.count.borrow()

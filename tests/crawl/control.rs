@@ -179,12 +179,9 @@ async fn the_command_port_pauses_delays_exports_and_shuts_down_the_crawl() {
     .expect("crawling again");
     let mut pairs = 0;
     for site in ["site00", "site01"] {
-        for pair in log.site_records(site).windows(2) {
-            if pair[0].t_us > set_at {
-                let gap = pair[1].t_us - pair[0].t_us;
-                assert!(gap >= 300_000, "{site}: {gap} us apart after DELAY 300");
-                pairs += 1;
-            }
+        for gap in log.gaps_after(site, set_at) {
+            assert!(gap >= 300_000, "{site}: {gap} us apart after DELAY 300");
+            pairs += 1;
         }
     }
     assert!(pairs >= 3, "only {pairs} pairs observed");
