@@ -368,11 +368,7 @@ async fn pause_silences_the_crawl_at_the_server_and_resume_restarts_it() {
     let mark = log.now_us();
     let arrivals = log.arrivals();
     tokio::time::sleep(Duration::from_millis(400)).await; // an observation window
-    let late: Vec<_> = log
-        .records()
-        .into_iter()
-        .filter(|r| r.t_us > mark)
-        .collect();
+    let late = log.records_after(mark);
     assert!(late.is_empty(), "requests while paused: {late:?}");
     assert_eq!(log.arrivals(), arrivals);
 

@@ -169,6 +169,19 @@ impl RequestLog {
         recs
     }
 
+    /// Records of requests that arrived after `after_us`, in arrival order: what a paused
+    /// crawler must not have sent.
+    pub fn records_after(&self, after_us: u64) -> Vec<RequestRecord> {
+        let mut recs: Vec<RequestRecord> = lock(&self.inner)
+            .records
+            .iter()
+            .filter(|r| r.t_us > after_us)
+            .cloned()
+            .collect();
+        recs.sort_by_key(|r| r.t_us);
+        recs
+    }
+
     /// The gaps, in microseconds, between consecutive arrivals at `site` whose first request
     /// arrived after `after_us`: what a site owner reads politeness from.
     pub fn gaps_after(&self, site: &str, after_us: u64) -> Vec<u64> {

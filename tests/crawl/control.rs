@@ -158,11 +158,7 @@ async fn the_command_port_pauses_delays_exports_and_shuts_down_the_crawl() {
     .expect("in-flight requests finish");
     let mark = log.now_us();
     tokio::time::sleep(Duration::from_millis(400)).await; // an observation window
-    let late: Vec<_> = log
-        .records()
-        .into_iter()
-        .filter(|r| r.t_us > mark)
-        .collect();
+    let late = log.records_after(mark);
     assert!(late.is_empty(), "requests while paused: {late:?}");
 
     // RESUME and DELAY 300: later requests to one site are at least 300 ms apart.

@@ -187,10 +187,9 @@ async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
     tokio::time::sleep(Duration::from_millis(500)).await; // the observation window
     let during: Vec<String> = web
         .log()
-        .records()
-        .iter()
-        .filter(|r| r.t_us > mark)
-        .map(|r| r.path.clone())
+        .records_after(mark)
+        .into_iter()
+        .map(|r| r.path)
         .collect();
     assert!(during.is_empty(), "requests while paused: {during:?}");
 

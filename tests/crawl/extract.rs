@@ -9,7 +9,7 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{bin, client};
+use crate::util::{bin, client, get_text};
 
 /// The text between the first `<title>` and `</title>`, found without an HTML parser.
 fn title_of(body: &str) -> Option<&str> {
@@ -91,14 +91,7 @@ async fn extract_writes_a_line_per_matching_page_in_commit_order() {
     let http = client();
     for line in &lines {
         let url = line["url"].as_str().expect("url");
-        let body = http
-            .get(url)
-            .send()
-            .await
-            .expect("get")
-            .text()
-            .await
-            .expect("body");
+        let body = get_text(&http, url).await;
         let heading = line["fields"]["heading"][0].as_str().expect("a heading");
         assert_eq!(Some(heading), title_of(&body), "{url}");
         let links = line["fields"]["links"].as_array().map_or(0, Vec::len);

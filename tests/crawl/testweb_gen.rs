@@ -9,7 +9,7 @@ use crawltop::testweb::{GenError, GenOptions, HeavyOptions, LinkFarm, TestWeb, g
 use scraper::{Html, Selector};
 use url::Url;
 
-use crate::util::client;
+use crate::util::{client, get_text};
 
 #[derive(Debug, Default, PartialEq)]
 struct Found {
@@ -366,14 +366,7 @@ async fn a_link_farm_is_served_from_its_parameters_and_learns_what_the_manifest_
         "computed, not listed"
     );
     let http = client();
-    let index = http
-        .get(web.url("site00", "/"))
-        .send()
-        .await
-        .expect("get")
-        .text()
-        .await
-        .expect("body");
+    let index = get_text(&http, &web.url("site00", "/")).await;
     assert!(
         index.contains(&web.origin("farm01")),
         "site00 links the farm"

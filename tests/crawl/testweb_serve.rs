@@ -8,7 +8,7 @@ use crawltop::testweb::{GenOptions, HostileOptions, TestWeb};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-use crate::util::{PATIENCE, client, contains, raw, raw_get};
+use crate::util::{PATIENCE, client, contains, get_text, raw, raw_get};
 
 fn addr(web: &TestWeb, site: &str) -> SocketAddr {
     web.server().sites()[site]
@@ -351,14 +351,7 @@ async fn hostile_calendar_never_ends() {
     let http = client();
     let mut page = "2026-12-30.html".to_string();
     for expected in ["2026-12-31.html", "2027-01-01.html", "2027-01-02.html"] {
-        let body = http
-            .get(web.url("hostile", &format!("/calendar/{page}")))
-            .send()
-            .await
-            .expect("get")
-            .text()
-            .await
-            .expect("body");
+        let body = get_text(&http, &web.url("hostile", &format!("/calendar/{page}"))).await;
         assert!(body.contains(&format!("href=\"{expected}\"")), "{body}");
         page = expected.to_string();
     }
@@ -564,14 +557,7 @@ async fn hostile_malformed_latin1_and_robots500() {
         .expect("get");
     assert_eq!(cafe.status(), 200);
 
-    let malformed = http
-        .get(web.url("hostile", "/malformed.html"))
-        .send()
-        .await
-        .expect("get")
-        .text()
-        .await
-        .expect("body");
+    let malformed = get_text(&http, &web.url("hostile", "/malformed.html")).await;
     assert!(malformed.contains("<a href=/m/unquoted.html>"));
     assert!(
         malformed.ends_with("<a href=\"/m/eof.html\""),

@@ -20,6 +20,17 @@ pub fn client() -> reqwest::Client {
         .expect("client builds")
 }
 
+/// The body of a GET of `url` as text (the test fails if the server cannot be reached).
+pub async fn get_text(http: &reqwest::Client, url: &str) -> String {
+    http.get(url)
+        .send()
+        .await
+        .expect("get")
+        .text()
+        .await
+        .expect("body")
+}
+
 /// A raw HTTP/1.1 exchange: sends `request` as is and reads until the server closes.
 pub async fn raw(addr: std::net::SocketAddr, request: &[u8]) -> (u16, Vec<u8>) {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
