@@ -58,6 +58,12 @@ pub enum Command {
     /// Run --extract fields over the pages a finished crawl stored in DIR's WARC files: one JSON
     /// line per HTML page that matched anything, in commit order.
     Extract(ExtractArgs),
+    /// Start a Redis Cluster on loopback from Debian's redis-server (for trying the cluster mode
+    /// on one machine): --masters N masters, --replicas R replicas each, data in DIR. Prints
+    /// the nodes' URLs. Run again on the same DIR after cluster-down to restart it with its data.
+    ClusterUp(ClusterUpArgs),
+    /// Stop the Redis Cluster started from DIR (its data stays in DIR).
+    ClusterDown(ClusterDownArgs),
 }
 
 #[derive(Debug, Args)]
@@ -391,7 +397,64 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mincount(args) => count(&args, false),
         Command::Wc(args) => wc(&args),
         Command::Extract(args) => extract(&args),
+        Command::ClusterUp(args) => cluster_up(&args),
+        Command::ClusterDown(args) => cluster_down(&args),
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterUpArgs {
+    /// The cluster's folder: one sub-folder per node, and cluster.json naming the ports.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Masters (a Redis Cluster needs at least 3).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub masters: usize,
+    /// Replicas per master.
+    #[arg(long, value_name = "R", default_value_t = 0)]
+    pub replicas: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterDownArgs {
+    /// The folder cluster-up was given.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+fn cluster_up(args: &ClusterUpArgs) -> anyhow::Result<ExitCode> {
+    use crate::cluster::local::{LocalCluster, Shape};
+    let shape = Shape {
+        masters: args.masters,
+        replicas: args.replicas,
+    };
+    let cluster = LocalCluster::up(&args.dir, shape)?;
+    let dir = cluster.dir().to_path_buf();
+    let urls = cluster.detach();
+    println!("{}", urls.join(","));
+    eprintln!(
+        "a Redis Cluster of {} masters and {} replicas each runs on loopback, data in {}; \
+         stop it with: crawltop cluster-down --dir {}",
+        args.masters,
+        args.replicas,
+        dir.display(),
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cluster_down(args: &ClusterDownArgs) -> anyhow::Result<ExitCode> {
+    let stopped = crate::cluster::local::LocalCluster::down(&args.dir)?;
+    if stopped.is_empty() {
+        eprintln!("no node of {} was running", args.dir.display());
+    } else {
+        eprintln!(
+            "stopped {} nodes of {} (their data stays there)",
+            stopped.len(),
+            args.dir.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {

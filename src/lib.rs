@@ -8,6 +8,8 @@
 //! - [`frontier`]: the Mercator frontier: which URL next, and when each site may be contacted.
 //! - [`robots`]: robots.txt per site: state, rules, crawl delay.
 //! - [`backoff`]: server pushback timing: exponential backoff and `Retry-After`.
+//! - [`cluster`]: a Redis Cluster on loopback (`cluster-up`, `cluster-down`), for the cluster
+//!   mode.
 //! - [`config`]: the crawl's settings and their defaults.
 //! - [`control`]: the HTTP control API and the command port on loopback, observers of the
 //!   engine's handle; `crawltop ctl` is the API's client.
@@ -23,6 +25,7 @@
 pub mod backoff;
 pub mod canonical;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod control;
 pub mod dashboard;

@@ -7,6 +7,7 @@
 #![allow(clippy::case_sensitive_file_extension_comparisons)]
 
 mod architecture;
+mod cluster;
 mod control;
 mod crawl_cli;
 mod dashboard_pty;
