@@ -217,3 +217,326 @@ fn bad_cluster_requests_exit_2_with_a_reason_and_start_nothing() {
     assert_eq!(garbled.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&garbled.stderr).contains("is not a cluster state"));
 }
+
+mod shared {
+    //! The shared crawl's Redis side, judged by what two members get from a real cluster.
+
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use crawltop::cluster::local::{LocalCluster, Shape};
+    use crawltop::cluster::shared::{CrawlId, Entry, Lease, SharedCrawl, SharedError};
+
+    use super::redis_here;
+
+    fn settings(depth: &str) -> BTreeMap<String, String> {
+        [("depth", depth), ("delay_ms", "100"), ("scope", "site")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn entry(url: &str) -> Entry {
+        Entry {
+            url: url.to_string(),
+            depth: 1,
+            hops: 0,
+            referrer: Some("http://127.0.0.1:1/".into()),
+        }
+    }
+
+    fn three_masters(dir: &std::path::Path) -> LocalCluster {
+        LocalCluster::up(
+            dir,
+            Shape {
+                masters: 3,
+                replicas: 0,
+            },
+        )
+        .expect("a local cluster")
+    }
+
+    async fn member(urls: &[String], crawl: &str, id: &str, lease_ms: u64) -> SharedCrawl {
+        SharedCrawl::connect(
+            urls,
+            CrawlId::new(crawl).expect("crawl id"),
+            id,
+            Duration::from_millis(lease_ms),
+        )
+        .await
+        .expect("connects")
+    }
+
+    async fn push_all(m: &mut SharedCrawl, sites: &[String], batches: Vec<Vec<Entry>>) -> u64 {
+        let mut n = 0;
+        for (s, es) in sites.iter().zip(batches) {
+            n += m.push(s, &es).await.expect("push");
+        }
+        n
+    }
+
+    #[tokio::test]
+    async fn two_members_admit_each_url_once_and_hold_a_site_one_at_a_time() {
+        if !redis_here("two_members_admit_each_url_once...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let mut a = member(&cluster.urls(), "t1", "a", 10_000).await;
+        let mut b = member(&cluster.urls(), "t1", "b", 10_000).await;
+        assert!(
+            a.join(&settings("3")).await.expect("a joins"),
+            "a creates it"
+        );
+        assert!(
+            !b.join(&settings("3")).await.expect("b joins"),
+            "b finds it"
+        );
+
+        // Both discover overlapping URLs of 6 sites, at the same time.
+        let sites: Vec<String> = (0..6)
+            .map(|i| format!("http://127.0.0.1:{}", 2000 + i))
+            .collect();
+        let batch = |from: usize| -> Vec<Vec<Entry>> {
+            sites
+                .iter()
+                .map(|s| {
+                    (from..from + 40)
+                        .map(|p| entry(&format!("{s}/p{p}")))
+                        .collect()
+                })
+                .collect()
+        };
+        let (ba, bb) = (batch(0), batch(20));
+        let (na, nb) = tokio::join!(push_all(&mut a, &sites, ba), push_all(&mut b, &sites, bb));
+        assert_eq!(na + nb, 6 * 60, "every distinct URL admitted exactly once");
+        assert_eq!(a.sites().await.expect("sites"), {
+            let mut s = sites.clone();
+            s.sort();
+            s
+        });
+
+        let site = &sites[0];
+        assert_eq!(
+            a.lease(site).await.expect("lease"),
+            Lease::Taken { requeued: 0 }
+        );
+        assert_eq!(b.lease(site).await.expect("lease"), Lease::Held);
+        assert_eq!(a.lease(site).await.expect("renew"), Lease::Renewed);
+        assert_eq!(
+            b.pull(site, 5).await.expect("pull"),
+            None,
+            "only the holder pulls"
+        );
+        let got = a.pull(site, 3).await.expect("pull").expect("ours");
+        let urls: Vec<&str> = got.iter().map(|e| e.url.as_str()).collect();
+        assert_eq!(urls.len(), 3);
+        assert!(
+            !b.done(site, &got).await.expect("done"),
+            "only the holder finishes"
+        );
+        assert!(a.done(site, &got[..1]).await.expect("done"));
+        assert_eq!(a.backlog(site).await.expect("backlog"), (57, 2));
+        assert!(!a.finished().await.expect("finished?"));
+
+        // A graceful hand-back: the two unfinished URLs go first for the next holder.
+        assert_eq!(a.release(site).await.expect("release"), Some(2));
+        assert_eq!(
+            b.lease(site).await.expect("lease"),
+            Lease::Taken { requeued: 0 }
+        );
+        let next = b.pull(site, 2).await.expect("pull").expect("ours");
+        let mut back: Vec<&str> = next.iter().map(|e| e.url.as_str()).collect();
+        back.sort_unstable();
+        let mut want = urls[1..].to_vec();
+        want.sort_unstable();
+        assert_eq!(back, want);
+
+        // Everything pulled and finished everywhere: the crawl has ended, for both.
+        for s in &sites {
+            let _ = b.lease(s).await.expect("lease");
+            while let Some(es) = b
+                .pull(s, 100)
+                .await
+                .expect("pull")
+                .filter(|e| !e.is_empty())
+            {
+                assert!(b.done(s, &es).await.expect("done"));
+            }
+        }
+        b.done(site, &next).await.expect("done");
+        assert!(a.finished().await.expect("finished?"));
+        drop(cluster);
+    }
+
+    #[tokio::test]
+    async fn a_dead_members_lease_runs_out_on_redis_time_and_its_unfinished_urls_come_back() {
+        if !redis_here("a_dead_members_lease_runs_out...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let site = "http://127.0.0.1:3000";
+        let mut dead = member(&cluster.urls(), "t2", "dead", 300).await;
+        dead.join(&settings("1")).await.expect("join");
+        let es: Vec<Entry> = (0..5).map(|i| entry(&format!("{site}/{i}"))).collect();
+        assert_eq!(dead.push(site, &es).await.expect("push"), 5);
+        assert!(matches!(dead.lease(site).await, Ok(Lease::Taken { .. })));
+        let pulled = dead.pull(site, 2).await.expect("pull").expect("ours");
+        drop(dead); // killed: no release
+
+        let mut heir = member(&cluster.urls(), "t2", "heir", 10_000).await;
+        heir.join(&settings("1")).await.expect("join");
+        // Held until Redis expires the lease (its clock, not ours); then taken with the two back.
+        let mut tries = 0;
+        let requeued = loop {
+            match heir.lease(site).await.expect("lease") {
+                Lease::Held => {
+                    tries += 1;
+                    assert!(tries < 600, "the lease never ran out");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Lease::Taken { requeued } => break requeued,
+                Lease::Renewed => panic!("heir never held it"),
+            }
+        };
+        assert_eq!(requeued, 2);
+        let all = heir.pull(site, 10).await.expect("pull").expect("ours");
+        assert_eq!(all.len(), 5, "nothing lost: {all:?}");
+        for e in &pulled {
+            assert!(all.contains(e), "{e:?} came back");
+        }
+        drop(cluster);
+    }
+
+    #[tokio::test]
+    async fn a_member_with_other_settings_or_another_format_is_refused_with_the_names() {
+        if !redis_here("a_member_with_other_settings...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let mut first = member(&cluster.urls(), "t3", "first", 10_000).await;
+        first.join(&settings("3")).await.expect("join");
+        let mut other = member(&cluster.urls(), "t3", "other", 10_000).await;
+        let e = other.join(&settings("5")).await.expect_err("other depth");
+        let said = e.to_string();
+        assert!(said.contains("depth is 3 there, 5 here"), "{said}");
+        assert!(!said.contains("delay_ms"), "only what differs: {said}");
+
+        // A crawl id written by another format.
+        let port = cluster.ports()[0];
+        let hset = std::process::Command::new("redis-cli")
+            .args([
+                "-c",
+                "-p",
+                &port.to_string(),
+                "hset",
+                "ct:{t4}:meta",
+                "format",
+                "99",
+            ])
+            .output()
+            .expect("redis-cli");
+        assert!(hset.status.success());
+        let mut late = member(&cluster.urls(), "t4", "late", 10_000).await;
+        let e = late.join(&settings("3")).await.expect_err("format 99");
+        assert!(matches!(e, SharedError::Format { .. }), "{e}");
+        assert!(e.to_string().contains("cluster format 99"), "{e}");
+        drop(cluster);
+    }
+
+    #[tokio::test]
+    async fn one_plain_redis_server_serves_a_shared_crawl_too() {
+        if !redis_here("one_plain_redis_server...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut server = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .arg("--dir")
+            .arg(tmp.path())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        let url = format!("redis://127.0.0.1:{port}");
+        let mut m = None;
+        for _ in 0..500 {
+            match SharedCrawl::connect(
+                std::slice::from_ref(&url),
+                CrawlId::new("plain").expect("id"),
+                "m",
+                Duration::from_secs(10),
+            )
+            .await
+            {
+                Ok(c) => {
+                    m = Some(c);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+        let mut m = m.expect("connects to the plain server");
+        m.join(&settings("1")).await.expect("join");
+        let site = "http://127.0.0.1:4000";
+        assert_eq!(
+            m.push(site, &[entry("http://127.0.0.1:4000/a")])
+                .await
+                .expect("push"),
+            1
+        );
+        assert_eq!(
+            m.push(site, &[entry("http://127.0.0.1:4000/a")])
+                .await
+                .expect("push"),
+            0
+        );
+        assert_eq!(
+            m.lease(site).await.expect("lease"),
+            Lease::Taken { requeued: 0 }
+        );
+        assert_eq!(
+            m.pull(site, 10).await.expect("pull").map(|v| v.len()),
+            Some(1)
+        );
+        let _ = server.kill();
+        let _ = server.wait();
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_or_a_bad_url_is_a_clear_error() {
+    use crawltop::cluster::shared::{CrawlId, SharedCrawl, SharedError};
+    let id = || CrawlId::new("x").expect("id");
+    let lease = std::time::Duration::from_secs(1);
+    // A loopback port where nothing listens.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let e = SharedCrawl::connect(&[format!("redis://127.0.0.1:{port}")], id(), "m", lease)
+        .await
+        .expect_err("nothing listens");
+    assert!(matches!(e, SharedError::Unreachable { .. }), "{e}");
+    assert!(e.to_string().contains("cannot be reached"), "{e}");
+    let e = SharedCrawl::connect(&["http://127.0.0.1:1".into()], id(), "m", lease)
+        .await
+        .expect_err("not a Redis URL");
+    assert!(matches!(e, SharedError::BadUrl { .. }), "{e}");
+    let e = SharedCrawl::connect(&[], id(), "m", lease)
+        .await
+        .expect_err("no nodes");
+    assert!(matches!(e, SharedError::NoNodes), "{e}");
+}

@@ -1,0 +1,576 @@
+//! The Redis side of a crawl shared by many members: who created it and with which settings,
+//! each site's queue, seen set, politeness state and lease, and the members' heartbeats.
+//!
+//! Layout (crawl `C`, site origin `S`; every key of one site under the hash tag `{C|S}`, so a
+//! script touches one slot):
+//!
+//! | key | what |
+//! | --- | --- |
+//! | `ct:{C}:meta` | hash: `format` (this module's [`FORMAT`]), `settings` (JSON, named values) |
+//! | `ct:{C}:sites` | set of every site's origin (the crawl-wide list to lease from) |
+//! | `ct:{C}:members` | hash: member id to its heartbeat (JSON) |
+//! | `ct:{C\|S}:seen` | set of URL fingerprints (8 bytes): admission, exactly once crawl-wide |
+//! | `ct:{C\|S}:q` | list of queued entries (`depth TAB hops TAB url TAB referrer`) |
+//! | `ct:{C\|S}:flight` | set of entries the lease holder pulled and has not finished |
+//! | `ct:{C\|S}:lease` | the holder's member id, `SET NX PX`: expiry is Redis's clock, never a member's |
+//! | `ct:{C\|S}:pol` | hash: the site's politeness state (robots.txt, delays), opaque here |
+//!
+//! A new lease first puts back what an earlier holder had pulled and not finished (it died, or
+//! its lease ran out): at least once, and at most once more for what was in flight. It owns the
+//! scripts and their atomicity; it never decides what is in scope, never fetches, and never
+//! reads a member's clock for anything another member relies on.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
+
+/// The layout's version, stored with the crawl: a crawl of another version is refused.
+pub const FORMAT: u32 = 1;
+/// Most bytes in a crawl id.
+const MAX_CRAWL_ID: usize = 64;
+
+/// Why the shared crawl could not be reached or used.
+#[derive(Debug, thiserror::Error)]
+pub enum SharedError {
+    #[error(
+        "crawl id {0:?}: use 1 to 64 letters, digits, '.', '_' or '-' (no spaces, slashes or braces)"
+    )]
+    CrawlId(String),
+    #[error("no Redis URL given (--cluster redis://HOST:PORT[,redis://HOST:PORT...])")]
+    NoNodes,
+    #[error("{url}: not a Redis URL ({reason})")]
+    BadUrl { url: String, reason: String },
+    #[error("the Redis at {nodes} cannot be reached: {reason}")]
+    Unreachable { nodes: String, reason: String },
+    #[error(
+        "crawl {crawl:?} was written by a crawltop with cluster format {found}; this one uses \
+         {FORMAT}. Use another --crawl-id, or the crawltop that started it"
+    )]
+    Format { crawl: String, found: String },
+    #[error(
+        "crawl {crawl:?} runs with other settings: {}; start this member with the crawl's \
+         values, or use another --crawl-id",
+        .differences.join(", ")
+    )]
+    Settings {
+        crawl: String,
+        differences: Vec<String>,
+    },
+    #[error("crawl {crawl:?}: its stored {what} does not read: {reason}")]
+    Corrupt {
+        crawl: String,
+        what: &'static str,
+        reason: String,
+    },
+    #[error("Redis: {0}")]
+    Redis(#[from] redis::RedisError),
+}
+
+/// A crawl's name, safe inside a key and a hash tag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrawlId(String);
+
+impl CrawlId {
+    pub fn new(id: &str) -> Result<CrawlId, SharedError> {
+        let ok = !id.is_empty()
+            && id.len() <= MAX_CRAWL_ID
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        if ok {
+            Ok(CrawlId(id.to_string()))
+        } else {
+            Err(SharedError::CrawlId(id.to_string()))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// One queued URL as the shared queue keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub url: String,
+    pub depth: u32,
+    /// Redirect hops that led here.
+    pub hops: u8,
+    /// The page that linked here (a URL: row ids are each member's own).
+    pub referrer: Option<String>,
+}
+
+impl Entry {
+    fn encode(&self) -> String {
+        format!(
+            "{}\t{}\t{}\t{}",
+            self.depth,
+            self.hops,
+            self.url,
+            self.referrer.as_deref().unwrap_or("")
+        )
+    }
+
+    fn decode(s: &str) -> Option<Entry> {
+        let mut parts = s.splitn(4, '\t');
+        let depth = parts.next()?.parse().ok()?;
+        let hops = parts.next()?.parse().ok()?;
+        let url = parts.next()?.to_string();
+        let referrer = parts.next().filter(|r| !r.is_empty()).map(str::to_string);
+        (!url.is_empty()).then_some(Entry {
+            url,
+            depth,
+            hops,
+            referrer,
+        })
+    }
+}
+
+/// What taking a site's lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// Another member holds it.
+    Held,
+    /// Ours now; `requeued` entries an earlier holder left unfinished went back to the queue.
+    Taken { requeued: u64 },
+    /// Ours already; renewed.
+    Renewed,
+}
+
+/// Either kind of Redis this crawl may run on: a cluster, or one plain server.
+enum Conn {
+    Cluster(redis::cluster_async::ClusterConnection),
+    Single(redis::aio::MultiplexedConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Single(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Cluster(c) => c.get_db(),
+            Conn::Single(c) => c.get_db(),
+        }
+    }
+}
+
+/// The scripts, each on one site's slot.
+struct Scripts {
+    join: Script,
+    push: Script,
+    lease: Script,
+    pull: Script,
+    done: Script,
+    release: Script,
+}
+
+impl Scripts {
+    fn new() -> Scripts {
+        Scripts {
+            // KEYS: meta. ARGV: format, settings. Creates the crawl, or says what it holds.
+            join: Script::new(
+                r"
+                if redis.call('HSETNX', KEYS[1], 'format', ARGV[1]) == 1 then
+                  redis.call('HSET', KEYS[1], 'settings', ARGV[2])
+                  return {1, ARGV[1], ARGV[2]}
+                end
+                return {0, redis.call('HGET', KEYS[1], 'format') or '',
+                        redis.call('HGET', KEYS[1], 'settings') or ''}
+                ",
+            ),
+            // KEYS: seen, q. ARGV: fingerprint, entry, fingerprint, entry, ...
+            push: Script::new(
+                r"
+                local added = 0
+                for i = 1, #ARGV, 2 do
+                  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
+                    redis.call('RPUSH', KEYS[2], ARGV[i + 1])
+                    added = added + 1
+                  end
+                end
+                return added
+                ",
+            ),
+            // KEYS: lease, flight, q. ARGV: member, ms. Returns {0} held, {1, n} taken, {2} renewed.
+            lease: Script::new(
+                r"
+                if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+                  local back = redis.call('SMEMBERS', KEYS[2])
+                  for _, e in ipairs(back) do redis.call('LPUSH', KEYS[3], e) end
+                  redis.call('DEL', KEYS[2])
+                  return {1, #back}
+                end
+                if redis.call('GET', KEYS[1]) == ARGV[1] then
+                  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+                  return {2}
+                end
+                return {0}
+                ",
+            ),
+            // KEYS: lease, q, flight. ARGV: member, n. Only the holder pulls.
+            pull: Script::new(
+                r"
+                if redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
+                local got = redis.call('LPOP', KEYS[2], ARGV[2])
+                if not got then return {} end
+                for _, e in ipairs(got) do redis.call('SADD', KEYS[3], e) end
+                return got
+                ",
+            ),
+            // KEYS: lease, flight. ARGV: member, entries. Only the holder finishes.
+            done: Script::new(
+                r"
+                if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+                local n = 0
+                for i = 2, #ARGV do n = n + redis.call('SREM', KEYS[2], ARGV[i]) end
+                return n
+                ",
+            ),
+            // KEYS: lease, flight, q. ARGV: member. Hands back what was pulled, then the lease.
+            release: Script::new(
+                r"
+                if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+                local back = redis.call('SMEMBERS', KEYS[2])
+                for _, e in ipairs(back) do redis.call('LPUSH', KEYS[3], e) end
+                redis.call('DEL', KEYS[2], KEYS[1])
+                return #back
+                ",
+            ),
+        }
+    }
+}
+
+/// One member's connection to a shared crawl.
+pub struct SharedCrawl {
+    conn: Conn,
+    crawl: CrawlId,
+    member: String,
+    lease_for: Duration,
+    scripts: Scripts,
+}
+
+impl std::fmt::Debug for SharedCrawl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedCrawl")
+            .field("crawl", &self.crawl)
+            .field("member", &self.member)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long connecting and each answer may take before Redis counts as unreachable.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+impl SharedCrawl {
+    /// Connects to the Redis of `nodes` (seed nodes of a cluster, or one plain server) as
+    /// `member`.
+    pub async fn connect(
+        nodes: &[String],
+        crawl: CrawlId,
+        member: &str,
+        lease_for: Duration,
+    ) -> Result<SharedCrawl, SharedError> {
+        if nodes.is_empty() {
+            return Err(SharedError::NoNodes);
+        }
+        for url in nodes {
+            redis::IntoConnectionInfo::into_connection_info(url.as_str()).map_err(|e| {
+                SharedError::BadUrl {
+                    url: url.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+        }
+        let unreachable = |reason: String| SharedError::Unreachable {
+            nodes: nodes.join(","),
+            reason,
+        };
+        let conn = match cluster_enabled(&nodes[0]).await {
+            Ok(true) => {
+                let client =
+                    redis::cluster::ClusterClient::builder(nodes.iter().map(String::as_str))
+                        .connection_timeout(PATIENCE)
+                        .response_timeout(PATIENCE)
+                        .build()?;
+                Conn::Cluster(
+                    client
+                        .get_async_connection()
+                        .await
+                        .map_err(|e| unreachable(e.to_string()))?,
+                )
+            }
+            Ok(false) => {
+                let client = redis::Client::open(nodes[0].as_str())?;
+                Conn::Single(
+                    client
+                        .get_multiplexed_async_connection()
+                        .await
+                        .map_err(|e| unreachable(e.to_string()))?,
+                )
+            }
+            Err(e) => return Err(unreachable(e.to_string())),
+        };
+        Ok(SharedCrawl {
+            conn,
+            crawl,
+            member: member.to_string(),
+            lease_for,
+            scripts: Scripts::new(),
+        })
+    }
+
+    pub fn member(&self) -> &str {
+        &self.member
+    }
+
+    fn crawl_key(&self, what: &str) -> String {
+        format!("ct:{{{}}}:{what}", self.crawl.0)
+    }
+
+    fn site_key(&self, site: &str, what: &str) -> String {
+        format!("ct:{{{}|{site}}}:{what}", self.crawl.0)
+    }
+
+    /// Joins the crawl: the first member stores its settings; a later one must bring the same
+    /// (every differing name is listed). Returns whether this member created it.
+    pub async fn join(&mut self, settings: &BTreeMap<String, String>) -> Result<bool, SharedError> {
+        let ours = serde_json::to_string(settings).map_err(|e| SharedError::Corrupt {
+            crawl: self.crawl.0.clone(),
+            what: "settings",
+            reason: e.to_string(),
+        })?;
+        let (created, format, stored): (i64, String, String) = self
+            .scripts
+            .join
+            .key(self.crawl_key("meta"))
+            .arg(FORMAT)
+            .arg(&ours)
+            .invoke_async(&mut self.conn)
+            .await?;
+        if format != FORMAT.to_string() {
+            return Err(SharedError::Format {
+                crawl: self.crawl.0.clone(),
+                found: format,
+            });
+        }
+        if created == 1 {
+            return Ok(true);
+        }
+        let theirs: BTreeMap<String, String> =
+            serde_json::from_str(&stored).map_err(|e| SharedError::Corrupt {
+                crawl: self.crawl.0.clone(),
+                what: "settings",
+                reason: e.to_string(),
+            })?;
+        let names: std::collections::BTreeSet<&String> =
+            settings.keys().chain(theirs.keys()).collect();
+        let differences: Vec<String> = names
+            .into_iter()
+            .filter(|n| settings.get(*n) != theirs.get(*n))
+            .map(|n| {
+                format!(
+                    "{n} is {} there, {} here",
+                    theirs.get(n).map_or("unset", String::as_str),
+                    settings.get(n).map_or("unset", String::as_str)
+                )
+            })
+            .collect();
+        if differences.is_empty() {
+            Ok(false)
+        } else {
+            Err(SharedError::Settings {
+                crawl: self.crawl.0.clone(),
+                differences,
+            })
+        }
+    }
+
+    /// Queues the entries of `site` that its seen set admits (exactly once crawl-wide); returns
+    /// how many were new.
+    pub async fn push(&mut self, site: &str, entries: &[Entry]) -> Result<u64, SharedError> {
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let _: i64 = redis::cmd("SADD")
+            .arg(self.crawl_key("sites"))
+            .arg(site)
+            .query_async(&mut self.conn)
+            .await?;
+        let mut call = self.scripts.push.prepare_invoke();
+        call.key(self.site_key(site, "seen"))
+            .key(self.site_key(site, "q"));
+        for e in entries {
+            let fp = crate::frontier::fingerprint(&e.url).to_le_bytes();
+            call.arg(&fp[..]).arg(e.encode());
+        }
+        let added: u64 = call.invoke_async(&mut self.conn).await?;
+        Ok(added)
+    }
+
+    /// Takes (or renews) the lease of `site` for `--lease-ms`.
+    pub async fn lease(&mut self, site: &str) -> Result<Lease, SharedError> {
+        let answer: Vec<i64> = self
+            .scripts
+            .lease
+            .key(self.site_key(site, "lease"))
+            .key(self.site_key(site, "flight"))
+            .key(self.site_key(site, "q"))
+            .arg(&self.member)
+            .arg(self.lease_for.as_millis() as u64)
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(match answer.as_slice() {
+            [1, n] => Lease::Taken {
+                requeued: u64::try_from(*n).unwrap_or(0),
+            },
+            [2] => Lease::Renewed,
+            _ => Lease::Held,
+        })
+    }
+
+    /// Up to `n` queued entries of a site this member holds, now in flight; None when the
+    /// lease is not ours (any more).
+    pub async fn pull(&mut self, site: &str, n: usize) -> Result<Option<Vec<Entry>>, SharedError> {
+        let got: Option<Vec<String>> = self
+            .scripts
+            .pull
+            .key(self.site_key(site, "lease"))
+            .key(self.site_key(site, "q"))
+            .key(self.site_key(site, "flight"))
+            .arg(&self.member)
+            .arg(n.max(1))
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(got.map(|items| items.iter().filter_map(|s| Entry::decode(s)).collect()))
+    }
+
+    /// Finishes pulled entries (fetched, or ended otherwise); false when the lease is not ours.
+    pub async fn done(&mut self, site: &str, entries: &[Entry]) -> Result<bool, SharedError> {
+        let mut call = self.scripts.done.prepare_invoke();
+        call.key(self.site_key(site, "lease"))
+            .key(self.site_key(site, "flight"))
+            .arg(&self.member);
+        for e in entries {
+            call.arg(e.encode());
+        }
+        let n: i64 = call.invoke_async(&mut self.conn).await?;
+        Ok(n >= 0)
+    }
+
+    /// Hands a site back at once: its unfinished entries to the head of its queue, then the
+    /// lease. Returns how many went back; None when the lease was not ours.
+    pub async fn release(&mut self, site: &str) -> Result<Option<u64>, SharedError> {
+        let n: i64 = self
+            .scripts
+            .release
+            .key(self.site_key(site, "lease"))
+            .key(self.site_key(site, "flight"))
+            .key(self.site_key(site, "q"))
+            .arg(&self.member)
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(u64::try_from(n).ok())
+    }
+
+    /// Every site the crawl has queued anything for.
+    pub async fn sites(&mut self) -> Result<Vec<String>, SharedError> {
+        let mut sites: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.crawl_key("sites"))
+            .query_async(&mut self.conn)
+            .await?;
+        sites.sort();
+        Ok(sites)
+    }
+
+    /// Entries queued and in flight at `site`.
+    pub async fn backlog(&mut self, site: &str) -> Result<(u64, u64), SharedError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("LLEN")
+            .arg(self.site_key(site, "q"))
+            .cmd("SCARD")
+            .arg(self.site_key(site, "flight"));
+        let (queued, flight): (u64, u64) = pipe.query_async(&mut self.conn).await?;
+        Ok((queued, flight))
+    }
+
+    /// The crawl-wide end: no site has anything queued or in flight, whoever holds it.
+    pub async fn finished(&mut self) -> Result<bool, SharedError> {
+        for site in self.sites().await? {
+            if self.backlog(&site).await? != (0, 0) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Whether the server at `url` runs in cluster mode (`INFO cluster`).
+async fn cluster_enabled(url: &str) -> redis::RedisResult<bool> {
+    let client = redis::Client::open(url)?;
+    let mut conn = tokio::time::timeout(PATIENCE, client.get_multiplexed_async_connection())
+        .await
+        .map_err(|_| {
+            redis::RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "no answer in time",
+            ))
+        })??;
+    let info: String = redis::cmd("INFO")
+        .arg("cluster")
+        .query_async(&mut conn)
+        .await?;
+    Ok(info.lines().any(|l| l.trim() == "cluster_enabled:1"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crawl_ids_are_safe_in_a_key() {
+        for good in ["docs", "crawl-2026.11_a", &"x".repeat(64)] {
+            assert!(CrawlId::new(good).is_ok(), "{good}");
+        }
+        for bad in ["", "a b", "a/b", "a{b}", "a|b", "é", &"x".repeat(65)] {
+            let e = CrawlId::new(bad).expect_err(bad);
+            assert!(e.to_string().contains("letters, digits"), "{e}");
+        }
+    }
+
+    #[test]
+    fn an_entry_reads_back_as_written() {
+        let e = Entry {
+            url: "http://127.0.0.1:8080/a?b=c".into(),
+            depth: 3,
+            hops: 1,
+            referrer: Some("http://127.0.0.1:8080/".into()),
+        };
+        assert_eq!(Entry::decode(&e.encode()), Some(e.clone()));
+        let seed = Entry {
+            referrer: None,
+            ..e
+        };
+        assert_eq!(Entry::decode(&seed.encode()), Some(seed));
+        assert_eq!(Entry::decode("x\t1\thttp://a/\t"), None);
+        assert_eq!(Entry::decode("1\t1\t\t"), None);
+    }
+}
