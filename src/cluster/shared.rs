@@ -8,7 +8,9 @@
 //! | --- | --- |
 //! | `ct:{C}:meta` | hash: `format` (this module's [`FORMAT`]), `settings` (JSON, named values) |
 //! | `ct:{C}:sites` | set of every site's origin (the crawl-wide list to lease from) |
-//! | `ct:{C}:members` | hash: member id to its heartbeat (JSON) |
+//! | `ct:{C}:members` | hash: member id to `ms TAB heartbeat JSON` (ms by Redis's clock) |
+//! | `ct:{C}:counters` | hash: crawl-wide counters |
+//! | `ct:{C}:commands` | list: commands to the whole crawl, `ms TAB who TAB command` |
 //! | `ct:{C\|S}:seen` | set of URL fingerprints (8 bytes): admission, exactly once crawl-wide |
 //! | `ct:{C\|S}:q` | list of queued entries (`depth TAB hops TAB url TAB referrer`) |
 //! | `ct:{C\|S}:flight` | set of entries the lease holder pulled and has not finished |
@@ -139,6 +141,42 @@ pub enum Lease {
     Renewed,
 }
 
+/// What a member says of itself with each heartbeat.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Heartbeat {
+    pub host: String,
+    pub pid: u32,
+    pub sites_leased: u64,
+    pub pages: u64,
+    pub pages_per_s: f64,
+    pub busy: u32,
+    pub blocked: u32,
+    pub idle: u32,
+    /// It left (stopped gracefully); a member that died just stops beating.
+    pub gone: bool,
+}
+
+/// A member as the crawl knows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub id: String,
+    pub beat: Heartbeat,
+    /// Since its last heartbeat, by Redis's clock.
+    pub age: Duration,
+}
+
+/// One command given to the whole crawl.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedCommand {
+    /// Its place in the crawl's command log, from 0.
+    pub number: u64,
+    /// When, by Redis's clock (ms since the Unix epoch).
+    pub at_ms: u64,
+    /// The member (or `ctl`) that gave it.
+    pub from: String,
+    pub command: String,
+}
+
 /// Either kind of Redis this crawl may run on: a cluster, or one plain server.
 enum Conn {
     Cluster(redis::cluster_async::ClusterConnection),
@@ -173,7 +211,12 @@ impl ConnectionLike for Conn {
     }
 }
 
-/// The scripts, each on one site's slot.
+/// Lua: `ms`, Redis's clock in milliseconds since the Unix epoch.
+const NOW_MS: &str = "
+    local t = redis.call('TIME')
+    local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
+
+/// The scripts, each on one slot (a site's, or the crawl's).
 struct Scripts {
     join: Script,
     push: Script,
@@ -181,6 +224,9 @@ struct Scripts {
     pull: Script,
     done: Script,
     release: Script,
+    heartbeat: Script,
+    members: Script,
+    command: Script,
 }
 
 impl Scripts {
@@ -255,6 +301,27 @@ impl Scripts {
                 return #back
                 ",
             ),
+            // KEYS: members. ARGV: member, beat. The row is `ms TAB beat`, ms by Redis's clock.
+            heartbeat: Script::new(&format!(
+                r"{NOW_MS}
+                redis.call('HSET', KEYS[1], ARGV[1], ms .. '\t' .. ARGV[2])
+                "
+            )),
+            // KEYS: members. Returns {now ms, {id, row}, ...}.
+            members: Script::new(&format!(
+                r"{NOW_MS}
+                local all = redis.call('HGETALL', KEYS[1])
+                local rows = {{}}
+                for i = 1, #all, 2 do rows[#rows + 1] = {{all[i], all[i + 1]}} end
+                return {{ms, rows}}
+                "
+            )),
+            // KEYS: commands. ARGV: member, command. Appends `ms TAB member TAB command`.
+            command: Script::new(&format!(
+                r"{NOW_MS}
+                return redis.call('RPUSH', KEYS[1], ms .. '\t' .. ARGV[1] .. '\t' .. ARGV[2])
+                "
+            )),
         }
     }
 }
@@ -520,6 +587,118 @@ impl SharedCrawl {
             }
         }
         Ok(true)
+    }
+
+    /// Says this member is alive, with what it is doing; stamped with Redis's clock.
+    pub async fn heartbeat(&mut self, beat: &Heartbeat) -> Result<(), SharedError> {
+        let json = serde_json::to_string(beat).map_err(|e| self.corrupt("heartbeat", &e))?;
+        let () = self
+            .scripts
+            .heartbeat
+            .key(self.crawl_key("members"))
+            .arg(&self.member)
+            .arg(json)
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Every member that ever beat, with how long ago by Redis's clock, by id.
+    pub async fn members(&mut self) -> Result<Vec<Member>, SharedError> {
+        let (now, rows): (u64, Vec<(String, String)>) = self
+            .scripts
+            .members
+            .key(self.crawl_key("members"))
+            .invoke_async(&mut self.conn)
+            .await?;
+        let mut members = Vec::with_capacity(rows.len());
+        for (id, row) in rows {
+            let (at, json) = row.split_once('\t').unwrap_or(("0", ""));
+            let beat: Heartbeat =
+                serde_json::from_str(json).map_err(|e| self.corrupt("member row", &e))?;
+            let at: u64 = at.parse().unwrap_or(0);
+            members.push(Member {
+                id,
+                beat,
+                age: Duration::from_millis(now.saturating_sub(at)),
+            });
+        }
+        members.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(members)
+    }
+
+    /// Adds to crawl-wide counters (one round trip for all of them).
+    pub async fn count(&mut self, deltas: &[(&str, i64)]) -> Result<(), SharedError> {
+        if deltas.is_empty() {
+            return Ok(());
+        }
+        let key = self.crawl_key("counters");
+        let mut pipe = redis::pipe();
+        for (name, n) in deltas {
+            pipe.cmd("HINCRBY").arg(&key).arg(*name).arg(*n).ignore();
+        }
+        let () = pipe.query_async(&mut self.conn).await?;
+        Ok(())
+    }
+
+    /// The crawl-wide counters.
+    pub async fn counters(&mut self) -> Result<BTreeMap<String, i64>, SharedError> {
+        let all: BTreeMap<String, i64> = redis::cmd("HGETALL")
+            .arg(self.crawl_key("counters"))
+            .query_async(&mut self.conn)
+            .await?;
+        Ok(all)
+    }
+
+    /// Gives a command to the whole crawl (pause, resume, delay, workers, stop): appended to the
+    /// crawl's command log with who gave it and when (Redis's clock).
+    pub async fn command(&mut self, command: &str) -> Result<u64, SharedError> {
+        let n: u64 = self
+            .scripts
+            .command
+            .key(self.crawl_key("commands"))
+            .arg(&self.member)
+            .arg(command)
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(n - 1)
+    }
+
+    /// The crawl's commands from number `from` on, oldest first.
+    pub async fn commands_since(&mut self, from: u64) -> Result<Vec<SharedCommand>, SharedError> {
+        let rows: Vec<String> = redis::cmd("LRANGE")
+            .arg(self.crawl_key("commands"))
+            .arg(from)
+            .arg(-1)
+            .query_async(&mut self.conn)
+            .await?;
+        rows.iter()
+            .zip(from..)
+            .map(|(row, number)| {
+                let mut parts = row.splitn(3, '\t');
+                match (parts.next(), parts.next(), parts.next()) {
+                    (Some(at), Some(from), Some(command)) => Ok(SharedCommand {
+                        number,
+                        at_ms: at.parse().unwrap_or(0),
+                        from: from.to_string(),
+                        command: command.to_string(),
+                    }),
+                    _ => Err(SharedError::Corrupt {
+                        crawl: self.crawl.0.clone(),
+                        what: "command log",
+                        reason: format!("entry {number} is {row:?}"),
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    fn corrupt(&self, what: &'static str, e: &serde_json::Error) -> SharedError {
+        SharedError::Corrupt {
+            crawl: self.crawl.0.clone(),
+            what,
+            reason: e.to_string(),
+        }
     }
 }
 

@@ -447,6 +447,68 @@ mod shared {
     }
 
     #[tokio::test]
+    async fn members_beat_count_and_command_the_whole_crawl_on_redis_time() {
+        use crawltop::cluster::shared::Heartbeat;
+        if !redis_here("members_beat_count_and_command...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let mut a = member(&cluster.urls(), "t5", "a", 10_000).await;
+        let mut b = member(&cluster.urls(), "t5", "b", 10_000).await;
+        let beat = Heartbeat {
+            host: "h1".into(),
+            pid: 42,
+            sites_leased: 3,
+            pages: 100,
+            pages_per_s: 12.5,
+            busy: 2,
+            blocked: 1,
+            idle: 1,
+            gone: false,
+        };
+        a.heartbeat(&beat).await.expect("beat");
+        b.heartbeat(&Heartbeat {
+            gone: true,
+            ..Heartbeat::default()
+        })
+        .await
+        .expect("beat");
+        let members = b.members().await.expect("members");
+        assert_eq!(
+            members.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(members[0].beat, beat);
+        assert!(members[1].beat.gone);
+        assert!(
+            members[0].age < Duration::from_secs(60),
+            "{:?}",
+            members[0].age
+        );
+
+        a.count(&[("pages", 10), ("bytes", 1000)])
+            .await
+            .expect("count");
+        b.count(&[("pages", 5)]).await.expect("count");
+        let c = a.counters().await.expect("counters");
+        assert_eq!((c["pages"], c["bytes"]), (15, 1000));
+
+        assert_eq!(a.command("pause").await.expect("command"), 0);
+        assert_eq!(b.command("delay 300").await.expect("command"), 1);
+        let all = b.commands_since(0).await.expect("log");
+        let said: Vec<(&str, &str)> = all
+            .iter()
+            .map(|c| (c.from.as_str(), c.command.as_str()))
+            .collect();
+        assert_eq!(said, [("a", "pause"), ("b", "delay 300")]);
+        assert!(all[0].at_ms <= all[1].at_ms && all[0].at_ms > 1_700_000_000_000);
+        let later = a.commands_since(1).await.expect("log");
+        assert_eq!((later.len(), later[0].number), (1, 1));
+        drop(cluster);
+    }
+
+    #[tokio::test]
     async fn one_plain_redis_server_serves_a_shared_crawl_too() {
         if !redis_here("one_plain_redis_server...") {
             return;
