@@ -9,5 +9,6 @@
 //!
 //! It never crawls, and never starts anything that listens beyond loopback.
 
+pub mod agent;
 pub mod local;
 pub mod shared;

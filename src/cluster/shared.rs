@@ -6,7 +6,7 @@
 //!
 //! | key | what |
 //! | --- | --- |
-//! | `ct:{C}:meta` | hash: `format` (this module's [`FORMAT`]), `settings` (JSON, named values) |
+//! | `ct:{C}:meta` | hash: `format` (this module's [`FORMAT`]), `settings` (JSON, named values), `started` once a URL was queued |
 //! | `ct:{C}:sites` | set of every site's origin (the crawl-wide list to lease from) |
 //! | `ct:{C}:members` | hash: member id to `ms TAB heartbeat JSON` (ms by Redis's clock) |
 //! | `ct:{C}:counters` | hash: crawl-wide counters |
@@ -333,6 +333,8 @@ pub struct SharedCrawl {
     member: String,
     lease_for: Duration,
     scripts: Scripts,
+    /// This member has seen the crawl's first URL queued.
+    started: bool,
 }
 
 impl std::fmt::Debug for SharedCrawl {
@@ -402,6 +404,7 @@ impl SharedCrawl {
             member: member.to_string(),
             lease_for,
             scripts: Scripts::new(),
+            started: false,
         })
     }
 
@@ -490,6 +493,16 @@ impl SharedCrawl {
             call.arg(&fp[..]).arg(e.encode());
         }
         let added: u64 = call.invoke_async(&mut self.conn).await?;
+        if added > 0 && !self.started {
+            // After the queue has it: a crawl is never seen started with nothing queued.
+            let _: i64 = redis::cmd("HSETNX")
+                .arg(self.crawl_key("meta"))
+                .arg("started")
+                .arg(1)
+                .query_async(&mut self.conn)
+                .await?;
+            self.started = true;
+        }
         Ok(added)
     }
 
@@ -579,8 +592,18 @@ impl SharedCrawl {
         Ok((queued, flight))
     }
 
-    /// The crawl-wide end: no site has anything queued or in flight, whoever holds it.
+    /// The crawl-wide end: something was queued once, and now no site has anything queued or
+    /// in flight, whoever holds it. (Before the first URL is queued, a crawl has not ended: a
+    /// member without seeds waits for one that has them.)
     pub async fn finished(&mut self) -> Result<bool, SharedError> {
+        let started: Option<String> = redis::cmd("HGET")
+            .arg(self.crawl_key("meta"))
+            .arg("started")
+            .query_async(&mut self.conn)
+            .await?;
+        if started.is_none() {
+            return Ok(false);
+        }
         for site in self.sites().await? {
             if self.backlog(&site).await? != (0, 0) {
                 return Ok(false);

@@ -33,6 +33,18 @@ fn redis_here(test: &str) -> bool {
     here
 }
 
+/// A cluster of three masters in `dir`, stopped when dropped.
+fn three_masters(dir: &std::path::Path) -> LocalCluster {
+    LocalCluster::up(
+        dir,
+        Shape {
+            masters: 3,
+            replicas: 0,
+        },
+    )
+    .expect("a local cluster")
+}
+
 /// `redis-cli` against one node; `-c` follows the cluster's redirections.
 fn redis_cli(port: u16, args: &[&str]) -> String {
     let out = Command::new("redis-cli")
@@ -224,10 +236,9 @@ mod shared {
     use std::collections::BTreeMap;
     use std::time::Duration;
 
-    use crawltop::cluster::local::{LocalCluster, Shape};
     use crawltop::cluster::shared::{CrawlId, Entry, Lease, SharedCrawl, SharedError};
 
-    use super::redis_here;
+    use super::{redis_here, three_masters};
 
     fn settings(depth: &str) -> BTreeMap<String, String> {
         [("depth", depth), ("delay_ms", "100"), ("scope", "site")]
@@ -243,17 +254,6 @@ mod shared {
             hops: 0,
             referrer: Some("http://127.0.0.1:1/".into()),
         }
-    }
-
-    fn three_masters(dir: &std::path::Path) -> LocalCluster {
-        LocalCluster::up(
-            dir,
-            Shape {
-                masters: 3,
-                replicas: 0,
-            },
-        )
-        .expect("a local cluster")
     }
 
     async fn member(urls: &[String], crawl: &str, id: &str, lease_ms: u64) -> SharedCrawl {
@@ -601,4 +601,216 @@ async fn an_unreachable_redis_or_a_bad_url_is_a_clear_error() {
         .await
         .expect_err("no nodes");
     assert!(matches!(e, SharedError::NoNodes), "{e}");
+}
+
+mod agents {
+    //! Members' agents against a real cluster: a driver stands in for the engine, "fetching"
+    //! every pulled URL by reporting it done.
+
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use crawltop::cluster::agent::{self, Agent, AgentConfig, FromAgent, ToAgent};
+    use crawltop::cluster::shared::{CrawlId, Entry, SharedCrawl};
+
+    use super::{redis_here, three_masters};
+
+    async fn joined(urls: &[String], crawl: &str, id: &str, lease_ms: u64) -> SharedCrawl {
+        let mut m = SharedCrawl::connect(
+            urls,
+            CrawlId::new(crawl).expect("id"),
+            id,
+            Duration::from_millis(lease_ms),
+        )
+        .await
+        .expect("connects");
+        m.join(&BTreeMap::new()).await.expect("joins");
+        m
+    }
+
+    fn config(lease_ms: u64) -> AgentConfig {
+        AgentConfig {
+            lease: Duration::from_millis(lease_ms),
+            batch: 5,
+            max_sites: 2,
+            idle_poll: Duration::from_millis(20),
+        }
+    }
+
+    fn urls_of(sites: usize, per_site: usize) -> Vec<(String, Vec<Entry>)> {
+        (0..sites)
+            .map(|s| {
+                let site = format!("http://127.0.0.1:{}", 5000 + s);
+                let entries = (0..per_site)
+                    .map(|p| Entry {
+                        url: format!("{site}/p{p}"),
+                        depth: 1,
+                        hops: 0,
+                        referrer: None,
+                    })
+                    .collect();
+                (site, entries)
+            })
+            .collect()
+    }
+
+    /// Reports every pulled URL done until the crawl-wide end; returns the URLs it got.
+    async fn fetch_all(agent: &mut Agent) -> Vec<String> {
+        let mut got = Vec::new();
+        while let Some(msg) = tokio::time::timeout(Duration::from_secs(60), agent.from.recv())
+            .await
+            .expect("the agent says something within a minute")
+        {
+            match msg {
+                FromAgent::Pulled { site, entries } => {
+                    got.extend(entries.iter().map(|e| e.url.clone()));
+                    agent
+                        .to
+                        .send(ToAgent::Done { site, entries })
+                        .expect("agent runs");
+                }
+                FromAgent::Finished => break,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        got
+    }
+
+    /// A member's agent that queued one site of `n` URLs and pulled its first batch.
+    async fn first_batch(
+        urls: &[String],
+        crawl: &str,
+        id: &str,
+        lease_ms: u64,
+        n: usize,
+    ) -> (Agent, String, Vec<Entry>, Vec<Entry>) {
+        let (site, entries) = urls_of(1, n).remove(0);
+        let mut agent = agent::spawn(joined(urls, crawl, id, lease_ms).await, config(lease_ms));
+        agent
+            .to
+            .send(ToAgent::Push {
+                site: site.clone(),
+                entries: entries.clone(),
+            })
+            .expect("agent runs");
+        let Some(FromAgent::Pulled { entries: batch, .. }) = agent.from.recv().await else {
+            panic!("a batch first");
+        };
+        (agent, site, entries, batch)
+    }
+
+    #[tokio::test]
+    async fn two_members_agents_fetch_every_url_exactly_once_between_them() {
+        if !redis_here("two_members_agents_fetch_every_url...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let urls = cluster.urls();
+        let mut a = agent::spawn(joined(&urls, "g1", "a", 5_000).await, config(5_000));
+        let mut b = agent::spawn(joined(&urls, "g1", "b", 5_000).await, config(5_000));
+        let work = urls_of(6, 23);
+        for (site, entries) in &work {
+            a.to.send(ToAgent::Push {
+                site: site.clone(),
+                entries: entries.clone(),
+            })
+            .expect("agent runs");
+            // The same URLs again from the other member: admitted once.
+            b.to.send(ToAgent::Push {
+                site: site.clone(),
+                entries: entries.clone(),
+            })
+            .expect("agent runs");
+        }
+        let (got_a, got_b) = tokio::join!(fetch_all(&mut a), fetch_all(&mut b));
+        let mut all: Vec<String> = got_a.iter().chain(&got_b).cloned().collect();
+        all.sort();
+        let mut want: Vec<String> = work
+            .iter()
+            .flat_map(|(_, es)| es.iter().map(|e| e.url.clone()))
+            .collect();
+        want.sort();
+        assert_eq!(all, want, "each URL once, between the two members");
+        for agent in [a, b] {
+            agent.to.send(ToAgent::Stop).expect("agent runs");
+            agent
+                .task
+                .await
+                .expect("joins")
+                .expect("hands back cleanly");
+        }
+        drop(cluster);
+    }
+
+    #[tokio::test]
+    async fn a_killed_members_sites_go_to_another_with_what_it_had_in_flight() {
+        if !redis_here("a_killed_members_sites_go_to_another...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let urls = cluster.urls();
+        let (dead, site, entries, batch) = first_batch(&urls, "g2", "dead", 300, 12).await;
+        let (site, entries) = (&site, &entries);
+        assert_eq!(batch.len(), 5);
+        dead.to
+            .send(ToAgent::Done {
+                site: site.clone(),
+                entries: batch[..2].to_vec(),
+            })
+            .expect("agent runs");
+        // Wait until Redis has the two done (the agent works in order): a marker push after.
+        let probe = joined(&urls, "g2", "probe", 300).await;
+        let mut probe = probe;
+        loop {
+            let (_, flight) = probe.backlog(site).await.expect("backlog");
+            if flight == 3 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        dead.task.abort();
+        let _ = dead.task.await;
+
+        let mut heir = agent::spawn(joined(&urls, "g2", "heir", 5_000).await, config(5_000));
+        let got = fetch_all(&mut heir).await;
+        let mut fetched: Vec<String> = batch[..2].iter().map(|e| e.url.clone()).collect();
+        fetched.extend(got.iter().cloned());
+        fetched.sort();
+        let mut want: Vec<String> = entries.iter().map(|e| e.url.clone()).collect();
+        want.sort();
+        assert_eq!(
+            fetched, want,
+            "every URL once: the 3 in flight at the kill came back"
+        );
+        heir.to.send(ToAgent::Stop).expect("agent runs");
+        drop(cluster);
+    }
+
+    #[tokio::test]
+    async fn a_stopped_member_hands_its_sites_back_at_once() {
+        if !redis_here("a_stopped_member_hands_its_sites_back...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let urls = cluster.urls();
+        // A lease of ten minutes: only a hand-back lets the other member in during this test.
+        let (first, _, _, batch) = first_batch(&urls, "g3", "first", 600_000, 8).await;
+        first.to.send(ToAgent::Stop).expect("agent runs");
+        first.task.await.expect("joins").expect("hands back");
+
+        let mut second = agent::spawn(
+            joined(&urls, "g3", "second", 600_000).await,
+            config(600_000),
+        );
+        let got = fetch_all(&mut second).await;
+        assert_eq!(got.len(), 8, "{got:?}");
+        for e in &batch {
+            assert!(got.contains(&e.url), "{} handed back", e.url);
+        }
+        second.to.send(ToAgent::Stop).expect("agent runs");
+        drop(cluster);
+    }
 }

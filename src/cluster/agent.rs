@@ -1,0 +1,259 @@
+//! A member's agent: the task between one crawltop process and the shared crawl in Redis.
+//!
+//! It owns this member's leases: it takes sites while the member has room for more, pulls
+//! their queued URLs in batches and hands them to the member, renews the leases, pushes the URLs
+//! the member discovered, finishes what the member reports done, and at a stop hands every site
+//! and its unfinished URLs back at once. When Redis stops answering it says so, waits with
+//! backoff and goes on with the same request: nothing is dropped. It never fetches, never
+//! decides scope, and never blocks the member: all traffic is by channel.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::shared::{Entry, Lease, SharedCrawl, SharedError};
+
+/// How an agent paces itself.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentConfig {
+    /// The lease's length (`--lease-ms`); leases are renewed every third of it.
+    pub lease: Duration,
+    /// URLs pulled from a site at once.
+    pub batch: usize,
+    /// Sites held at once (the member's free capacity: its workers).
+    pub max_sites: usize,
+    /// How often an idle agent looks for new sites and for the crawl-wide end.
+    pub idle_poll: Duration,
+}
+
+impl Default for AgentConfig {
+    fn default() -> AgentConfig {
+        AgentConfig {
+            lease: Duration::from_secs(10),
+            batch: 64,
+            max_sites: 16,
+            idle_poll: Duration::from_millis(200),
+        }
+    }
+}
+
+/// What the member tells its agent.
+#[derive(Debug)]
+pub enum ToAgent {
+    /// URLs discovered on a site (admitted by its seen set crawl-wide, or not).
+    Push { site: String, entries: Vec<Entry> },
+    /// Pulled URLs that ended (fetched, failed, forbidden): finished crawl-wide.
+    Done { site: String, entries: Vec<Entry> },
+    /// How many sites the member can serve at once now.
+    Capacity(usize),
+    /// Hand everything back and end.
+    Stop,
+}
+
+/// What the agent tells its member.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FromAgent {
+    /// URLs of a site this member holds, to fetch.
+    Pulled { site: String, entries: Vec<Entry> },
+    /// A site's lease was lost (ran out while Redis was away): its pulled URLs will be
+    /// fetched by another member; this one should drop them unfetched.
+    Lost { site: String },
+    /// Redis does not answer: no new work until it does.
+    Fault(String),
+    /// Redis answers again.
+    Recovered,
+    /// Nothing is queued, leased or in flight anywhere: the crawl has ended for everyone.
+    Finished,
+}
+
+/// A running agent.
+#[derive(Debug)]
+pub struct Agent {
+    pub to: mpsc::UnboundedSender<ToAgent>,
+    pub from: mpsc::UnboundedReceiver<FromAgent>,
+    pub task: JoinHandle<Result<(), SharedError>>,
+}
+
+/// Starts the agent of `shared` (already joined to its crawl).
+pub fn spawn(shared: SharedCrawl, cfg: AgentConfig) -> Agent {
+    let (to, inbox) = mpsc::unbounded_channel();
+    let (outbox, from) = mpsc::unbounded_channel();
+    let task = tokio::spawn(
+        Inner {
+            shared,
+            cfg,
+            outbox,
+            held: BTreeMap::new(),
+            faulted: false,
+        }
+        .run(inbox),
+    );
+    Agent { to, from, task }
+}
+
+/// Runs a request until Redis answers (nothing is dropped while it is away), saying once that
+/// it is away and once that it is back.
+macro_rules! retry {
+    ($agent:ident, $request:expr) => {{
+        let mut wait = Duration::from_millis(50);
+        loop {
+            match $request.await {
+                Ok(v) => {
+                    $agent.answered();
+                    break v;
+                }
+                Err(e) => $agent.fault(&e, &mut wait).await,
+            }
+        }
+    }};
+}
+
+/// Longest wait between two tries while Redis is away.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+struct Inner {
+    shared: SharedCrawl,
+    cfg: AgentConfig,
+    outbox: mpsc::UnboundedSender<FromAgent>,
+    /// Sites this member holds, with how many pulled URLs are not done yet.
+    held: BTreeMap<String, usize>,
+    faulted: bool,
+}
+
+impl Inner {
+    async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<ToAgent>) -> Result<(), SharedError> {
+        let mut renew = tokio::time::interval(self.cfg.lease / 3);
+        let mut look = tokio::time::interval(self.cfg.idle_poll);
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                msg = inbox.recv() => match msg {
+                    Some(ToAgent::Stop) | None => return self.hand_back().await,
+                    Some(ToAgent::Push { site, entries }) => {
+                        retry!(self, self.shared.push(&site, &entries));
+                    }
+                    Some(ToAgent::Done { site, entries }) => self.done(&site, &entries).await,
+                    Some(ToAgent::Capacity(n)) => self.cfg.max_sites = n.max(1),
+                },
+                _ = renew.tick() => self.renew().await,
+                _ = look.tick() => self.look().await,
+            }
+        }
+    }
+
+    /// Redis failed: say so once, then wait before the next try (doubling, up to a cap).
+    async fn fault(&mut self, e: &SharedError, wait: &mut Duration) {
+        if !self.faulted {
+            self.faulted = true;
+            let _ = self
+                .outbox
+                .send(FromAgent::Fault(format!("{e}; retrying with backoff")));
+        }
+        tokio::time::sleep(*wait).await;
+        *wait = (*wait * 2).min(MAX_BACKOFF);
+    }
+
+    /// Redis answered: say so once if it had not.
+    fn answered(&mut self) {
+        if self.faulted {
+            self.faulted = false;
+            let _ = self.outbox.send(FromAgent::Recovered);
+        }
+    }
+
+    async fn done(&mut self, site: &str, entries: &[Entry]) {
+        let ours = retry!(self, self.shared.done(site, entries));
+        if !ours {
+            self.lost(site);
+            return;
+        }
+        if let Some(left) = self.held.get_mut(site) {
+            *left = left.saturating_sub(entries.len());
+            if *left == 0 {
+                self.pull(site.to_string()).await;
+            }
+        }
+    }
+
+    /// The next batch of a held site, or the site handed back when it has none.
+    async fn pull(&mut self, site: String) {
+        let batch = self.cfg.batch;
+        let got = retry!(self, self.shared.pull(&site, batch));
+        match got {
+            None => self.lost(&site),
+            Some(entries) if entries.is_empty() => {
+                self.held.remove(&site);
+                let _ = retry!(self, self.shared.release(&site));
+            }
+            Some(entries) => {
+                self.held.insert(site.clone(), entries.len());
+                let _ = self.outbox.send(FromAgent::Pulled { site, entries });
+            }
+        }
+    }
+
+    fn lost(&mut self, site: &str) {
+        if self.held.remove(site).is_some() {
+            let _ = self.outbox.send(FromAgent::Lost {
+                site: site.to_string(),
+            });
+        }
+    }
+
+    async fn renew(&mut self) {
+        let sites: Vec<String> = self.held.keys().cloned().collect();
+        for site in sites {
+            let lease = retry!(self, self.shared.lease(&site));
+            if lease == Lease::Held {
+                self.lost(&site);
+            }
+        }
+    }
+
+    /// Takes sites with queued URLs while there is room; with none held and none found, asks
+    /// whether the whole crawl has ended.
+    async fn look(&mut self) {
+        if self.held.len() >= self.cfg.max_sites {
+            return;
+        }
+        let sites = retry!(self, self.shared.sites());
+        let mut queued_anywhere = false;
+        let mut backlog: HashMap<String, (u64, u64)> = HashMap::new();
+        for site in sites {
+            if self.held.len() >= self.cfg.max_sites {
+                break;
+            }
+            if self.held.contains_key(&site) {
+                continue;
+            }
+            let (queued, flight) = retry!(self, self.shared.backlog(&site));
+            backlog.insert(site.clone(), (queued, flight));
+            if queued == 0 && flight == 0 {
+                continue;
+            }
+            queued_anywhere = true;
+            let lease = retry!(self, self.shared.lease(&site));
+            if matches!(lease, Lease::Taken { .. } | Lease::Renewed) {
+                self.held.insert(site.clone(), 0);
+                self.pull(site).await;
+            }
+        }
+        if self.held.is_empty() && !queued_anywhere && backlog.values().all(|b| *b == (0, 0)) {
+            let ended = retry!(self, self.shared.finished());
+            if ended {
+                let _ = self.outbox.send(FromAgent::Finished);
+            }
+        }
+    }
+
+    /// A graceful stop: every held site and its unfinished URLs go back now.
+    async fn hand_back(mut self) -> Result<(), SharedError> {
+        for site in std::mem::take(&mut self.held).into_keys() {
+            self.shared.release(&site).await?;
+        }
+        Ok(())
+    }
+}
