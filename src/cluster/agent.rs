@@ -46,6 +46,12 @@ pub enum ToAgent {
     Push { site: String, entries: Vec<Entry> },
     /// Pulled URLs that ended (fetched, failed, forbidden): finished crawl-wide.
     Done { site: String, entries: Vec<Entry> },
+    /// A held site's politeness state and its next contact, to travel with its lease.
+    Politeness {
+        site: String,
+        state: String,
+        next_in: Duration,
+    },
     /// How many sites the member can serve at once now.
     Capacity(usize),
     /// Hand everything back and end.
@@ -55,6 +61,13 @@ pub enum ToAgent {
 /// What the agent tells its member.
 #[derive(Debug, PartialEq, Eq)]
 pub enum FromAgent {
+    /// A site newly held, with the politeness state its last holder stored (none for a site
+    /// no one held before) and how long until it may be contacted. Comes before its URLs.
+    Leased {
+        site: String,
+        politeness: Option<String>,
+        wait: Duration,
+    },
     /// URLs of a site this member holds, to fetch.
     Pulled { site: String, entries: Vec<Entry> },
     /// A site's lease was lost (ran out while Redis was away): its pulled URLs will be
@@ -137,6 +150,11 @@ impl Inner {
                     }
                     Some(ToAgent::Done { site, entries }) => self.done(&site, &entries).await,
                     Some(ToAgent::Capacity(n)) => self.cfg.max_sites = n.max(1),
+                    Some(ToAgent::Politeness { site, state, next_in }) => {
+                        if !retry!(self, self.shared.save_politeness(&site, &state, next_in)) {
+                            self.lost(&site);
+                        }
+                    }
                 },
                 _ = renew.tick() => self.renew().await,
                 _ = look.tick() => self.look().await,
@@ -237,6 +255,16 @@ impl Inner {
             queued_anywhere = true;
             let lease = retry!(self, self.shared.lease(&site));
             if matches!(lease, Lease::Taken { .. } | Lease::Renewed) {
+                let stored = retry!(self, self.shared.politeness(&site));
+                let (politeness, wait) = match stored {
+                    Some((state, wait)) => (Some(state), wait),
+                    None => (None, Duration::ZERO),
+                };
+                let _ = self.outbox.send(FromAgent::Leased {
+                    site: site.clone(),
+                    politeness,
+                    wait,
+                });
                 self.held.insert(site.clone(), 0);
                 self.pull(site).await;
             }

@@ -15,7 +15,7 @@
 //! | `ct:{C\|S}:q` | list of queued entries (`depth TAB hops TAB url TAB referrer`) |
 //! | `ct:{C\|S}:flight` | set of entries the lease holder pulled and has not finished |
 //! | `ct:{C\|S}:lease` | the holder's member id, `SET NX PX`: expiry is Redis's clock, never a member's |
-//! | `ct:{C\|S}:pol` | hash: the site's politeness state (robots.txt, delays), opaque here |
+//! | `ct:{C\|S}:pol` | hash: `state` (the site's politeness: robots.txt, delays; opaque here), `next_ms` (its next contact, Redis's clock) |
 //!
 //! A new lease first puts back what an earlier holder had pulled and not finished (it died, or
 //! its lease ran out): at least once, and at most once more for what was in flight. It owns the
@@ -227,6 +227,8 @@ struct Scripts {
     heartbeat: Script,
     members: Script,
     command: Script,
+    save_politeness: Script,
+    politeness: Script,
 }
 
 impl Scripts {
@@ -301,6 +303,24 @@ impl Scripts {
                 return #back
                 ",
             ),
+            // KEYS: lease, pol. ARGV: member, state, ms to the next contact. Only the holder.
+            save_politeness: Script::new(&format!(
+                r"{NOW_MS}
+                if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+                redis.call('HSET', KEYS[2], 'state', ARGV[2], 'next_ms', ms + tonumber(ARGV[3]))
+                return 1
+                "
+            )),
+            // KEYS: pol. Returns {state, ms until the next contact} or false.
+            politeness: Script::new(&format!(
+                r"{NOW_MS}
+                local got = redis.call('HMGET', KEYS[1], 'state', 'next_ms')
+                if not got[1] then return false end
+                local wait = (tonumber(got[2]) or 0) - ms
+                if wait < 0 then wait = 0 end
+                return {{got[1], wait}}
+                "
+            )),
             // KEYS: members. ARGV: member, beat. The row is `ms TAB beat`, ms by Redis's clock.
             heartbeat: Script::new(&format!(
                 r"{NOW_MS}
@@ -610,6 +630,43 @@ impl SharedCrawl {
             }
         }
         Ok(true)
+    }
+
+    /// Stores a held site's politeness state (robots.txt, delays: opaque here) and when it may
+    /// next be contacted, as a wait from now on Redis's clock, so it travels with the lease.
+    /// False when the lease is not ours.
+    pub async fn save_politeness(
+        &mut self,
+        site: &str,
+        state: &str,
+        next_in: Duration,
+    ) -> Result<bool, SharedError> {
+        let saved: i64 = self
+            .scripts
+            .save_politeness
+            .key(self.site_key(site, "lease"))
+            .key(self.site_key(site, "pol"))
+            .arg(&self.member)
+            .arg(state)
+            .arg(next_in.as_millis() as u64)
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(saved == 1)
+    }
+
+    /// A site's stored politeness state and how long until it may be contacted, if any member
+    /// stored one.
+    pub async fn politeness(
+        &mut self,
+        site: &str,
+    ) -> Result<Option<(String, Duration)>, SharedError> {
+        let got: Option<(String, u64)> = self
+            .scripts
+            .politeness
+            .key(self.site_key(site, "pol"))
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(got.map(|(state, wait)| (state, Duration::from_millis(wait))))
     }
 
     /// Says this member is alive, with what it is doing; stamped with Redis's clock.

@@ -670,6 +670,7 @@ mod agents {
                         .expect("agent runs");
                 }
                 FromAgent::Finished => break,
+                FromAgent::Leased { .. } => {}
                 other => panic!("unexpected {other:?}"),
             }
         }
@@ -693,8 +694,11 @@ mod agents {
                 entries: entries.clone(),
             })
             .expect("agent runs");
+        let Some(FromAgent::Leased { .. }) = agent.from.recv().await else {
+            panic!("the lease first");
+        };
         let Some(FromAgent::Pulled { entries: batch, .. }) = agent.from.recv().await else {
-            panic!("a batch first");
+            panic!("then a batch");
         };
         (agent, site, entries, batch)
     }
@@ -785,6 +789,53 @@ mod agents {
             "every URL once: the 3 in flight at the kill came back"
         );
         heir.to.send(ToAgent::Stop).expect("agent runs");
+        drop(cluster);
+    }
+
+    #[tokio::test]
+    async fn a_sites_next_contact_and_politeness_travel_with_its_lease() {
+        if !redis_here("a_sites_next_contact_and_politeness_travel...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let urls = cluster.urls();
+        let (first, site, _, _) = first_batch(&urls, "g4", "first", 600_000, 3).await;
+        // Robots.txt said Crawl-delay 90: no contact for a minute and a half.
+        first
+            .to
+            .send(ToAgent::Politeness {
+                site: site.clone(),
+                state: "robots: handled; crawl-delay 90 s".into(),
+                next_in: Duration::from_secs(90),
+            })
+            .expect("agent runs");
+        first.to.send(ToAgent::Stop).expect("agent runs");
+        first.task.await.expect("joins").expect("hands back");
+
+        let mut second = agent::spawn(
+            joined(&urls, "g4", "second", 600_000).await,
+            config(600_000),
+        );
+        let Some(FromAgent::Leased {
+            site: leased,
+            politeness,
+            wait,
+        }) = second.from.recv().await
+        else {
+            panic!("the lease first");
+        };
+        assert_eq!(leased, site);
+        assert_eq!(
+            politeness.as_deref(),
+            Some("robots: handled; crawl-delay 90 s")
+        );
+        // Counted on Redis's clock from when it was stored: well over a minute still to wait.
+        assert!(
+            wait > Duration::from_secs(60) && wait <= Duration::from_secs(90),
+            "{wait:?}"
+        );
+        second.to.send(ToAgent::Stop).expect("agent runs");
         drop(cluster);
     }
 
