@@ -254,6 +254,11 @@ pub struct CrawlArgs {
     /// of 32 in our measurement [default: 32].
     #[arg(long, value_name = "MB")]
     pub index_memory_mb: Option<usize>,
+    /// Threads that parse fetched pages (and run --extract), fed by a bounded queue; while it
+    /// is full, workers holding a fetched page wait, shown as blocked by parse [default: the
+    /// number of cores].
+    #[arg(long, value_name = "N")]
+    pub parse_threads: Option<usize>,
     /// Write the final statistics (JSON) here, on every exit.
     #[arg(long)]
     pub stats_out: Option<PathBuf>,
@@ -571,6 +576,7 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
         queue_memory,
         commit_window,
         index_memory_mb,
+        parse_threads,
         scope
     );
     macro_rules! set_opt {

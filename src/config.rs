@@ -80,6 +80,8 @@ pub struct CrawlConfig {
     pub commit_window: usize,
     /// With `out`: what the index writer buffers before it writes a segment, in MB.
     pub index_memory_mb: usize,
+    /// Threads of the parse pool (parsing and `--extract`); the machine's cores by default.
+    pub parse_threads: usize,
     pub stats_out: Option<PathBuf>,
     pub sites_out: Option<PathBuf>,
     pub urls_out: Option<PathBuf>,
@@ -121,6 +123,7 @@ impl Default for CrawlConfig {
             queue_memory: 4096,
             commit_window: 4096,
             index_memory_mb: crate::index::DEFAULT_MEMORY_MB,
+            parse_threads: default_parse_threads(),
             stats_out: None,
             sites_out: None,
             urls_out: None,
@@ -131,6 +134,14 @@ impl Default for CrawlConfig {
 
 /// The most workers a crawl may have: beyond this a typo, not a plan.
 pub const MAX_WORKERS: usize = 4096;
+
+/// The most parse threads a crawl may have: beyond this a typo, not a plan.
+pub const MAX_PARSE_THREADS: usize = 1024;
+
+/// One parse thread per core the process may use (1 when that cannot be known).
+pub fn default_parse_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
 
 /// A setting that cannot work, named.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -188,6 +199,7 @@ impl CrawlConfig {
             Ok(())
         }
         range("--workers", self.workers, 1, MAX_WORKERS)?;
+        range("--parse-threads", self.parse_threads, 1, MAX_PARSE_THREADS)?;
         range("--per-site", self.per_site, 1, 256)?;
         range("--delay-ms", self.delay_ms, 0, 3_600_000)?;
         range(

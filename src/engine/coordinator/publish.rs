@@ -60,6 +60,7 @@ impl<F: Schedule> Coordinator<F> {
                     Phase::WaitingFirstByte => WorkerState::WaitingFirstByte,
                     Phase::Receiving => WorkerState::Receiving,
                     Phase::Parsing => WorkerState::Parsing,
+                    Phase::WaitingParse => WorkerState::BlockedParse,
                 });
             } else if i < self.slots.target {
                 states.push(if store_full && !self.paused && !self.stopping {
@@ -134,6 +135,10 @@ impl<F: Schedule> Coordinator<F> {
                 store: states
                     .iter()
                     .filter(|s| **s == WorkerState::BlockedStore)
+                    .count(),
+                parse: states
+                    .iter()
+                    .filter(|s| **s == WorkerState::BlockedParse)
                     .count(),
             },
             busy_by: BusyBy {
