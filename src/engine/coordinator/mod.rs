@@ -30,6 +30,7 @@ use super::{Command, EngineError, Summary};
 use crate::backoff::{Backoff, parse_retry_after};
 use crate::canonical::canonicalize;
 use crate::config::{CrawlConfig, PRODUCT_TOKEN};
+use crate::extract::{ExtractLine, Extraction, Extractor};
 use crate::fetch::{FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch};
 use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
@@ -65,6 +66,8 @@ struct PageDone {
     site: SiteId,
     outcome: FetchOutcome,
     parsed: Option<Result<ParsedPage, String>>,
+    /// What `--extract` found on the page, when it is HTML and fields are asked for.
+    extracted: Option<Extraction>,
 }
 
 /// A worker slot: its phase cell (written by the worker) and whether it holds a task.
@@ -189,6 +192,8 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     hang_after_fetch: Option<String>,
     /// The threads that parse fetched pages; shut down (joined) when the crawl ends.
     parse_pool: Arc<ParsePool>,
+    /// `--extract`'s fields, run in the parse pool on every HTML page.
+    extractor: Option<Arc<Extractor>>,
     /// Fault injection: see [`PARSE_WAITS_ENV`] and [`PARSE_PANICS_ENV`].
     parse_hook: ParseHook,
     /// The crawl folder, when it held an unfinished crawl and this one goes on with it.
@@ -301,22 +306,8 @@ impl<F: Schedule> Coordinator<F> {
         let delay = cfg.delay();
         let frontier = make(&cfg, delay)?;
         let workers = cfg.workers;
-        // As many jobs may wait as run: enough to keep the threads fed between two results.
-        let parse_pool = parse_pool(&cfg)?;
-        // The committer also feeds the index, so it runs even with `--store none`.
-        let committer = match &cfg.out {
-            Some(dir) => Some(Committer::start(
-                dir,
-                StoreOptions {
-                    kind: cfg.store,
-                    warc_max_bytes: cfg.warc_max_bytes,
-                    index_memory_mb: cfg.index_memory_mb,
-                },
-                SystemTime::now(),
-                &start,
-            )?),
-            None => None,
-        };
+        let (parse_pool, extractor) = (parse_pool(&cfg)?, cfg.extractor()?.map(Arc::new));
+        let committer = committer(&cfg, &start)?;
         let first_seq = match &start {
             Start::Resume(mark) => mark.seq,
             Start::Fresh => 0,
@@ -365,6 +356,7 @@ impl<F: Schedule> Coordinator<F> {
             reserved: HashMap::new(),
             hang_after_fetch: std::env::var(HANG_ENV).ok(),
             parse_pool,
+            extractor,
             parse_hook: ParseHook::from_env(),
             resuming: None,
             runs: checkpoint::Runs {
@@ -756,20 +748,24 @@ impl<F: Schedule> Coordinator<F> {
         let cell = self.slots.cells[slot].clone();
         let hang = self.hang_after_fetch.as_deref() == Some(url.as_str());
         let pool = self.parse_pool.clone();
+        let extractor = self.extractor.clone();
         let hook = self.parse_hook.for_url(&url);
         let handle = self.tasks.spawn(async move {
             let outcome = fetcher.get(&url, &cell).await;
             if hang {
                 std::future::pending::<()>().await;
             }
-            let parsed = match &outcome {
+            let (parsed, extracted) = match &outcome {
                 FetchOutcome::Response(f)
                     if (200..300).contains(&f.status)
                         && crate::parse::is_html(f.content_type.as_deref()) =>
                 {
-                    Some(parse_in_pool(&pool, f, &cell, hook).await)
+                    match parse_in_pool(&pool, f, &cell, extractor, hook).await {
+                        Ok((page, extracted)) => (Some(Ok(page)), extracted),
+                        Err(e) => (Some(Err(e)), None),
+                    }
                 }
-                _ => None,
+                _ => (None, None),
             };
             cell.set(Phase::Idle);
             TaskDone::Page(Box::new(PageDone {
@@ -777,6 +773,7 @@ impl<F: Schedule> Coordinator<F> {
                 site,
                 outcome,
                 parsed,
+                extracted,
             }))
         });
         self.running.insert(
@@ -855,6 +852,7 @@ impl<F: Schedule> Coordinator<F> {
                     site,
                     outcome,
                     parsed,
+                    extracted,
                 } = *p;
                 if let Some(seq) = running.seq {
                     // Without a crawl folder nothing is stored: the window keeps no bodies.
@@ -868,6 +866,8 @@ impl<F: Schedule> Coordinator<F> {
                             item.text =
                                 Some((page.title.clone().unwrap_or_default(), page.text.clone()));
                         }
+                        item.extract =
+                            extracted.and_then(|x| ExtractLine::new(f.final_url.as_str(), seq, x));
                         self.window_bytes += item_bytes(&item);
                         self.window.complete(seq, item);
                     } else {
@@ -933,6 +933,7 @@ impl<F: Schedule> Coordinator<F> {
             },
             truncated: f.truncated,
             text: None,
+            extract: None,
         }
     }
 
@@ -1254,6 +1255,21 @@ fn frontier(cfg: &CrawlConfig, delay: Duration) -> Result<Frontier<u32>, EngineE
     })
 }
 
+/// The committer of a crawl folder; it also feeds the index, so it runs even with
+/// `--store none`.
+fn committer(cfg: &CrawlConfig, start: &Start) -> Result<Option<Committer>, EngineError> {
+    let Some(dir) = &cfg.out else {
+        return Ok(None);
+    };
+    let opts = StoreOptions {
+        kind: cfg.store,
+        warc_max_bytes: cfg.warc_max_bytes,
+        index_memory_mb: cfg.index_memory_mb,
+        extract_out: cfg.extract_out.clone(),
+    };
+    Ok(Some(Committer::start(dir, opts, SystemTime::now(), start)?))
+}
+
 fn parse_pool(cfg: &CrawlConfig) -> Result<Arc<ParsePool>, EngineError> {
     // As many jobs may wait as run: enough to keep the threads fed between two results.
     ParsePool::new(cfg.parse_threads, cfg.parse_threads)
@@ -1324,14 +1340,16 @@ fn phase_name(p: Phase) -> &'static str {
     }
 }
 
-/// Parses a fetched page on the parse pool. The worker waits (blocked by parse) until a pool
-/// thread takes the job, then is busy parsing; the body is shared (`Bytes`), never copied.
+/// Parses a fetched page on the parse pool, and runs `--extract` on it in the same job. The
+/// worker waits (blocked by parse) until a pool thread takes the job, then is busy parsing; the
+/// body is shared (`Bytes`), never copied.
 async fn parse_in_pool(
     pool: &ParsePool,
     f: &Fetched,
     cell: &PhaseCell,
+    extractor: Option<Arc<Extractor>>,
     hook: impl FnOnce() + Send + 'static,
-) -> Result<ParsedPage, String> {
+) -> Result<(ParsedPage, Option<Extraction>), String> {
     cell.set(Phase::WaitingParse);
     let body = f.body.clone();
     let ctype = f.content_type.clone();
@@ -1340,7 +1358,9 @@ async fn parse_in_pool(
     let job = move || {
         running.set(Phase::Parsing);
         hook();
-        crate::parse::parse_html(&body, ctype.as_deref(), &base)
+        let page = crate::parse::parse_html(&body, ctype.as_deref(), &base);
+        let extracted = extractor.map(|x| x.run(&body, ctype.as_deref()));
+        (page, extracted)
     };
     pool.submit(job)
         .await
