@@ -86,6 +86,8 @@ async fn workers_holding_pages_the_full_parse_pool_cannot_take_are_blocked_by_pa
     .await
     .expect("workers wait for the parse pool");
     assert_eq!(stats["workers"]["busy_by"]["parsing"], 1, "{stats}");
+    assert_eq!(stats["scheduler"]["thinker"]["queued"], 3, "{stats}");
+    assert_eq!(stats["scheduler"]["thinker"]["assigned"], 1, "{stats}");
     let metrics = get_text(&http, &format!("{base}/metrics")).await;
     assert_eq!(
         metric(&metrics, "crawltop_workers_blocked_by{reason=\"parse\"}"),

@@ -191,14 +191,16 @@ impl<F: Schedule> Coordinator<F> {
             });
         }
         let parsing = workers.busy_by.parsing as u64;
-        let spider_assigned = (self.running.len() as u64).saturating_sub(parsing);
+        // A page waiting for the parse pool is a thinker task queued.
+        let waiting_parse = workers.blocked_by.parse as u64;
+        let spider_assigned = (self.running.len() as u64).saturating_sub(parsing + waiting_parse);
         let spider = TaskCounts {
             queued: self.frontier.len() as u64 - blocked_urls,
             assigned: spider_assigned,
             done: self.spider_done,
         };
         let thinker = TaskCounts {
-            queued: 0,
+            queued: waiting_parse,
             assigned: parsing,
             done: self.thinker_done,
         };
