@@ -260,6 +260,27 @@ pub struct CrawlArgs {
     /// of 32 in our measurement [default: 32].
     #[arg(long, value_name = "MB")]
     pub index_memory_mb: Option<usize>,
+    /// Threads that parse fetched pages (and run --extract), fed by a bounded queue; while it
+    /// is full, workers holding a fetched page wait, shown as blocked by parse [default: the
+    /// number of cores].
+    #[arg(long, value_name = "N")]
+    pub parse_threads: Option<usize>,
+    /// Extract a field from every HTML page as it is crawled: NAME=CSS takes each match's
+    /// text, NAME=CSS@attr an attribute's value (repeatable), e.g. --extract 'title=h1'
+    /// --extract 'links=a@href'. Needs --extract-out and --out. A bad selector is an error
+    /// before anything is fetched.
+    #[arg(long = "extract", value_name = "NAME=CSS[@attr]")]
+    pub extract: Vec<String>,
+    /// With --out: one JSON line per HTML page that matched a field, {"url", "seq",
+    /// "fields": {NAME: [values]}}, appended in commit order as pages are committed (the same
+    /// lines `crawltop extract DIR` writes from the WARC files); a resumed crawl continues the
+    /// file without repeating or losing a line.
+    #[arg(long, value_name = "FILE")]
+    pub extract_out: Option<PathBuf>,
+    /// Pages larger than this are not extracted (no tree is built): their line says
+    /// "skipped": "too large" [default: 2 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub extract_max_bytes: Option<usize>,
     /// Write the final statistics (JSON) here, on every exit.
     #[arg(long)]
     pub stats_out: Option<PathBuf>,
@@ -634,6 +655,8 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
         queue_memory,
         commit_window,
         index_memory_mb,
+        parse_threads,
+        extract_max_bytes,
         scope
     );
     macro_rules! set_opt {
@@ -649,8 +672,10 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
         urls_out,
         depth,
         out,
+        extract_out,
         command_port
     );
+    cfg.extract.extend(args.extract.iter().cloned());
     cfg.include.extend(args.include.iter().cloned());
     cfg.exclude.extend(args.exclude.iter().cloned());
     cfg.ignore_robots |= args.ignore_robots;

@@ -80,6 +80,14 @@ pub struct CrawlConfig {
     pub commit_window: usize,
     /// With `out`: what the index writer buffers before it writes a segment, in MB.
     pub index_memory_mb: usize,
+    /// Threads of the parse pool (parsing and `--extract`); the machine's cores by default.
+    pub parse_threads: usize,
+    /// `NAME=CSS[@attr]` fields extracted from every HTML page as it is parsed.
+    pub extract: Vec<String>,
+    /// With `out`: where the extract lines go, appended in commit order.
+    pub extract_out: Option<PathBuf>,
+    /// Pages larger than this get a "too large" extract line instead of a tree.
+    pub extract_max_bytes: usize,
     pub stats_out: Option<PathBuf>,
     pub sites_out: Option<PathBuf>,
     pub urls_out: Option<PathBuf>,
@@ -121,6 +129,10 @@ impl Default for CrawlConfig {
             queue_memory: 4096,
             commit_window: 4096,
             index_memory_mb: crate::index::DEFAULT_MEMORY_MB,
+            parse_threads: default_parse_threads(),
+            extract: Vec::new(),
+            extract_out: None,
+            extract_max_bytes: crate::extract::DEFAULT_MAX_BYTES,
             stats_out: None,
             sites_out: None,
             urls_out: None,
@@ -131,6 +143,14 @@ impl Default for CrawlConfig {
 
 /// The most workers a crawl may have: beyond this a typo, not a plan.
 pub const MAX_WORKERS: usize = 4096;
+
+/// The most parse threads a crawl may have: beyond this a typo, not a plan.
+pub const MAX_PARSE_THREADS: usize = 1024;
+
+/// One parse thread per core the process may use (1 when that cannot be known).
+pub fn default_parse_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
 
 /// A setting that cannot work, named.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -158,6 +178,16 @@ pub enum ConfigError {
     BadProxy(String),
     #[error("--user-agent must not be empty")]
     EmptyUserAgent,
+    #[error(transparent)]
+    Extract(#[from] crate::extract::ExtractError),
+    #[error("--extract needs --extract-out FILE: where its lines go")]
+    ExtractWithoutOut,
+    #[error("--extract-out needs at least one --extract NAME=CSS[@attr]")]
+    ExtractOutWithoutFields,
+    #[error(
+        "--extract-out needs --out DIR: its lines are written as pages are committed to the crawl folder, in commit order"
+    )]
+    ExtractOutWithoutCrawlFolder,
 }
 
 impl CrawlConfig {
@@ -188,6 +218,7 @@ impl CrawlConfig {
             Ok(())
         }
         range("--workers", self.workers, 1, MAX_WORKERS)?;
+        range("--parse-threads", self.parse_threads, 1, MAX_PARSE_THREADS)?;
         range("--per-site", self.per_site, 1, 256)?;
         range("--delay-ms", self.delay_ms, 0, 3_600_000)?;
         range(
@@ -243,6 +274,7 @@ impl CrawlConfig {
         if let Some(p) = &self.proxy {
             url::Url::parse(p).map_err(|_| ConfigError::BadProxy(p.clone()))?;
         }
+        self.extractor()?;
         if self.seeds.is_empty() {
             return Err(ConfigError::NoSeeds);
         }
@@ -258,6 +290,33 @@ impl CrawlConfig {
             seeds.push(url);
         }
         Ok(seeds)
+    }
+
+    /// The `--extract` fields, checked (a bad selector is an error before anything is
+    /// fetched), with where their lines go; `None` without `--extract`.
+    pub fn extractor(&self) -> Result<Option<crate::extract::Extractor>, ConfigError> {
+        if self.extract_max_bytes == 0 {
+            return Err(ConfigError::OutOfRange {
+                name: "--extract-max-bytes",
+                value: "0".into(),
+                min: "1".into(),
+                max: usize::MAX.to_string(),
+            });
+        }
+        if self.extract.is_empty() {
+            return match self.extract_out {
+                Some(_) => Err(ConfigError::ExtractOutWithoutFields),
+                None => Ok(None),
+            };
+        }
+        let extractor = crate::extract::Extractor::new(&self.extract, self.extract_max_bytes)?;
+        if self.extract_out.is_none() {
+            return Err(ConfigError::ExtractWithoutOut);
+        }
+        if self.out.is_none() {
+            return Err(ConfigError::ExtractOutWithoutCrawlFolder);
+        }
+        Ok(Some(extractor))
     }
 
     /// Compiled include and exclude patterns (after [`CrawlConfig::validate`]).

@@ -95,6 +95,8 @@ pub enum Phase {
     Receiving = 3,
     /// Set by the engine while it parses what arrived.
     Parsing = 4,
+    /// The body is in; its parse waits for a thread of the parse pool (which is full).
+    WaitingParse = 5,
 }
 
 impl Phase {
@@ -104,6 +106,7 @@ impl Phase {
             2 => Phase::WaitingFirstByte,
             3 => Phase::Receiving,
             4 => Phase::Parsing,
+            5 => Phase::WaitingParse,
             _ => Phase::Idle,
         }
     }
@@ -847,6 +850,7 @@ mod tests {
             Phase::WaitingFirstByte,
             Phase::Receiving,
             Phase::Parsing,
+            Phase::WaitingParse,
             Phase::Idle,
         ] {
             cell.set(p);

@@ -76,6 +76,9 @@ pub struct BlockedBy {
     /// Work is queued, but the page store is behind (its backlog is full).
     #[serde(default)]
     pub store: usize,
+    /// A page is fetched, but the parse pool is full: its parse waits for a thread.
+    #[serde(default)]
+    pub parse: usize,
 }
 
 /// Busy workers by phase.
@@ -104,6 +107,7 @@ pub enum WorkerState {
     BlockedPoliteness,
     BlockedRobots,
     BlockedStore,
+    BlockedParse,
     Connecting,
     WaitingFirstByte,
     Receiving,
@@ -124,7 +128,10 @@ impl WorkerState {
     pub fn is_blocked(self) -> bool {
         matches!(
             self,
-            WorkerState::BlockedPoliteness | WorkerState::BlockedRobots | WorkerState::BlockedStore
+            WorkerState::BlockedPoliteness
+                | WorkerState::BlockedRobots
+                | WorkerState::BlockedStore
+                | WorkerState::BlockedParse
         )
     }
 }

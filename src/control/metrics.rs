@@ -182,6 +182,7 @@ fn workers_metrics(e: &mut Families, s: &Snapshot) -> std::fmt::Result {
             ("politeness", w.blocked_by.politeness),
             ("robots", w.blocked_by.robots),
             ("store", w.blocked_by.store),
+            ("parse", w.blocked_by.parse),
         ]
         .map(|(r, n)| ([("reason", r)], gauge(n))),
     )?;

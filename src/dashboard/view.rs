@@ -268,6 +268,14 @@ fn render_workers(snap: &Snapshot, area: Rect, buf: &mut Buffer) {
             w.blocked_by.store,
         ));
     }
+    // Likewise only while fetched pages wait for a thread of the parse pool.
+    if w.blocked_by.parse > 0 {
+        causes.push(phase(
+            "parse",
+            WorkerState::BlockedParse,
+            w.blocked_by.parse,
+        ));
+    }
     lines.extend(pack(causes, width, blocked_indent));
     let now = Shares {
         idle_pct: w.idle_pct,
@@ -729,6 +737,7 @@ fn render_help(area: Rect, buf: &mut Buffer) {
         phase_span("politeness", WorkerState::BlockedPoliteness),
         phase_span("robots.txt", WorkerState::BlockedRobots),
         phase_span("store", WorkerState::BlockedStore),
+        phase_span("parse", WorkerState::BlockedParse),
     ]));
     let mut robots = vec![Span::styled(" robots.txt     ", DIM)];
     for state in widgets::ROBOTS_STATES {
@@ -1099,6 +1108,7 @@ mod tests {
                 politeness: 16,
                 robots: 1,
                 store: 0,
+                parse: 0,
             },
             busy_by: BusyBy {
                 connecting: 3,
@@ -1489,6 +1499,16 @@ mod tests {
         snapshot.workers.blocked_by.store = 8;
         let text = screen_text(&draw(&app_with(snapshot, 100, 30), 100, 30));
         assert!(text.contains("store 13%"), "{text}");
+    }
+
+    #[test]
+    fn workers_waiting_for_the_parse_pool_are_named_only_then() {
+        let text = screen_text(&draw(&app_with(fixture(), 100, 30), 100, 30));
+        assert!(!text.contains("parse 19%"), "{text}");
+        let mut snapshot = fixture();
+        snapshot.workers.blocked_by.parse = 12;
+        let text = screen_text(&draw(&app_with(snapshot, 100, 30), 100, 30));
+        assert!(text.contains("parse 19%"), "{text}");
     }
 
     #[test]

@@ -90,6 +90,7 @@ pub fn worker_color(state: WorkerState) -> Color {
         WorkerState::BlockedPoliteness => Color::Yellow,
         WorkerState::BlockedRobots => Color::Magenta,
         WorkerState::BlockedStore => Color::LightRed,
+        WorkerState::BlockedParse => Color::LightMagenta,
         WorkerState::Connecting => Color::Blue,
         WorkerState::WaitingFirstByte => Color::Cyan,
         WorkerState::Receiving => Color::Green,

@@ -9,7 +9,7 @@
 
 mod coordinator;
 
-pub use coordinator::HANG_ENV;
+pub use coordinator::{HANG_ENV, PARSE_PANICS_ENV, PARSE_WAITS_ENV};
 pub mod export;
 mod model;
 
@@ -69,6 +69,8 @@ pub enum EngineError {
     /// The store's error is in the message, not behind `source()` (see `Write`).
     #[error("the page store: {0}")]
     Store(crate::store::committer::StoreError),
+    #[error("cannot start the parse pool: {0}")]
+    ParsePool(std::io::Error),
     #[error("the crawl task ended abnormally: {0}")]
     Task(String),
     #[error(

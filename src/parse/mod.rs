@@ -7,7 +7,7 @@
 //! the page. Broken markup still yields the links a person would see; [`dom`] keeps the tree
 //! parser it replaced (html5ever) as the reference the stream is tested against.
 //!
-//! It runs on a blocking thread and must never do I/O, look at a clock or fail: every byte
+//! It runs on a thread of its own pool ([`pool`]) and must never do I/O, look at a clock or fail: every byte
 //! sequence, however hostile, produces a `ParsedPage` (a parse cut short says so in
 //! [`Coverage`]). It decides nothing about scope or robots.txt; the engine does.
 
@@ -16,6 +16,7 @@ mod charset;
 mod compare;
 pub mod dom;
 mod entities;
+pub mod pool;
 mod stream;
 
 use std::collections::{HashMap, HashSet};

@@ -73,6 +73,10 @@ pub struct Mark {
     pub finished: bool,
     /// How many runs wrote this state (1 after the first).
     pub runs: u64,
+    /// With `--extract-out`: the lines file's length after the items below the mark (a
+    /// resume cuts it back here). Absent in states written without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract: Option<u64>,
 }
 
 /// What one checkpoint changes, built by the engine.
@@ -171,8 +175,14 @@ impl Checkpoint {
     }
 
     /// Writes one checkpoint, durably: the rows of `delta`, the engine's blob and the mark with
-    /// `warc` (the WARC position after the items below the mark, already synced).
-    pub fn write(&mut self, delta: &Delta, warc: Option<WarcMark>) -> Result<(), CheckpointError> {
+    /// `warc` (the WARC position after the items below the mark, already synced) and `extract`
+    /// (the `--extract-out` file's length there, already synced).
+    pub fn write(
+        &mut self,
+        delta: &Delta,
+        warc: Option<WarcMark>,
+        extract: Option<u64>,
+    ) -> Result<(), CheckpointError> {
         let path = self.path.clone();
         let err = |e: &dyn std::fmt::Display| io(&path, e);
         let txn = self.db.begin_write().map_err(|e| err(&e))?;
@@ -193,6 +203,7 @@ impl Checkpoint {
                 warc,
                 finished: delta.finished,
                 runs: self.runs,
+                extract,
             };
             let bytes = serde_json::to_vec(&mark).map_err(|e| err(&e))?;
             meta.insert(KEY_MARK, bytes.as_slice())
@@ -327,6 +338,16 @@ pub fn write_foreign_version(dir: &Path, version: u32) -> Result<(), CheckpointE
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_mark_written_before_extract_lines_existed_reads_without_them() {
+        let old = br#"{"seq":12,"warc":null,"finished":false,"runs":2}"#;
+        let mark: Mark = serde_json::from_slice(old).expect("an older mark reads");
+        assert_eq!(mark.extract, None);
+        assert_eq!(mark.seq, 12);
+        let text = serde_json::to_string(&mark).expect("writes");
+        assert!(!text.contains("extract"), "{text}");
+    }
+
     fn first() -> Mark {
         Mark {
             seq: 0,
@@ -336,6 +357,7 @@ mod tests {
             }),
             finished: false,
             runs: 1,
+            extract: None,
         }
     }
 
@@ -370,13 +392,13 @@ mod tests {
     fn checkpoints_accumulate_rows_and_keep_the_last_mark() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
-        cp.write(&delta(3, &[(0, "a"), (1, "b")]), None)
+        cp.write(&delta(3, &[(0, "a"), (1, "b")]), None, None)
             .expect("write");
         let warc = WarcMark {
             file: "crawl-00001.warc.gz".into(),
             position: 999,
         };
-        cp.write(&delta(7, &[(1, "b2"), (2, "c")]), Some(warc.clone()))
+        cp.write(&delta(7, &[(1, "b2"), (2, "c")]), Some(warc.clone()), None)
             .expect("write");
         drop(cp);
         let l = unfinished(dir.path());
@@ -398,7 +420,7 @@ mod tests {
         let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
         let mut d = delta(2, &[]);
         d.finished = true;
-        cp.write(&d, None).expect("write");
+        cp.write(&d, None, None).expect("write");
         drop(cp);
         assert!(matches!(
             Checkpoint::find(dir.path()),
@@ -410,12 +432,12 @@ mod tests {
     fn reopening_counts_the_run_and_keeps_the_rows() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
-        cp.write(&delta(5, &[(0, "a")]), None).expect("write");
+        cp.write(&delta(5, &[(0, "a")]), None, None).expect("write");
         drop(cp);
         let mut mark = unfinished(dir.path()).mark;
         mark.runs += 1;
         let mut cp = Checkpoint::reopen(dir.path(), &mark).expect("reopen");
-        cp.write(&delta(9, &[(1, "b")]), None).expect("write");
+        cp.write(&delta(9, &[(1, "b")]), None, None).expect("write");
         drop(cp);
         let l = unfinished(dir.path());
         assert_eq!((l.mark.seq, l.mark.runs, l.resources.len()), (9, 2, 2));
@@ -452,7 +474,7 @@ mod tests {
             .map(|i| (i, format!("row {i} {}", "x".repeat(100))))
             .collect();
         let rows: Vec<(u32, &str)> = rows.iter().map(|(i, s)| (*i, s.as_str())).collect();
-        cp.write(&delta(3, &rows), None).expect("write");
+        cp.write(&delta(3, &rows), None, None).expect("write");
         drop(cp);
         let path = dir.path().join(STATE_FILE);
         let mut bytes = std::fs::read(&path).expect("read");

@@ -126,14 +126,18 @@ pub struct CommitItem {
     pub truncated: bool,
     /// The page's title and visible text, when it is HTML to index (not `noindex`).
     pub text: Option<(String, String)>,
+    /// Its `--extract` line, when it is an HTML page that matched a field (or was too large).
+    pub extract: Option<crate::extract::ExtractLine>,
 }
 
-/// How the committer keeps pages: which stores, WARC rotation, the index writer's budget.
-#[derive(Debug, Clone, Copy)]
+/// How the committer keeps pages: which stores, WARC rotation, the index writer's budget,
+/// the `--extract-out` file.
+#[derive(Debug, Clone)]
 pub struct StoreOptions {
     pub kind: StoreKind,
     pub warc_max_bytes: u64,
     pub index_memory_mb: usize,
+    pub extract_out: Option<PathBuf>,
 }
 
 /// What the committer has done, readable from any thread.
@@ -223,7 +227,11 @@ pub const FAIL_AFTER_ENV: &str = "CRAWLTOP_TEST_STORE_FAIL_AFTER";
 
 impl Committer {
     /// Opens the stores in `dir` (`warc/`, `pages/`, `index/`) and the checkpoint, and starts
-    /// the thread. A resume first cuts the WARC files and the index back to the mark.
+    /// the thread. A resume first cuts the WARC files, the extract lines and the index back to
+    /// the mark.
+    // One story from the mark to the running thread; the index's move off this thread (issue
+    // 11, item 4) is where it splits.
+    #[allow(clippy::too_many_lines)]
     pub fn start(
         dir: &Path,
         opts: StoreOptions,
@@ -234,7 +242,12 @@ impl Committer {
             kind,
             warc_max_bytes,
             index_memory_mb,
+            extract_out,
         } = opts;
+        let mut extract = (extract_out.as_deref())
+            .map(|path| ExtractFile::open(path, start))
+            .transpose()?;
+        let extract_mark = extract.as_ref().map(|x| x.len);
         let warc_dir = dir.join("warc");
         if let Start::Resume(mark) = start
             && let Some(at) = &mark.warc
@@ -272,6 +285,7 @@ impl Committer {
                     warc: warc_mark,
                     finished: false,
                     runs: 1,
+                    extract: extract_mark,
                 },
             )?,
             Start::Resume(mark) => {
@@ -285,6 +299,7 @@ impl Committer {
                         warc: warc_mark,
                         finished: false,
                         runs: mark.runs + 1,
+                        extract: extract_mark,
                     },
                 )?
             }
@@ -304,6 +319,7 @@ impl Committer {
                         warc: warc.as_mut(),
                         pages: pages.as_deref(),
                         index: index.as_mut(),
+                        extract: extract.as_mut(),
                         checkpoint: &mut checkpoint,
                     },
                     &st,
@@ -373,7 +389,78 @@ struct Stores<'a> {
     warc: Option<&'a mut WarcWriter>,
     pages: Option<&'a Path>,
     index: Option<&'a mut crate::index::IndexWriter>,
+    extract: Option<&'a mut ExtractFile>,
     checkpoint: &'a mut Checkpoint,
+}
+
+/// The `--extract-out` file: lines appended in commit order, its length in every mark.
+struct ExtractFile {
+    path: PathBuf,
+    file: std::io::BufWriter<File>,
+    /// Bytes written, buffered ones included.
+    len: u64,
+}
+
+impl ExtractFile {
+    /// A fresh crawl starts the file empty; a resume cuts it back to the mark's length (lines
+    /// of pages above the mark are written again as those pages are committed again).
+    fn open(path: &Path, start: &Start) -> Result<ExtractFile, StoreError> {
+        let io = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
+        let len = match start {
+            Start::Fresh => 0,
+            Start::Resume(mark) => {
+                let at = mark.extract.unwrap_or(0);
+                let has = file.metadata().map_err(io)?.len();
+                if has < at {
+                    return Err(StoreError::Checkpoint(CheckpointError::Corrupt {
+                        path: path.to_path_buf(),
+                        reason: format!(
+                            "the checkpoint says {at} bytes of extract lines were durable, the file has {has}"
+                        ),
+                    }));
+                }
+                at
+            }
+        };
+        file.set_len(len).map_err(io)?;
+        let mut file = std::io::BufWriter::new(file);
+        file.seek(std::io::SeekFrom::Start(len)).map_err(io)?;
+        Ok(ExtractFile {
+            path: path.to_path_buf(),
+            file,
+            len,
+        })
+    }
+
+    fn append(&mut self, line: &crate::extract::ExtractLine) -> Result<(), StoreError> {
+        let mut bytes = serde_json::to_vec(line).map_err(|e| self.error(e.into()))?;
+        bytes.push(b'\n');
+        self.file.write_all(&bytes).map_err(|e| self.error(e))?;
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Everything appended is on disk: its length can go into a mark.
+    fn sync(&mut self) -> Result<(), StoreError> {
+        self.file.flush().map_err(|e| self.error(e))?;
+        self.file.get_ref().sync_data().map_err(|e| self.error(e))
+    }
+
+    fn error(&self, source: std::io::Error) -> StoreError {
+        StoreError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
 }
 
 /// The WARC files' name prefix.
@@ -428,7 +515,14 @@ fn write_loop(
                 if let Some(ix) = stores.index.as_deref_mut() {
                     ix.commit()?;
                 }
-                stores.checkpoint.write(&delta, warc)?;
+                let extract = match stores.extract.as_deref_mut() {
+                    Some(x) => {
+                        x.sync()?;
+                        Some(x.len)
+                    }
+                    None => None,
+                };
+                stores.checkpoint.write(&delta, warc, extract)?;
                 status.checkpoints.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
@@ -478,9 +572,12 @@ fn write_loop(
                 text,
             })?;
         }
+        if let (Some(x), Some(line)) = (stores.extract.as_deref_mut(), &item.extract) {
+            x.append(line)?;
+        }
         status.committed.fetch_add(1, Ordering::Relaxed);
     }
-    Ok(())
+    stores.extract.map_or(Ok(()), ExtractFile::sync)
 }
 
 /// A resume: cuts the WARC file named by the mark back to the mark's position and removes every

@@ -45,6 +45,14 @@ fn bad_input_is_named_and_exits_2() {
             "--workers",
         ),
         (
+            vec!["crawl", "http://127.0.0.1:9/", "--parse-threads", "0"],
+            "--parse-threads must be between 1",
+        ),
+        (
+            vec!["crawl", "http://127.0.0.1:9/", "--parse-threads", "many"],
+            "invalid value 'many' for '--parse-threads",
+        ),
+        (
             vec!["crawl", "http://127.0.0.1:9/", "--frobnicate"],
             "unexpected argument",
         ),

@@ -2,14 +2,15 @@
 //! checked against the pages the server serves.
 
 use std::collections::BTreeSet;
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use crawltop::store::committer::StoreKind;
 use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{bin, client, get_text};
+use crate::util::{PATIENCE, bin, client, get_text};
 
 /// The text between the first `<title>` and `</title>`, found without an HTML parser.
 fn title_of(body: &str) -> Option<&str> {
@@ -56,12 +57,22 @@ async fn extract_writes_a_line_per_matching_page_in_commit_order() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&lines_file)
+    let lines = read_lines(&lines_file);
+    check_against_the_server(&web, &lines, usize::MAX).await;
+}
+
+fn read_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
         .expect("the lines file")
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+        .collect()
+}
 
+/// The lines of a crawl with `heading=h1` and `links=a@href`: one per HTML page served (they
+/// all have an `<h1>`), in commit order, each with the page's values as served, or skipped when
+/// the page is over `max_bytes`.
+async fn check_against_the_server(web: &TestWeb, lines: &[serde_json::Value], max_bytes: usize) {
     // Every HTML page the server answered 200 for has a line (they all have an <h1>).
     let served: BTreeSet<String> = web
         .log()
@@ -89,9 +100,15 @@ async fn extract_writes_a_line_per_matching_page_in_commit_order() {
 
     // The values are the page's, as served.
     let http = client();
-    for line in &lines {
+    for line in lines {
         let url = line["url"].as_str().expect("url");
         let body = get_text(&http, url).await;
+        if body.len() > max_bytes {
+            assert_eq!(line["skipped"], "too large", "{line}");
+            assert!(line.get("fields").is_none(), "{line}");
+            continue;
+        }
+        assert!(line.get("skipped").is_none(), "{line}");
         let heading = line["fields"]["heading"][0].as_str().expect("a heading");
         assert_eq!(Some(heading), title_of(&body), "{url}");
         let links = line["fields"]["links"].as_array().map_or(0, Vec::len);
@@ -130,4 +147,184 @@ fn extract_refuses_bad_input_with_a_clear_error() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
+}
+
+/// `crawltop extract DIR` over a crawl folder's WARC files, with the fields these tests use.
+fn extract_from_warc(dir: &Path, max_bytes: usize, out: &Path) {
+    let run = Command::new(bin())
+        .arg("extract")
+        .arg(dir)
+        .args(["--extract", "heading=h1", "--extract", "links=a@href"])
+        .arg("--extract-max-bytes")
+        .arg(max_bytes.to_string())
+        .arg("--extract-out")
+        .arg(out)
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+/// A headless crawl of `web`'s normal sites into `out` with the fields these tests use.
+fn crawl_extracting(
+    web: &TestWeb,
+    out: &Path,
+    lines: &Path,
+    max_bytes: usize,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(bin());
+    cmd.arg("crawl")
+        .args(seeds(web, SiteKind::Normal))
+        .args(["--headless", "--delay-ms", "10", "--workers", "4"])
+        // Rare enough that lines are written past the mark before a kill.
+        .args(["--checkpoint-ms", "150"])
+        .args(["--extract", "heading=h1", "--extract", "links=a@href"])
+        .arg("--extract-max-bytes")
+        .arg(max_bytes.to_string())
+        .arg("--extract-out")
+        .arg(lines)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    cmd
+}
+
+#[tokio::test]
+async fn a_crawl_extracts_as_it_commits_the_lines_crawltop_extract_gives() {
+    let web = TestWeb::start(GenOptions::new(2, 20).seed(5).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, lines_file) = (tmp.path().join("crawl"), tmp.path().join("lines.jsonl"));
+    // About half the generated pages are larger than this.
+    let max_bytes = 7000;
+    let status = crawl_extracting(&web, &out, &lines_file, max_bytes)
+        .status()
+        .await
+        .expect("crawl");
+    assert!(status.success());
+    let lines = read_lines(&lines_file);
+    check_against_the_server(&web, &lines, max_bytes).await;
+    let skipped = lines.iter().filter(|l| l["skipped"] == "too large").count();
+    assert!(
+        skipped > 0 && skipped < lines.len(),
+        "{skipped} of {} skipped",
+        lines.len()
+    );
+    // The same lines, byte for byte, as `crawltop extract` gives over the WARC files.
+    let from_warc = tmp.path().join("from-warc.jsonl");
+    extract_from_warc(&out, max_bytes, &from_warc);
+    assert_eq!(
+        std::fs::read_to_string(&lines_file).expect("lines"),
+        std::fs::read_to_string(&from_warc).expect("lines from the WARC files")
+    );
+}
+
+#[tokio::test]
+async fn a_crawl_killed_and_resumed_extracts_every_page_exactly_once() {
+    let web = TestWeb::start(GenOptions::new(3, 120).seed(22).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, lines_file) = (tmp.path().join("crawl"), tmp.path().join("lines.jsonl"));
+    let max_bytes = 7000;
+    let mut kills = 0;
+    loop {
+        let mut child = crawl_extracting(&web, &out, &lines_file, max_bytes)
+            .spawn()
+            .expect("spawn");
+        if kills == 3 {
+            let status = tokio::time::timeout(PATIENCE * 2, child.wait())
+                .await
+                .expect("the last run ends")
+                .expect("status");
+            assert!(status.success());
+            break;
+        }
+        // Killed once lines were written in this run: some of them are above the last mark.
+        let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+        let grown = len(&lines_file) + 16 * 1024;
+        let written = async {
+            while len(&lines_file) < grown {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        };
+        tokio::select! {
+            () = written => {
+                child.start_kill().expect("SIGKILL");
+                child.wait().await.expect("reaped");
+                kills += 1;
+            }
+            status = child.wait() => {
+                assert!(status.expect("status").success());
+                break;
+            }
+            () = tokio::time::sleep(PATIENCE) => panic!("the crawl stalled"),
+        }
+    }
+    assert!(kills >= 2, "the crawl ended before it was killed twice");
+    let lines = read_lines(&lines_file);
+    check_against_the_server(&web, &lines, max_bytes).await;
+    let from_warc = tmp.path().join("from-warc.jsonl");
+    extract_from_warc(&out, max_bytes, &from_warc);
+    assert_eq!(
+        std::fs::read_to_string(&lines_file).expect("lines"),
+        std::fs::read_to_string(&from_warc).expect("lines from the WARC files"),
+        "the resumed file is what the WARC files give: no line twice, none lost"
+    );
+}
+
+#[tokio::test]
+async fn a_crawl_with_a_bad_field_exits_2_before_any_request() {
+    let web = TestWeb::start(GenOptions::new(1, 5)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let seed = web.url("site00", "/");
+    let (out, lines) = (tmp.path().join("crawl"), tmp.path().join("lines.jsonl"));
+    let (out, lines) = (out.to_str().expect("utf8"), lines.to_str().expect("utf8"));
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "--extract",
+                "h=div[[[",
+                "--extract-out",
+                lines,
+                "--out",
+                out,
+            ],
+            "not a CSS selector",
+        ),
+        (
+            vec!["--extract", "h1", "--extract-out", lines, "--out", out],
+            "expected NAME=CSS",
+        ),
+        (
+            vec!["--extract", "h=h1", "--out", out],
+            "--extract needs --extract-out",
+        ),
+        (
+            vec!["--extract-out", lines, "--out", out],
+            "--extract-out needs at least one --extract",
+        ),
+        (
+            vec!["--extract", "h=h1", "--extract-out", lines],
+            "--extract-out needs --out",
+        ),
+    ];
+    for (args, message) in cases {
+        let run = Command::new(bin())
+            .args(["crawl", &seed, "--headless"])
+            .args(&args)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    assert!(web.log().records().is_empty(), "nothing was fetched");
+    assert!(!Path::new(lines).exists(), "no lines file was made");
 }

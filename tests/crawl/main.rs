@@ -15,6 +15,7 @@ mod engine;
 mod engine_boundary;
 mod extract;
 mod index;
+mod parse_pool;
 mod resume;
 mod store;
 mod testweb_cli;

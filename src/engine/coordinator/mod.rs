@@ -30,10 +30,12 @@ use super::{Command, EngineError, Summary};
 use crate::backoff::{Backoff, parse_retry_after};
 use crate::canonical::canonicalize;
 use crate::config::{CrawlConfig, PRODUCT_TOKEN};
+use crate::extract::{ExtractLine, Extraction, Extractor};
 use crate::fetch::{FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch};
 use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
 use crate::parse::ParsedPage;
+use crate::parse::pool::ParsePool;
 use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
 use crate::snapshot::{
@@ -64,6 +66,8 @@ struct PageDone {
     site: SiteId,
     outcome: FetchOutcome,
     parsed: Option<Result<ParsedPage, String>>,
+    /// What `--extract` found on the page, when it is HTML and fields are asked for.
+    extracted: Option<Extraction>,
 }
 
 /// A worker slot: its phase cell (written by the worker) and whether it holds a task.
@@ -186,6 +190,12 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     reserved: HashMap<u32, Seq>,
     /// Fault injection: see [`HANG_ENV`].
     hang_after_fetch: Option<String>,
+    /// The threads that parse fetched pages; shut down (joined) when the crawl ends.
+    parse_pool: Arc<ParsePool>,
+    /// `--extract`'s fields, run in the parse pool on every HTML page.
+    extractor: Option<Arc<Extractor>>,
+    /// Fault injection: see [`PARSE_WAITS_ENV`] and [`PARSE_PANICS_ENV`].
+    parse_hook: ParseHook,
     /// The crawl folder, when it held an unfinished crawl and this one goes on with it.
     resuming: Option<std::path::PathBuf>,
 }
@@ -202,6 +212,54 @@ const MAX_ATTEMPTS: u32 = 3;
 /// Set in the environment to a URL, the worker that fetched it never answers: how the tests
 /// prove that an overdue result is dispatched again (a hung parser cannot be had on demand).
 pub const HANG_ENV: &str = "CRAWLTOP_TEST_HANG_AFTER_FETCH";
+
+/// Set in the environment to `URL PATH`, the parse of URL waits (on its pool thread) until PATH
+/// exists: how the tests hold the parse pool full on demand and watch workers wait for it.
+pub const PARSE_WAITS_ENV: &str = "CRAWLTOP_TEST_PARSE_WAITS";
+
+/// Set in the environment to a URL, its parse panics: how the tests prove a parser failure
+/// ends the URL with a reason and costs the pool no thread.
+pub const PARSE_PANICS_ENV: &str = "CRAWLTOP_TEST_PARSE_PANICS";
+
+/// The parse faults the tests inject, read from the environment once.
+#[derive(Debug, Clone, Default)]
+struct ParseHook {
+    waits: Option<(String, std::path::PathBuf)>,
+    panics: Option<String>,
+}
+
+impl ParseHook {
+    fn from_env() -> ParseHook {
+        let waits = std::env::var(PARSE_WAITS_ENV).ok().and_then(|v| {
+            let (url, path) = v.split_once(' ')?;
+            Some((url.to_string(), std::path::PathBuf::from(path)))
+        });
+        ParseHook {
+            waits,
+            panics: std::env::var(PARSE_PANICS_ENV).ok(),
+        }
+    }
+
+    /// What the parse of `url` must do before parsing, run on its pool thread.
+    fn for_url(&self, url: &Url) -> impl FnOnce() + Send + 'static {
+        let wait = self
+            .waits
+            .as_ref()
+            .filter(|(u, _)| u == url.as_str())
+            .map(|(_, path)| path.clone());
+        let panic = self.panics.as_deref() == Some(url.as_str());
+        move || {
+            if let Some(path) = wait {
+                // Bounded, so a test that fails before opening the gate still ends.
+                let until = std::time::Instant::now() + Duration::from_secs(60);
+                while !path.exists() && std::time::Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            assert!(!panic, "injected parser panic");
+        }
+    }
+}
 
 fn fingerprint(url: &str) -> u64 {
     crate::frontier::fingerprint(url)
@@ -248,20 +306,8 @@ impl<F: Schedule> Coordinator<F> {
         let delay = cfg.delay();
         let frontier = make(&cfg, delay)?;
         let workers = cfg.workers;
-        // The committer also feeds the index, so it runs even with `--store none`.
-        let committer = match &cfg.out {
-            Some(dir) => Some(Committer::start(
-                dir,
-                StoreOptions {
-                    kind: cfg.store,
-                    warc_max_bytes: cfg.warc_max_bytes,
-                    index_memory_mb: cfg.index_memory_mb,
-                },
-                SystemTime::now(),
-                &start,
-            )?),
-            None => None,
-        };
+        let (parse_pool, extractor) = (parse_pool(&cfg)?, cfg.extractor()?.map(Arc::new));
+        let committer = committer(&cfg, &start)?;
         let first_seq = match &start {
             Start::Resume(mark) => mark.seq,
             Start::Fresh => 0,
@@ -309,6 +355,9 @@ impl<F: Schedule> Coordinator<F> {
             content_types: std::collections::HashSet::new(),
             reserved: HashMap::new(),
             hang_after_fetch: std::env::var(HANG_ENV).ok(),
+            parse_pool,
+            extractor,
+            parse_hook: ParseHook::from_env(),
             resuming: None,
             runs: checkpoint::Runs {
                 run: 1,
@@ -395,6 +444,8 @@ impl<F: Schedule> Coordinator<F> {
             self.window.skip(seq);
         }
         self.flush_window();
+        // No thread left behind: the pool's threads finish what they hold and are joined.
+        self.parse_pool.shutdown();
         self.checkpoint(completed);
         if let Some(c) = self.committer.take() {
             let status = c.status().clone();
@@ -696,28 +747,25 @@ impl<F: Schedule> Coordinator<F> {
         let fetcher = self.fetcher.clone();
         let cell = self.slots.cells[slot].clone();
         let hang = self.hang_after_fetch.as_deref() == Some(url.as_str());
+        let pool = self.parse_pool.clone();
+        let extractor = self.extractor.clone();
+        let hook = self.parse_hook.for_url(&url);
         let handle = self.tasks.spawn(async move {
             let outcome = fetcher.get(&url, &cell).await;
             if hang {
                 std::future::pending::<()>().await;
             }
-            let parsed = match &outcome {
+            let (parsed, extracted) = match &outcome {
                 FetchOutcome::Response(f)
                     if (200..300).contains(&f.status)
                         && crate::parse::is_html(f.content_type.as_deref()) =>
                 {
-                    cell.set(Phase::Parsing);
-                    let body = f.body.clone();
-                    let ctype = f.content_type.clone();
-                    let base = f.final_url.clone();
-                    let parsed = tokio::task::spawn_blocking(move || {
-                        crate::parse::parse_html(&body, ctype.as_deref(), &base)
-                    })
-                    .await
-                    .map_err(|e| format!("parser failed: {e}"));
-                    Some(parsed)
+                    match parse_in_pool(&pool, f, &cell, extractor, hook).await {
+                        Ok((page, extracted)) => (Some(Ok(page)), extracted),
+                        Err(e) => (Some(Err(e)), None),
+                    }
                 }
-                _ => None,
+                _ => (None, None),
             };
             cell.set(Phase::Idle);
             TaskDone::Page(Box::new(PageDone {
@@ -725,6 +773,7 @@ impl<F: Schedule> Coordinator<F> {
                 site,
                 outcome,
                 parsed,
+                extracted,
             }))
         });
         self.running.insert(
@@ -803,6 +852,7 @@ impl<F: Schedule> Coordinator<F> {
                     site,
                     outcome,
                     parsed,
+                    extracted,
                 } = *p;
                 if let Some(seq) = running.seq {
                     // Without a crawl folder nothing is stored: the window keeps no bodies.
@@ -816,6 +866,8 @@ impl<F: Schedule> Coordinator<F> {
                             item.text =
                                 Some((page.title.clone().unwrap_or_default(), page.text.clone()));
                         }
+                        item.extract =
+                            extracted.and_then(|x| ExtractLine::new(f.final_url.as_str(), seq, x));
                         self.window_bytes += item_bytes(&item);
                         self.window.complete(seq, item);
                     } else {
@@ -881,6 +933,7 @@ impl<F: Schedule> Coordinator<F> {
             },
             truncated: f.truncated,
             text: None,
+            extract: None,
         }
     }
 
@@ -1202,6 +1255,28 @@ fn frontier(cfg: &CrawlConfig, delay: Duration) -> Result<Frontier<u32>, EngineE
     })
 }
 
+/// The committer of a crawl folder; it also feeds the index, so it runs even with
+/// `--store none`.
+fn committer(cfg: &CrawlConfig, start: &Start) -> Result<Option<Committer>, EngineError> {
+    let Some(dir) = &cfg.out else {
+        return Ok(None);
+    };
+    let opts = StoreOptions {
+        kind: cfg.store,
+        warc_max_bytes: cfg.warc_max_bytes,
+        index_memory_mb: cfg.index_memory_mb,
+        extract_out: cfg.extract_out.clone(),
+    };
+    Ok(Some(Committer::start(dir, opts, SystemTime::now(), start)?))
+}
+
+fn parse_pool(cfg: &CrawlConfig) -> Result<Arc<ParsePool>, EngineError> {
+    // As many jobs may wait as run: enough to keep the threads fed between two results.
+    ParsePool::new(cfg.parse_threads, cfg.parse_threads)
+        .map(Arc::new)
+        .map_err(EngineError::ParsePool)
+}
+
 fn fetcher(cfg: &CrawlConfig) -> Result<Fetcher, EngineError> {
     let fetch_cfg = FetchConfig {
         user_agent: cfg.user_agent.clone(),
@@ -1261,7 +1336,37 @@ fn phase_name(p: Phase) -> &'static str {
         Phase::WaitingFirstByte => "waiting for the first byte",
         Phase::Receiving => "receiving the body",
         Phase::Parsing => "parsing",
+        Phase::WaitingParse => "waiting for the parse pool",
     }
+}
+
+/// Parses a fetched page on the parse pool, and runs `--extract` on it in the same job. The
+/// worker waits (blocked by parse) until a pool thread takes the job, then is busy parsing; the
+/// body is shared (`Bytes`), never copied.
+async fn parse_in_pool(
+    pool: &ParsePool,
+    f: &Fetched,
+    cell: &PhaseCell,
+    extractor: Option<Arc<Extractor>>,
+    hook: impl FnOnce() + Send + 'static,
+) -> Result<(ParsedPage, Option<Extraction>), String> {
+    cell.set(Phase::WaitingParse);
+    let body = f.body.clone();
+    let ctype = f.content_type.clone();
+    let base = f.final_url.clone();
+    let running = cell.clone();
+    let job = move || {
+        running.set(Phase::Parsing);
+        hook();
+        let page = crate::parse::parse_html(&body, ctype.as_deref(), &base);
+        let extracted = extractor.map(|x| x.run(&body, ctype.as_deref()));
+        (page, extracted)
+    };
+    pool.submit(job)
+        .await
+        .result()
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Waits for the committer's backlog to drain.

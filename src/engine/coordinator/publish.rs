@@ -60,6 +60,7 @@ impl<F: Schedule> Coordinator<F> {
                     Phase::WaitingFirstByte => WorkerState::WaitingFirstByte,
                     Phase::Receiving => WorkerState::Receiving,
                     Phase::Parsing => WorkerState::Parsing,
+                    Phase::WaitingParse => WorkerState::BlockedParse,
                 });
             } else if i < self.slots.target {
                 states.push(if store_full && !self.paused && !self.stopping {
@@ -135,6 +136,10 @@ impl<F: Schedule> Coordinator<F> {
                     .iter()
                     .filter(|s| **s == WorkerState::BlockedStore)
                     .count(),
+                parse: states
+                    .iter()
+                    .filter(|s| **s == WorkerState::BlockedParse)
+                    .count(),
             },
             busy_by: BusyBy {
                 connecting: states
@@ -186,14 +191,16 @@ impl<F: Schedule> Coordinator<F> {
             });
         }
         let parsing = workers.busy_by.parsing as u64;
-        let spider_assigned = (self.running.len() as u64).saturating_sub(parsing);
+        // A page waiting for the parse pool is a thinker task queued.
+        let waiting_parse = workers.blocked_by.parse as u64;
+        let spider_assigned = (self.running.len() as u64).saturating_sub(parsing + waiting_parse);
         let spider = TaskCounts {
             queued: self.frontier.len() as u64 - blocked_urls,
             assigned: spider_assigned,
             done: self.spider_done,
         };
         let thinker = TaskCounts {
-            queued: 0,
+            queued: waiting_parse,
             assigned: parsing,
             done: self.thinker_done,
         };
