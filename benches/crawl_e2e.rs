@@ -12,7 +12,10 @@
 //!    the index), in rotated order over several rounds; each run's figures and the medians.
 //!
 //! `CRAWL_E2E_PARTS=index` (a comma list of fast, polite, hostile, index) runs only those parts;
-//! `CRAWL_E2E_ROUNDS` sets the index part's rounds (default 3).
+//! `CRAWL_E2E_ROUNDS` sets the index part's rounds (default 3). `CRAWL_E2E_BEFORE=PATH` (a
+//! crawltop binary built from an earlier commit) makes the index part run every configuration
+//! with that binary too, in the same rotation, so before and after are measured in one sitting
+//! against the same server binary.
 //!
 //! How the figures are taken. Each client (crawltop or wget) runs under GNU time
 //! (`/usr/bin/time -f '%e %U %S %M'`), which waits for exactly that process with `wait4` and
@@ -214,6 +217,17 @@ fn timed(program: &str, args: &[String], stderr_to: &Path, time_to: &Path) -> Us
 
 /// Runs `crawltop crawl` with these seeds and flags; returns its usage and its stats file.
 fn crawl(seeds: &[String], flags: &[&str], work: &Path, label: &str) -> (Usage, Value) {
+    crawl_with(CRAWLTOP, seeds, flags, work, label)
+}
+
+/// [`crawl`] with another crawltop binary as the client.
+fn crawl_with(
+    program: &str,
+    seeds: &[String],
+    flags: &[&str],
+    work: &Path,
+    label: &str,
+) -> (Usage, Value) {
     let stats = work.join(format!("{label}.stats.json"));
     let mut args = vec!["crawl".to_string()];
     args.extend(seeds.iter().cloned());
@@ -221,7 +235,7 @@ fn crawl(seeds: &[String], flags: &[&str], work: &Path, label: &str) -> (Usage, 
     args.extend(["--headless".into(), "--stats-out".into()]);
     args.push(stats.display().to_string());
     let usage = timed(
-        CRAWLTOP,
+        program,
         &args,
         &work.join(format!("{label}.stderr")),
         &work.join(format!("{label}.time")),
@@ -290,6 +304,8 @@ impl FastRow {
 
 enum Client {
     Crawltop {
+        /// The binary: this build's, or `CRAWL_E2E_BEFORE`'s.
+        program: String,
         workers: usize,
         per_site: usize,
         /// More flags, after the others.
@@ -308,6 +324,7 @@ fn fast_run(web: &Path, work: &Path, label: &str, client: &Client) -> FastRow {
     let cpu_before = server.cpu();
     let (usage, pages, note) = match client {
         Client::Crawltop {
+            program,
             workers,
             per_site,
             extra,
@@ -322,7 +339,7 @@ fn fast_run(web: &Path, work: &Path, label: &str, client: &Client) -> FastRow {
                 &workers,
             ];
             flags.extend(extra.iter().map(String::as_str));
-            let (usage, stats) = crawl(&all_seeds, &flags, work, label);
+            let (usage, stats) = crawl_with(program, &all_seeds, &flags, work, label);
             let note = format!(
                 "discovered {}, fetch errors {}, requests {}, completed {}",
                 count(&stats, &["resources", "discovered"]),
@@ -407,6 +424,7 @@ fn part_fast(tmp: &Path) -> (Vec<FastRow>, usize) {
         &work,
         "crawltop w64 ps4",
         &Client::Crawltop {
+            program: CRAWLTOP.into(),
             workers: 64,
             per_site: 4,
             extra: Vec::new(),
@@ -425,6 +443,7 @@ fn part_fast(tmp: &Path) -> (Vec<FastRow>, usize) {
         &work,
         "crawltop w16 ps1",
         &Client::Crawltop {
+            program: CRAWLTOP.into(),
             workers: 16,
             per_site: 1,
             extra: Vec::new(),
@@ -442,6 +461,8 @@ const INDEX_CONFIGS: [(&str, &[&str]); 3] = [
 
 /// One run of the index part: its row and the size of its crawl folder.
 struct IndexRun {
+    /// "after" (this build) or "before" (`CRAWL_E2E_BEFORE`).
+    build: &'static str,
     config: usize,
     row: FastRow,
     out_bytes: u64,
@@ -464,14 +485,23 @@ fn part_index(tmp: &Path, rounds: usize) -> (Vec<IndexRun>, usize) {
     let (web, reachable) = fast_web(tmp);
     let work = tmp.join("index");
     std::fs::create_dir_all(&work).expect("work dir");
+    let mut builds = vec![("after", CRAWLTOP.to_string())];
+    if let Ok(before) = std::env::var("CRAWL_E2E_BEFORE") {
+        builds.insert(0, ("before", before));
+    }
     let mut runs = Vec::new();
     for round in 0..rounds {
-        // Rotated, so that no configuration always runs first (cold) or last.
-        for k in 0..INDEX_CONFIGS.len() {
-            let config = (round + k) % INDEX_CONFIGS.len();
+        // Rotated, so that no configuration (or build) always runs first (cold) or last.
+        let slots = INDEX_CONFIGS.len() * builds.len();
+        for k in 0..slots {
+            let slot = (round + k) % slots;
+            let (config, (build, program)) = (
+                slot % INDEX_CONFIGS.len(),
+                &builds[slot / INDEX_CONFIGS.len()],
+            );
             let (name, flags) = INDEX_CONFIGS[config];
-            let label = format!("{name} #{}", round + 1);
-            let file_label = format!("index-{config}-{round}");
+            let label = format!("{build} {name} #{}", round + 1);
+            let file_label = format!("index-{build}-{config}-{round}");
             let out = work.join(format!("{file_label}.out"));
             let mut extra: Vec<String> = Vec::new();
             if !flags.is_empty() {
@@ -483,6 +513,7 @@ fn part_index(tmp: &Path, rounds: usize) -> (Vec<IndexRun>, usize) {
                 &work,
                 &file_label,
                 &Client::Crawltop {
+                    program: program.clone(),
                     workers: 64,
                     per_site: 4,
                     extra,
@@ -493,6 +524,7 @@ fn part_index(tmp: &Path, rounds: usize) -> (Vec<IndexRun>, usize) {
             // The next run must not read this one's pages back from the page cache's memory.
             let _ = std::fs::remove_dir_all(&out);
             runs.push(IndexRun {
+                build,
                 config,
                 row,
                 out_bytes,
@@ -709,18 +741,30 @@ fn print_index(runs: &[IndexRun], reachable: usize) {
         );
     }
     println!("  medians:");
-    for (config, (name, _)) in INDEX_CONFIGS.iter().enumerate() {
-        let mine: Vec<&IndexRun> = runs.iter().filter(|r| r.config == config).collect();
-        let of = |f: &dyn Fn(&IndexRun) -> f64| median(mine.iter().map(|r| f(r)).collect());
-        println!(
-            "  {:<16} {:>8.0} pages/s  {:.3} CPU-s/1k pages  {:.1} MB peak RSS  {:.1} MB folder  ({} runs)",
-            name,
-            of(&|r| r.row.pages_per_s()),
-            of(&|r| r.row.cpu_per_1000()),
-            of(&|r| r.row.usage.rss_mb()),
-            of(&|r| r.out_bytes as f64 / 1e6),
-            mine.len(),
-        );
+    for build in ["before", "after"] {
+        let mut no_out = None;
+        for (config, (name, _)) in INDEX_CONFIGS.iter().enumerate() {
+            let mine: Vec<&IndexRun> = runs
+                .iter()
+                .filter(|r| r.config == config && r.build == build)
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let of = |f: &dyn Fn(&IndexRun) -> f64| median(mine.iter().map(|r| f(r)).collect());
+            let pages_per_s = of(&|r| r.row.pages_per_s());
+            let base = *no_out.get_or_insert(pages_per_s);
+            println!(
+                "  {build:<6} {:<14} {:>8.0} pages/s ({:.2}x)  {:.3} CPU-s/1k pages  {:.1} MB peak RSS  {:.1} MB folder  ({} runs)",
+                name,
+                pages_per_s,
+                pages_per_s / base,
+                of(&|r| r.row.cpu_per_1000()),
+                of(&|r| r.row.usage.rss_mb()),
+                of(&|r| r.out_bytes as f64 / 1e6),
+                mine.len(),
+            );
+        }
     }
 }
 

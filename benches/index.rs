@@ -1,6 +1,9 @@
 //! Index benchmark (not a test): pages indexed per second and query latency (p50, p99) over
 //! 100,000 generated pages of 20 to 120 lines from the embedded book.
-//! Run: `cargo bench --bench index`.
+//! Run: `cargo bench --bench index`. `INDEX_MEMORY_MB=N` sets the writer's budget;
+//! `INDEX_HOSTILE=1` instead indexes the hostile pages of issue 11 (10 MiB of one word, a
+//! million distinct words), each in a fresh folder, and prints the process's peak RSS after
+//! each: run it once per page kind (`INDEX_HOSTILE=one-word` or `distinct`) for a clean peak.
 
 use std::time::{Duration, Instant};
 
@@ -51,18 +54,61 @@ fn cpu_seconds() -> f64 {
     ticks / 100.0 // USER_HZ is 100 on Linux
 }
 
+/// Indexes one hostile page and reports the time and this process's peak RSS.
+fn hostile(kind: &str, memory_mb: usize) {
+    let text = match kind {
+        "one-word" => "rabbit ".repeat((10 << 20) / 7),
+        "distinct" => (0..1_000_000)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => panic!("INDEX_HOSTILE is one-word or distinct, not {other:?}"),
+    };
+    let baseline_kib = peak_rss_kib();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let started = Instant::now();
+    let mut writer =
+        IndexWriter::open_with_memory(&dir.path().join("index"), memory_mb).expect("index");
+    writer
+        .add(&IndexedPage {
+            seq: 1,
+            url: "http://127.0.0.1:8000/hostile",
+            title: kind,
+            text: &text,
+        })
+        .expect("add");
+    writer.commit().expect("commit");
+    writer.close().expect("close");
+    let words = IndexReader::open(&dir.path().join("index"))
+        .expect("reader")
+        .word_count()
+        .expect("wc")
+        .words;
+    println!(
+        "hostile page {kind:?}: {:.1} MB of text, {words} words, indexed in {:.2} s; \
+         peak RSS {:.1} MB ({:.1} MB before the index was opened, the text included), budget {memory_mb} MB",
+        text.len() as f64 / 1e6,
+        started.elapsed().as_secs_f64(),
+        peak_rss_kib() as f64 / 1024.0,
+        baseline_kib as f64 / 1024.0,
+    );
+}
+
 fn main() {
+    let memory_mb = std::env::var("INDEX_MEMORY_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(crawltop::index::DEFAULT_MEMORY_MB);
+    if let Ok(kind) = std::env::var("INDEX_HOSTILE") {
+        hostile(&kind, memory_mb);
+        return;
+    }
     let words: Vec<&str> = crawltop::testweb::generator::DEFAULT_TEXT
         .split_whitespace()
         .collect();
     let mut rng = Rng(7);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("index");
-    // INDEX_MEMORY_MB sets the writer's budget, to compare pages/s and peak memory.
-    let memory_mb = std::env::var("INDEX_MEMORY_MB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(crawltop::index::DEFAULT_MEMORY_MB);
     println!("index memory budget: {memory_mb} MB");
     let mut writer = IndexWriter::open_with_memory(&path, memory_mb).expect("index");
     let mut bytes = 0u64;
@@ -92,6 +138,7 @@ fn main() {
         }
     }
     writer.commit().expect("commit");
+    let in_flight = writer.peak_in_flight_bytes();
     writer.close().expect("close");
     let indexing = started.elapsed();
     let cpu = cpu_seconds();
@@ -122,12 +169,13 @@ fn main() {
     counts.sort();
     println!(
         "index: {PAGES} pages, {:.0} MB of text, indexed in {:.1} s: {:.0} pages/s; \
-         {:.2} CPU-s per 1,000 pages; peak RSS {:.1} MB",
+         {:.2} CPU-s per 1,000 pages; peak RSS {:.1} MB; at most {:.1} MB of pages waited inside tantivy",
         bytes as f64 / 1e6,
         indexing.as_secs_f64(),
         PAGES as f64 / indexing.as_secs_f64(),
         cpu / PAGES as f64 * 1000.0,
-        peak_kib as f64 / 1024.0
+        peak_kib as f64 / 1024.0,
+        in_flight as f64 / 1e6
     );
     println!(
         "search (top 10, one word, {} queries): p50 {:?}  p99 {:?}",

@@ -1,9 +1,12 @@
 //! The committer: writes finished exchanges to the page store (WARC, mirror) in the order the
-//! engine hands them over, which is sequence order, on a thread of its own.
+//! engine hands them over, which is sequence order, on a thread of its own, and hands their text
+//! to the index thread ([`crate::index::feed`]) in the same order.
 //!
-//! It owns the store's files and the crawl folder's lock. File I/O happens only on its thread,
-//! never on the async workers. It never reorders anything (the reorder window in
-//! [`super::commit`] does that before handing items over) and never decides what is fetched.
+//! It owns the store's files and the crawl folder's lock. File I/O happens only on its thread
+//! (and the index thread's), never on the async workers. It never reorders anything (the
+//! reorder window in [`super::commit`] does that before handing items over) and never decides
+//! what is fetched. At a checkpoint it syncs the WARC file, waits for the index thread to commit
+//! everything handed to it, and only then writes the mark: the one place it waits for the index.
 
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
@@ -19,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::checkpoint::{Checkpoint, CheckpointError, Delta, Mark, WarcMark};
 use super::commit::Seq;
 use super::warc::{Exchange, Truncation, WarcWriter};
+use crate::index::feed::IndexFeed;
 
 /// Which page stores a crawl writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
@@ -265,10 +269,8 @@ impl Committer {
             None
         };
         let pages = kind.mirror().then(|| dir.join("pages"));
-        let mut index = Some(crate::index::IndexWriter::open_with_memory(
-            &dir.join("index"),
-            index_memory_mb,
-        )?);
+        let mut index =
+            crate::index::IndexWriter::open_with_memory(&dir.join("index"), index_memory_mb)?;
         // The new file's warcinfo record is part of the first mark.
         let warc_mark = match warc.as_mut() {
             Some(w) => {
@@ -289,9 +291,7 @@ impl Committer {
                 },
             )?,
             Start::Resume(mark) => {
-                if let Some(ix) = index.as_mut() {
-                    ix.rollback_from(mark.seq)?;
-                }
+                index.rollback_from(mark.seq)?;
                 Checkpoint::reopen(
                     dir,
                     &Mark {
@@ -305,9 +305,11 @@ impl Committer {
             }
         };
         let status = Arc::new(CommitStatus::default());
-        let fail_after = std::env::var(FAIL_AFTER_ENV)
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok());
+        let fail_after = env_number(FAIL_AFTER_ENV);
+        let mut index = Some(IndexFeed::start(
+            index,
+            env_number(crate::index::feed::FAIL_AFTER_ENV),
+        )?);
         let (tx, rx) = mpsc::channel::<Job>();
         let st = status.clone();
         let thread = std::thread::Builder::new()
@@ -326,10 +328,7 @@ impl Committer {
                     fail_after,
                 );
                 let synced = warc.as_mut().map_or(Ok(()), WarcWriter::sync);
-                let indexed = index.take().map_or(Ok(()), |mut i| {
-                    i.commit()?;
-                    i.close()
-                });
+                let indexed = index.take().map_or(Ok(()), IndexFeed::finish);
                 if let Some(e) = result
                     .err()
                     .or(synced.err().map(StoreError::from))
@@ -384,11 +383,11 @@ impl Committer {
     }
 }
 
-/// The files the thread writes.
+/// What the thread writes to: files of its own, and the index thread it feeds.
 struct Stores<'a> {
     warc: Option<&'a mut WarcWriter>,
     pages: Option<&'a Path>,
-    index: Option<&'a mut crate::index::IndexWriter>,
+    index: Option<&'a mut IndexFeed>,
     extract: Option<&'a mut ExtractFile>,
     checkpoint: &'a mut Checkpoint,
 }
@@ -463,6 +462,11 @@ impl ExtractFile {
     }
 }
 
+/// A test knob's number from the environment, if set.
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
 /// The WARC files' name prefix.
 const WARC_PREFIX: &str = "crawltop";
 
@@ -499,11 +503,12 @@ fn write_loop(
     let mut since_sync = 0u64;
     while let Ok(job) = rx.recv() {
         let _done = Finished(status);
-        let item = match job {
+        let mut item = match job {
             Job::Item(item) => item,
             Job::Checkpoint(delta) => {
                 // The order makes the mark true: the store and the index are durable up to
-                // here before the state says so.
+                // here before the state says so. The index thread has every page handed over
+                // before this job, and `commit` returns once they are durable.
                 let warc = match stores.warc.as_deref_mut() {
                     Some(w) => {
                         w.sync()?;
@@ -564,10 +569,10 @@ fn write_loop(
         {
             super::mirror::write_page(root, &item.url, &item.body)?;
         }
-        if let (Some(ix), Some((title, text))) = (stores.index.as_deref_mut(), &item.text) {
-            ix.add(&crate::index::IndexedPage {
+        if let (Some(ix), Some((title, text))) = (stores.index.as_deref_mut(), item.text.take()) {
+            ix.add(crate::index::OwnedPage {
                 seq: item.seq,
-                url: item.url.as_str(),
+                url: item.url.as_str().to_owned(),
                 title,
                 text,
             })?;

@@ -9,7 +9,7 @@ use crawltop::testweb::manifest::{ContentKind, SiteKind};
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{bin, client, read_warc};
+use crate::util::{PATIENCE, bin, client, read_stderr_until, read_warc};
 
 /// Tokens as the index makes them: runs of letters and digits, lowercased, under 40 bytes.
 fn tokens(text: &str) -> Vec<String> {
@@ -270,4 +270,61 @@ async fn the_control_api_answers_queries_on_the_index() {
         .await
         .expect("wc");
     assert_eq!(status, 404, "{body}");
+}
+
+#[tokio::test]
+async fn an_index_error_pauses_the_crawl_with_its_message() {
+    let web = TestWeb::start(GenOptions::new(1, 200).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let out = tempfile::tempdir().expect("tempdir");
+    let stats = out.path().join("stats.json");
+    let mut child = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &web.url("site00", "/"),
+            "--delay-ms",
+            "10",
+            "--checkpoint-ms",
+            "100",
+            "--headless",
+        ])
+        .arg("--out")
+        .arg(out.path().join("crawl"))
+        .arg("--stats-out")
+        .arg(&stats)
+        .env(crawltop::index::feed::FAIL_AFTER_ENV, "5")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The progress line says "paused" once the index thread's error has reached the committer.
+    let mut stderr = child.stderr.take().expect("stderr");
+    read_stderr_until(&mut stderr, |s| s.contains(" paused ")).await;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert_eq!(status.code(), Some(1), "an index failure is not a success");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    let error = json["commit"]["error"]
+        .as_str()
+        .expect("the error is in the stats");
+    assert!(error.starts_with("index:"), "{error}");
+    assert!(error.contains("failing on purpose"), "{error}");
+    let log: Vec<&str> = json["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .map(|l| l["message"].as_str().expect("text"))
+        .collect();
+    assert!(
+        log.iter().any(|m| m.contains("the crawl is paused")),
+        "{log:?}"
+    );
+    // What the index holds was committed before the failure: at most the five pages.
+    let index = IndexReader::open(&out.path().join("crawl").join("index")).expect("index");
+    assert!(index.word_count().expect("wc").pages <= 5);
 }

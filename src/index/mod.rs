@@ -19,14 +19,24 @@
 //! - Resume: the highest seq in the committed index is read back on open; `add` refuses any seq
 //!   at or below it, so re-feeding pages from the store never duplicates. Uncommitted pages are
 //!   lost in a crash, which is why the committer re-feeds everything above that mark.
+//! - Cost: the text is tokenized once, by tantivy. The exact counts `wc` sums (bytes, lines,
+//!   words) come from one scan of the text by the analyzer's rules that makes no token
+//!   ([`text_counts`]); `maxcount`/`mincount` read tantivy's own term frequencies. The writer
+//!   runs one indexing thread and one merge thread with an explicit budget and merge policy
+//!   ([`IndexWriter::open_with_memory`]), and bounds the pages waiting inside tantivy by bytes
+//!   ([`IN_FLIGHT_BYTES`]). In a crawl it runs on its own thread, fed in batches ([`feed`]).
+
+pub mod feed;
 
 use std::cmp::Reverse;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
+use tantivy::indexer::{IndexWriterOptions, LogMergePolicy};
 use tantivy::postings::Postings;
 use tantivy::query::{Query, QueryParser};
 use tantivy::schema::{
@@ -34,8 +44,8 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{
-    DocAddress, DocId, DocSet, Index, IndexSettings, ReloadPolicy, Score, Searcher, SegmentReader,
-    TERMINATED, TantivyDocument, TantivyError, Term,
+    DocAddress, DocId, DocSet, Document, Index, IndexSettings, ReloadPolicy, Score, Searcher,
+    SegmentReader, TERMINATED, TantivyDocument, TantivyError, Term,
 };
 
 /// Longest query (or word) accepted, in bytes. Real queries are a few words; the cap keeps the
@@ -95,6 +105,8 @@ pub enum IndexError {
          (it splits into {tokens:?})"
     )]
     NotOneWord { word: String, tokens: Vec<String> },
+    #[error("the index thread stopped: {0}")]
+    Thread(String),
     #[error("index error: {0}")]
     Tantivy(#[from] TantivyError),
 }
@@ -107,6 +119,26 @@ pub struct IndexedPage<'a> {
     pub title: &'a str,
     /// Visible text, one line per block element, lines separated by `\n`.
     pub text: &'a str,
+}
+
+/// A committed page on its way to the index thread ([`feed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedPage {
+    pub seq: u64,
+    pub url: String,
+    pub title: String,
+    pub text: String,
+}
+
+impl OwnedPage {
+    pub fn as_indexed(&self) -> IndexedPage<'_> {
+        IndexedPage {
+            seq: self.seq,
+            url: &self.url,
+            title: &self.title,
+            text: &self.text,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -235,22 +267,46 @@ fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
 /// `default` analyzer drops them (`RemoveLongFilter::limit(40)`).
 const MAX_WORD_BYTES: usize = 40;
 
-/// How many words `text` holds, by the analyzer's rules (runs of `char::is_alphanumeric`
-/// shorter than [`MAX_WORD_BYTES`] bytes), without making a token: a scan of the text, so the
-/// exact count costs a fraction of a second tokenization (the unit tests pin that it agrees
-/// with the analyzer).
-pub fn count_words(text: &str) -> u64 {
-    let mut count = 0;
+/// The exact counts of one page's text that `wc` sums.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TextCounts {
+    /// UTF-8 bytes.
+    pub bytes: u64,
+    /// Lines as `str::lines` counts them (a last line without `\n` counts; an empty text has
+    /// none).
+    pub lines: u64,
+    /// Words by the analyzer's rules: runs of `char::is_alphanumeric` shorter than
+    /// [`MAX_WORD_BYTES`] bytes.
+    pub words: u64,
+}
+
+/// Bytes, lines and words of `text` in one scan that makes no token, so the exact counts cost
+/// a fraction of tantivy's tokenization, which stays the only one (the unit tests pin that the
+/// words agree with the analyzer and the lines with `str::lines`).
+pub fn text_counts(text: &str) -> TextCounts {
+    let mut words = 0u64;
+    let mut newlines = 0u64;
     let mut run = 0usize;
     for c in text.chars() {
         if c.is_alphanumeric() {
             run += c.len_utf8();
-        } else {
-            count += u64::from(run > 0 && run < MAX_WORD_BYTES);
-            run = 0;
+            continue;
         }
+        words += u64::from(run > 0 && run < MAX_WORD_BYTES);
+        run = 0;
+        newlines += u64::from(c == '\n');
     }
-    count + u64::from(run > 0 && run < MAX_WORD_BYTES)
+    words += u64::from(run > 0 && run < MAX_WORD_BYTES);
+    TextCounts {
+        bytes: text.len() as u64,
+        lines: newlines + u64::from(!text.is_empty() && !text.ends_with('\n')),
+        words,
+    }
+}
+
+/// How many words `text` holds, by the analyzer's rules ([`text_counts`]).
+pub fn count_words(text: &str) -> u64 {
+    text_counts(text).words
 }
 
 fn manual_reader(index: &Index) -> Result<tantivy::IndexReader, IndexError> {
@@ -280,11 +336,110 @@ fn highest_committed_seq(searcher: &Searcher) -> Result<Option<u64>, IndexError>
     Ok(highest)
 }
 
+/// Most text (bytes) of pages handed to tantivy and not indexed yet. tantivy's own queue
+/// between `add_document` and its indexing thread holds up to 10,000 documents whatever their
+/// size; past this bound `add` waits for its indexing thread instead, so pages waiting for the
+/// index cost at most this much memory (one page larger than the bound goes alone).
+pub const IN_FLIGHT_BYTES: usize = 4 << 20;
+
+/// The text of pages handed to tantivy and not yet indexed, shared with the tickets their
+/// documents carry.
+#[derive(Debug, Default)]
+struct InFlight {
+    bytes: Mutex<Held>,
+    freed: Condvar,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Held {
+    now: usize,
+    /// The most held at once, for the tests and the benchmark.
+    peak: usize,
+}
+
+impl InFlight {
+    /// Waits until `bytes` more fit under [`IN_FLIGHT_BYTES`] (or nothing is in flight), then
+    /// counts them until the returned ticket is dropped.
+    fn take(self: &Arc<Self>, bytes: usize) -> Ticket {
+        let mut held = self.bytes.lock().unwrap_or_else(PoisonError::into_inner);
+        while held.now > 0 && held.now + bytes > IN_FLIGHT_BYTES {
+            held = self
+                .freed
+                .wait(held)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        held.now += bytes;
+        held.peak = held.peak.max(held.now);
+        Ticket {
+            in_flight: self.clone(),
+            bytes,
+        }
+    }
+}
+
+/// Frees a page's share of [`IN_FLIGHT_BYTES`] when tantivy drops its document: after its
+/// indexing thread has indexed it, or when the writer is dropped with it still queued.
+#[derive(Debug)]
+struct Ticket {
+    in_flight: Arc<InFlight>,
+    bytes: usize,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut held = self
+            .in_flight
+            .bytes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        held.now = held.now.saturating_sub(self.bytes);
+        self.in_flight.freed.notify_all();
+    }
+}
+
+/// A page's tantivy document with its ticket: tantivy's writer is generic over the document
+/// type, so the ticket travels with the document and is dropped with it.
+struct PageDoc {
+    doc: TantivyDocument,
+    _ticket: Ticket,
+}
+
+impl Document for PageDoc {
+    type Value<'a>
+        = <TantivyDocument as Document>::Value<'a>
+    where
+        Self: 'a;
+    type FieldsValuesIter<'a>
+        = <TantivyDocument as Document>::FieldsValuesIter<'a>
+    where
+        Self: 'a;
+
+    fn iter_fields_and_values(&self) -> Self::FieldsValuesIter<'_> {
+        self.doc.iter_fields_and_values()
+    }
+}
+
+/// How the writer merges segments in a crawl. A checkpoint commits the index about once a
+/// second, and each commit closes a segment of the pages since the last one: a few hundred to a
+/// few thousand. tantivy's log merge policy treats every segment under `min_layer_size` pages as
+/// one level and merges a level once it holds `min_num_segments`; the values here are
+/// tantivy's defaults, written out because the crawl's pace depends on them (measured in the
+/// README: a 10,000-page crawl commits 4 to 8 times and merges once at most).
+fn crawl_merge_policy() -> LogMergePolicy {
+    let mut policy = LogMergePolicy::default();
+    policy.set_min_num_segments(8);
+    policy.set_min_layer_size(10_000);
+    policy.set_level_log_size(0.75);
+    policy.set_max_docs_before_merge(10_000_000);
+    policy
+}
+
 /// The only writer of a crawl folder's index. tantivy allows one per index, across processes.
 pub struct IndexWriter {
-    writer: tantivy::IndexWriter,
+    writer: tantivy::IndexWriter<PageDoc>,
     fields: Fields,
     highest_seq: Option<u64>,
+    in_flight: Arc<InFlight>,
 }
 
 impl IndexWriter {
@@ -295,40 +450,58 @@ impl IndexWriter {
     }
 
     /// [`IndexWriter::open`] with an indexing memory budget of `memory_mb` megabytes (at least
-    /// [`MIN_MEMORY_MB`]): what the writer buffers before it writes a segment.
+    /// [`MIN_MEMORY_MB`]): what tantivy's indexing thread buffers before it writes a segment.
+    ///
+    /// One indexing thread (documents stay in add order inside a segment, and the second core is
+    /// the crawl's), one merge thread (tantivy's default of four would let merges take both
+    /// cores from the crawl), and [`crawl_merge_policy`].
     pub fn open_with_memory(dir: &Path, memory_mb: usize) -> Result<IndexWriter, IndexError> {
         let (index, fields) = open_index(dir, true)?;
         let highest_seq = highest_committed_seq(&manual_reader(&index)?.searcher())?;
-        let budget = memory_mb.max(MIN_MEMORY_MB) * 1_000_000;
+        let options = IndexWriterOptions::builder()
+            .memory_budget_per_thread(memory_mb.max(MIN_MEMORY_MB) * 1_000_000)
+            .num_worker_threads(1)
+            .num_merge_threads(1)
+            .build();
         let writer = index
-            .writer_with_num_threads(1, budget)
+            .writer_with_options(options)
             .map_err(|err| match err {
                 TantivyError::LockFailure(..) => IndexError::Locked(dir.to_path_buf()),
                 other => IndexError::Tantivy(other),
             })?;
+        writer.set_merge_policy(Box::new(crawl_merge_policy()));
         Ok(IndexWriter {
             writer,
             fields,
             highest_seq,
+            in_flight: Arc::default(),
         })
     }
 
     /// Adds a page; searchable after the next `commit`. Returns `false`, adding nothing, when
     /// `page.seq` is not above every seq already added: a resumed crawl re-feeding the store.
+    /// Waits while tantivy's indexing thread is [`IN_FLIGHT_BYTES`] behind.
     pub fn add(&mut self, page: &IndexedPage<'_>) -> Result<bool, IndexError> {
         if self.highest_seq.is_some_and(|highest| page.seq <= highest) {
             return Ok(false);
         }
         let f = self.fields;
+        let counts = text_counts(page.text);
         let mut doc = TantivyDocument::new();
         doc.add_u64(f.seq, page.seq);
         doc.add_text(f.url, page.url);
         doc.add_text(f.title, page.title);
         doc.add_text(f.text, page.text);
-        doc.add_u64(f.bytes, page.text.len() as u64);
-        doc.add_u64(f.lines, page.text.lines().count() as u64);
-        doc.add_u64(f.words, count_words(page.text));
-        self.writer.add_document(doc)?;
+        doc.add_u64(f.bytes, counts.bytes);
+        doc.add_u64(f.lines, counts.lines);
+        doc.add_u64(f.words, counts.words);
+        let ticket = self
+            .in_flight
+            .take(page.url.len() + page.title.len() + page.text.len());
+        self.writer.add_document(PageDoc {
+            doc,
+            _ticket: ticket,
+        })?;
         self.highest_seq = Some(page.seq);
         Ok(true)
     }
@@ -351,6 +524,16 @@ impl IndexWriter {
     pub fn commit(&mut self) -> Result<(), IndexError> {
         self.writer.commit()?;
         Ok(())
+    }
+
+    /// The most page text that waited inside tantivy at once (at most [`IN_FLIGHT_BYTES`], or
+    /// one page if larger).
+    pub fn peak_in_flight_bytes(&self) -> usize {
+        self.in_flight
+            .bytes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .peak
     }
 
     /// The highest seq added, committed or not.
@@ -802,13 +985,129 @@ mod tests {
                     .collect(),
             );
         }
+        texts.extend(["\n", "\n\n", "a\n", "a\r\nb", "\r\n", "x\n\ny"].map(String::from));
         for text in &texts {
+            let counts = text_counts(text);
             assert_eq!(
-                count_words(text),
+                counts.words,
                 tokens(&mut analyzer, text).len() as u64,
                 "{text:?}"
             );
+            assert_eq!(counts.lines, text.lines().count() as u64, "{text:?}");
+            assert_eq!(counts.bytes, text.len() as u64, "{text:?}");
         }
+    }
+
+    /// Writes `pages` through a writer and returns a reader of the result.
+    fn index_of(dir: &Path, pages: &[Page]) -> (IndexReader, usize) {
+        let mut writer = IndexWriter::open(dir).expect("writer");
+        for page in pages {
+            assert!(writer.add(&page.as_indexed()).expect("add"));
+        }
+        writer.commit().expect("commit");
+        let peak = writer.peak_in_flight_bytes();
+        writer.close().expect("close");
+        (IndexReader::open(dir).expect("reader"), peak)
+    }
+
+    fn one_page(seq: u64, text: String) -> Page {
+        Page {
+            seq,
+            url: format!("http://127.0.0.1:8000/hostile/{seq}"),
+            title: "hostile".into(),
+            text,
+        }
+    }
+
+    #[test]
+    fn pages_waiting_for_tantivy_are_bounded_by_bytes_not_by_count() {
+        // 600 pages of 20 kB (12 MB) are added far faster than tantivy indexes them; its own
+        // queue would take them all, so the bound is what keeps them out of memory.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let line = "the white rabbit ran down the hole and the queen shouted ".repeat(4);
+        let pages: Vec<Page> = (1..=600)
+            .map(|seq| one_page(seq, format!("{seq}\n{}", format!("{line}\n").repeat(85))))
+            .collect();
+        let (reader, peak) = index_of(dir.path(), &pages);
+        assert!(peak <= IN_FLIGHT_BYTES, "peak {peak} bytes in flight");
+        assert!(
+            peak > IN_FLIGHT_BYTES / 2,
+            "the bound was never reached: {peak}"
+        );
+        assert_eq!(reader.word_count().expect("wc").pages, 600);
+    }
+
+    #[test]
+    fn a_page_of_ten_mebibytes_of_one_word_is_indexed_and_counted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repeated = "rabbit ".repeat((10 << 20) / 7);
+        let words = (10 << 20) / 7;
+        // One word repeated, then one token of 10 MiB (over the word length: no word at all),
+        // then a small page after both: a page larger than the in-flight bound goes alone and
+        // the ones after it still go.
+        let pages = vec![
+            one_page(1, repeated),
+            one_page(2, "a".repeat(10 << 20)),
+            one_page(3, "rabbit".into()),
+        ];
+        let (reader, peak) = index_of(dir.path(), &pages);
+        assert!(peak >= 10 << 20, "a large page goes alone: {peak}");
+        let most = reader.max_count("rabbit").expect("max").expect("indexed");
+        assert_eq!((most.seq, most.count), (1, words as u64));
+        let least = reader.min_count("rabbit").expect("min").expect("indexed");
+        assert_eq!((least.seq, least.count), (3, 1));
+        let wc = reader.word_count().expect("wc");
+        assert_eq!((wc.pages, wc.words), (3, words as u64 + 1));
+        assert_eq!(
+            wc.bytes,
+            pages.iter().map(|p| p.text.len() as u64).sum::<u64>()
+        );
+    }
+
+    #[test]
+    fn a_page_of_a_million_distinct_words_is_indexed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = (0..1_000_000)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (reader, _) = index_of(dir.path(), &[one_page(7, text)]);
+        assert_eq!(reader.word_count().expect("wc").words, 1_000_000);
+        for word in ["w0", "w500000", "w999999"] {
+            let count = reader.max_count(word).expect("max").expect("indexed");
+            assert_eq!((count.seq, count.count), (7, 1), "{word}");
+        }
+        assert_eq!(reader.max_count("w1000000").expect("max"), None);
+    }
+
+    #[test]
+    fn text_whose_invalid_bytes_were_replaced_is_indexed_as_it_reads() {
+        // The parser replaces invalid UTF-8 with U+FFFD, which is no letter: it splits words.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text =
+            "caf\u{FFFD} na\u{FFFD}ve \u{FFFD}\u{FFFD}\u{FFFD}\nrabbit\u{FFFD}hole ok".to_string();
+        let pages = vec![one_page(1, text.clone())];
+        let (reader, _) = index_of(dir.path(), &pages);
+        let wc = reader.word_count().expect("wc");
+        assert_eq!(wc.words, brute_tokens(&text).len() as u64);
+        assert_eq!((wc.words, wc.lines), (6, 2));
+        for word in ["caf", "na", "ve", "rabbit", "hole"] {
+            let hits = reader.search(word, 10).expect("search");
+            assert_eq!(hits.len(), 1, "{word}");
+        }
+        assert_eq!(
+            hits_of(&reader, "rabbit"),
+            vec![(2, "rabbit\u{FFFD}hole ok".to_string())]
+        );
+    }
+
+    fn hits_of(reader: &IndexReader, word: &str) -> Vec<(usize, String)> {
+        reader
+            .search(word, 1)
+            .expect("search")
+            .into_iter()
+            .flat_map(|h| h.lines)
+            .collect()
     }
 
     #[test]
