@@ -12,6 +12,7 @@ mod coordinator;
 pub use coordinator::HANG_ENV;
 pub mod export;
 mod model;
+mod url_table;
 
 use std::sync::Arc;
 use std::time::Duration;
