@@ -701,9 +701,9 @@ fn confirm_fresh(dir: &std::path::Path) -> anyhow::Result<bool> {
     }
     let what = match Checkpoint::find(dir) {
         Ok(Found::Unfinished(l)) => {
-            format!("an unfinished crawl ({} URLs known)", l.resources.len())
+            format!("an unfinished crawl ({} URLs known)", l.urls)
         }
-        Ok(Found::Finished(l)) => format!("a finished crawl ({} URLs known)", l.resources.len()),
+        Ok(Found::Finished(l)) => format!("a finished crawl ({} URLs known)", l.urls),
         Ok(Found::Nothing) => "a crawl".to_string(),
         Err(e) => format!("a crawl whose checkpoint cannot be used ({e})"),
     };

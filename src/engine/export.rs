@@ -10,7 +10,8 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use super::model::{Resource, ResourceState};
+use super::model::ResourceState;
+use super::url_table::UrlTable;
 use super::{EngineError, Summary};
 use crate::config::CrawlConfig;
 use crate::snapshot::Snapshot;
@@ -45,7 +46,7 @@ pub struct Totals {
 pub(super) fn write_all(
     cfg: &CrawlConfig,
     summary: &Summary,
-    resources: &[Resource],
+    resources: &UrlTable,
     started: SystemTime,
 ) -> Result<(), EngineError> {
     let snap = &summary.snapshot;
@@ -97,25 +98,36 @@ pub(super) fn write_all(
     }
     if let Some(path) = &cfg.urls_out {
         atomically(path, |w| {
-            for r in resources {
+            // Streamed in id order; links of one page are neighbours, so the referrer's URL
+            // is looked up once for each run of them.
+            let mut referrer: Option<(u32, String)> = None;
+            let mut result = Ok(());
+            resources.for_each(|_, url, r| {
+                if result.is_err() {
+                    return;
+                }
+                if let Some(id) = r.referrer
+                    && referrer.as_ref().is_none_or(|(at, _)| *at != id)
+                {
+                    referrer = Some((id, resources.url(id)));
+                }
                 let line = UrlLine {
-                    url: &r.url,
+                    url,
                     depth: r.depth,
                     state: r.state,
                     status: r.status,
                     bytes: r.bytes,
                     content_type: r.content_type.as_deref(),
-                    referrer: r
-                        .referrer
-                        .and_then(|i| resources.get(i as usize))
-                        .map(|p| &*p.url),
+                    referrer: r.referrer.and(referrer.as_ref().map(|(_, u)| u.as_str())),
                     reason: r.reason.as_deref(),
                     truncated: r.truncated,
                     retries: r.retries,
                 };
-                serde_json::to_writer(&mut *w, &line).map_err(std::io::Error::other)?;
-                writeln!(w)?;
-            }
+                result = serde_json::to_writer(&mut *w, &line)
+                    .map_err(std::io::Error::other)
+                    .and_then(|()| writeln!(w));
+            });
+            result?;
             Ok(())
         })?;
     }

@@ -12,6 +12,7 @@ mod coordinator;
 pub use coordinator::{HANG_ENV, PARSE_PANICS_ENV, PARSE_WAITS_ENV};
 pub mod export;
 mod model;
+mod url_table;
 
 use std::sync::Arc;
 use std::time::Duration;

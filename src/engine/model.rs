@@ -50,6 +50,17 @@ pub(super) enum ResourceState {
 impl ResourceState {
     /// How many states there are.
     pub(super) const COUNT: usize = 8;
+    /// Every state, in the order of their numbers (`state as usize`).
+    pub(super) const ALL: [ResourceState; Self::COUNT] = [
+        Self::Discovered,
+        Self::FetchIgnored,
+        Self::FetchForbidden,
+        Self::FetchError,
+        Self::Fetched,
+        Self::ParseIgnored,
+        Self::ParseError,
+        Self::Parsed,
+    ];
 
     /// The page came back (whatever the parse made of it).
     pub(super) fn was_fetched(self) -> bool {
@@ -95,6 +106,15 @@ pub(super) enum Failure {
 }
 
 impl Failure {
+    /// Every kind, for the checkpoint's codes.
+    pub(super) const ALL: [Failure; 5] = [
+        Failure::Timeout,
+        Failure::Connect,
+        Failure::Http4xx,
+        Failure::Http5xx,
+        Failure::Other,
+    ];
+
     /// An HTTP status the crawl does not follow or retry.
     pub(super) fn for_status(status: u16) -> Failure {
         if (400..500).contains(&status) {
@@ -116,19 +136,20 @@ impl Failure {
     }
 }
 
-/// One URL the crawl learned of.
-#[derive(Debug)]
+/// One URL the crawl learned of: its row's fields, read from and written to the URL table
+/// (`url_table.rs`, which keeps the URL itself and packs the rest).
+#[derive(Debug, Clone)]
 pub(super) struct Resource {
-    pub(super) url: Box<str>,
     pub(super) site: Option<SiteId>,
     pub(super) depth: u32,
     pub(super) state: ResourceState,
     pub(super) status: Option<u16>,
     pub(super) bytes: u64,
-    /// Shared: a crawl sees a handful of distinct values (see `Coordinator::intern`).
+    /// Shared: a crawl sees a handful of distinct values.
     pub(super) content_type: Option<Arc<str>>,
     pub(super) referrer: Option<u32>,
-    pub(super) reason: Option<String>,
+    /// Shared, like the content type: reasons are a few distinct texts.
+    pub(super) reason: Option<Arc<str>>,
     /// Why the URL was ignored, when it was (its text is in `reason`).
     pub(super) ignored: Option<IgnoreReason>,
     pub(super) hops: u8,
@@ -137,15 +158,12 @@ pub(super) struct Resource {
     /// The place of its last fetch in the commit order.
     pub(super) seq: Option<Seq>,
     pub(super) failure: Option<Failure>,
-    /// Changed since the last checkpoint.
-    pub(super) dirty: bool,
 }
 
 impl Resource {
     /// A URL just learned of: `Discovered`, nothing known of it yet.
-    pub(super) fn discovered(url: &str, depth: u32, referrer: Option<u32>, hops: u8) -> Resource {
+    pub(super) fn discovered(depth: u32, referrer: Option<u32>, hops: u8) -> Resource {
         Resource {
-            url: url.into(),
             site: None,
             depth,
             state: ResourceState::Discovered,
@@ -160,7 +178,6 @@ impl Resource {
             truncated: false,
             seq: None,
             failure: None,
-            dirty: false,
         }
     }
 }
@@ -282,7 +299,7 @@ mod tests {
     #[test]
     fn state_counts_follow_each_change() {
         let mut counts = StateCounts::default();
-        let mut r = Resource::discovered("http://a/", 0, None, 0);
+        let mut r = Resource::discovered(0, None, 0);
         counts.add(&r);
         counts.change(&mut r, ResourceState::Fetched);
         counts.change(&mut r, ResourceState::Parsed);
@@ -303,7 +320,13 @@ mod tests {
             .take_while(|l| !l.starts_with("#[cfg(test)]"))
             .filter(|l| l.starts_with("use "))
             .collect();
-        for user in ["coordinator", "export", "checkpoint", "publish"] {
+        for user in [
+            "coordinator",
+            "export",
+            "checkpoint",
+            "publish",
+            "url_table",
+        ] {
             assert!(!imports.contains(user), "model.rs imports {user}");
         }
         for (name, text) in [
@@ -316,6 +339,7 @@ mod tests {
                 "coordinator/publish.rs",
                 include_str!("coordinator/publish.rs"),
             ),
+            ("url_table.rs", include_str!("url_table.rs")),
         ] {
             assert!(
                 !text.contains("coordinator::"),

@@ -8,8 +8,14 @@
 //!
 //! Why redb: one file, ACID transactions with checksummed pages, a crash at any moment reopens
 //! with every committed transaction and none of the others, and nothing but Rust to build
-//! (DEPENDENCIES.md). A checkpoint is one write transaction: the URL and site rows that changed
-//! since the last one, the engine's counters, the mark and the WARC position, all or nothing.
+//! (DEPENDENCIES.md). A checkpoint is one write transaction: the URL blocks and rows and the
+//! site rows that changed since the last one, the engine's counters, the mark and the WARC
+//! position, all or nothing.
+//!
+//! The layout (format 2): URL rows come in blocks of [`BLOCK_ROWS`] ids (`url_blocks`, key: the
+//! block's number, `id / BLOCK_ROWS`), and a row that changed after its block was written is a
+//! row of its own (`url_rows`, key: its id) until its block is written again, which removes
+//! them. Format 1 kept one JSON row per URL; a state of format 1 is refused by name.
 
 use std::path::{Path, PathBuf};
 
@@ -21,15 +27,25 @@ pub const STATE_FILE: &str = "state.redb";
 
 /// Bumped whenever a row's meaning changes; a state of another version is refused, never
 /// guessed at.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+
+/// URL rows a block of the `url_blocks` table holds.
+pub const BLOCK_ROWS: u32 = 256;
+
+/// redb's page cache for the state file. It is written a transaction a second and read
+/// whole only at a resume, so caching buys little; redb's default (1 GiB) would show in a big
+/// crawl's peak memory as a second copy of the rows.
+const CACHE_BYTES: usize = 16 << 20;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-const RESOURCES: TableDefinition<u32, &[u8]> = TableDefinition::new("resources");
+const URL_BLOCKS: TableDefinition<u32, &[u8]> = TableDefinition::new("url_blocks");
+const URL_ROWS: TableDefinition<u32, &[u8]> = TableDefinition::new("url_rows");
 const SITES: TableDefinition<u32, &[u8]> = TableDefinition::new("sites");
 
 const KEY_FORMAT: &str = "format";
 const KEY_MARK: &str = "mark";
 const KEY_ENGINE: &str = "engine";
+const KEY_URLS: &str = "urls";
 
 /// Why the state could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +102,12 @@ pub struct Delta {
     /// this delta.
     pub seq: u64,
     pub finished: bool,
-    pub resources: Vec<(u32, Vec<u8>)>,
+    /// Whole blocks of URL rows (key: block number); each replaces the single rows of its ids.
+    pub url_blocks: Vec<(u32, Vec<u8>)>,
+    /// Single URL rows (key: id), of blocks written before and not in `url_blocks`.
+    pub url_rows: Vec<(u32, Vec<u8>)>,
+    /// URLs known: the rows the blocks hold.
+    pub urls: u64,
     pub sites: Vec<(u32, Vec<u8>)>,
     /// The engine's counters and anything else it keeps whole.
     pub engine: Vec<u8>,
@@ -96,8 +117,12 @@ pub struct Delta {
 #[derive(Debug, Clone)]
 pub struct Loaded {
     pub mark: Mark,
-    /// In id order.
-    pub resources: Vec<(u32, Vec<u8>)>,
+    /// In block order.
+    pub url_blocks: Vec<(u32, Vec<u8>)>,
+    /// In id order: rows changed after their block was written.
+    pub url_rows: Vec<(u32, Vec<u8>)>,
+    /// URLs known at the mark.
+    pub urls: u64,
     /// In id order.
     pub sites: Vec<(u32, Vec<u8>)>,
     pub engine: Vec<u8>,
@@ -150,7 +175,10 @@ impl Checkpoint {
         if path.exists() {
             std::fs::remove_file(&path).map_err(|e| io(&path, &e))?;
         }
-        let db = redb::Database::create(&path).map_err(|e| io(&path, &e))?;
+        let db = redb::Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(&path)
+            .map_err(|e| io(&path, &e))?;
         let mut cp = Checkpoint {
             db,
             path,
@@ -187,9 +215,19 @@ impl Checkpoint {
         let err = |e: &dyn std::fmt::Display| io(&path, e);
         let txn = self.db.begin_write().map_err(|e| err(&e))?;
         {
-            let mut resources = txn.open_table(RESOURCES).map_err(|e| err(&e))?;
-            for (id, row) in &delta.resources {
-                resources.insert(*id, row.as_slice()).map_err(|e| err(&e))?;
+            let mut blocks = txn.open_table(URL_BLOCKS).map_err(|e| err(&e))?;
+            let mut rows = txn.open_table(URL_ROWS).map_err(|e| err(&e))?;
+            for (block, bytes) in &delta.url_blocks {
+                blocks
+                    .insert(*block, bytes.as_slice())
+                    .map_err(|e| err(&e))?;
+                // The block holds its rows as they are now: their single rows are older.
+                let first = block.saturating_mul(BLOCK_ROWS);
+                rows.retain_in(first..first.saturating_add(BLOCK_ROWS), |_, _| false)
+                    .map_err(|e| err(&e))?;
+            }
+            for (id, row) in &delta.url_rows {
+                rows.insert(*id, row.as_slice()).map_err(|e| err(&e))?;
             }
             let mut sites = txn.open_table(SITES).map_err(|e| err(&e))?;
             for (id, row) in &delta.sites {
@@ -197,6 +235,8 @@ impl Checkpoint {
             }
             let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
             meta.insert(KEY_ENGINE, delta.engine.as_slice())
+                .map_err(|e| err(&e))?;
+            meta.insert(KEY_URLS, delta.urls.to_le_bytes().as_slice())
                 .map_err(|e| err(&e))?;
             let mark = Mark {
                 seq: delta.seq,
@@ -218,7 +258,8 @@ impl Checkpoint {
         let txn = self.db.begin_write().map_err(|e| err(&e))?;
         {
             if create_tables {
-                txn.open_table(RESOURCES).map_err(|e| err(&e))?;
+                txn.open_table(URL_BLOCKS).map_err(|e| err(&e))?;
+                txn.open_table(URL_ROWS).map_err(|e| err(&e))?;
                 txn.open_table(SITES).map_err(|e| err(&e))?;
             }
             let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
@@ -249,21 +290,24 @@ fn corrupt(path: &Path, reason: impl Into<String>) -> CheckpointError {
 /// Opens the file and checks it end to end: redb's page checksums and tree structure. A file
 /// that needed a repair was changed behind redb's back and is not trusted.
 fn open(path: &Path) -> Result<redb::Database, CheckpointError> {
-    let mut db = redb::Database::open(path).map_err(|e| match e {
-        redb::DatabaseError::Storage(redb::StorageError::Io(io))
-            if io.kind() != std::io::ErrorKind::InvalidData =>
-        {
-            CheckpointError::Io {
-                path: path.to_path_buf(),
-                reason: io.to_string(),
+    let mut db = redb::Database::builder()
+        .set_cache_size(CACHE_BYTES)
+        .open(path)
+        .map_err(|e| match e {
+            redb::DatabaseError::Storage(redb::StorageError::Io(io))
+                if io.kind() != std::io::ErrorKind::InvalidData =>
+            {
+                CheckpointError::Io {
+                    path: path.to_path_buf(),
+                    reason: io.to_string(),
+                }
             }
-        }
-        redb::DatabaseError::DatabaseAlreadyOpen => CheckpointError::Io {
-            path: path.to_path_buf(),
-            reason: "already open in this process".into(),
-        },
-        other => corrupt(path, other.to_string()),
-    })?;
+            redb::DatabaseError::DatabaseAlreadyOpen => CheckpointError::Io {
+                path: path.to_path_buf(),
+                reason: "already open in this process".into(),
+            },
+            other => corrupt(path, other.to_string()),
+        })?;
     match db.check_integrity() {
         Ok(true) => Ok(db),
         Ok(false) => Err(corrupt(path, "it failed redb's integrity check")),
@@ -310,11 +354,21 @@ fn load(db: &mut redb::Database, path: &Path) -> Result<Loaded, CheckpointError>
             }
             Ok(out)
         };
-    let resources = rows(RESOURCES)?;
+    let urls = meta
+        .get(KEY_URLS)
+        .map_err(|e| bad(&e))?
+        .map_or(Ok(0), |v| {
+            <[u8; 8]>::try_from(v.value()).map(u64::from_le_bytes)
+        })
+        .map_err(|_| corrupt(path, "its URL count is not 8 bytes"))?;
+    let url_blocks = rows(URL_BLOCKS)?;
+    let url_rows = rows(URL_ROWS)?;
     let sites = rows(SITES)?;
     Ok(Loaded {
         mark,
-        resources,
+        url_blocks,
+        url_rows,
+        urls,
         sites,
         engine,
     })
@@ -365,7 +419,9 @@ mod tests {
         Delta {
             seq,
             finished: false,
-            resources: rows
+            url_blocks: Vec::new(),
+            urls: 0,
+            url_rows: rows
                 .iter()
                 .map(|(id, r)| (*id, r.as_bytes().to_vec()))
                 .collect(),
@@ -405,11 +461,7 @@ mod tests {
         assert_eq!(l.mark.seq, 7);
         assert_eq!(l.mark.warc, Some(warc));
         assert_eq!(l.mark.runs, 1);
-        let rows: Vec<(u32, &[u8])> = l
-            .resources
-            .iter()
-            .map(|(k, v)| (*k, v.as_slice()))
-            .collect();
+        let rows: Vec<(u32, &[u8])> = l.url_rows.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         assert_eq!(rows, vec![(0, &b"a"[..]), (1, &b"b2"[..]), (2, &b"c"[..])]);
         assert_eq!(l.engine, b"engine at 7");
     }
@@ -440,7 +492,84 @@ mod tests {
         cp.write(&delta(9, &[(1, "b")]), None, None).expect("write");
         drop(cp);
         let l = unfinished(dir.path());
-        assert_eq!((l.mark.seq, l.mark.runs, l.resources.len()), (9, 2, 2));
+        assert_eq!((l.mark.seq, l.mark.runs, l.url_rows.len()), (9, 2, 2));
+    }
+
+    /// A block written again holds its rows as they are now: the single rows of its ids,
+    /// older, are gone with the same transaction; other blocks' rows stay.
+    #[test]
+    fn a_block_written_again_replaces_its_single_rows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        let mut d = delta(1, &[]);
+        d.url_blocks = vec![(0, b"block 0".to_vec()), (1, b"block 1".to_vec())];
+        cp.write(&d, None).expect("write");
+        let (in_0, in_1) = (BLOCK_ROWS - 1, BLOCK_ROWS);
+        cp.write(&delta(2, &[(3, "x"), (in_0, "y"), (in_1, "z")]), None)
+            .expect("write");
+        let mut d = delta(3, &[]);
+        d.url_blocks = vec![(0, b"block 0 again".to_vec())];
+        cp.write(&d, None).expect("write");
+        drop(cp);
+        let l = unfinished(dir.path());
+        assert_eq!(
+            l.url_blocks,
+            vec![(0, b"block 0 again".to_vec()), (1, b"block 1".to_vec())]
+        );
+        assert_eq!(l.url_rows, vec![(in_1, b"z".to_vec())]);
+    }
+
+    /// A state file as format 1 wrote it (one JSON row per URL in `resources`) is refused by
+    /// name, and nothing in it is changed.
+    #[test]
+    fn a_state_of_format_1_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(STATE_FILE);
+        {
+            let db = redb::Database::create(&path).expect("create");
+            let txn = db.begin_write().expect("txn");
+            {
+                let mut meta = txn.open_table(META).expect("meta");
+                meta.insert(KEY_FORMAT, 1u32.to_le_bytes().as_slice())
+                    .expect("format");
+                let mark = serde_json::to_vec(&first()).expect("mark");
+                meta.insert(KEY_MARK, mark.as_slice()).expect("mark");
+                let old: TableDefinition<u32, &[u8]> = TableDefinition::new("resources");
+                let mut rows = txn.open_table(old).expect("resources");
+                let row =
+                    br#"{"url":"http://127.0.0.1:1/","site":0,"depth":0,"state":"discovered"}"#;
+                rows.insert(0, row.as_slice()).expect("row");
+            }
+            txn.commit().expect("commit");
+        }
+        let Err(err) = Checkpoint::find(dir.path()) else {
+            panic!("a format 1 state was read as format {FORMAT_VERSION}");
+        };
+        assert!(
+            matches!(
+                err,
+                CheckpointError::Version {
+                    found: 1,
+                    expected: FORMAT_VERSION,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("state format 1"), "{err}");
+        // Nothing was rewritten in this format: the old row and version are as they were.
+        let db = redb::Database::open(&path).expect("open");
+        let txn = db.begin_read().expect("txn");
+        let old: TableDefinition<u32, &[u8]> = TableDefinition::new("resources");
+        let rows = txn.open_table(old).expect("resources");
+        assert!(rows.get(0).expect("get").is_some(), "the old row is gone");
+        assert!(
+            txn.open_table(URL_BLOCKS).is_err(),
+            "a table of format 2 was added"
+        );
+        let meta = txn.open_table(META).expect("meta");
+        let format = meta.get(KEY_FORMAT).expect("get").expect("a format");
+        assert_eq!(format.value(), 1u32.to_le_bytes().as_slice());
     }
 
     #[test]

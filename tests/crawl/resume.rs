@@ -262,6 +262,27 @@ fn a_state_of_another_version_or_a_corrupt_one_is_refused_and_kept() {
     }
     assert!(!foreign.join("warc").exists(), "nothing written beside it");
 
+    // A state the previous format wrote (format 1: one JSON row per URL) is named as such, and
+    // its rows stay as they were.
+    let old = dir.path().join("format1");
+    std::fs::create_dir_all(&old).expect("mkdir");
+    write_format_1_state(&old);
+    for _ in 0..2 {
+        let out = run(&old);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("state format 1;") && err.contains("--fresh"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        format_1_row(&old).as_deref(),
+        Some(FORMAT_1_ROW),
+        "the old row changed"
+    );
+    assert!(!old.join("warc").exists(), "nothing written beside it");
+
     let corrupt = dir.path().join("corrupt");
     std::fs::create_dir_all(&corrupt).expect("mkdir");
     std::fs::write(corrupt.join("state.redb"), b"this is not a checkpoint").expect("write");
@@ -278,6 +299,36 @@ fn a_state_of_another_version_or_a_corrupt_one_is_refused_and_kept() {
         "the corrupt state was changed"
     );
     assert!(!corrupt.join("warc").exists(), "nothing written beside it");
+}
+
+const FORMAT_1_META: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+const FORMAT_1_ROWS: redb::TableDefinition<u32, &[u8]> = redb::TableDefinition::new("resources");
+const FORMAT_1_ROW: &str = r#"{"url":"http://127.0.0.1:9/","site":0,"depth":0,"state":"discovered","status":null,"bytes":0,"content_type":null,"referrer":null,"reason":null,"ignored":null,"hops":0,"retries":0,"truncated":false,"seq":null,"failure":null}"#;
+
+/// A state as crawltop wrote it with state format 1 (before issue 12): the format, a mark and
+/// one URL row as JSON.
+fn write_format_1_state(dir: &Path) {
+    let db = redb::Database::create(dir.join("state.redb")).expect("create");
+    let txn = db.begin_write().expect("txn");
+    {
+        let mut meta = txn.open_table(FORMAT_1_META).expect("meta");
+        meta.insert("format", 1u32.to_le_bytes().as_slice())
+            .expect("format");
+        let mark = br#"{"seq":0,"warc":null,"finished":false,"runs":1}"#;
+        meta.insert("mark", mark.as_slice()).expect("mark");
+        let mut rows = txn.open_table(FORMAT_1_ROWS).expect("rows");
+        rows.insert(0, FORMAT_1_ROW.as_bytes()).expect("row");
+    }
+    txn.commit().expect("commit");
+}
+
+fn format_1_row(dir: &Path) -> Option<String> {
+    use redb::ReadableDatabase as _;
+    let db = redb::Database::open(dir.join("state.redb")).expect("open");
+    let txn = db.begin_read().expect("txn");
+    let rows = txn.open_table(FORMAT_1_ROWS).expect("rows");
+    let row = rows.get(0).expect("get")?;
+    Some(String::from_utf8_lossy(row.value()).into_owned())
 }
 
 #[tokio::test]

@@ -14,31 +14,11 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use super::Coordinator;
-use crate::engine::model::{Failure, Resource, ResourceState, RobotsMemo, Site};
+use crate::engine::model::{Failure, ResourceState, RobotsMemo, Site};
+use crate::engine::url_table::UrlTable;
 use crate::frontier::{Queued, Schedule, SiteId};
-use crate::scope::IgnoreReason;
 use crate::snapshot::{Errors, Http};
 use crate::store::checkpoint::{CheckpointError, Delta, Loaded};
-
-/// One URL as the checkpoint keeps it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct ResourceRow {
-    url: String,
-    site: Option<u32>,
-    depth: u32,
-    state: ResourceState,
-    status: Option<u16>,
-    bytes: u64,
-    content_type: Option<String>,
-    referrer: Option<u32>,
-    reason: Option<String>,
-    ignored: Option<IgnoreReason>,
-    hops: u8,
-    retries: u8,
-    truncated: bool,
-    seq: Option<u64>,
-    failure: Option<Failure>,
-}
 
 /// One site as the checkpoint keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,7 +57,7 @@ pub(super) struct EngineRow {
 pub(super) struct Restored {
     mark: u64,
     runs: u64,
-    resources: Vec<ResourceRow>,
+    resources: UrlTable,
     sites: Vec<SiteRow>,
     engine: EngineRow,
 }
@@ -124,27 +104,26 @@ impl Restored {
             }
             sites.push(row);
         }
-        let mut resources = Vec::with_capacity(loaded.resources.len());
-        for (i, (id, bytes)) in loaded.resources.iter().enumerate() {
-            if *id as usize != i {
-                return Err(corrupt(format!("URL {i} is missing")));
+        let mut resources = UrlTable::default();
+        for (block, bytes) in &loaded.url_blocks {
+            resources.load_block(*block, bytes).map_err(&corrupt)?;
+        }
+        for (id, bytes) in &loaded.url_rows {
+            resources.load_row(*id, bytes).map_err(&corrupt)?;
+        }
+        let mut bad = None;
+        resources.for_each(|id, _, r| {
+            if bad.is_some() {
+                return;
             }
-            let row: ResourceRow = serde_json::from_slice(bytes)
-                .map_err(|e| corrupt(format!("URL {id} does not read: {e}")))?;
-            if row.site.is_some_and(|s| s as usize >= sites.len()) {
-                return Err(corrupt(format!(
-                    "URL {id} names a site that does not exist"
-                )));
+            if r.site.is_some_and(|s| s.index() >= sites.len()) {
+                bad = Some(format!("URL {id} names a site that does not exist"));
+            } else if r.referrer.is_some_and(|x| x as usize >= resources.len()) {
+                bad = Some(format!("URL {id} names a referrer that does not exist"));
             }
-            if row
-                .referrer
-                .is_some_and(|r| r as usize >= loaded.resources.len())
-            {
-                return Err(corrupt(format!(
-                    "URL {id} names a referrer that does not exist"
-                )));
-            }
-            resources.push(row);
+        });
+        if let Some(reason) = bad {
+            return Err(corrupt(reason));
         }
         Ok(Restored {
             mark: loaded.mark.seq,
@@ -172,12 +151,7 @@ impl<F: Schedule> Coordinator<F> {
         if self.committer.is_none() {
             return;
         }
-        if let Some(r) = self.resources.get_mut(id as usize)
-            && !r.dirty
-        {
-            r.dirty = true;
-            self.dirty_resources.push(id);
-        }
+        self.resources.touch(id);
     }
 
     /// Notes that a site's row changed, for the next checkpoint.
@@ -199,15 +173,7 @@ impl<F: Schedule> Coordinator<F> {
         if self.committer.is_none() {
             return;
         }
-        let resources = std::mem::take(&mut self.dirty_resources)
-            .into_iter()
-            .filter_map(|id| {
-                let r = self.resources.get_mut(id as usize)?;
-                r.dirty = false;
-                let row = resource_row(r);
-                Some((id, serde_json::to_vec(&row).unwrap_or_default()))
-            })
-            .collect();
+        let (url_blocks, url_rows) = self.resources.checkpoint_rows();
         let start_wall = self.start_wall();
         let sites = std::mem::take(&mut self.dirty_sites)
             .into_iter()
@@ -236,7 +202,9 @@ impl<F: Schedule> Coordinator<F> {
         let delta = Delta {
             seq: self.window.next_to_commit(),
             finished,
-            resources,
+            url_blocks,
+            url_rows,
+            urls: self.resources.len() as u64,
             sites,
             engine: serde_json::to_vec(&engine).unwrap_or_default(),
         };
@@ -279,51 +247,42 @@ impl<F: Schedule> Coordinator<F> {
             ids.push(id);
             self.restore_site(id, row, now_wall);
         }
-        for row in resources {
-            let id = u32::try_from(self.resources.len()).unwrap_or(u32::MAX);
-            let key = super::fingerprint(&row.url);
-            let r = Resource {
-                url: row.url.into(),
-                site: row.site.and_then(|s| ids.get(s as usize).copied()),
-                depth: row.depth,
-                state: row.state,
-                status: row.status,
-                bytes: row.bytes,
-                content_type: row.content_type.as_deref().map(|c| self.intern(c)),
-                referrer: row.referrer,
-                reason: row.reason,
-                ignored: row.ignored,
-                hops: row.hops,
-                retries: row.retries,
-                truncated: row.truncated,
-                seq: row.seq,
-                failure: row.failure,
-                dirty: false,
-            };
-            self.state_counts.add(&r);
-            self.resources.push(r);
-            self.by_url.insert(key, id);
-        }
-        for id in 0..self.resources.len() as u32 {
-            let r = &self.resources[id as usize];
+        // The sites were interned again in their order, so a row's site id is the same; the
+        // table is read once, in order, to rebuild the exactly-once map and the counts.
+        self.resources = resources;
+        let mut queue = Vec::new();
+        let mut take_back = Vec::new();
+        let (by_url, counts) = (&mut self.by_url, &mut self.state_counts);
+        self.resources.for_each(|id, url, r| {
+            by_url.insert(super::fingerprint(url), id);
+            counts.add(r);
             if r.seq.is_some_and(|s| s >= mark) && r.state != ResourceState::Discovered {
-                self.take_back(id);
-                self.runs.refetched += 1;
+                take_back.push(id);
+            } else if r.state == ResourceState::Discovered {
+                queue.push(id);
             }
-            let r = &mut self.resources[id as usize];
-            if r.state == ResourceState::Discovered {
+        });
+        for id in take_back {
+            self.take_back(id);
+            self.runs.refetched += 1;
+            queue.push(id);
+        }
+        queue.sort_unstable();
+        for id in queue {
+            let mut r = self.resources.get(id);
+            if r.reason.is_some() {
                 // E.g. "cancelled when the crawl stopped": it is queued again now.
                 r.reason = None;
+                self.resources.set(id, &r);
             }
-            if r.state == ResourceState::Discovered
-                && let Some(site) = r.site
-            {
+            if let Some(site) = r.site.and_then(|s| ids.get(s.index()).copied()) {
                 if self.sites[site.index()].robots_gave_up {
                     continue;
                 }
+                let url = self.resources.url(id);
                 let queued = Queued {
                     id,
-                    url: &r.url,
+                    url: &url,
                     depth: r.depth,
                 };
                 self.frontier.push(site, queued);
@@ -377,7 +336,7 @@ impl<F: Schedule> Coordinator<F> {
     /// A URL whose result was not in the store at the mark: its counters are undone and it
     /// goes back to "discovered", to be fetched again.
     fn take_back(&mut self, id: u32) {
-        let r = &self.resources[id as usize];
+        let r = self.resources.get(id);
         let (state, status, bytes, truncated, failure, site) =
             (r.state, r.status, r.bytes, r.truncated, r.failure, r.site);
         self.spider_done = self.spider_done.saturating_sub(1);
@@ -420,37 +379,18 @@ impl<F: Schedule> Coordinator<F> {
             let counter = failure.unwrap_or(Failure::Other).counter(&mut self.errors);
             *counter = counter.saturating_sub(1);
         }
-        let r = &mut self.resources[id as usize];
-        r.status = None;
-        r.bytes = 0;
-        r.content_type = None;
-        r.reason = None;
-        r.truncated = false;
-        r.failure = None;
+        self.resources.update(id, |r| {
+            r.status = None;
+            r.bytes = 0;
+            r.content_type = None;
+            r.reason = None;
+            r.truncated = false;
+            r.failure = None;
+        });
         self.set_state(id, ResourceState::Discovered);
         if let Some(site) = site {
             self.touch_site(site);
         }
-    }
-}
-
-fn resource_row(r: &Resource) -> ResourceRow {
-    ResourceRow {
-        url: r.url.to_string(),
-        site: r.site.map(|s| s.index() as u32),
-        depth: r.depth,
-        state: r.state,
-        status: r.status,
-        bytes: r.bytes,
-        content_type: r.content_type.as_deref().map(str::to_string),
-        referrer: r.referrer,
-        reason: r.reason.clone(),
-        ignored: r.ignored,
-        hops: r.hops,
-        retries: r.retries,
-        truncated: r.truncated,
-        seq: r.seq,
-        failure: r.failure,
     }
 }
 

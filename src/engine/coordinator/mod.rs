@@ -26,6 +26,7 @@ mod publish;
 
 use super::export;
 use super::model::{Failure, Resource, ResourceState, RobotsMemo, Site, StateCounts};
+use super::url_table::UrlTable;
 use super::{Command, EngineError, Summary};
 use crate::backoff::{Backoff, parse_retry_after};
 use crate::canonical::canonicalize;
@@ -144,7 +145,8 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     backoff: Backoff,
     frontier: F,
     sites: Vec<Site>,
-    resources: Vec<Resource>,
+    /// Every URL's row, packed.
+    resources: UrlTable,
     /// Exactly-once: URL fingerprint to row.
     by_url: SeenMap,
     state_counts: StateCounts,
@@ -177,15 +179,12 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     store_error_seen: bool,
     /// The committer's counters after it finished (for the last snapshot).
     committer_final: Option<Arc<CommitStatus>>,
-    /// Rows changed since the last checkpoint (tracked only with a crawl folder).
-    dirty_resources: Vec<u32>,
+    /// Sites changed since the last checkpoint (tracked only with a crawl folder).
     dirty_sites: Vec<SiteId>,
     last_checkpoint: Instant,
     runs: checkpoint::Runs,
     /// Bytes of the results waiting in the reorder window.
     window_bytes: u64,
-    /// Content types seen, shared by the URL rows (most crawls see a handful).
-    content_types: std::collections::HashSet<Arc<str>>,
     /// URLs whose overdue fetch was cut: the place in the commit order they keep.
     reserved: HashMap<u32, Seq>,
     /// Fault injection: see [`HANG_ENV`].
@@ -321,7 +320,7 @@ impl<F: Schedule> Coordinator<F> {
             backoff: Backoff::default(),
             frontier,
             sites: Vec::new(),
-            resources: Vec::new(),
+            resources: UrlTable::default(),
             by_url: SeenMap::new(),
             state_counts: StateCounts::default(),
             slots: Slots::new(workers),
@@ -348,11 +347,9 @@ impl<F: Schedule> Coordinator<F> {
             _lock: lock,
             store_error_seen: false,
             committer_final: None,
-            dirty_resources: Vec::new(),
             dirty_sites: Vec::new(),
             last_checkpoint: Instant::now(),
             window_bytes: 0,
-            content_types: std::collections::HashSet::new(),
             reserved: HashMap::new(),
             hang_after_fetch: std::env::var(HANG_ENV).ok(),
             parse_pool,
@@ -414,13 +411,9 @@ impl<F: Schedule> Coordinator<F> {
                     Some((c, source)) => self.command(c, source),
                     None => commands_open = false,
                 },
-                Some(done) = self.tasks.join_next_with_id() => self.on_task(done),
-                () = sleep_until(wake) => {}
-                () = drained(status.as_deref()), if store_full => {}
-                () = sleep_until(self.stop_deadline), if !self.tasks.is_empty() => {
-                    self.tasks.abort_all();
-                    self.stop_deadline = None;
-                }
+                // Before the results: while results keep coming faster than they are handled
+                // (a page of a thousand links, a slow build), a later arm would never fire, and
+                // the snapshots, checkpoints and overdue checks would stop.
                 _ = tick.tick() => {
                     if self.last_checkpoint.elapsed() >= self.cfg.checkpoint_every() {
                         self.last_checkpoint = Instant::now();
@@ -430,6 +423,13 @@ impl<F: Schedule> Coordinator<F> {
                     self.check_store();
                     self.sample();
                     snapshots.send_replace(Arc::new(self.snapshot_now()));
+                }
+                Some(done) = self.tasks.join_next_with_id() => self.on_task(done),
+                () = sleep_until(wake) => {}
+                () = drained(status.as_deref()), if store_full => {}
+                () = sleep_until(self.stop_deadline), if !self.tasks.is_empty() => {
+                    self.tasks.abort_all();
+                    self.stop_deadline = None;
                 }
             }
         };
@@ -543,8 +543,8 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     fn set_state(&mut self, id: u32, state: ResourceState) {
-        self.state_counts
-            .change(&mut self.resources[id as usize], state);
+        let counts = &mut self.state_counts;
+        self.resources.update(id, |r| counts.change(r, state));
         self.touch(id);
     }
 
@@ -553,9 +553,10 @@ impl<F: Schedule> Coordinator<F> {
         if matches!(reason, IgnoreReason::TooManyRedirects) {
             self.errors.too_many_redirects += 1;
         }
-        let r = &mut self.resources[id as usize];
-        r.reason = Some(reason.to_string());
-        r.ignored = Some(reason);
+        self.resources.update(id, |r| {
+            r.reason = Some(reason.to_string().into());
+            r.ignored = Some(reason);
+        });
         self.set_state(id, ResourceState::FetchIgnored);
     }
 
@@ -579,10 +580,9 @@ impl<F: Schedule> Coordinator<F> {
             self.rediscover(id, depth);
             return;
         }
-        let id = u32::try_from(self.resources.len()).unwrap_or(u32::MAX);
-        let r = Resource::discovered(url.as_str(), depth, referrer, hops);
+        let r = Resource::discovered(depth, referrer, hops);
         self.state_counts.add(&r);
-        self.resources.push(r);
+        let id = self.resources.push(url.as_str(), &r);
         self.by_url.insert(key, id);
         self.touch(id);
         if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
@@ -599,20 +599,26 @@ impl<F: Schedule> Coordinator<F> {
     /// A URL seen before, found again: a shorter path lowers its depth, and a URL cut as too
     /// deep comes back when the shorter path brings it within the limit.
     fn rediscover(&mut self, id: u32, depth: u32) {
-        if depth >= self.resources[id as usize].depth {
+        if depth >= self.resources.depth(id) {
             return;
         }
         self.touch(id);
-        let r = &mut self.resources[id as usize];
+        let mut r = self.resources.get(id);
         r.depth = depth;
         let too_deep = r.ignored == Some(IgnoreReason::TooDeep);
-        if too_deep && self.cfg.depth.is_none_or(|max| depth <= max) {
-            let Ok(url) = Url::parse(&r.url) else { return };
+        let back = too_deep && self.cfg.depth.is_none_or(|max| depth <= max);
+        let url = back
+            .then(|| Url::parse(&self.resources.url(id)).ok())
+            .flatten();
+        if let Some(url) = url {
             r.reason = None;
             r.ignored = None;
+            self.resources.set(id, &r);
             self.errors.ignored = self.errors.ignored.saturating_sub(1);
             self.set_state(id, ResourceState::Discovered);
             self.enqueue(id, &url);
+        } else {
+            self.resources.set(id, &r);
         }
     }
 
@@ -632,12 +638,14 @@ impl<F: Schedule> Coordinator<F> {
         }
         self.admitted += 1;
         self.sites[site.index()].admitted += 1;
-        let r = &mut self.resources[id as usize];
-        r.site = Some(site);
+        let depth = self.resources.update(id, |r| {
+            r.site = Some(site);
+            r.depth
+        });
         let queued = Queued {
             id,
-            url: &r.url,
-            depth: r.depth,
+            url: url.as_str(),
+            depth,
         };
         self.frontier.push(site, queued);
         self.touch(id);
@@ -701,7 +709,7 @@ impl<F: Schedule> Coordinator<F> {
                 self.frontier.complete(site, now);
                 return;
             };
-            let Ok(url) = Url::parse(&self.resources[id as usize].url) else {
+            let Ok(url) = Url::parse(&self.resources.url(id)) else {
                 self.set_state(id, ResourceState::FetchError);
                 continue;
             };
@@ -712,12 +720,13 @@ impl<F: Schedule> Coordinator<F> {
                 }
                 RobotsVerdict::Disallowed | RobotsVerdict::Pending => {
                     self.errors.robots_forbidden += 1;
-                    let r = &mut self.resources[id as usize];
-                    r.reason = Some(if self.sites[site.index()].robots_gave_up {
-                        "robots.txt unreachable".into()
+                    let reason = if self.sites[site.index()].robots_gave_up {
+                        "robots.txt unreachable"
                     } else {
-                        "disallowed by robots.txt".into()
-                    });
+                        "disallowed by robots.txt"
+                    };
+                    self.resources
+                        .update(id, |r| r.reason = Some(reason.into()));
                     self.set_state(id, ResourceState::FetchForbidden);
                 }
             }
@@ -727,8 +736,15 @@ impl<F: Schedule> Coordinator<F> {
     fn spawn_page(&mut self, site: SiteId, id: u32, url: Url) {
         let Some(slot) = self.slots.take() else {
             // Unreachable by construction (dispatch checks for a free slot); keep it queued.
-            let url = &self.resources[id as usize].url;
-            self.frontier.push(site, Queued { id, url, depth: 0 });
+            let url = self.resources.url(id);
+            self.frontier.push(
+                site,
+                Queued {
+                    id,
+                    url: &url,
+                    depth: 0,
+                },
+            );
             self.frontier.complete(site, self.now());
             return;
         };
@@ -742,7 +758,7 @@ impl<F: Schedule> Coordinator<F> {
             }
             None => self.window.dispatch(now, deadline),
         };
-        self.resources[id as usize].seq = Some(seq);
+        self.resources.update(id, |r| r.seq = Some(seq));
         self.touch(id);
         let fetcher = self.fetcher.clone();
         let cell = self.slots.cells[slot].clone();
@@ -809,7 +825,7 @@ impl<F: Schedule> Coordinator<F> {
             self.frontier.complete(r.site, now);
             let Some(id) = r.page else { continue };
             let attempts = self.window.attempts(seq).unwrap_or(1);
-            let url = self.resources[id as usize].url.to_string();
+            let url = self.resources.url(id);
             if attempts >= MAX_ATTEMPTS {
                 self.window.skip(seq);
                 self.flush_window();
@@ -885,14 +901,16 @@ impl<F: Schedule> Coordinator<F> {
                 if let Some(id) = running.page {
                     if self.stopping {
                         // Cut at the end of the stop's grace: not fetched, not an error.
-                        self.resources[id as usize].reason =
-                            Some("cancelled when the crawl stopped".into());
+                        self.resources.update(id, |r| {
+                            r.reason = Some("cancelled when the crawl stopped".into());
+                        });
                     } else {
                         // The task panicked: the URL ends as an error, the site goes on.
                         self.errors.other += 1;
-                        let r = &mut self.resources[id as usize];
-                        r.reason = Some("worker failed".into());
-                        r.failure = Some(Failure::Other);
+                        self.resources.update(id, |r| {
+                            r.reason = Some("worker failed".into());
+                            r.failure = Some(Failure::Other);
+                        });
                         self.set_state(id, ResourceState::FetchError);
                     }
                 } else {
@@ -960,19 +978,6 @@ impl<F: Schedule> Coordinator<F> {
             && (self.window.waiting() >= self.cfg.commit_window
                 || self.window_bytes >= WINDOW_MAX_BYTES);
         c.status().error().is_none() && (c.status().is_full() || window_full)
-    }
-
-    /// One shared copy of a content type for every URL row that has it; past a few thousand
-    /// distinct values (a server making them up) each row gets its own.
-    fn intern(&mut self, content_type: &str) -> Arc<str> {
-        if let Some(shared) = self.content_types.get(content_type) {
-            return shared.clone();
-        }
-        let value: Arc<str> = content_type.into();
-        if self.content_types.len() < 4096 {
-            self.content_types.insert(value.clone());
-        }
-        value
     }
 
     /// A store that cannot write pauses the crawl, once, with the reason in the log.
@@ -1053,7 +1058,8 @@ impl<F: Schedule> Coordinator<F> {
                 let ids = self.frontier.remove_site_items(site);
                 for id in ids {
                     self.errors.robots_forbidden += 1;
-                    self.resources[id as usize].reason = Some("robots.txt unreachable".into());
+                    self.resources
+                        .update(id, |r| r.reason = Some("robots.txt unreachable".into()));
                     self.set_state(id, ResourceState::FetchForbidden);
                 }
                 self.warn(format!(
@@ -1088,11 +1094,13 @@ impl<F: Schedule> Coordinator<F> {
     /// A fetch failed: counted by kind, remembered on the URL and its site.
     fn fail(&mut self, id: u32, site: SiteId, reason: String, kind: Failure) {
         *kind.counter(&mut self.errors) += 1;
-        self.resources[id as usize].failure = Some(kind);
-        let path = Url::parse(&self.resources[id as usize].url)
+        let path = Url::parse(&self.resources.url(id))
             .map_or_else(|_| String::new(), |u| u.path().to_string());
         self.sites[site.index()].record_error(format!("{path}: {reason}"));
-        self.resources[id as usize].reason = Some(reason);
+        self.resources.update(id, |r| {
+            r.failure = Some(kind);
+            r.reason = Some(reason.into());
+        });
         self.set_state(id, ResourceState::FetchError);
     }
 
@@ -1114,12 +1122,13 @@ impl<F: Schedule> Coordinator<F> {
             let own = s.own_delay();
             self.frontier.set_site_delay(site, own);
         }
-        let content_type = f.content_type.as_deref().map(|c| self.intern(c));
-        let r = &mut self.resources[id as usize];
-        r.status = Some(status);
-        r.bytes = f.body.len() as u64;
-        r.content_type = content_type;
-        r.truncated = f.truncated;
+        let content_type = f.content_type.as_deref().map(Arc::from);
+        self.resources.update(id, |r| {
+            r.status = Some(status);
+            r.bytes = f.body.len() as u64;
+            r.content_type = content_type;
+            r.truncated = f.truncated;
+        });
         if f.truncated {
             self.errors.too_large += 1;
         }
@@ -1130,7 +1139,7 @@ impl<F: Schedule> Coordinator<F> {
                 self.count_fetched(id, site);
                 let target = f.location.as_deref().and_then(|l| f.final_url.join(l).ok());
                 if let Some(target) = target {
-                    let r = &self.resources[id as usize];
+                    let r = self.resources.get(id);
                     let (depth, hops) = (r.depth, r.hops.saturating_add(1));
                     self.admit(target, depth, Some(id), hops);
                 }
@@ -1164,7 +1173,7 @@ impl<F: Schedule> Coordinator<F> {
         let page = match parsed {
             Ok(p) => p,
             Err(e) => {
-                self.resources[id as usize].reason = Some(e);
+                self.resources.update(id, |r| r.reason = Some(e.into()));
                 self.set_state(id, ResourceState::ParseError);
                 return;
             }
@@ -1172,9 +1181,10 @@ impl<F: Schedule> Coordinator<F> {
         self.set_state(id, ResourceState::Parsed);
         // A page cut by a parse limit is still parsed (what came before the cut counts); its
         // record says where and why.
-        self.resources[id as usize].reason = page.coverage.reason();
+        let reason = page.coverage.reason().map(Arc::from);
+        self.resources.update(id, |r| r.reason = reason);
         self.mailto.extend(page.mailto);
-        let depth = self.resources[id as usize].depth + 1;
+        let depth = self.resources.depth(id) + 1;
         for link in page.links {
             if !link.nofollow {
                 self.admit(link.url, depth, Some(id), 0);
@@ -1202,13 +1212,15 @@ impl<F: Schedule> Coordinator<F> {
         };
         s.pushback = Some((source, now + wait));
         self.frontier.defer(site, now + wait);
-        let r = &mut self.resources[id as usize];
+        let mut r = self.resources.get(id);
         if u32::from(r.retries) < self.cfg.max_retries {
             r.retries += 1;
+            self.resources.set(id, &r);
             self.errors.retries += 1;
+            let url = self.resources.url(id);
             let queued = Queued {
                 id,
-                url: &r.url,
+                url: &url,
                 depth: r.depth,
             };
             self.frontier.push(site, queued);
