@@ -503,13 +503,13 @@ mod tests {
         let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
         let mut d = delta(1, &[]);
         d.url_blocks = vec![(0, b"block 0".to_vec()), (1, b"block 1".to_vec())];
-        cp.write(&d, None).expect("write");
+        cp.write(&d, None, None).expect("write");
         let (in_0, in_1) = (BLOCK_ROWS - 1, BLOCK_ROWS);
-        cp.write(&delta(2, &[(3, "x"), (in_0, "y"), (in_1, "z")]), None)
+        cp.write(&delta(2, &[(3, "x"), (in_0, "y"), (in_1, "z")]), None, None)
             .expect("write");
         let mut d = delta(3, &[]);
         d.url_blocks = vec![(0, b"block 0 again".to_vec())];
-        cp.write(&d, None).expect("write");
+        cp.write(&d, None, None).expect("write");
         drop(cp);
         let l = unfinished(dir.path());
         assert_eq!(
