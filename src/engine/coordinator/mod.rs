@@ -188,6 +188,8 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     hang_after_fetch: Option<String>,
     /// The crawl folder, when it held an unfinished crawl and this one goes on with it.
     resuming: Option<std::path::PathBuf>,
+    /// The live site table and what changed since the last tick.
+    live: publish::LiveSites,
 }
 
 /// Added to a fetch's patience (`--timeout-ms`) before its result counts as overdue.
@@ -310,6 +312,7 @@ impl<F: Schedule> Coordinator<F> {
             reserved: HashMap::new(),
             hang_after_fetch: std::env::var(HANG_ENV).ok(),
             resuming: None,
+            live: publish::LiveSites::new(),
             runs: checkpoint::Runs {
                 run: 1,
                 ..checkpoint::Runs::default()
@@ -379,6 +382,7 @@ impl<F: Schedule> Coordinator<F> {
                     }
                     self.reschedule_overdue();
                     self.check_store();
+                    self.publish_sites();
                     self.sample();
                     snapshots.send_replace(Arc::new(self.snapshot_now()));
                 }
@@ -404,7 +408,7 @@ impl<F: Schedule> Coordinator<F> {
             self.committer_final = Some(status);
         }
         self.sample();
-        let mut last = self.snapshot_now();
+        let mut last = self.snapshot_full();
         last.state = RunState::Finished;
         let last = Arc::new(last);
         snapshots.send_replace(last.clone());
@@ -443,6 +447,7 @@ impl<F: Schedule> Coordinator<F> {
             Command::SetDelay(d) => {
                 self.delay = d;
                 self.frontier.set_default_delay(d);
+                self.live.mark_all(self.sites.len());
             }
             Command::SetWorkers(n) => {
                 let n = n.clamp(1, crate::config::MAX_WORKERS);
@@ -457,7 +462,7 @@ impl<F: Schedule> Coordinator<F> {
                 }
             }
             Command::Export => {
-                let mut snap = self.snapshot_now();
+                let mut snap = self.snapshot_full();
                 snap.state = self.run_state();
                 let summary = Summary {
                     snapshot: Arc::new(snap),
@@ -618,6 +623,7 @@ impl<F: Schedule> Coordinator<F> {
 
     /// A site may be contacted once now: for its robots.txt, or for its next allowed page.
     fn use_contact(&mut self, site: SiteId, now: Duration) {
+        self.live.mark(site);
         if self.needs_robots(site) {
             // No other contact until robots.txt is resolved.
             self.frontier.hold(site);
@@ -758,6 +764,7 @@ impl<F: Schedule> Coordinator<F> {
             r.abort.abort();
             self.slots.release(r.slot);
             self.frontier.complete(r.site, now);
+            self.live.mark(r.site);
             let Some(id) = r.page else { continue };
             let attempts = self.window.attempts(seq).unwrap_or(1);
             let url = self.resources[id as usize].url.to_string();
