@@ -15,6 +15,7 @@ mod engine_boundary;
 mod extract;
 mod index;
 mod resume;
+mod sites;
 mod store;
 mod testweb_cli;
 mod testweb_gen;
