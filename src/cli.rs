@@ -314,12 +314,24 @@ pub struct CrawlArgs {
 pub struct CtlArgs {
     /// The control API's address, e.g. 127.0.0.1:7070.
     pub addr: std::net::SocketAddr,
-    /// stats | metrics | pause | resume | stop | export | delay MS | workers N
+    /// stats | metrics | sites | pause | resume | stop | export | delay MS | workers N
     #[arg(num_args = 1..=2, required = true)]
     pub command: Vec<String>,
     /// The bearer token the crawl was started with.
     #[arg(long)]
     pub token: Option<String>,
+    /// `sites`: the order (queued, fetched, errors, next, origin).
+    #[arg(long)]
+    pub sort: Option<String>,
+    /// `sites`: how many rows (1 to 1000; the API's default is 50).
+    #[arg(long)]
+    pub limit: Option<String>,
+    /// `sites`: rows to skip.
+    #[arg(long)]
+    pub offset: Option<String>,
+    /// `sites`: only origins containing this text.
+    #[arg(long)]
+    pub filter: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -625,14 +637,14 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
     };
     cfg.seeds.extend(args.seeds.iter().cloned());
     if let Some(path) = &args.seeds_file {
-        let text = std::fs::read_to_string(path)
+        let read = std::fs::File::open(path)
+            .map(std::io::BufReader::new)
+            .and_then(crate::config::SeedsFile::read)
             .with_context(|| format!("cannot read the seeds file {}", path.display()))?;
-        cfg.seeds.extend(
-            text.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(str::to_string),
-        );
+        if let Some(warning) = read.warning() {
+            eprintln!("crawltop: the seeds file {}: {warning}", path.display());
+        }
+        cfg.seeds.extend(read.seeds);
     }
     macro_rules! set {
         ($($field:ident),*) => { $( if let Some(v) = args.$field.clone() { cfg.$field = v; } )* };
@@ -946,14 +958,34 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
 fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
     let word = args.command[0].as_str();
     let arg = args.command.get(1).map(String::as_str);
+    let site_params = [
+        ("sort", &args.sort),
+        ("limit", &args.limit),
+        ("offset", &args.offset),
+        ("filter", &args.filter),
+    ];
+    if word != "sites" && site_params.iter().any(|(_, v)| v.is_some()) {
+        anyhow::bail!("--sort, --limit, --offset and --filter go with `ctl ADDR sites`");
+    }
     let (method, path) = match (word, arg) {
         ("stats", None) => ("GET", "/stats".to_string()),
+        ("sites", None) => {
+            let mut query = url::form_urlencoded::Serializer::new(String::new());
+            for (name, value) in site_params {
+                if let Some(v) = value {
+                    query.append_pair(name, v);
+                }
+            }
+            let query = query.finish();
+            let sep = if query.is_empty() { "" } else { "?" };
+            ("GET", format!("/sites{sep}{query}"))
+        }
         ("metrics", None) => ("GET", "/metrics".to_string()),
         ("pause" | "resume" | "stop" | "export", None) => ("POST", format!("/{word}")),
         ("delay", Some(ms)) => ("POST", format!("/delay?ms={ms}")),
         ("workers", Some(n)) => ("POST", format!("/workers?n={n}")),
         _ => anyhow::bail!(
-            "unknown command {:?}: use stats, metrics, pause, resume, stop, export, delay MS or workers N",
+            "unknown command {:?}: use stats, metrics, sites, pause, resume, stop, export, delay MS or workers N",
             args.command.join(" ")
         ),
     };

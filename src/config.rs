@@ -460,3 +460,139 @@ mod tests {
         );
     }
 }
+
+/// Malformed lines a seeds file's warning names one by one; the rest are counted.
+pub const SEEDS_NAMED: usize = 10;
+
+/// What a seeds file held: its good seeds (each once), and what was wrong with the rest.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SeedsFile {
+    /// Good seeds, in file order, each distinct URL once (compared in canonical form).
+    pub seeds: Vec<String>,
+    /// The first [`SEEDS_NAMED`] malformed lines: (line number from 1, why).
+    pub malformed: Vec<(u64, String)>,
+    /// Every malformed line, named or not.
+    pub malformed_count: u64,
+    /// Lines that repeated an earlier seed.
+    pub duplicates: u64,
+}
+
+impl SeedsFile {
+    /// Reads seeds one line at a time: blank lines and `#` comments are skipped, a line that is
+    /// not an http(s) URL with a host (or not UTF-8) is counted with its number, a repeat is
+    /// counted once. Memory is the good seeds plus 8 bytes each for the repeat check, whatever
+    /// the file's length.
+    pub fn read(mut input: impl std::io::BufRead) -> std::io::Result<SeedsFile> {
+        let mut out = SeedsFile::default();
+        let mut seen = std::collections::HashSet::new();
+        let mut line = Vec::new();
+        let mut number = 0u64;
+        loop {
+            line.clear();
+            if input.read_until(b'\n', &mut line)? == 0 {
+                break;
+            }
+            number += 1;
+            let Ok(text) = std::str::from_utf8(&line) else {
+                out.malformed(number, "not UTF-8".into());
+                continue;
+            };
+            let text = text.trim();
+            if text.is_empty() || text.starts_with('#') {
+                continue;
+            }
+            let mut url = match url::Url::parse(text) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => {
+                    url
+                }
+                Ok(_) => {
+                    out.malformed(number, "not an http(s) URL with a host".into());
+                    continue;
+                }
+                Err(e) => {
+                    out.malformed(number, e.to_string());
+                    continue;
+                }
+            };
+            crate::canonical::canonicalize(&mut url);
+            if seen.insert(crate::frontier::fingerprint(url.as_str())) {
+                out.seeds.push(text.to_string());
+            } else {
+                out.duplicates += 1;
+            }
+        }
+        out.seeds.shrink_to_fit();
+        Ok(out)
+    }
+
+    fn malformed(&mut self, line: u64, why: String) {
+        self.malformed_count += 1;
+        if self.malformed.len() < SEEDS_NAMED {
+            self.malformed.push((line, why));
+        }
+    }
+
+    /// One warning about what was skipped, or `None` when nothing was: the malformed lines by
+    /// number (the first [`SEEDS_NAMED`], then how many more), and the repeats.
+    pub fn warning(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.malformed_count > 0 {
+            let named: Vec<String> = self
+                .malformed
+                .iter()
+                .map(|(n, why)| format!("line {n} ({why})"))
+                .collect();
+            let more = self.malformed_count - self.malformed.len() as u64;
+            let rest = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            parts.push(format!(
+                "{} malformed lines skipped: {}{rest}",
+                self.malformed_count,
+                named.join(", ")
+            ));
+        }
+        if self.duplicates > 0 {
+            parts.push(format!("{} duplicate lines counted once", self.duplicates));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod seeds_tests {
+    use super::*;
+
+    #[test]
+    fn a_seeds_file_names_its_malformed_lines_and_keeps_each_seed_once() {
+        let mut text = Vec::new();
+        text.extend_from_slice(b"# seeds\nhttp://a.test/\n\nHTTP://A.TEST:80/\nnot a url\n");
+        text.extend_from_slice(b"ftp://b.test/\n\xff\xfe\nhttp://b.test/x\n");
+        for _ in 0..20 {
+            text.extend_from_slice(b"http://\n");
+        }
+        text.extend_from_slice(b"http://a.test/");
+        let got = SeedsFile::read(&text[..]).expect("reads");
+        assert_eq!(got.seeds, ["http://a.test/", "http://b.test/x"]);
+        assert_eq!(got.duplicates, 2);
+        assert_eq!(got.malformed_count, 23);
+        assert_eq!(got.malformed.len(), SEEDS_NAMED);
+        let lines: Vec<u64> = got.malformed.iter().map(|(n, _)| *n).collect();
+        assert_eq!(lines[..4], [5, 6, 7, 9]);
+        let warning = got.warning().expect("a warning");
+        assert!(
+            warning.starts_with("23 malformed lines skipped: line 5 (")
+                && warning.contains("line 7 (not UTF-8)")
+                && warning.contains("and 13 more; 2 duplicate lines counted once"),
+            "{warning}"
+        );
+        assert_eq!(
+            SeedsFile::read(&b"http://x.test/\n"[..])
+                .expect("reads")
+                .warning(),
+            None
+        );
+    }
+}

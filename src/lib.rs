@@ -19,6 +19,7 @@
 //! - [`fetch`]: the HTTP edge: one GET, one outcome.
 //! - [`headless`]: progress lines and the summary when there is no dashboard.
 //! - [`index`]: the full-text index of committed pages (tantivy) and its queries.
+//! - [`site_table`]: the live per-site table the engine writes and observers read in place.
 //! - [`snapshot`]: the published state of a crawl, and the stats file's schema.
 //! - [`store`]: keeping what was crawled (WARC today).
 //! - [`testweb`]: the project's own web (`gen-site`, `serve`): generator, server, request log.
@@ -38,6 +39,7 @@ pub mod index;
 pub mod parse;
 pub mod robots;
 pub mod scope;
+pub mod site_table;
 pub mod snapshot;
 pub mod store;
 pub mod testweb;

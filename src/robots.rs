@@ -146,7 +146,8 @@ pub struct RobotsSummary {
     pub size_bytes: Option<u64>,
     /// The body was longer than [`BODY_LIMIT`]: only its start was obeyed.
     pub truncated: bool,
-    /// The `User-Agent` value of the group we obey: our token, or `*`.
+    /// The `User-Agent` value of the group we obey: our token, or `*`; `None` when the file
+    /// has no group for either (nothing applies to us: everything is allowed).
     pub group: Option<String>,
     pub rules: Option<RuleCounts>,
     pub crawl_delay: Option<CrawlDelay>,
@@ -175,6 +176,8 @@ enum Resolution {
 #[derive(Debug, Clone)]
 struct Parsed {
     robots: Robots,
+    /// A group of the file names us or `*` (else nothing applies to us: all allowed).
+    has_group: bool,
     crawl_delay: Option<CrawlDelay>,
     size_bytes: u64,
     truncated: bool,
@@ -329,7 +332,9 @@ impl SiteRobots {
             failures: self.failures,
             size_bytes: parsed.map(|parsed| parsed.size_bytes),
             truncated: parsed.is_some_and(|parsed| parsed.truncated),
-            group: parsed.map(|parsed| parsed.robots.user_agent().to_owned()),
+            group: parsed
+                .filter(|parsed| parsed.has_group)
+                .map(|parsed| parsed.robots.user_agent().to_owned()),
             rules: parsed.map(Parsed::rule_counts),
             crawl_delay: self.crawl_delay(),
             sitemaps: parsed.map_or_else(Vec::new, |parsed| {
@@ -351,8 +356,11 @@ impl Parsed {
             requested,
             capped: requested > policy.max_crawl_delay,
         });
+        // `robotxt` names `*` as the group obeyed even when the file has none for `*`.
+        let has_group = robots.user_agent() != robotxt::ANY_AGENT || names_any_agent(body);
         Self {
             robots,
+            has_group,
             crawl_delay,
             size_bytes: body.len() as u64,
             truncated: body.len() > BODY_LIMIT,
@@ -367,6 +375,23 @@ impl Parsed {
             disallow: rules.len() - allow,
         }
     }
+}
+
+/// Whether a `User-agent: *` line is in the file (its group is the one obeyed when none names
+/// us).
+fn names_any_agent(body: &[u8]) -> bool {
+    body.split(|&b| b == b'\n').any(|line| {
+        let line = line.split(|&b| b == b'#').next().unwrap_or_default();
+        let text = String::from_utf8_lossy(line);
+        let Some((key, value)) = text.split_once(':') else {
+            return false;
+        };
+        let key = key.trim();
+        (key.eq_ignore_ascii_case("user-agent")
+            || key.eq_ignore_ascii_case("useragent")
+            || key.eq_ignore_ascii_case("user agent"))
+            && value.trim() == "*"
+    })
 }
 
 /// The path and query as matched: a literal `*` or `$` is percent-encoded, so that only a
@@ -513,7 +538,8 @@ User-Agent: quxbot
         let site = handled("User-agent: Googlebot\nDisallow: /\n");
         assert!(allowed(&site, "/"));
         assert!(allowed(&site, "/anything/at/all"));
-        assert_eq!(site.summary().group.as_deref(), Some("*"));
+        // No group names us or `*`: none is obeyed (the detail says "no group for crawltop").
+        assert_eq!(site.summary().group, None);
     }
 
     #[test]
@@ -1077,6 +1103,16 @@ User-Agent: quxbot
             site.crawl_delay().map(|delay| delay.effective),
             Some(secs(2))
         );
+    }
+
+    #[test]
+    fn a_file_with_groups_only_for_others_has_no_group_for_us() {
+        let others = handled("User-agent: otherbot\nDisallow: /\n");
+        assert_eq!(others.summary().group, None);
+        let any = handled("User-agent: otherbot\nDisallow: /\n\nuser-agent : * # all\nAllow: /x\n");
+        assert_eq!(any.summary().group.as_deref(), Some("*"));
+        let empty = handled("");
+        assert_eq!(empty.summary().group, None);
     }
 
     #[test]

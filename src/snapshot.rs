@@ -32,8 +32,13 @@ pub struct Snapshot {
     pub errors: Errors,
     pub http: Http,
     pub politeness: Politeness,
-    /// One row per site, in the order sites were discovered.
+    /// One row per site, in the order sites were discovered: in the stats file, exports and
+    /// `/stats`. Live snapshots leave it empty (a crawl may know 100,000 sites): observers read
+    /// the live site table (`engine::CrawlHandle::sites`, `crate::site_table`) instead.
     pub sites: Vec<SiteRow>,
+    /// How many sites the crawl knows (`sites.len()` when `sites` is filled).
+    #[serde(default)]
+    pub site_count: u64,
     /// The top of the back-queue heap: which sites the crawler touches next, soonest first.
     pub heap: Vec<HeapRow>,
     pub rates: Rates,

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::engine::{Command, Commander};
+use crate::site_table::{SiteQuery, SiteSort};
 use crate::snapshot::{CommandSource, Snapshot};
 
 /// The largest delay `/delay?ms=N` and `DELAY MS` accept: an hour.
@@ -40,6 +41,62 @@ pub(super) fn workers(n: &str) -> Result<Command, String> {
             "parameter n must be a whole number of workers in 1..={MAX_WORKERS}, got {n:?}"
         )),
     }
+}
+
+/// The most rows `/sites` and `SITES` give at once.
+pub const MAX_SITES_LIMIT: usize = 1000;
+
+/// A `/sites` query from its parameters (name, value), or a message naming the one at fault.
+/// `sort` (queued, fetched, errors, next, origin), `limit` (1..=1000, default 50), `offset`
+/// (default 0), `filter` (a substring of the origin); each at most once.
+pub(super) fn site_query<'a>(
+    params: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<SiteQuery, String> {
+    let mut q = SiteQuery {
+        sort: SiteSort::Queued,
+        offset: 0,
+        limit: 50,
+        filter: String::new(),
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (key, value) in params {
+        if seen.contains(&key) {
+            return Err(format!("parameter {key} is given more than once"));
+        }
+        match key {
+            "sort" => {
+                q.sort = SiteSort::parse(value).ok_or_else(|| {
+                    format!(
+                        "parameter sort must be one of queued, fetched, errors, next, origin, got {value:?}"
+                    )
+                })?;
+            }
+            "limit" => {
+                q.limit = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=MAX_SITES_LIMIT).contains(n))
+                    .ok_or_else(|| {
+                        format!(
+                            "parameter limit must be a whole number in 1..={MAX_SITES_LIMIT}, got {value:?}"
+                        )
+                    })?;
+            }
+            "offset" => {
+                q.offset = value.parse::<usize>().map_err(|_| {
+                    format!("parameter offset must be a whole number, got {value:?}")
+                })?;
+            }
+            "filter" => value.clone_into(&mut q.filter),
+            other => {
+                return Err(format!(
+                    "unknown parameter {other:?}: sites takes sort, limit, offset, filter"
+                ));
+            }
+        }
+        seen.push(key);
+    }
+    Ok(q)
 }
 
 /// The JSON that acknowledges a command.
@@ -119,6 +176,12 @@ impl Handlers {
         self.snapshots.borrow().clone()
     }
 
+    /// A page of the live site table (`GET /sites`, `SITES ...`).
+    pub(super) fn sites(&self, query: &SiteQuery) -> serde_json::Value {
+        serde_json::to_value(self.commander.sites().query(query))
+            .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))
+    }
+
     /// The view of the latest snapshot, rendered once per snapshot.
     pub(super) fn render(&self, view: View) -> Result<Bytes, serde_json::Error> {
         let snap = self.snapshot();
@@ -136,9 +199,17 @@ impl Handlers {
             return Ok(bytes);
         }
         // Rendered outside the lock: a big snapshot must not make other connections wait.
+        // Live snapshots carry no site rows: the stats and the metrics take them from the table.
+        let full = if snap.sites.is_empty() && snap.site_count > 0 {
+            let mut full = (*snap).clone();
+            full.sites = self.commander.sites().rows();
+            Arc::new(full)
+        } else {
+            snap.clone()
+        };
         let bytes = match view {
-            View::Stats => Bytes::from(serde_json::to_vec(&*snap)?),
-            View::Metrics => Bytes::from(super::metrics::metrics_text(&snap)),
+            View::Stats => Bytes::from(serde_json::to_vec(&*full)?),
+            View::Metrics => Bytes::from(super::metrics::metrics_text(&full)),
         };
         let mut rendered = self.lock_rendered();
         let entry = Some((snap, bytes.clone()));
@@ -182,5 +253,41 @@ mod tests {
             command_reply(Command::Export),
             serde_json::json!({"ok": true, "command": "export"})
         );
+    }
+
+    #[test]
+    fn site_queries_take_their_four_parameters_once_each_and_refuse_the_rest() {
+        let q = site_query([
+            ("sort", "origin"),
+            ("limit", "1000"),
+            ("offset", "7"),
+            ("filter", ":80"),
+        ])
+        .expect("valid");
+        assert_eq!(
+            (q.sort, q.limit, q.offset, q.filter.as_str()),
+            (SiteSort::Origin, 1000, 7, ":80")
+        );
+        let d = site_query([]).expect("defaults");
+        assert_eq!((d.sort, d.limit, d.offset), (SiteSort::Queued, 50, 0));
+        for (params, word) in [
+            (vec![("limit", "-1")], "parameter limit"),
+            (vec![("limit", "0")], "parameter limit"),
+            (vec![("limit", "1001")], "parameter limit"),
+            (
+                vec![("limit", "99999999999999999999999")],
+                "parameter limit",
+            ),
+            (vec![("offset", "-3")], "parameter offset"),
+            (vec![("sort", "nonsense")], "parameter sort"),
+            (
+                vec![("sort", "queued"), ("sort", "origin")],
+                "more than once",
+            ),
+            (vec![("page", "2")], "unknown parameter"),
+        ] {
+            let msg = site_query(params.clone()).expect_err(&format!("{params:?}"));
+            assert!(msg.contains(word), "{params:?}: {msg}");
+        }
     }
 }

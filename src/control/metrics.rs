@@ -392,7 +392,7 @@ fn site_metrics(e: &mut Families, s: &Snapshot) -> std::fmt::Result {
         "crawltop_sites",
         "Sites (origins) discovered; the per-site series cover at most the first 1000 by queued URLs.",
         None,
-        &gauge(s.sites.len()),
+        &gauge((s.site_count as usize).max(s.sites.len())),
     )?;
     let mut top: Vec<&SiteRow> = s.sites.iter().collect();
     // Ties by origin, so the cut is the same from one scrape to the next.

@@ -283,6 +283,7 @@ enum Endpoint {
     Export,
     Delay,
     Workers,
+    Sites,
 }
 
 impl Endpoint {
@@ -296,12 +297,13 @@ impl Endpoint {
             "/export" => Endpoint::Export,
             "/delay" => Endpoint::Delay,
             "/workers" => Endpoint::Workers,
+            "/sites" => Endpoint::Sites,
             _ => return None,
         })
     }
 
     fn is_read(self) -> bool {
-        matches!(self, Endpoint::Stats | Endpoint::Metrics)
+        matches!(self, Endpoint::Stats | Endpoint::Metrics | Endpoint::Sites)
     }
 
     fn allows(self, method: &Method) -> bool {
@@ -357,7 +359,7 @@ fn respond(shared: &Shared, req: &Request<Incoming>) -> Reply {
         return error(
             StatusCode::NOT_FOUND,
             &format!(
-                "no such endpoint: {}; try GET /stats, /metrics, /search?q=WORDS, /maxcount?word=W, /mincount?word=W, /wc, or POST /pause, /resume, /stop, /export, /delay?ms=N, /workers?n=N",
+                "no such endpoint: {}; try GET /stats, /metrics, /sites?sort=queued&limit=50&offset=0&filter=SUB, /search?q=WORDS, /maxcount?word=W, /mincount?word=W, /wc, or POST /pause, /resume, /stop, /export, /delay?ms=N, /workers?n=N",
                 req.uri().path()
             ),
         );
@@ -372,6 +374,7 @@ fn respond(shared: &Shared, req: &Request<Incoming>) -> Reply {
             View::Metrics,
             "text/plain; version=0.0.4; charset=utf-8",
         ),
+        Endpoint::Sites => sites_reply(shared, req.uri().query()),
         _ => match command(endpoint, req.uri().query()) {
             Ok(cmd) => match shared.handlers.send(cmd) {
                 Ok(reply) => json(StatusCode::OK, &reply),
@@ -407,9 +410,29 @@ fn command(endpoint: Endpoint, query: Option<&str>) -> Result<Command, String> {
         Endpoint::Export => no_params(query, "/export").map(|()| Command::Export),
         Endpoint::Delay => commands::delay(&one_param(query, "/delay", "ms")?),
         Endpoint::Workers => commands::workers(&one_param(query, "/workers", "n")?),
-        Endpoint::Stats | Endpoint::Metrics => {
+        Endpoint::Stats | Endpoint::Metrics | Endpoint::Sites => {
             unreachable!("read endpoints are answered before commands are parsed")
         }
+    }
+}
+
+/// `GET /sites`: a page of the live site table. The query is decoded as bytes first, so a
+/// `%FF` in a filter is refused with a message instead of being guessed at.
+fn sites_reply(shared: &Shared, query: Option<&str>) -> Reply {
+    let mut params = Vec::new();
+    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let bad_utf8 = |s: &str| s.contains(char::REPLACEMENT_CHARACTER);
+        if bad_utf8(&key) || bad_utf8(&value) {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("parameter {key:?} is not UTF-8 once its %-escapes are decoded"),
+            );
+        }
+        params.push((key, value));
+    }
+    match commands::site_query(params.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))) {
+        Ok(q) => json(StatusCode::OK, &shared.handlers.sites(&q)),
+        Err(message) => error(StatusCode::BAD_REQUEST, &message),
     }
 }
 

@@ -51,7 +51,7 @@ const MAX_CLIENTS: usize = 64;
 /// so that closing does not reset the connection before the client has read the answer.
 const LINGER: Duration = Duration::from_secs(2);
 
-const COMMANDS: &str = "STATS, PAUSE, RESUME, DELAY MS, WORKERS N, EXPORT, SHUTDOWN, SEARCH WORDS, MAXCOUNT WORD, MINCOUNT WORD, WORDCOUNT, QUIT";
+const COMMANDS: &str = "STATS, SITES [sort=S limit=N offset=N filter=F], PAUSE, RESUME, DELAY MS, WORKERS N, EXPORT, SHUTDOWN, SEARCH WORDS, MAXCOUNT WORD, MINCOUNT WORD, WORDCOUNT, QUIT";
 
 /// Checks the options (the token rules of the HTTP API), binds, and serves the command port
 /// on the current tokio runtime until shutdown. `index` is the crawl's index folder, for the
@@ -219,6 +219,22 @@ async fn answer(handlers: &Arc<Handlers>, line: &str) -> Answer {
         "WORDCOUNT" => Some(IndexQuery::WordCount),
         _ => None,
     };
+    if upper == "SITES" {
+        // `SITES sort=origin limit=20 filter=:80`: the parameters of `GET /sites`.
+        let mut params = Vec::new();
+        for arg in &args {
+            let Some(pair) = arg.split_once('=') else {
+                return Answer::Line(format!(
+                    "ERR SITES takes NAME=VALUE arguments (sort, limit, offset, filter), got {arg:?}"
+                ));
+            };
+            params.push(pair);
+        }
+        return match commands::site_query(params) {
+            Ok(q) => Answer::Block(block(handlers.sites(&q))),
+            Err(message) => Answer::Line(format!("ERR {message}")),
+        };
+    }
     if let Some(query) = query {
         return match query_argument(query, rest, &args) {
             Ok(word) => match index::run(handlers, query, word).await {

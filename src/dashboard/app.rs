@@ -5,7 +5,6 @@
 //! terminal loop carries out (send a command, run a search, leave). It never reads a clock or the terminal;
 //! the loop tells it the terminal's size with [`App::resize`]. Drawing (`view.rs`) takes `&App`.
 
-use std::cmp::Reverse;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +13,8 @@ use ratatui::layout::Rect;
 use crate::dashboard::layout::{self, MIN_HEIGHT, MIN_WIDTH, Pane};
 use crate::dashboard::search::{Edit, Outcome, Search, SearchRequest};
 use crate::engine::Command;
-use crate::snapshot::{RunState, Snapshot};
+use crate::site_table::{SiteSort, SiteTable};
+use crate::snapshot::{RunState, SiteRow, Snapshot};
 
 /// What a key asks for; `keys::action` decides, `App::apply` carries it out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +52,14 @@ pub enum Action {
     RunSearch,
     /// Enter in the results pane: search again, the index having grown.
     RefreshSearch,
+    /// `f`: open the sites filter prompt (a substring of the origin).
+    OpenFilter,
+    /// A key typed into the open filter prompt.
+    FilterPrompt(Edit),
+    /// Enter in the filter prompt: show only the matching sites.
+    ApplyFilter,
+    /// Esc in the filter prompt: close it and show every site again.
+    ClearFilter,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +92,8 @@ pub enum Effect {
 pub enum Mode {
     Normal,
     Help,
-    /// The detail of one site, by its index in `Snapshot::sites` (discovery order, so the index
-    /// names the same site in every later snapshot).
+    /// The detail of one site, by its id in the site table (discovery order, so the id names
+    /// the same site for the whole crawl).
     SiteDetail(usize),
     /// The search results pane.
     Search,
@@ -113,6 +121,17 @@ impl SortKey {
             SortKey::Errors => SortKey::NextContact,
             SortKey::NextContact => SortKey::Origin,
             SortKey::Origin => SortKey::Queued,
+        }
+    }
+
+    /// The table's order for this key.
+    pub fn table_sort(self) -> SiteSort {
+        match self {
+            SortKey::Queued => SiteSort::Queued,
+            SortKey::Fetched => SiteSort::Fetched,
+            SortKey::Errors => SiteSort::Errors,
+            SortKey::NextContact => SiteSort::Next,
+            SortKey::Origin => SiteSort::Origin,
         }
     }
 
@@ -167,10 +186,19 @@ impl<T: Copy + PartialEq> Setting<T> {
 #[derive(Debug, Clone)]
 pub struct App {
     snapshot: Arc<Snapshot>,
-    /// Indices into `snapshot.sites` in display order; rebuilt when the snapshot or the sort
-    /// changes, so drawing never sorts and never clones the rows.
+    /// The sites: the engine's live table, or one built from a snapshot that carries its rows
+    /// (the final one, a fixture). Drawing reads the visible rows from it by id.
+    table: Arc<SiteTable>,
+    /// Site ids in display order (only those the filter matches); rebuilt when the table's
+    /// version, the sort or the filter changes, never while drawing.
     order: Vec<usize>,
+    /// The table version `order` was built at.
+    sorted_at: Option<u64>,
     sort: SortKey,
+    /// The filter in force: a substring of the origin; empty shows every site.
+    filter: String,
+    /// The filter prompt's text while it is open.
+    filter_prompt: Option<String>,
     mode: Mode,
     focus: Pane,
     /// Position of the highlighted row in `order`.
@@ -200,8 +228,12 @@ impl App {
     pub fn new(delay_ms: u64, workers: usize) -> App {
         App {
             snapshot: Arc::new(Snapshot::default()),
+            table: Arc::new(SiteTable::new()),
             order: Vec::new(),
+            sorted_at: None,
             sort: SortKey::Queued,
+            filter: String::new(),
+            filter_prompt: None,
             mode: Mode::Normal,
             focus: Pane::Sites,
             cursor: 0,
@@ -232,7 +264,20 @@ impl App {
         if self.lifecycle == Lifecycle::QuitWhenFinished && snap.state == RunState::Finished {
             self.lifecycle = Lifecycle::Leaving;
         }
+        if !snap.sites.is_empty() {
+            // A snapshot with its rows (the final one, a fixture) is the table from now on.
+            self.table = Arc::new(SiteTable::from_rows(snap.sites.clone()));
+            self.sorted_at = None;
+        }
         self.snapshot = snap;
+        self.sort_sites();
+        self.clamp_scroll();
+    }
+
+    /// The engine's live site table, read in place (`CrawlHandle::sites`).
+    pub fn set_table(&mut self, table: Arc<SiteTable>) {
+        self.table = table;
+        self.sorted_at = None;
         self.sort_sites();
         self.clamp_scroll();
     }
@@ -314,8 +359,7 @@ impl App {
             }
             Action::CycleSort => {
                 self.sort = self.sort.next();
-                self.sort_sites();
-                self.clamp_scroll();
+                self.resort();
                 Effect::None
             }
             Action::OpenDetail => {
@@ -335,16 +379,12 @@ impl App {
                 self.mode = Mode::Help;
                 Effect::None
             }
-            Action::OpenSearch => {
-                self.search.open_prompt();
-                Effect::None
-            }
-            Action::Prompt(edit) => {
-                self.search.edit(edit);
-                Effect::None
-            }
-            Action::ClosePrompt => {
-                self.search.close_prompt();
+            Action::OpenSearch | Action::Prompt(_) | Action::ClosePrompt => {
+                match action {
+                    Action::OpenSearch => self.search.open_prompt(),
+                    Action::Prompt(edit) => self.search.edit(edit),
+                    _ => self.search.close_prompt(),
+                }
                 Effect::None
             }
             Action::RunSearch => {
@@ -357,6 +397,10 @@ impl App {
                     None => Effect::None,
                 }
             }
+            Action::OpenFilter
+            | Action::FilterPrompt(_)
+            | Action::ApplyFilter
+            | Action::ClearFilter => self.filter_action(action),
             Action::RefreshSearch => {
                 let (now, finished) = self.crawl_clock();
                 self.search
@@ -457,9 +501,29 @@ impl App {
         self.stats_path.as_deref()
     }
 
-    /// Indices into `snapshot().sites`, in display order.
+    /// Site ids, in display order, only those the filter matches.
     pub fn site_order(&self) -> &[usize] {
         &self.order
+    }
+
+    /// One site's row, by id (as in [`App::site_order`] and [`Mode::SiteDetail`]).
+    pub fn site(&self, id: usize) -> Option<SiteRow> {
+        self.table.get(id)
+    }
+
+    /// Every site the crawl knows, matched by the filter or not.
+    pub fn site_count(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The filter in force (empty: none).
+    pub fn filter(&self) -> &str {
+        &self.filter
+    }
+
+    /// The filter prompt's text while it is open.
+    pub fn filter_prompt(&self) -> Option<&str> {
+        self.filter_prompt.as_deref()
     }
 
     /// The highlighted row's position in `site_order()`.
@@ -467,7 +531,7 @@ impl App {
         self.cursor
     }
 
-    /// The highlighted site, as an index into `snapshot().sites`.
+    /// The highlighted site, as a site id.
     pub fn site_under_cursor(&self) -> Option<usize> {
         self.order.get(self.cursor).copied()
     }
@@ -487,20 +551,69 @@ impl App {
 
     // --- sorting and scrolling -----------------------------------------------------------------
 
-    fn sort_sites(&mut self) {
-        let sites = &self.snapshot.sites;
-        self.order.clear();
-        self.order.extend(0..sites.len());
-        // Stable sorts: ties keep discovery order, so equal rows do not swap between frames.
-        match self.sort {
-            SortKey::Queued => self.order.sort_by_key(|&i| Reverse(sites[i].queued)),
-            SortKey::Fetched => self.order.sort_by_key(|&i| Reverse(sites[i].fetched)),
-            SortKey::Errors => self.order.sort_by_key(|&i| Reverse(sites[i].errors)),
-            SortKey::NextContact => self.order.sort_by_key(|&i| sites[i].next_allowed_in_ms),
-            SortKey::Origin => self
-                .order
-                .sort_by(|&a, &b| sites[a].origin.cmp(&sites[b].origin)),
+    /// The sort or the filter changed: the order is built again now.
+    fn resort(&mut self) {
+        self.sorted_at = None;
+        self.sort_sites();
+        self.clamp_scroll();
+    }
+
+    /// `f`, typing in its prompt, Enter and Esc there.
+    fn filter_action(&mut self, action: Action) -> Effect {
+        match action {
+            Action::OpenFilter => self.filter_prompt = Some(self.filter.clone()),
+            Action::FilterPrompt(edit) => {
+                if let Some(text) = self.filter_prompt.as_mut() {
+                    match edit {
+                        Edit::Insert(c) => text.push(c),
+                        Edit::Backspace => {
+                            text.pop();
+                        }
+                        Edit::Clear => text.clear(),
+                        Edit::DeleteWord => {
+                            let kept = text.trim_end().len();
+                            let start = text[..kept].rfind(' ').map_or(0, |i| i + 1);
+                            text.truncate(start);
+                        }
+                        Edit::Older | Edit::Newer => {}
+                    }
+                }
+            }
+            Action::ApplyFilter => {
+                let text = self.filter_prompt.take().unwrap_or_default();
+                self.set_filter(text.trim().to_string());
+            }
+            Action::ClearFilter => {
+                self.filter_prompt = None;
+                self.set_filter(String::new());
+            }
+            _ => {}
         }
+        Effect::None
+    }
+
+    fn set_filter(&mut self, filter: String) {
+        if filter != self.filter {
+            self.filter = filter;
+            self.resort();
+        }
+    }
+
+    /// Rebuilds the order when the table changed since it was built (or the sort or filter
+    /// did): at most once per snapshot, never while drawing.
+    fn sort_sites(&mut self) {
+        let version = self.table.version();
+        if self.sorted_at == Some(version) {
+            return;
+        }
+        self.sorted_at = Some(version);
+        self.order.clear();
+        self.order.extend(
+            self.table
+                .order(self.sort.table_sort(), &self.filter)
+                .into_iter()
+                .map(|id| id as usize),
+        );
         if let Some(site) = self.followed {
             match self.order.iter().position(|&i| i == site) {
                 Some(position) => self.cursor = position,
@@ -624,10 +737,10 @@ mod tests {
         app
     }
 
-    fn origins(app: &App) -> Vec<&str> {
+    fn origins(app: &App) -> Vec<String> {
         app.site_order()
             .iter()
-            .map(|&i| app.snapshot().sites[i].origin.as_str())
+            .filter_map(|&i| app.site(i).map(|r| r.origin))
             .collect()
     }
 
@@ -654,6 +767,70 @@ mod tests {
         assert_eq!(origins(&app), ["a", "b", "c"]);
         app.apply(Action::CycleSort);
         assert_eq!(app.sort(), SortKey::Queued);
+    }
+
+    #[test]
+    fn the_filter_shows_matching_origins_in_the_sort_and_esc_shows_all_again() {
+        let mut app = app_with(vec![
+            site("http://127.0.0.1:8001", 5, 0, 0, 0),
+            site("http://127.0.0.2:9001", 9, 0, 0, 0),
+            site("http://127.0.0.3:8002", 7, 0, 0, 0),
+        ]);
+        app.apply(Action::OpenFilter);
+        assert_eq!(app.filter_prompt(), Some(""));
+        for c in ":80".chars() {
+            app.apply(Action::FilterPrompt(Edit::Insert(c)));
+        }
+        assert_eq!(origins(&app).len(), 3, "typing does not filter yet");
+        app.apply(Action::ApplyFilter);
+        assert_eq!(app.filter_prompt(), None);
+        assert_eq!(app.filter(), ":80");
+        assert_eq!(
+            origins(&app),
+            ["http://127.0.0.3:8002", "http://127.0.0.1:8001"],
+            "only matching origins, most queued first"
+        );
+        assert_eq!(app.site_count(), 3);
+        app.apply(Action::CycleSort);
+        app.apply(Action::CycleSort);
+        app.apply(Action::CycleSort);
+        app.apply(Action::CycleSort);
+        assert_eq!(app.sort(), SortKey::Origin);
+        assert_eq!(
+            origins(&app),
+            ["http://127.0.0.1:8001", "http://127.0.0.3:8002"]
+        );
+        app.apply(Action::Scroll(Scroll::End));
+        assert_eq!(app.site_under_cursor(), Some(2));
+        // A filter that matches nothing leaves no cursor; Esc in the prompt shows all again.
+        app.apply(Action::OpenFilter);
+        app.apply(Action::FilterPrompt(Edit::Clear));
+        app.apply(Action::FilterPrompt(Edit::Insert('#')));
+        app.apply(Action::ApplyFilter);
+        assert!(origins(&app).is_empty());
+        assert_eq!(app.site_under_cursor(), None);
+        app.apply(Action::OpenFilter);
+        app.apply(Action::ClearFilter);
+        assert_eq!(app.filter(), "");
+        assert_eq!(origins(&app).len(), 3);
+    }
+
+    #[test]
+    fn the_order_is_rebuilt_only_when_the_table_changed() {
+        let table = Arc::new(SiteTable::new());
+        table.write(0, site("http://a", 1, 0, 0, 0), 0);
+        table.write(1, site("http://b", 2, 0, 0, 0), 0);
+        table.publish(0, true);
+        let mut app = App::new(100, 8);
+        app.set_table(table.clone());
+        assert_eq!(origins(&app), ["http://b", "http://a"]);
+        // Written but not published: the order stays as built (the rows read are current).
+        table.write(0, site("http://a", 5, 0, 0, 0), 0);
+        app.set_snapshot(snapshot_with_sites(vec![]));
+        assert_eq!(app.site_order(), [1, 0]);
+        table.publish(100, true);
+        app.set_snapshot(snapshot_with_sites(vec![]));
+        assert_eq!(origins(&app), ["http://a", "http://b"]);
     }
 
     #[test]

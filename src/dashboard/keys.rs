@@ -4,8 +4,8 @@
 //! Values that depend on the current setting (the next delay step, the next worker count) are
 //! computed here, so the action says exactly what will be asked of the engine.
 //!
-//! While the search prompt is open every key edits it (`q`, `p`, `+` are letters then); only
-//! Ctrl-C keeps its meaning.
+//! While the search prompt or the sites filter prompt is open every key edits it (`q`, `p`,
+//! `+` are letters then); only Ctrl-C keeps its meaning.
 
 use std::time::Duration;
 
@@ -39,6 +39,9 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
     }
     if app.search().prompt().is_some() {
         return prompt_key(key);
+    }
+    if app.filter_prompt().is_some() {
+        return filter_key(key);
     }
     let plain = !key
         .modifiers
@@ -82,6 +85,7 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
             Some(Action::OpenDetail)
         }
         KeyCode::Char('o') => Some(Action::CycleSort),
+        KeyCode::Char('f') => Some(Action::OpenFilter),
         KeyCode::Tab => Some(Action::FocusNext),
         KeyCode::BackTab => Some(Action::FocusPrev),
         KeyCode::Up | KeyCode::Char('k') => Some(Action::Scroll(Scroll::Up)),
@@ -111,6 +115,17 @@ fn prompt_key(key: KeyEvent) -> Option<Action> {
         // What some terminals send for Backspace.
         KeyCode::Char('h') if control => Action::Prompt(Edit::Backspace),
         KeyCode::Char(c) if !control && !c.is_control() => Action::Prompt(Edit::Insert(c)),
+        _ => return None,
+    })
+}
+
+/// A key while the filter prompt is open: it edits the filter; Enter applies it, Esc clears it.
+fn filter_key(key: KeyEvent) -> Option<Action> {
+    Some(match prompt_key(key)? {
+        Action::RunSearch => Action::ApplyFilter,
+        Action::ClosePrompt => Action::ClearFilter,
+        Action::Prompt(Edit::Older | Edit::Newer) => return None,
+        Action::Prompt(edit) => Action::FilterPrompt(edit),
         _ => return None,
     })
 }
@@ -405,6 +420,28 @@ mod tests {
     #[test]
     fn o_cycles_the_sort() {
         assert_eq!(action(&running(), ch('o')), Some(Action::CycleSort));
+    }
+
+    #[test]
+    fn f_opens_the_filter_prompt_where_every_key_types() {
+        let mut app = running();
+        assert_eq!(action(&app, ch('f')), Some(Action::OpenFilter));
+        app.apply(Action::OpenFilter);
+        for c in ['q', 'p', 'o', 'f', '/', ':'] {
+            assert_eq!(
+                action(&app, ch(c)),
+                Some(Action::FilterPrompt(Edit::Insert(c))),
+                "{c}"
+            );
+        }
+        assert_eq!(
+            action(&app, key(KeyCode::Backspace)),
+            Some(Action::FilterPrompt(Edit::Backspace))
+        );
+        assert_eq!(action(&app, key(KeyCode::Enter)), Some(Action::ApplyFilter));
+        assert_eq!(action(&app, key(KeyCode::Esc)), Some(Action::ClearFilter));
+        assert_eq!(action(&app, key(KeyCode::Up)), None, "no history");
+        assert_eq!(action(&app, ctrl_c()), Some(Action::Quit));
     }
 
     #[test]

@@ -74,6 +74,7 @@ async fn event_loop(
     let size = terminal.size()?;
     app.resize(size.width, size.height);
     let mut snapshots = handle.snapshots();
+    app.set_table(handle.sites());
     app.set_snapshot(snapshots.borrow_and_update().clone());
     let commander = handle.commander();
     let abort = handle.abort_token();

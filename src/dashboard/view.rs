@@ -40,13 +40,22 @@ impl Widget for &App {
         match self.mode() {
             Mode::Normal => {}
             Mode::Help => render_help(area, buf),
-            Mode::SiteDetail(site) => render_detail(self.snapshot(), site, area, buf),
+            Mode::SiteDetail(site) => {
+                render_detail(self.snapshot(), self.site(site).as_ref(), area, buf);
+            }
             Mode::Search => render_results(self, results_area(&areas), buf),
         }
         // The prompt takes the footer's line, over whatever mode is shown.
         if let Some(text) = self.search().prompt() {
             Clear.render(areas.footer, buf);
-            PromptLine { text }.render(areas.footer, buf);
+            PromptLine {
+                text,
+                filter: false,
+            }
+            .render(areas.footer, buf);
+        } else if let Some(text) = self.filter_prompt() {
+            Clear.render(areas.footer, buf);
+            PromptLine { text, filter: true }.render(areas.footer, buf);
         }
     }
 }
@@ -418,18 +427,27 @@ const SITE_COLUMNS: [(&str, u16); 7] = [
 const MARK: &str = "› ";
 
 fn render_sites(app: &App, area: Rect, buf: &mut Buffer) {
-    let snap = app.snapshot();
     let focused = app.focus() == Pane::Sites;
-    let title = format!(
-        "Sites {} · sort: {}",
-        count(snap.sites.len() as u64),
-        app.sort().label()
-    );
+    let total = count(app.site_count() as u64);
+    let title = if app.filter().is_empty() {
+        format!("Sites {total} · sort: {}", app.sort().label())
+    } else {
+        let filter: String = app.filter().chars().take(24).collect();
+        format!(
+            "Sites {} of {total} matching «{filter}» · sort: {}",
+            count(app.site_order().len() as u64),
+            app.sort().label()
+        )
+    };
     let block = pane_block(&title, focused).title_bottom(widgets::robots_legend().right_aligned());
     let inner = block.inner(area);
     block.render(area, buf);
-    if snap.sites.is_empty() {
+    if app.site_count() == 0 {
         Line::styled("no sites yet", DIM).render(row(inner, 1), buf);
+        return;
+    }
+    if app.site_order().is_empty() {
+        Line::styled("no site matches the filter (f to change it)", DIM).render(row(inner, 1), buf);
         return;
     }
     let fixed: u16 = SITE_COLUMNS.iter().map(|(_, w)| w + 1).sum();
@@ -441,7 +459,9 @@ fn render_sites(app: &App, area: Rect, buf: &mut Buffer) {
     // App keeps the cursor visible for the size it was told; clamp again for the size drawn.
     let top = keep_visible(app.sites_top(), app.cursor(), rows);
     let visible = app.site_order().iter().skip(top).take(rows);
-    let table_rows = visible.map(|&i| site_row(&snap.sites[i], usize::from(origin_width)));
+    let table_rows = visible
+        .filter_map(|&i| app.site(i))
+        .map(|site| site_row(&site, usize::from(origin_width)));
 
     let mut widths = vec![Constraint::Length(origin_width)];
     widths.extend(SITE_COLUMNS.iter().map(|&(_, w)| Constraint::Length(w)));
@@ -682,7 +702,7 @@ fn popup(area: Rect, width: u16, height: u16, buf: &mut Buffer) -> Rect {
     rect
 }
 
-const HELP: [(&str, &str); 15] = [
+const HELP: [(&str, &str); 16] = [
     ("p, space", "pause / resume the crawl"),
     ("+ / -", "politeness delay up / down (0 ms … 10 s)"),
     ("] / [", "workers up / down"),
@@ -694,6 +714,7 @@ const HELP: [(&str, &str); 15] = [
     ("↑ ↓ pgup pgdn", "scroll the focused pane"),
     ("home, end", "first / last row"),
     ("o", "sort sites: queued, fetched, errors, next, origin"),
+    ("f", "filter sites by origin: enter applies, esc clears"),
     ("enter, esc", "open / close the selected site's detail"),
     ("/", "search the pages stored so far (needs --out)"),
     ("", "results: enter again, ↑ ↓ scroll, esc close"),
@@ -794,8 +815,8 @@ fn rules_lines<'a>(rules: &str, label: impl Fn(&str) -> Span<'a>) -> Vec<Line<'a
         .collect()
 }
 
-fn render_detail(snap: &Snapshot, index: usize, area: Rect, buf: &mut Buffer) {
-    let Some(site) = snap.sites.get(index) else {
+fn render_detail(snap: &Snapshot, site: Option<&SiteRow>, area: Rect, buf: &mut Buffer) {
+    let Some(site) = site else {
         let rect = popup(area, 50, 3, buf);
         Paragraph::new(" this site is no longer in the snapshot")
             .block(Block::bordered().title_bottom(" esc closes "))
@@ -1073,6 +1094,7 @@ mod tests {
                 adaptive_factor: Some(2.0),
             },
             sites,
+            site_count: 0,
             heap,
             rates: Rates {
                 pages_per_s: 1_482.3,
@@ -1314,6 +1336,55 @@ mod tests {
         // Sorted by queued, most first: the last row is the site with none queued.
         assert!(text.contains("› http://127.0.0.1:20000"), "{text}");
         assert!(!text.contains("http://127.0.0.1:29999"), "{text}");
+    }
+
+    #[test]
+    fn a_filter_shows_its_text_and_match_count_in_the_title_and_its_prompt_in_the_footer() {
+        let mut snapshot = fixture();
+        snapshot.sites = (0..10_000u16)
+            .map(|i| {
+                site(
+                    20_000 + i,
+                    RobotsState::Handled,
+                    100,
+                    DelaySource::Configured,
+                    u64::from(i),
+                    0,
+                    0,
+                    0,
+                )
+            })
+            .collect();
+        let mut app = app_with(snapshot, 100, 30);
+        app.apply(Action::OpenFilter);
+        for c in ":2999".chars() {
+            app.apply(Action::FilterPrompt(
+                crate::dashboard::search::Edit::Insert(c),
+            ));
+        }
+        let typing = screen_text(&draw(&app, 100, 30));
+        assert!(typing.contains(" f :2999"), "{typing}");
+        assert!(typing.contains("Enter filter sites"), "{typing}");
+        assert!(
+            typing.contains("Sites 10,000 ·"),
+            "not applied yet: {typing}"
+        );
+        app.apply(Action::ApplyFilter);
+        let text = screen_text(&draw(&app, 100, 30));
+        // :29990 to :29999 match; most queued first.
+        assert!(
+            text.contains("Sites 10 of 10,000 matching «:2999»"),
+            "{text}"
+        );
+        assert!(text.contains("› http://127.0.0.1:29999"), "{text}");
+        assert!(!text.contains("http://127.0.0.1:2000"), "{text}");
+        app.apply(Action::OpenFilter);
+        app.apply(Action::FilterPrompt(
+            crate::dashboard::search::Edit::Insert('x'),
+        ));
+        app.apply(Action::ApplyFilter);
+        let none = screen_text(&draw(&app, 100, 30));
+        assert!(none.contains("no site matches the filter"), "{none}");
     }
 
     #[test]

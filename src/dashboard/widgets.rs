@@ -442,19 +442,30 @@ impl Widget for HeapList<'_> {
 /// a block cursor, and the keys when there is room for them.
 pub struct PromptLine<'a> {
     pub text: &'a str,
+    /// The sites filter's prompt (`f`) rather than the search's (`/`).
+    pub filter: bool,
 }
 
 impl Widget for PromptLine<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let key = Style::new().fg(FOCUS).add_modifier(Modifier::BOLD);
-        let hint = [
-            Span::styled("Enter", key),
-            Span::styled(" search · ", DIM),
-            Span::styled("Esc", key),
-            Span::styled(" cancel · ", DIM),
-            Span::styled("↑", key),
-            Span::styled(" history", DIM),
-        ];
+        let hint: &[Span] = if self.filter {
+            &[
+                Span::styled("Enter", key),
+                Span::styled(" filter sites · ", DIM),
+                Span::styled("Esc", key),
+                Span::styled(" show all", DIM),
+            ]
+        } else {
+            &[
+                Span::styled("Enter", key),
+                Span::styled(" search · ", DIM),
+                Span::styled("Esc", key),
+                Span::styled(" cancel · ", DIM),
+                Span::styled("↑", key),
+                Span::styled(" history", DIM),
+            ]
+        };
         let hint_width: usize = hint.iter().map(Span::width).sum();
         let width = usize::from(area.width);
         // " / " before the text, the cursor cell after it.
@@ -467,7 +478,7 @@ impl Widget for PromptLine<'_> {
         let used = 4 + text.chars().count();
         let mut spans = vec![
             Span::raw(" "),
-            Span::styled("/", key),
+            Span::styled(if self.filter { "f" } else { "/" }, key),
             Span::raw(" "),
             Span::styled(text, Style::new().add_modifier(Modifier::BOLD)),
             Span::styled(" ", Style::new().add_modifier(Modifier::REVERSED)),
@@ -476,7 +487,7 @@ impl Widget for PromptLine<'_> {
             spans.push(Span::raw(
                 " ".repeat(width.saturating_sub(used + hint_width)),
             ));
-            spans.extend(hint);
+            spans.extend(hint.iter().cloned());
         }
         buf.set_line(area.x, area.y, &Line::from(spans), area.width);
     }

@@ -98,13 +98,23 @@ pub struct Summary {
     pub mailto: Vec<String>,
 }
 
-/// Sends commands to a running crawl; cheap to clone.
+/// Sends commands to a running crawl, and reads its live site table; cheap to clone.
+///
+/// An observer that sends commands (the control rooms) also answers questions about sites;
+/// the table travels with the commander so that every room gets it by the one value it
+/// already holds.
 #[derive(Debug, Clone)]
 pub struct Commander {
     tx: mpsc::UnboundedSender<(Command, CommandSource)>,
+    sites: Arc<crate::site_table::SiteTable>,
 }
 
 impl Commander {
+    /// The crawl's live site table (see [`CrawlHandle::sites`]).
+    pub fn sites(&self) -> Arc<crate::site_table::SiteTable> {
+        self.sites.clone()
+    }
+
     /// Sends a command; false if the crawl is already over.
     pub fn send(&self, command: Command, source: CommandSource) -> bool {
         self.tx.send((command, source)).is_ok()
@@ -116,6 +126,7 @@ impl Commander {
 pub struct CrawlHandle {
     commands: Commander,
     snapshots: watch::Receiver<Arc<Snapshot>>,
+    sites: Arc<crate::site_table::SiteTable>,
     abort: CancellationToken,
     task: JoinHandle<Result<Summary, EngineError>>,
     resuming: Option<std::path::PathBuf>,
@@ -130,6 +141,12 @@ impl CrawlHandle {
     /// borrow at once.
     pub fn snapshots(&self) -> watch::Receiver<Arc<Snapshot>> {
         self.snapshots.clone()
+    }
+
+    /// The live per-site table: read a row by id or a sorted, filtered page of ids, in place.
+    /// Live snapshots carry no site rows (see `Snapshot::sites`).
+    pub fn sites(&self) -> Arc<crate::site_table::SiteTable> {
+        self.sites.clone()
     }
 
     /// Ends the crawl at once: in-flight work is dropped, the stats are still written.
@@ -184,12 +201,17 @@ where
 fn start<F: Schedule + Send + 'static>(coordinator: coordinator::Coordinator<F>) -> CrawlHandle {
     let resuming = coordinator.resuming().map(std::path::Path::to_path_buf);
     let (tx, rx) = mpsc::unbounded_channel();
+    let sites = coordinator.site_table();
     let (snap_tx, snap_rx) = watch::channel(Arc::new(coordinator.snapshot_now()));
     let abort = CancellationToken::new();
     let task = tokio::spawn(coordinator.run(rx, snap_tx, abort.clone()));
     CrawlHandle {
-        commands: Commander { tx },
+        commands: Commander {
+            tx,
+            sites: sites.clone(),
+        },
         snapshots: snap_rx,
+        sites,
         abort,
         task,
         resuming,

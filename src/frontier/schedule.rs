@@ -87,6 +87,12 @@ pub trait Schedule {
     }
     /// Every site with its queue length and schedule, in id order, for the snapshot.
     fn sites(&self) -> impl Iterator<Item = SiteView<'_>>;
+    /// One site's queue length and schedule, for the live site table (a tick reads only the
+    /// sites that changed). The default walks [`Schedule::sites`]: a frontier with many sites
+    /// should answer directly.
+    fn site_view(&self, site: SiteId) -> Option<SiteView<'_>> {
+        self.sites().find(|v| v.id == site)
+    }
     /// The first `n` scheduled sites, in the order they will be served.
     fn heap_top(&self, n: usize) -> Vec<HeapEntry>;
 
@@ -174,6 +180,9 @@ impl Schedule for Frontier<u32> {
     }
     fn sites(&self) -> impl Iterator<Item = SiteView<'_>> {
         Frontier::sites(self)
+    }
+    fn site_view(&self, site: SiteId) -> Option<SiteView<'_>> {
+        (site.index() < Frontier::site_count(self)).then(|| Frontier::site_view(self, site))
     }
     fn heap_top(&self, n: usize) -> Vec<HeapEntry> {
         Frontier::heap_top(self, n)

@@ -453,6 +453,49 @@ async fn slash_searches_the_pages_committed_while_the_crawl_goes_on() {
 }
 
 #[tokio::test]
+async fn f_filters_the_sites_pane_by_origin_and_esc_shows_all_again() {
+    let web = TestWeb::start(GenOptions::new(3, 300).seed(8).crawl_delay_s(0.05))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (one, two, three) = (
+        web.url("site00", "/"),
+        web.url("site01", "/"),
+        web.url("site02", "/"),
+    );
+    let (child, screen, mut keys) = spawn_in_pty(
+        &["crawl", &one, &two, &three, "--delay-ms", "50"],
+        tmp.path(),
+    );
+    screen.wait_for("Sites 3 ·").await;
+    let wanted = web.origin("site01");
+    let port = wanted.rsplit(':').next().expect("port").to_string();
+    // While the prompt is open, q is a letter: the crawl does not quit.
+    type_keys(&mut keys, "fq");
+    screen.wait_for(" f q").await;
+    screen.wait_for("Enter filter sites").await;
+    type_keys(&mut keys, &format!("\x7f:{port}\r"));
+    screen
+        .wait_for(&format!("Sites 1 of 3 matching «:{port}»"))
+        .await;
+    let text = screen.text();
+    assert!(text.contains(&wanted), "{text}");
+    for other in ["site00", "site02"] {
+        assert!(
+            !text.contains(&web.origin(other)),
+            "{other} hidden:\n{text}"
+        );
+    }
+    // Esc in the prompt clears the filter: every site again.
+    type_keys(&mut keys, "f\x1b");
+    screen.wait_for("Sites 3 ·").await;
+    type_keys(&mut keys, "q");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen).await;
+}
+
+#[tokio::test]
 async fn slash_without_a_crawl_folder_says_what_is_needed() {
     let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
     let tmp = tempfile::tempdir().expect("tempdir");

@@ -17,6 +17,7 @@ mod extract;
 mod index;
 mod parse_pool;
 mod resume;
+mod sites;
 mod store;
 mod testweb_cli;
 mod testweb_gen;

@@ -154,8 +154,9 @@ impl<F: Schedule> Coordinator<F> {
         self.resources.touch(id);
     }
 
-    /// Notes that a site's row changed, for the next checkpoint.
+    /// Notes that a site's row changed, for the next checkpoint and the live site table.
     pub(super) fn touch_site(&mut self, site: SiteId) {
+        self.live.mark(site);
         if self.committer.is_none() {
             return;
         }

@@ -197,6 +197,8 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     parse_hook: ParseHook,
     /// The crawl folder, when it held an unfinished crawl and this one goes on with it.
     resuming: Option<std::path::PathBuf>,
+    /// The live site table and what changed since the last tick.
+    live: publish::LiveSites,
 }
 
 /// Added to a fetch's patience (`--timeout-ms`) before its result counts as overdue.
@@ -356,6 +358,7 @@ impl<F: Schedule> Coordinator<F> {
             extractor,
             parse_hook: ParseHook::from_env(),
             resuming: None,
+            live: publish::LiveSites::new(),
             runs: checkpoint::Runs {
                 run: 1,
                 ..checkpoint::Runs::default()
@@ -421,6 +424,7 @@ impl<F: Schedule> Coordinator<F> {
                     }
                     self.reschedule_overdue();
                     self.check_store();
+                    self.publish_sites();
                     self.sample();
                     snapshots.send_replace(Arc::new(self.snapshot_now()));
                 }
@@ -455,7 +459,7 @@ impl<F: Schedule> Coordinator<F> {
             self.committer_final = Some(status);
         }
         self.sample();
-        let mut last = self.snapshot_now();
+        let mut last = self.snapshot_full();
         last.state = RunState::Finished;
         let last = Arc::new(last);
         snapshots.send_replace(last.clone());
@@ -494,6 +498,7 @@ impl<F: Schedule> Coordinator<F> {
             Command::SetDelay(d) => {
                 self.delay = d;
                 self.frontier.set_default_delay(d);
+                self.live.mark_all(self.sites.len());
             }
             Command::SetWorkers(n) => {
                 let n = n.clamp(1, crate::config::MAX_WORKERS);
@@ -508,7 +513,7 @@ impl<F: Schedule> Coordinator<F> {
                 }
             }
             Command::Export => {
-                let mut snap = self.snapshot_now();
+                let mut snap = self.snapshot_full();
                 snap.state = self.run_state();
                 let summary = Summary {
                     snapshot: Arc::new(snap),
@@ -677,6 +682,7 @@ impl<F: Schedule> Coordinator<F> {
 
     /// A site may be contacted once now: for its robots.txt, or for its next allowed page.
     fn use_contact(&mut self, site: SiteId, now: Duration) {
+        self.live.mark(site);
         if self.needs_robots(site) {
             // No other contact until robots.txt is resolved.
             self.frontier.hold(site);
@@ -823,6 +829,7 @@ impl<F: Schedule> Coordinator<F> {
             r.abort.abort();
             self.slots.release(r.slot);
             self.frontier.complete(r.site, now);
+            self.live.mark(r.site);
             let Some(id) = r.page else { continue };
             let attempts = self.window.attempts(seq).unwrap_or(1);
             let url = self.resources.url(id);

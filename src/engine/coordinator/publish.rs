@@ -1,14 +1,22 @@
-//! What the coordinator publishes: the snapshot, worker states, shares and rates.
+//! What the coordinator publishes: the snapshot, the live site table, worker states, shares
+//! and rates.
 //!
 //! Read-only views of the coordinator's state, built a few times a second; nothing here changes
-//! what the crawl does.
+//! what the crawl does. A tick costs what changed: the site table ([`crate::site_table`]) gets
+//! only the rows of the sites marked since the last tick, and the counts of sites waiting (on
+//! robots.txt, on politeness) that the worker states need are kept up to date as those rows are
+//! written, never counted by a walk over every site. Live snapshots carry no site rows
+//! (`sites` is empty, `site_count` says how many there are); the final snapshot, an export and
+//! `/stats` fill `sites` from the table.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::Coordinator;
 use crate::engine::model::ResourceState;
 use crate::fetch::Phase;
-use crate::frontier::Schedule;
+use crate::frontier::{Schedule, SiteId};
+use crate::site_table::SiteTable;
 use crate::snapshot::{
     BlockedBy, BusyBy, Commit, HeapRow, Politeness, Rates, Resources, RunState, Scheduler, Shares,
     SiteRow, Snapshot, TaskCounts, WorkerState, Workers,
@@ -18,6 +26,96 @@ use crate::snapshot::{
 const SAMPLES_10S: usize = 100;
 /// Rows of the heap in a snapshot.
 const HEAP_ROWS: usize = 32;
+
+/// Why a site with queued work is not being fetched, as of its row's last write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Waiting {
+    /// Nothing queued, or free to go.
+    #[default]
+    No,
+    /// Its robots.txt is being fetched or waits for a retry.
+    Robots,
+    /// Its next contact is ahead, or its connections are all in use.
+    Politeness,
+}
+
+/// The coordinator's side of the live site table: which sites changed since the last tick,
+/// and the waiting counts kept up to date as their rows are written.
+#[derive(Debug)]
+pub(super) struct LiveSites {
+    table: Arc<SiteTable>,
+    changed: Vec<SiteId>,
+    /// By site index: marked in `changed` already.
+    marked: Vec<bool>,
+    /// By site index: what its row said last.
+    waiting: Vec<Waiting>,
+    waiting_robots: usize,
+    waiting_politeness: usize,
+    /// By site index: URLs queued behind its unresolved robots.txt.
+    blocked: Vec<u64>,
+    /// Their sum: the scheduler's `blocked`.
+    blocked_urls: u64,
+}
+
+impl LiveSites {
+    pub(super) fn new() -> LiveSites {
+        LiveSites {
+            table: Arc::new(SiteTable::new()),
+            changed: Vec::new(),
+            marked: Vec::new(),
+            waiting: Vec::new(),
+            waiting_robots: 0,
+            waiting_politeness: 0,
+            blocked: Vec::new(),
+            blocked_urls: 0,
+        }
+    }
+
+    pub(super) fn table(&self) -> Arc<SiteTable> {
+        self.table.clone()
+    }
+
+    /// Notes that a site's row changed: it is written at the next tick.
+    pub(super) fn mark(&mut self, site: SiteId) {
+        let i = site.index();
+        if i >= self.marked.len() {
+            self.marked.resize(i + 1, false);
+        }
+        if !self.marked[i] {
+            self.marked[i] = true;
+            self.changed.push(site);
+        }
+    }
+
+    /// Every row changes (the global delay moved): once per command, not per tick.
+    pub(super) fn mark_all(&mut self, sites: usize) {
+        for i in 0..sites {
+            self.mark(SiteId::from_index(i as u32));
+        }
+    }
+
+    fn set_waiting(&mut self, i: usize, now: Waiting, blocked: u64) {
+        if i >= self.waiting.len() {
+            self.waiting.resize(i + 1, Waiting::No);
+            self.blocked.resize(i + 1, 0);
+        }
+        self.blocked_urls = self.blocked_urls.saturating_sub(self.blocked[i]) + blocked;
+        self.blocked[i] = blocked;
+        let count = |c: &mut Self, w: Waiting, up: bool| {
+            let n = match w {
+                Waiting::No => return,
+                Waiting::Robots => &mut c.waiting_robots,
+                Waiting::Politeness => &mut c.waiting_politeness,
+            };
+            *n = if up { *n + 1 } else { n.saturating_sub(1) };
+        };
+        let before = std::mem::replace(&mut self.waiting[i], now);
+        if before != now {
+            count(self, before, false);
+            count(self, now, true);
+        }
+    }
+}
 
 impl<F: Schedule> Coordinator<F> {
     pub(super) fn run_state(&self) -> RunState {
@@ -33,23 +131,13 @@ impl<F: Schedule> Coordinator<F> {
     /// Each worker's state: a slot with a task is busy in its phase; free slots are blocked
     /// on the store while its backlog is full, else while some site has queued work it may not
     /// start yet (one per such site, as a thread-per-worker crawler would park one), else idle.
+    /// The sites waiting are counted as their rows are written ([`LiveSites`]), not by a walk.
     fn worker_states(&self) -> Vec<WorkerState> {
-        let now = self.now();
-        let mut waiting_politeness = 0usize;
-        let mut waiting_robots = 0usize;
-        if !self.paused && !self.stopping {
-            for v in self.frontier.sites() {
-                if v.queued == 0 {
-                    continue;
-                }
-                // Waiting on robots.txt: being fetched, or failed and waiting for a retry.
-                if self.needs_robots(v.id) {
-                    waiting_robots += 1;
-                } else if v.next_allowed > now || v.in_flight >= self.frontier.per_site() {
-                    waiting_politeness += 1;
-                }
-            }
-        }
+        let (mut waiting_politeness, mut waiting_robots) = if self.paused || self.stopping {
+            (0, 0)
+        } else {
+            (self.live.waiting_politeness, self.live.waiting_robots)
+        };
         // New fetches wait for the store: every free worker holding queued work waits on it.
         let store_full = self.store_full() && !self.frontier.is_empty();
         let mut states = Vec::with_capacity(self.slots.target);
@@ -167,35 +255,13 @@ impl<F: Schedule> Coordinator<F> {
     pub(in crate::engine) fn snapshot_now(&self) -> Snapshot {
         let now = self.now();
         let workers = self.workers_view(self.worker_states());
-        let mut blocked_urls = 0u64;
-        let mut sites = Vec::with_capacity(self.sites.len());
-        for v in self.frontier.sites() {
-            let s = &self.sites[v.id.index()];
-            if self.needs_robots(v.id) {
-                blocked_urls += v.queued as u64;
-            }
-            sites.push(SiteRow {
-                origin: v.origin.to_string(),
-                robots_state: s.robots.state(),
-                crawl_delay_ms: s.crawl_delay.map(|c| c.effective.as_millis() as u64),
-                delay_ms: v.delay.as_millis() as u64,
-                delay_source: s.delay_source(self.delay, now),
-                queued: v.queued as u64,
-                in_flight: v.in_flight as u64,
-                fetched: s.fetched,
-                errors: s.errors,
-                next_allowed_in_ms: v.next_allowed.saturating_sub(now).as_millis() as u64,
-                status: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-                recent_errors: s.recent_errors.iter().cloned().collect(),
-                robots_rules: robots_line(&s.robots.summary()),
-            });
-        }
+        let blocked_urls = self.live.blocked_urls;
         let parsing = workers.busy_by.parsing as u64;
         // A page waiting for the parse pool is a thinker task queued.
         let waiting_parse = workers.blocked_by.parse as u64;
         let spider_assigned = (self.running.len() as u64).saturating_sub(parsing + waiting_parse);
         let spider = TaskCounts {
-            queued: self.frontier.len() as u64 - blocked_urls,
+            queued: (self.frontier.len() as u64).saturating_sub(blocked_urls),
             assigned: spider_assigned,
             done: self.spider_done,
         };
@@ -240,7 +306,8 @@ impl<F: Schedule> Coordinator<F> {
                 max_crawl_delay_ms: self.cfg.max_crawl_delay_ms,
                 adaptive_factor: self.cfg.adaptive_delay,
             },
-            sites,
+            sites: Vec::new(),
+            site_count: self.sites.len() as u64,
             heap: self
                 .frontier
                 .heap_top(HEAP_ROWS)
@@ -256,6 +323,75 @@ impl<F: Schedule> Coordinator<F> {
             commands: self.commands.clone(),
             log: self.log.iter().cloned().collect(),
         }
+    }
+
+    /// Writes the rows of the sites changed since the last tick (and of sites the table has not
+    /// seen yet, e.g. restored from a checkpoint) into the live table.
+    pub(super) fn publish_sites(&mut self) {
+        let now = self.now();
+        for i in self.live.table.len()..self.sites.len() {
+            self.live.mark(SiteId::from_index(i as u32));
+        }
+        let changed = std::mem::take(&mut self.live.changed);
+        for &site in &changed {
+            let i = site.index();
+            if i >= self.sites.len() {
+                continue;
+            }
+            self.live.marked[i] = false;
+            let Some(v) = self.frontier.site_view(site) else {
+                continue;
+            };
+            let s = &self.sites[i];
+            let needs_robots = self.needs_robots(site);
+            let waiting = if v.queued == 0 {
+                Waiting::No
+            } else if needs_robots {
+                Waiting::Robots
+            } else if v.next_allowed > now || v.in_flight >= self.frontier.per_site() {
+                Waiting::Politeness
+            } else {
+                Waiting::No
+            };
+            let blocked = if needs_robots { v.queued as u64 } else { 0 };
+            let row = SiteRow {
+                origin: v.origin.to_string(),
+                robots_state: s.robots.state(),
+                crawl_delay_ms: s.crawl_delay.map(|c| c.effective.as_millis() as u64),
+                delay_ms: v.delay.as_millis() as u64,
+                delay_source: s.delay_source(self.delay, now),
+                queued: v.queued as u64,
+                in_flight: v.in_flight as u64,
+                fetched: s.fetched,
+                errors: s.errors,
+                next_allowed_in_ms: 0,
+                status: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                recent_errors: s.recent_errors.iter().cloned().collect(),
+                robots_rules: robots_line(&s.robots.summary()),
+            };
+            let next_at = v.next_allowed.as_millis() as u64;
+            self.live.set_waiting(i, waiting, blocked);
+            self.live.table.write(i as u32, row, next_at);
+        }
+        self.live
+            .table
+            .publish(now.as_millis() as u64, !changed.is_empty());
+        // Keep the allocation for the next tick.
+        self.live.changed = changed;
+        self.live.changed.clear();
+    }
+
+    /// The live site table, for the engine's handle.
+    pub(in crate::engine) fn site_table(&self) -> Arc<SiteTable> {
+        self.live.table()
+    }
+
+    /// A snapshot with every site's row, for the stats file and exports.
+    pub(super) fn snapshot_full(&mut self) -> Snapshot {
+        self.publish_sites();
+        let mut snap = self.snapshot_now();
+        snap.sites = self.live.table.rows();
+        snap
     }
 
     fn commit_view(&self) -> Commit {
@@ -337,7 +473,10 @@ fn robots_line(r: &crate::robots::RobotsSummary) -> String {
             "group \"{g}\": {} allow, {} disallow",
             c.allow, c.disallow
         )),
-        (None, Some(c)) if c.allow + c.disallow == 0 => parts.push("no group for us".into()),
+        (None, Some(c)) if c.allow + c.disallow == 0 => parts.push(format!(
+            "no group for {}: all allowed",
+            crate::config::PRODUCT_TOKEN
+        )),
         _ => {}
     }
     if let Some(n) = r.size_bytes {
