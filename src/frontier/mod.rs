@@ -39,7 +39,7 @@ mod seen;
 pub mod spill;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -232,6 +232,11 @@ pub struct Frontier<T> {
     stray_completions: u64,
     /// `None`: every item stays in memory, as before spilling existed.
     spill: Option<Spill<T>>,
+    /// Deferred sites parked off their back queues: their items, until they are due again.
+    parked: HashMap<SiteId, VecDeque<T>>,
+    /// (due, site) of the parked sites, earliest first. An entry whose site is no longer parked
+    /// is stale and skipped; the top is kept live, so `next_ready_at` can peek.
+    parked_due: BinaryHeap<Reverse<(Tick, SiteId)>>,
 }
 
 /// A spilling frontier's store, with the codecs of its two kinds of queue.
@@ -327,6 +332,8 @@ impl<T> Frontier<T> {
             queued: 0,
             stray_completions: 0,
             spill: None,
+            parked: HashMap::new(),
+            parked_due: BinaryHeap::new(),
         }
     }
 
@@ -368,9 +375,18 @@ impl<T> Frontier<T> {
     /// Queues `item` for `site`. Priority 0 is served first (the engine passes the depth);
     /// priorities beyond the last front queue share it.
     pub fn push(&mut self, site: SiteId, priority: usize, item: T) {
-        let priority = priority.min(self.front.len() - 1);
         self.queued += 1;
-        if let Some(b) = self.site_ref(site).back {
+        self.place(site, priority, item);
+        self.tidy_heap();
+    }
+
+    /// Puts a counted item where its site's items go: with them if parked, in its back queue,
+    /// in a free back queue it claims, or in the front queue of its priority.
+    fn place(&mut self, site: SiteId, priority: usize, item: T) {
+        let priority = priority.min(self.front.len() - 1);
+        if let Some(items) = self.parked.get_mut(&site) {
+            items.push_back(item);
+        } else if let Some(b) = self.site_ref(site).back {
             let ctx = self.spill.as_mut().map(Spill::back);
             self.back[b].items.push_back(item, ctx);
             self.rearm(site);
@@ -381,7 +397,6 @@ impl<T> Frontier<T> {
             self.front[priority].push_back((site, item), ctx);
             self.site_mut(site).in_front += 1;
         }
-        self.tidy_heap();
     }
 
     /// Queues an item ahead of everything else of its site (and of every site waiting for a
@@ -389,7 +404,9 @@ impl<T> Frontier<T> {
     /// politeness is unchanged: it goes out with the site's next slot.
     pub fn push_first(&mut self, site: SiteId, item: T) {
         self.queued += 1;
-        if let Some(b) = self.site_ref(site).back {
+        if let Some(items) = self.parked.get_mut(&site) {
+            items.push_front(item);
+        } else if let Some(b) = self.site_ref(site).back {
             self.back[b].items.push_front(item);
             self.rearm(site);
         } else if let Some(b) = self.free.pop() {
@@ -401,14 +418,21 @@ impl<T> Frontier<T> {
         self.tidy_heap();
     }
 
-    /// When the earliest scheduled site may be served: the engine's one timer. `None` when no
+    /// When the earliest scheduled site may be served, or a parked site's defer ends (then
+    /// [`Frontier::next_site`] may find no slot yet: the site waits for a back queue): the
+    /// engine's one timer. `None` when no
     /// site can get a slot until something changes (a push, a completion, an unhold, a
     /// [`Frontier::retry_spill`] after a failed read).
     pub fn next_ready_at(&self) -> Option<Tick> {
         if self.spill_stalled() {
             return None;
         }
-        self.heap.peek().map(|Reverse(key)| key.ready_at)
+        let scheduled = self.heap.peek().map(|Reverse(key)| key.ready_at);
+        let parked = self.parked_due.peek().map(|Reverse((due, _))| *due);
+        match (scheduled, parked) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Gives a slot, if the earliest scheduled site is due at `now`: permission to contact
@@ -420,6 +444,7 @@ impl<T> Frontier<T> {
         if self.spill_stalled() {
             return None;
         }
+        self.unpark_due(now);
         loop {
             let &Reverse(top) = self.heap.peek()?;
             if top.ready_at > now {
@@ -530,11 +555,87 @@ impl<T> Frontier<T> {
 
     /// Retry-After or backoff: no contact of `site` before `until`. A defer never shortens an
     /// earlier one.
+    ///
+    /// A deferred site with nothing in flight gives up its back queue while it waits, when
+    /// other sites wait for one (no queue is free and the front queues hold items): its items
+    /// are parked beside the queues, so that sites which can be contacted get the queue
+    /// (Mercator's back queues are for sites that can be served soon; with 100,000 sites whose
+    /// robots.txt is retried with backoff, keeping them would starve every answering site). When the defer ends its
+    /// items go to the back of the lowest-priority front queue and it waits for a back queue
+    /// like any site. Parked items are kept in memory (stored chunks of its queue are read
+    /// back to park them; if one cannot be read, the site keeps its queue).
     pub fn defer(&mut self, site: SiteId, until: Tick) {
         let state = self.site_mut(site);
         state.not_before = state.not_before.max(until);
-        self.rearm(site);
+        let (back, in_flight, not_before) = (state.back, state.in_flight, state.not_before);
+        match back {
+            Some(b)
+                if in_flight == 0
+                    && self.free.is_empty()
+                    && self.front.iter().any(|q| !q.is_empty()) =>
+            {
+                let len = self.back[b].items.len();
+                let mut items = Vec::with_capacity(len);
+                let ctx = self.spill.as_mut().map(Spill::back);
+                if self.back[b]
+                    .items
+                    .extract(|_| true, len, &mut items, ctx)
+                    .is_err()
+                {
+                    // A stored chunk cannot be read: the site keeps its queue, as it was.
+                    for item in items.into_iter().rev() {
+                        self.back[b].items.push_front(item);
+                    }
+                    self.rearm(site);
+                } else {
+                    self.parked.insert(site, items.into());
+                    self.parked_due.push(Reverse((not_before, site)));
+                    self.release(b);
+                }
+            }
+            _ => self.rearm(site),
+        }
         self.tidy_heap();
+    }
+
+    /// Parked sites whose defer has ended at `now` rejoin the line for a back queue.
+    fn unpark_due(&mut self, now: Tick) {
+        let mut rejoined = false;
+        while let Some(&Reverse((due, site))) = self.parked_due.peek() {
+            if due > now {
+                break;
+            }
+            self.parked_due.pop();
+            let Some(items) = self.parked.remove(&site) else {
+                continue;
+            };
+            let not_before = self.site_ref(site).not_before;
+            if not_before > now {
+                // Deferred again while parked.
+                self.parked.insert(site, items);
+                self.parked_due.push(Reverse((not_before, site)));
+                continue;
+            }
+            let last = self.front.len() - 1;
+            for item in items {
+                self.place(site, last, item);
+            }
+            rejoined = true;
+        }
+        self.tidy_parked();
+        if rejoined {
+            self.tidy_heap();
+        }
+    }
+
+    /// Keeps the parked heap's top live (its site still parked).
+    fn tidy_parked(&mut self) {
+        while let Some(&Reverse((_, site))) = self.parked_due.peek() {
+            if self.parked.contains_key(&site) {
+                break;
+            }
+            self.parked_due.pop();
+        }
     }
 
     /// Changes the most contacts per site in flight (0 counts as 1). Lowering it recalls
@@ -608,6 +709,10 @@ impl<T> Frontier<T> {
     /// [`Frontier::spill_error`] says why, and a later call returns them.
     pub fn remove_site_items(&mut self, site: SiteId) -> Vec<T> {
         let mut removed = Vec::with_capacity(self.queued(site));
+        if let Some(items) = self.parked.remove(&site) {
+            removed.extend(items);
+            self.tidy_parked();
+        }
         // Stops at the first unreadable chunk, so that a later call goes on in the same order.
         let mut blocked = false;
         if let Some(b) = self.site_ref(site).back {
@@ -647,7 +752,9 @@ impl<T> Frontier<T> {
 
     pub fn queued(&self, site: SiteId) -> usize {
         let state = self.site_ref(site);
-        state.in_front + state.back.map_or(0, |b| self.back[b].items.len())
+        state.in_front
+            + state.back.map_or(0, |b| self.back[b].items.len())
+            + self.parked.get(&site).map_or(0, VecDeque::len)
     }
 
     pub fn in_flight(&self, site: SiteId) -> usize {
@@ -905,6 +1012,12 @@ impl<T> Frontier<T> {
                     };
                     let state = self.site_mut(site);
                     state.in_front -= 1;
+                    if let Some(parked) = self.parked.get_mut(&site) {
+                        // An older item of a parked site: it waits with the others.
+                        parked.push_back(item);
+                        continue;
+                    }
+                    let state = self.site_mut(site);
                     if let Some(owned) = state.back {
                         let ctx = self.spill.as_mut().map(Spill::back);
                         self.back[owned].items.push_back(item, ctx);

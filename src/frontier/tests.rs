@@ -59,7 +59,21 @@ impl<T: Clone> Frontier<T> {
             assert_eq!(spilled, 0);
         }
         let in_back: usize = self.back.iter().map(|q| q.items.len()).sum();
-        assert_eq!(self.queued, in_front.iter().sum::<usize>() + in_back);
+        let parked: usize = self
+            .parked
+            .values()
+            .map(std::collections::VecDeque::len)
+            .sum();
+        assert_eq!(
+            self.queued,
+            in_front.iter().sum::<usize>() + in_back + parked
+        );
+        for site in self.parked.keys() {
+            assert!(
+                self.site_ref(*site).back.is_none(),
+                "a parked site owns no back queue"
+            );
+        }
         for (i, site) in self.sites.iter().enumerate() {
             let id = SiteId(i as u32);
             assert_eq!(site.in_front, in_front[i], "in_front of {id:?}");
@@ -788,7 +802,12 @@ fn drain_checking_once(
 ) {
     while let Some(at) = f.next_ready_at() {
         now = now.max(at);
-        let site = f.next_site(now).expect("due");
+        // A parked site's defer ending wakes the engine without a slot when no back queue is
+        // free: it has rejoined the line, and the next time is another.
+        let Some(site) = f.next_site(now) else {
+            assert_ne!(f.next_ready_at(), Some(at), "nothing stuck at {at:?}");
+            continue;
+        };
         trace.push(u64::from(site.0));
         while let Some(item) = f.take(site) {
             assert!(outstanding.remove(&item), "drained item was queued once");
@@ -1484,4 +1503,48 @@ fn seen_map_keeps_the_zero_fingerprint_apart() {
     assert_eq!(map.len(), 1);
     assert_eq!(map.insert(1, 6), None);
     assert_eq!((map.get(1), map.len()), (Some(6), 2));
+}
+
+#[test]
+fn a_deferred_site_gives_its_back_queue_to_a_site_that_waits_and_comes_back_after() {
+    // One back queue: `dead` owns it, `alive` waits in the front queues behind it.
+    let mut f: Frontier<u64> = Frontier::new(config(1, 1, 0));
+    let dead = f.site("http://dead.test");
+    let alive = f.site("http://alive.test");
+    f.push(dead, 0, 1);
+    f.push(dead, 0, 2);
+    f.push(alive, 0, 3);
+    assert_eq!(f.next_site(ms(0)), Some(dead));
+    // Its robots.txt failed: retry in 10 s.
+    f.hold(dead);
+    f.complete(dead, ms(1));
+    f.defer(dead, ms(10_000));
+    f.unhold(dead, ms(1));
+    f.check_invariants();
+    // The waiting site is served at once instead of after the backoff.
+    assert!(f.next_ready_at().is_some_and(|t| t <= ms(1)));
+    assert_eq!(f.next_site(ms(1)), Some(alive));
+    assert_eq!(f.take(alive), Some(3));
+    f.complete(alive, ms(2));
+    assert_eq!(f.queued(dead), 2, "parked, not lost");
+    assert_eq!(f.len(), 2);
+    // Nothing for the dead site before its time; then it is back, its items in order.
+    assert_eq!(f.next_ready_at(), Some(ms(10_000)));
+    assert_eq!(f.next_site(ms(9_999)), None);
+    assert_eq!(f.next_site(ms(10_000)), Some(dead));
+    assert_eq!((f.take(dead), f.take(dead)), (Some(1), Some(2)));
+    f.check_invariants();
+}
+
+#[test]
+fn a_deferred_site_keeps_its_back_queue_when_no_site_waits_for_one() {
+    let mut f: Frontier<u64> = Frontier::new(config(2, 1, 0));
+    let only = f.site("http://only.test");
+    f.push(only, 0, 1);
+    assert_eq!(f.next_site(ms(0)), Some(only));
+    f.complete(only, ms(1));
+    f.defer(only, ms(5_000));
+    assert_eq!(f.heap_top(1).first().map(|h| h.site), Some(only));
+    assert_eq!(f.next_site(ms(4_999)), None);
+    assert_eq!(f.next_site(ms(5_000)), Some(only));
 }
