@@ -31,6 +31,20 @@ impl<T: Clone> Frontier<T> {
         self.back[b].items.to_vec(spill)
     }
 
+    /// Parked sites own no back queue; returns how many items are parked.
+    fn checked_parked(&self) -> usize {
+        for site in self.parked.keys() {
+            assert!(
+                self.site_ref(*site).back.is_none(),
+                "a parked site owns no back queue"
+            );
+        }
+        self.parked
+            .values()
+            .map(std::collections::VecDeque::len)
+            .sum()
+    }
+
     /// Every structural invariant the module's comments promise.
     fn check_invariants(&self) {
         let mut in_front = vec![0; self.sites.len()];
