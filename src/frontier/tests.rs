@@ -73,21 +73,10 @@ impl<T: Clone> Frontier<T> {
             assert_eq!(spilled, 0);
         }
         let in_back: usize = self.back.iter().map(|q| q.items.len()).sum();
-        let parked: usize = self
-            .parked
-            .values()
-            .map(std::collections::VecDeque::len)
-            .sum();
         assert_eq!(
             self.queued,
-            in_front.iter().sum::<usize>() + in_back + parked
+            in_front.iter().sum::<usize>() + in_back + self.checked_parked()
         );
-        for site in self.parked.keys() {
-            assert!(
-                self.site_ref(*site).back.is_none(),
-                "a parked site owns no back queue"
-            );
-        }
         for (i, site) in self.sites.iter().enumerate() {
             let id = SiteId(i as u32);
             assert_eq!(site.in_front, in_front[i], "in_front of {id:?}");
