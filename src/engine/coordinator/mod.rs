@@ -289,9 +289,12 @@ impl<F: Schedule> Coordinator<F> {
             None => (None, None, Start::Fresh),
         };
         if let Some(r) = &restored {
+            // The crawl's seeds first, then the new ones it lacks (a set: seeds files hold
+            // hundreds of thousands).
             let mut seeds: Vec<String> = r.seeds().to_vec();
+            let mut known: std::collections::HashSet<String> = seeds.iter().cloned().collect();
             for s in std::mem::take(&mut cfg.seeds) {
-                if !seeds.contains(&s) {
+                if known.insert(s.clone()) {
                     seeds.push(s);
                 }
             }
