@@ -9,7 +9,7 @@ use crawltop::testweb::manifest::{ContentKind, SiteKind};
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{PATIENCE, bin, client, read_stderr_until, read_warc};
+use crate::util::{bin, client, read_warc, stats_after_a_failure_pause};
 
 /// Tokens as the index makes them: runs of letters and digits, lowercased, under 40 bytes.
 fn tokens(text: &str) -> Vec<String> {
@@ -279,7 +279,7 @@ async fn an_index_error_pauses_the_crawl_with_its_message() {
         .expect("web");
     let out = tempfile::tempdir().expect("tempdir");
     let stats = out.path().join("stats.json");
-    let mut child = tokio::process::Command::new(bin())
+    let child = tokio::process::Command::new(bin())
         .args([
             "crawl",
             &web.url("site00", "/"),
@@ -297,18 +297,8 @@ async fn an_index_error_pauses_the_crawl_with_its_message() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    // The progress line says "paused" once the index thread's error has reached the committer.
-    let mut stderr = child.stderr.take().expect("stderr");
-    read_stderr_until(&mut stderr, |s| s.contains(" paused ")).await;
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .expect("exits")
-        .expect("status");
-    assert_eq!(status.code(), Some(1), "an index failure is not a success");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    // The progress line says "paused" once the failure has reached the committer.
+    let json = stats_after_a_failure_pause(child, &stats).await;
     let error = json["commit"]["error"]
         .as_str()
         .expect("the error is in the stats");

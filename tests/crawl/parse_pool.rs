@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crawltop::testweb::{GenOptions, TestWeb};
 
-use crate::util::{PATIENCE, bin, client, get_text, read_stderr_until};
+use crate::util::{PATIENCE, bin, client, depth_one_page, get_text, read_stderr_until};
 
 /// The URL lines of a `--urls-out` file: (url, state, reason).
 fn url_lines(path: &std::path::Path) -> Vec<(String, String, String)> {
@@ -114,14 +114,7 @@ async fn a_parser_panic_ends_its_url_with_the_reason_and_the_pool_goes_on() {
     let web = TestWeb::start(GenOptions::new(1, 40).seed(12).crawl_delay_s(0.01))
         .await
         .expect("web");
-    let site = web.manifest().site("site00").expect("site00");
-    let victim = site
-        .pages
-        .iter()
-        .find(|p| p.depth == 1 && p.path.ends_with(".html"))
-        .expect("a page one link from the index")
-        .path
-        .clone();
+    let victim = depth_one_page(&web);
     let tmp = tempfile::tempdir().expect("tempdir");
     let urls = tmp.path().join("urls.jsonl");
     let output = tokio::process::Command::new(bin())

@@ -9,7 +9,7 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{PATIENCE, bin, client, read_stderr_until, read_warc};
+use crate::util::{PATIENCE, bin, client, depth_one_page, read_warc, stats_after_a_failure_pause};
 
 #[tokio::test]
 async fn a_crawl_keeps_every_response_once_in_warc_and_mirror() {
@@ -115,7 +115,7 @@ async fn a_store_write_error_pauses_the_crawl_and_keeps_what_was_committed() {
         .expect("web");
     let out = tempfile::tempdir().expect("tempdir");
     let stats = out.path().join("stats.json");
-    let mut child = tokio::process::Command::new(bin())
+    let child = tokio::process::Command::new(bin())
         .args([
             "crawl",
             &web.url("site00", "/"),
@@ -131,18 +131,8 @@ async fn a_store_write_error_pauses_the_crawl_and_keeps_what_was_committed() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    // The progress line says "paused" once the store has failed.
-    let mut stderr = child.stderr.take().expect("stderr");
-    read_stderr_until(&mut stderr, |s| s.contains(" paused ")).await;
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .expect("exits")
-        .expect("status");
-    assert_eq!(status.code(), Some(1), "a store failure is not a success");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    // The progress line says "paused" once the failure has reached the committer.
+    let json = stats_after_a_failure_pause(child, &stats).await;
     let error = json["commit"]["error"]
         .as_str()
         .expect("the error is in the stats");
@@ -202,14 +192,7 @@ async fn an_overdue_result_is_dispatched_again_in_its_place_then_given_up() {
     let web = TestWeb::start(GenOptions::new(1, 20).seed(6))
         .await
         .expect("web");
-    let site = web.manifest().site("site00").expect("site00");
-    let hung = site
-        .pages
-        .iter()
-        .find(|p| p.depth == 1 && p.path.ends_with(".html"))
-        .expect("a page one link from the index")
-        .path
-        .clone();
+    let hung = depth_one_page(&web);
     let out = tempfile::tempdir().expect("tempdir");
     let stats = out.path().join("stats.json");
     let urls = out.path().join("urls.jsonl");
@@ -286,14 +269,7 @@ async fn results_behind_a_hung_fetch_wait_in_a_bounded_window() {
     let web = TestWeb::start(GenOptions::new(3, 150).seed(8).crawl_delay_s(0.01))
         .await
         .expect("web");
-    let site = web.manifest().site("site00").expect("site00");
-    let hung = site
-        .pages
-        .iter()
-        .find(|p| p.depth == 1 && p.path.ends_with(".html") && !p.path.contains('?'))
-        .expect("a page one link from the index")
-        .path
-        .clone();
+    let hung = depth_one_page(&web);
     let out = tempfile::tempdir().expect("tempdir");
     let (window, workers) = (5, 4);
     let output = tokio::process::Command::new(bin())

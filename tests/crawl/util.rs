@@ -137,3 +137,35 @@ pub async fn read_stderr_until(
     );
     seen
 }
+
+/// The path of a page one link from site00's index page (no query): a page a test can single
+/// out for a fault, knowing the crawl reaches it early.
+pub fn depth_one_page(web: &crawltop::testweb::TestWeb) -> String {
+    web.manifest()
+        .site("site00")
+        .expect("site00")
+        .pages
+        .iter()
+        .find(|p| p.depth == 1 && p.path.ends_with(".html") && !p.path.contains('?'))
+        .expect("a page one link from the index")
+        .path
+        .clone()
+}
+
+/// A crawl that must pause on a store failure: waits for "paused" on its progress line, stops
+/// it with SIGTERM, checks it exits 1 (a failure is not a success), and returns its stats file.
+pub async fn stats_after_a_failure_pause(
+    mut child: tokio::process::Child,
+    stats: &std::path::Path,
+) -> serde_json::Value {
+    let mut stderr = child.stderr.take().expect("stderr");
+    read_stderr_until(&mut stderr, |s| s.contains(" paused ")).await;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert_eq!(status.code(), Some(1), "a store failure is not a success");
+    serde_json::from_str(&std::fs::read_to_string(stats).expect("stats")).expect("json")
+}
