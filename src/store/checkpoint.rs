@@ -133,6 +133,18 @@ pub struct Checkpoint {
     db: redb::Database,
     path: PathBuf,
     runs: u64,
+    /// Checkpoints written by this value; see [`FAIL_AFTER_ENV`].
+    written: u64,
+    fail_after: Option<u64>,
+}
+
+/// Set in the environment to N, every checkpoint after the first N fails at its commit, its
+/// rows written and then thrown away, as a full disk would make it: how the tests prove that
+/// the crawl pauses and the last good checkpoint stays usable.
+pub const FAIL_AFTER_ENV: &str = "CRAWLTOP_TEST_CHECKPOINT_FAIL_AFTER";
+
+fn fail_after() -> Option<u64> {
+    std::env::var(FAIL_AFTER_ENV).ok()?.parse().ok()
 }
 
 impl std::fmt::Debug for Checkpoint {
@@ -183,6 +195,8 @@ impl Checkpoint {
             db,
             path,
             runs: first.runs,
+            written: 0,
+            fail_after: fail_after(),
         };
         cp.write_meta(first, true)?;
         Ok(cp)
@@ -197,6 +211,8 @@ impl Checkpoint {
             db,
             path,
             runs: mark.runs,
+            written: 0,
+            fail_after: fail_after(),
         };
         cp.write_meta(mark, false)?;
         Ok(cp)
@@ -249,7 +265,16 @@ impl Checkpoint {
             meta.insert(KEY_MARK, bytes.as_slice())
                 .map_err(|e| err(&e))?;
         }
-        txn.commit().map_err(|e| err(&e))
+        if self.fail_after.is_some_and(|n| self.written >= n) {
+            // Dropped uncommitted: redb keeps the last committed transaction whole.
+            drop(txn);
+            return Err(err(&format!(
+                "no space left on device ({FAIL_AFTER_ENV} is set: failing on purpose)"
+            )));
+        }
+        txn.commit().map_err(|e| err(&e))?;
+        self.written += 1;
+        Ok(())
     }
 
     fn write_meta(&mut self, mark: &Mark, create_tables: bool) -> Result<(), CheckpointError> {
@@ -269,7 +294,16 @@ impl Checkpoint {
             meta.insert(KEY_MARK, bytes.as_slice())
                 .map_err(|e| err(&e))?;
         }
-        txn.commit().map_err(|e| err(&e))
+        if self.fail_after.is_some_and(|n| self.written >= n) {
+            // Dropped uncommitted: redb keeps the last committed transaction whole.
+            drop(txn);
+            return Err(err(&format!(
+                "no space left on device ({FAIL_AFTER_ENV} is set: failing on purpose)"
+            )));
+        }
+        txn.commit().map_err(|e| err(&e))?;
+        self.written += 1;
+        Ok(())
     }
 }
 

@@ -10,7 +10,7 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::serve::SlowPages;
 use crawltop::testweb::{GenOptions, SplitMix64, TestWeb};
 
-use crate::util::{PATIENCE, bin, read_warc};
+use crate::util::{PATIENCE, bin, read_warc, stats_after_a_failure_pause};
 
 /// The crawl every run of a test makes: slow enough to be killed several times, with
 /// checkpoints often enough that each run leaves some progress behind.
@@ -194,6 +194,61 @@ async fn a_crawl_killed_at_random_moments_resumes_to_the_same_store_and_stats() 
     );
     assert_eq!((k.pages, k.words, k.lines), (r.pages, r.words, r.lines));
     assert!(web.log().records().len() > served_before);
+}
+
+#[tokio::test]
+async fn a_checkpoint_the_disk_refuses_pauses_the_crawl_and_the_last_good_one_resumes() {
+    let web = TestWeb::start(GenOptions::new(2, 60).seed(23).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reference = dir.path().join("reference");
+    let reference_stats = dir.path().join("reference.json");
+    let status = crawl_command(&web, &reference, &reference_stats)
+        .status()
+        .await
+        .expect("reference crawl");
+    assert!(status.success());
+
+    // Two checkpoints are written, then the disk is "full": every later one fails at commit.
+    let out = dir.path().join("full");
+    let out_stats = dir.path().join("full.json");
+    let child = crawl_command(&web, &out, &out_stats)
+        .env(crawltop::store::checkpoint::FAIL_AFTER_ENV, "2")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let json = stats_after_a_failure_pause(child, &out_stats).await;
+    let error = json["commit"]["error"]
+        .as_str()
+        .expect("the error is in the stats");
+    assert!(error.contains("no space left on device"), "{error}");
+    assert!(json["commit"]["checkpoints"].as_u64() >= Some(1), "{json}");
+    let log = json["log"].to_string();
+    assert!(log.contains("so the crawl is paused"), "{log}");
+
+    // Space again: the crawl resumes from the last good checkpoint and ends as if whole.
+    let status = tokio::time::timeout(PATIENCE * 2, crawl_command(&web, &out, &out_stats).status())
+        .await
+        .expect("the resumed run ends")
+        .expect("status");
+    assert!(status.success(), "{status:?}");
+    let resumed = stats(&out_stats);
+    assert!(
+        resumed["commit"]["resumed_from"].as_u64().is_some(),
+        "{resumed}"
+    );
+    assert_eq!(totals(&resumed), totals(&stats(&reference_stats)));
+    assert_whole(&out.join("warc"));
+    let counts = read_warc(&out.join("warc")).counts;
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    assert_eq!(
+        counts.keys().collect::<Vec<_>>(),
+        read_warc(&reference.join("warc"))
+            .counts
+            .keys()
+            .collect::<Vec<_>>()
+    );
 }
 
 #[tokio::test]
