@@ -1312,8 +1312,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn ten_thousand_sites_show_the_selected_window() {
+    /// The fixture with 10,000 sites on ports 20000.., site `i` with `i` URLs queued.
+    fn ten_thousand_sites() -> Snapshot {
         let mut snapshot = fixture();
         snapshot.sites = (0..10_000u16)
             .map(|i| {
@@ -1329,6 +1329,12 @@ mod tests {
                 )
             })
             .collect();
+        snapshot
+    }
+
+    #[test]
+    fn ten_thousand_sites_show_the_selected_window() {
+        let snapshot = ten_thousand_sites();
         let mut app = app_with(snapshot, 100, 30);
         app.apply(Action::Scroll(Scroll::End));
         let text = screen_text(&draw(&app, 100, 30));
@@ -1340,21 +1346,7 @@ mod tests {
 
     #[test]
     fn a_filter_shows_its_text_and_match_count_in_the_title_and_its_prompt_in_the_footer() {
-        let mut snapshot = fixture();
-        snapshot.sites = (0..10_000u16)
-            .map(|i| {
-                site(
-                    20_000 + i,
-                    RobotsState::Handled,
-                    100,
-                    DelaySource::Configured,
-                    u64::from(i),
-                    0,
-                    0,
-                    0,
-                )
-            })
-            .collect();
+        let snapshot = ten_thousand_sites();
         let mut app = app_with(snapshot, 100, 30);
         app.apply(Action::OpenFilter);
         for c in ":2999".chars() {

@@ -9,7 +9,7 @@ use crawltop::testweb::manifest::{ContentKind, SiteKind};
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{bin, client, read_warc, stats_after_a_failure_pause};
+use crate::util::{bin, client, crawl_with_fault, read_warc, stats_after_a_failure_pause};
 
 /// Tokens as the index makes them: runs of letters and digits, lowercased, under 40 bytes.
 fn tokens(text: &str) -> Vec<String> {
@@ -279,24 +279,13 @@ async fn an_index_error_pauses_the_crawl_with_its_message() {
         .expect("web");
     let out = tempfile::tempdir().expect("tempdir");
     let stats = out.path().join("stats.json");
-    let child = tokio::process::Command::new(bin())
-        .args([
-            "crawl",
-            &web.url("site00", "/"),
-            "--delay-ms",
-            "10",
-            "--checkpoint-ms",
-            "100",
-            "--headless",
-        ])
-        .arg("--out")
-        .arg(out.path().join("crawl"))
-        .arg("--stats-out")
-        .arg(&stats)
-        .env(crawltop::index::feed::FAIL_AFTER_ENV, "5")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let child = crawl_with_fault(
+        &web,
+        out.path(),
+        &stats,
+        (crawltop::index::feed::FAIL_AFTER_ENV, "5"),
+        &["--checkpoint-ms", "100"],
+    );
     // The progress line says "paused" once the failure has reached the committer.
     let json = stats_after_a_failure_pause(child, &stats).await;
     let error = json["commit"]["error"]

@@ -9,7 +9,9 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{PATIENCE, bin, client, depth_one_page, read_warc, stats_after_a_failure_pause};
+use crate::util::{
+    PATIENCE, bin, client, crawl_with_fault, depth_one_page, read_warc, stats_after_a_failure_pause,
+};
 
 #[tokio::test]
 async fn a_crawl_keeps_every_response_once_in_warc_and_mirror() {
@@ -115,22 +117,13 @@ async fn a_store_write_error_pauses_the_crawl_and_keeps_what_was_committed() {
         .expect("web");
     let out = tempfile::tempdir().expect("tempdir");
     let stats = out.path().join("stats.json");
-    let child = tokio::process::Command::new(bin())
-        .args([
-            "crawl",
-            &web.url("site00", "/"),
-            "--delay-ms",
-            "10",
-            "--headless",
-        ])
-        .arg("--out")
-        .arg(out.path().join("crawl"))
-        .arg("--stats-out")
-        .arg(&stats)
-        .env(crawltop::store::committer::FAIL_AFTER_ENV, "5")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let child = crawl_with_fault(
+        &web,
+        out.path(),
+        &stats,
+        (crawltop::store::committer::FAIL_AFTER_ENV, "5"),
+        &[],
+    );
     // The progress line says "paused" once the failure has reached the committer.
     let json = stats_after_a_failure_pause(child, &stats).await;
     let error = json["commit"]["error"]

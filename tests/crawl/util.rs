@@ -152,6 +152,34 @@ pub fn depth_one_page(web: &crawltop::testweb::TestWeb) -> String {
         .clone()
 }
 
+/// A headless crawl of site00 into `out/crawl` with the fault `env` set (a test knob naming
+/// when the store fails), its stderr piped for [`stats_after_a_failure_pause`].
+pub fn crawl_with_fault(
+    web: &crawltop::testweb::TestWeb,
+    out: &std::path::Path,
+    stats: &std::path::Path,
+    env: (&str, &str),
+    extra: &[&str],
+) -> tokio::process::Child {
+    tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &web.url("site00", "/"),
+            "--delay-ms",
+            "10",
+            "--headless",
+        ])
+        .args(extra)
+        .arg("--out")
+        .arg(out.join("crawl"))
+        .arg("--stats-out")
+        .arg(stats)
+        .env(env.0, env.1)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
 /// A crawl that must pause on a store failure: waits for "paused" on its progress line, stops
 /// it with SIGTERM, checks it exits 1 (a failure is not a success), and returns its stats file.
 pub async fn stats_after_a_failure_pause(
