@@ -307,6 +307,76 @@ pub struct CrawlArgs {
     /// anything but loopback needs --control-token.
     #[arg(long, value_name = "ADDR")]
     pub command_port: Option<std::net::SocketAddr>,
+    /// Join a shared crawl on Redis (Cluster, or one plain server): seed nodes, e.g.
+    /// redis://127.0.0.1:7000,redis://127.0.0.1:7001. Needs --crawl-id.
+    #[arg(long, value_name = "URLS", value_delimiter = ',')]
+    pub cluster: Vec<String>,
+    /// The shared crawl's name (letters, digits, '-', '_', '.'); the first member creates it.
+    #[arg(long, value_name = "NAME")]
+    pub crawl_id: Option<String>,
+    /// How long a member's lease on a site lasts without renewal, in ms [default: 10000]:
+    /// how long a killed member's sites wait before another member takes them.
+    #[arg(long, value_name = "MS")]
+    pub lease_ms: Option<u64>,
+}
+
+/// `--cluster`, `--crawl-id`, `--lease-ms`, checked.
+#[derive(Debug, Clone)]
+pub struct ClusterArgs {
+    pub nodes: Vec<String>,
+    pub crawl_id: crate::cluster::shared::CrawlId,
+    pub lease: std::time::Duration,
+}
+
+/// The shortest and longest lease a member may ask for.
+const LEASE_MS: (u64, u64) = (1_000, 3_600_000);
+
+impl CrawlArgs {
+    /// The shared crawl to join, if any: both --cluster and --crawl-id, or neither.
+    pub fn cluster_args(&self) -> anyhow::Result<Option<ClusterArgs>> {
+        let nodes: Vec<String> = self
+            .cluster
+            .iter()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect();
+        match (nodes.is_empty(), &self.crawl_id) {
+            (true, None) => {
+                if self.lease_ms.is_some() {
+                    anyhow::bail!("--lease-ms needs --cluster and --crawl-id");
+                }
+                Ok(None)
+            }
+            (true, Some(_)) => anyhow::bail!("--crawl-id needs --cluster URL[,URL...]"),
+            (false, None) => anyhow::bail!("--cluster needs --crawl-id NAME"),
+            (false, Some(id)) => {
+                let lease_ms = self.lease_ms.unwrap_or(10_000);
+                if !(LEASE_MS.0..=LEASE_MS.1).contains(&lease_ms) {
+                    anyhow::bail!(
+                        "--lease-ms is {lease_ms}; it must be from {} to {}",
+                        LEASE_MS.0,
+                        LEASE_MS.1
+                    );
+                }
+                Ok(Some(ClusterArgs {
+                    nodes,
+                    crawl_id: crate::cluster::shared::CrawlId::new(id)?,
+                    lease: std::time::Duration::from_millis(lease_ms),
+                }))
+            }
+        }
+    }
+}
+
+/// This process's id in a shared crawl: `host:pid`.
+pub fn member_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".to_string());
+    format!("{host}:{}", std::process::id())
 }
 
 /// `crawltop ctl`: talk to a running crawl's control API.
@@ -693,6 +763,7 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
     cfg.ignore_robots |= args.ignore_robots;
     cfg.cookies |= args.cookies;
     cfg.fresh |= args.fresh;
+    cfg.shared = !args.cluster.is_empty();
     // A resume may leave out the seeds: the checkpoint has them, and the engine checks again.
     let resumes = !cfg.fresh
         && cfg
@@ -760,6 +831,7 @@ async fn crawl_with_face(
     headless: bool,
     control: Option<std::net::SocketAddr>,
     token: Option<String>,
+    cluster: Option<ClusterArgs>,
 ) -> anyhow::Result<Option<Summary>> {
     let options = |addr| crate::control::ControlOptions {
         addr,
@@ -781,7 +853,10 @@ async fn crawl_with_face(
     };
     // Registered before anything starts: an early signal stops the crawl instead of killing it.
     let signals = Signals::new()?;
-    let handle = engine::spawn(cfg)?;
+    let handle = match cluster {
+        Some(c) => join_cluster(cfg, c).await?,
+        None => engine::spawn(cfg)?,
+    };
     // Said once the engine holds the folder's lock: a locked folder is refused first.
     if let Some(dir) = handle.resuming() {
         eprintln!(
@@ -845,6 +920,32 @@ async fn crawl_with_face(
     Ok(Some(summary))
 }
 
+/// Joins the shared crawl (settings compared, seeds added to the crawl's) and starts this
+/// member on it.
+async fn join_cluster(cfg: CrawlConfig, c: ClusterArgs) -> anyhow::Result<engine::CrawlHandle> {
+    use crate::cluster::agent::AgentConfig;
+    use crate::cluster::shared::SharedCrawl;
+    let member = member_id();
+    let mut shared = SharedCrawl::connect(&c.nodes, c.crawl_id.clone(), &member, c.lease).await?;
+    let created = shared.join(&cfg.shared_settings()).await?;
+    let seeds = shared.add_seeds(&cfg.seeds).await?;
+    eprintln!(
+        "crawltop: {} the shared crawl {} as {member} ({} seeds crawl-wide)",
+        if created { "created" } else { "joined" },
+        c.crawl_id.as_str(),
+        seeds.len()
+    );
+    let agent = AgentConfig {
+        lease: c.lease,
+        max_sites: cfg.workers.max(1),
+        ..AgentConfig::default()
+    };
+    let crawl_id = c.crawl_id.as_str().to_string();
+    Ok(engine::spawn_in_cluster(
+        cfg, shared, agent, &crawl_id, &seeds,
+    )?)
+}
+
 /// Sends `tracing` output to a file (never to the terminal, which the dashboard owns).
 fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
     let file = std::fs::File::create(path)
@@ -878,8 +979,9 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     if token.is_some() && control.is_none() && cfg.command_port.is_none() {
         anyhow::bail!("--control-token needs --control or --command-port");
     }
+    let cluster = args.cluster_args()?;
     runtime()?.block_on(async move {
-        let summary = crawl_with_face(cfg, headless, control, token).await?;
+        let summary = crawl_with_face(cfg, headless, control, token, cluster).await?;
         if let Some(e) = summary
             .as_ref()
             .and_then(|s| s.snapshot.commit.error.as_ref())
@@ -937,7 +1039,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .filter_map(|s| server.origin(&s.name).map(|o| format!("{o}/")))
             .collect();
-        let result = crawl_with_face(cfg, headless, None, None).await;
+        let result = crawl_with_face(cfg, headless, None, None, None).await;
         server.shutdown();
         server.finished().await;
         result

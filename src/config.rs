@@ -24,6 +24,8 @@ pub fn default_user_agent() -> String {
 /// Everything a crawl needs to know. Durations are whole milliseconds, as in the TOML file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+// Switches are bools by nature, as on the command line.
+#[allow(clippy::struct_excessive_bools)]
 pub struct CrawlConfig {
     /// Where the crawl starts.
     pub seeds: Vec<String>,
@@ -94,6 +96,9 @@ pub struct CrawlConfig {
     /// The command port's address (`--command-port`): commands as lines of text over TCP;
     /// anything but loopback needs a token.
     pub command_port: Option<std::net::SocketAddr>,
+    /// A member of a shared crawl (`--cluster`) may bring no seeds: it works on the crawl's.
+    #[serde(skip)]
+    pub shared: bool,
 }
 
 impl Default for CrawlConfig {
@@ -137,6 +142,7 @@ impl Default for CrawlConfig {
             sites_out: None,
             urls_out: None,
             command_port: None,
+            shared: false,
         }
     }
 }
@@ -200,6 +206,33 @@ impl CrawlConfig {
     }
 
     /// Checks every setting and parses the seeds; the first problem is named.
+    /// What every member of a shared crawl must agree on, by flag name: the first member
+    /// stores these, and a member that differs is refused with the names.
+    pub fn shared_settings(&self) -> std::collections::BTreeMap<String, String> {
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "none".to_string());
+        [
+            ("scope", format!("{:?}", self.scope).to_lowercase()),
+            ("depth", opt(self.depth.map(|d| d.to_string()))),
+            ("delay-ms", self.delay_ms.to_string()),
+            ("per-site", self.per_site.to_string()),
+            ("max-crawl-delay-ms", self.max_crawl_delay_ms.to_string()),
+            (
+                "adaptive-delay",
+                opt(self.adaptive_delay.map(|f| f.to_string())),
+            ),
+            ("ignore-robots", self.ignore_robots.to_string()),
+            ("robots-retries", self.robots_retries.to_string()),
+            ("user-agent", self.user_agent.clone()),
+            ("include", self.include.join(" ")),
+            ("exclude", self.exclude.join(" ")),
+            ("max-redirects", self.max_redirects.to_string()),
+            ("max-retries", self.max_retries.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
     pub fn validate(&self) -> Result<Vec<url::Url>, ConfigError> {
         fn range<T: PartialOrd + ToString + Copy>(
             name: &'static str,
@@ -275,7 +308,7 @@ impl CrawlConfig {
             url::Url::parse(p).map_err(|_| ConfigError::BadProxy(p.clone()))?;
         }
         self.extractor()?;
-        if self.seeds.is_empty() {
+        if self.seeds.is_empty() && !self.shared {
             return Err(ConfigError::NoSeeds);
         }
         let mut seeds = Vec::new();

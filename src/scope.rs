@@ -102,6 +102,14 @@ impl ScopeRules {
             exclude,
             max_depth,
         };
+        rules.widen(seeds);
+        rules
+    }
+
+    /// Adds seeds to the scope: a shared crawl's scope is every member's seeds, and a member
+    /// that joins later with seeds of its own widens it for everyone.
+    pub fn widen(&mut self, seeds: &[Url]) {
+        let rules = self;
         for seed in seeds.iter().filter(|s| is_http(s)) {
             if let Some(origin) = origin_key(seed) {
                 rules.origins.insert(origin);
@@ -113,7 +121,6 @@ impl ScopeRules {
                 rules.domains.insert(domain);
             }
         }
-        rules
     }
 
     /// `Ok` if the crawl may fetch `url`, found on a page at `depth - 1` (seeds are 0).

@@ -49,6 +49,49 @@ pub struct Snapshot {
     pub commands: Vec<CommandRecord>,
     /// Recent warnings (e.g. a capped Crawl-delay), newest last.
     pub log: Vec<LogLine>,
+    /// The shared crawl this member belongs to (`crawl --cluster`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterView>,
+}
+
+/// A member's view of the shared crawl it works on (`crawl --cluster`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterView {
+    pub crawl_id: String,
+    /// This member's id (`host:pid`).
+    pub member: String,
+    /// Sites this member holds a lease on now.
+    pub sites_leased: u64,
+    /// Sites this member has held at some time in this run.
+    pub sites_served: u64,
+    /// Pages this member fetched.
+    pub pages: u64,
+    /// Every member that ever beat, this one included, by id.
+    pub members: Vec<MemberRow>,
+    /// Crawl-wide counters, all members together (`pages`, `bytes`, `errors`, `shared`: URLs
+    /// admitted to a site's shared queue), as of the last read (about once a second).
+    pub totals: BTreeMap<String, i64>,
+    /// Redis does not answer: what the member's agent said (it retries with backoff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+}
+
+/// One member of a shared crawl, as its last heartbeat says.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemberRow {
+    pub id: String,
+    pub host: String,
+    pub pid: u32,
+    pub sites_leased: u64,
+    pub pages: u64,
+    pub pages_per_s: f64,
+    pub busy: u32,
+    pub blocked: u32,
+    pub idle: u32,
+    /// Seconds since its last heartbeat, by Redis's clock.
+    pub last_beat_s: f64,
+    /// It left gracefully; a member that died just stops beating (see `last_beat_s`).
+    pub gone: bool,
 }
 
 /// What each worker is doing, now and on average over the last seconds.
@@ -321,6 +364,9 @@ pub enum CommandSource {
     Port,
     Signal,
     Library,
+    /// The shared crawl's command log (`crawl --cluster`): given by the member or `ctl` that
+    /// [`CommandRecord::by`] names.
+    Cluster,
 }
 
 /// A command given while running: what, when, by whom.
@@ -329,6 +375,9 @@ pub struct CommandRecord {
     pub at_s: f64,
     pub source: CommandSource,
     pub command: String,
+    /// Who gave a shared crawl's command: a member's id or `ctl@host:pid`, and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// A warning worth showing, e.g. a capped Crawl-delay.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::shared::{Entry, Lease, SharedCrawl, SharedError};
+use super::shared::{Entry, Heartbeat, Lease, Member, SharedCommand, SharedCrawl, SharedError};
 
 /// How an agent paces itself.
 #[derive(Debug, Clone, Copy)]
@@ -44,8 +44,13 @@ impl Default for AgentConfig {
 pub enum ToAgent {
     /// URLs discovered on a site (admitted by its seen set crawl-wide, or not).
     Push { site: String, entries: Vec<Entry> },
-    /// Pulled URLs that ended (fetched, failed, forbidden): finished crawl-wide.
-    Done { site: String, entries: Vec<Entry> },
+    /// Pulled URLs that ended (fetched, failed, forbidden): finished crawl-wide, with how long
+    /// until the site may next be contacted (it travels with the lease).
+    Done {
+        site: String,
+        entries: Vec<Entry>,
+        next_in: Option<Duration>,
+    },
     /// A held site's politeness state and its next contact, to travel with its lease.
     Politeness {
         site: String,
@@ -54,12 +59,19 @@ pub enum ToAgent {
     },
     /// How many sites the member can serve at once now.
     Capacity(usize),
+    /// The member's heartbeat and what to add to the crawl-wide counters.
+    Beat {
+        beat: Heartbeat,
+        counts: Vec<(&'static str, i64)>,
+    },
+    /// A command for the whole crawl (pause, resume, delay N, workers N, stop), given here.
+    Command(String),
     /// Hand everything back and end.
     Stop,
 }
 
 /// What the agent tells its member.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub enum FromAgent {
     /// A site newly held, with the politeness state its last holder stored (none for a site
     /// no one held before) and how long until it may be contacted. Comes before its URLs.
@@ -73,6 +85,22 @@ pub enum FromAgent {
     /// A site's lease was lost (ran out while Redis was away): its pulled URLs will be
     /// fetched by another member; this one should drop them unfetched.
     Lost { site: String },
+    /// A held site was handed back: its queue ran dry here.
+    Released { site: String },
+    /// A command from the crawl's command log (given by any member or `ctl`), in log order;
+    /// `replayed` when it was given before this agent started (a joining member catches up
+    /// with the crawl's pause and delay, and ignores an old stop).
+    Command {
+        command: SharedCommand,
+        replayed: bool,
+    },
+    /// The crawl's members and its crawl-wide counters, read about once a second.
+    Members {
+        members: Vec<Member>,
+        counters: BTreeMap<String, i64>,
+    },
+    /// The crawl's seeds, every member's, when a member brought new ones (the scope widens).
+    Seeds(Vec<String>),
     /// Redis does not answer: no new work until it does.
     Fault(String),
     /// Redis answers again.
@@ -100,6 +128,9 @@ pub fn spawn(shared: SharedCrawl, cfg: AgentConfig) -> Agent {
             outbox,
             held: BTreeMap::new(),
             faulted: false,
+            commands_read: 0,
+            caught_up: false,
+            seeds_seen: 0,
         }
         .run(inbox),
     );
@@ -133,14 +164,27 @@ struct Inner {
     /// Sites this member holds, with how many pulled URLs are not done yet.
     held: BTreeMap<String, usize>,
     faulted: bool,
+    /// Commands of the crawl's log already passed on.
+    commands_read: u64,
+    /// The log was read once: what comes now is new.
+    caught_up: bool,
+    /// How many seeds the crawl had at the last read.
+    seeds_seen: u64,
 }
+
+/// How often the members and counters are read.
+const MEMBERS_EVERY: Duration = Duration::from_secs(1);
 
 impl Inner {
     async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<ToAgent>) -> Result<(), SharedError> {
         let mut renew = tokio::time::interval(self.cfg.lease / 3);
         let mut look = tokio::time::interval(self.cfg.idle_poll);
+        let mut members = tokio::time::interval(MEMBERS_EVERY);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        members.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // What was given before this member joined, before anything else.
+        self.read_commands().await;
         loop {
             tokio::select! {
                 msg = inbox.recv() => match msg {
@@ -148,8 +192,18 @@ impl Inner {
                     Some(ToAgent::Push { site, entries }) => {
                         retry!(self, self.shared.push(&site, &entries));
                     }
-                    Some(ToAgent::Done { site, entries }) => self.done(&site, &entries).await,
+                    Some(ToAgent::Done { site, entries, next_in }) => {
+                        self.done(&site, &entries, next_in).await;
+                    }
                     Some(ToAgent::Capacity(n)) => self.cfg.max_sites = n.max(1),
+                    Some(ToAgent::Beat { beat, counts }) => {
+                        retry!(self, self.shared.heartbeat(&beat));
+                        retry!(self, self.shared.count(&counts));
+                    }
+                    Some(ToAgent::Command(command)) => {
+                        retry!(self, self.shared.command(&command));
+                        self.read_commands().await;
+                    }
                     Some(ToAgent::Politeness { site, state, next_in }) => {
                         if !retry!(self, self.shared.save_politeness(&site, &state, next_in)) {
                             self.lost(&site);
@@ -157,7 +211,16 @@ impl Inner {
                     }
                 },
                 _ = renew.tick() => self.renew().await,
-                _ = look.tick() => self.look().await,
+                _ = look.tick() => {
+                    self.read_commands().await;
+                    self.read_seeds().await;
+                    self.look().await;
+                }
+                _ = members.tick() => {
+                    let members = retry!(self, self.shared.members());
+                    let counters = retry!(self, self.shared.counters());
+                    let _ = self.outbox.send(FromAgent::Members { members, counters });
+                }
             }
         }
     }
@@ -182,8 +245,30 @@ impl Inner {
         }
     }
 
-    async fn done(&mut self, site: &str, entries: &[Entry]) {
-        let ours = retry!(self, self.shared.done(site, entries));
+    /// Passes on the crawl's seeds when their number changed since the last read.
+    async fn read_seeds(&mut self) {
+        let n = retry!(self, self.shared.seed_count());
+        if n != self.seeds_seen {
+            let seeds = retry!(self, self.shared.seeds());
+            self.seeds_seen = seeds.len() as u64;
+            let _ = self.outbox.send(FromAgent::Seeds(seeds));
+        }
+    }
+
+    /// Passes on the commands given since the last read, in log order.
+    async fn read_commands(&mut self) {
+        let from = self.commands_read;
+        let commands = retry!(self, self.shared.commands_since(from));
+        self.commands_read += commands.len() as u64;
+        let replayed = !self.caught_up;
+        self.caught_up = true;
+        for command in commands {
+            let _ = self.outbox.send(FromAgent::Command { command, replayed });
+        }
+    }
+
+    async fn done(&mut self, site: &str, entries: &[Entry], next_in: Option<Duration>) {
+        let ours = retry!(self, self.shared.done(site, entries, next_in));
         if !ours {
             self.lost(site);
             return;
@@ -205,6 +290,7 @@ impl Inner {
             Some(entries) if entries.is_empty() => {
                 self.held.remove(&site);
                 let _ = retry!(self, self.shared.release(&site));
+                let _ = self.outbox.send(FromAgent::Released { site });
             }
             Some(entries) => {
                 self.held.insert(site.clone(), entries.len());
@@ -282,6 +368,10 @@ impl Inner {
         for site in std::mem::take(&mut self.held).into_keys() {
             self.shared.release(&site).await?;
         }
+        // The member's last word on the crawl, for its stats.
+        let members = self.shared.members().await?;
+        let counters = self.shared.counters().await?;
+        let _ = self.outbox.send(FromAgent::Members { members, counters });
         Ok(())
     }
 }

@@ -232,6 +232,8 @@ struct Scripts {
 }
 
 impl Scripts {
+    // One table of scripts, each a few lines: splitting it would only scatter them.
+    #[allow(clippy::too_many_lines)]
     fn new() -> Scripts {
         Scripts {
             // KEYS: meta. ARGV: format, settings. Creates the crawl, or says what it holds.
@@ -284,15 +286,18 @@ impl Scripts {
                 return got
                 ",
             ),
-            // KEYS: lease, flight. ARGV: member, entries. Only the holder finishes.
-            done: Script::new(
-                r"
+            // KEYS: lease, flight, pol. ARGV: member, ms to the next contact (or -1: unchanged),
+            // entries. Only the holder finishes; the next contact travels with the site.
+            done: Script::new(&format!(
+                r"{NOW_MS}
                 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+                local next_in = tonumber(ARGV[2])
+                if next_in >= 0 then redis.call('HSET', KEYS[3], 'next_ms', ms + next_in) end
                 local n = 0
-                for i = 2, #ARGV do n = n + redis.call('SREM', KEYS[2], ARGV[i]) end
+                for i = 3, #ARGV do n = n + redis.call('SREM', KEYS[2], ARGV[i]) end
                 return n
-                ",
-            ),
+                "
+            )),
             // KEYS: lease, flight, q. ARGV: member. Hands back what was pulled, then the lease.
             release: Script::new(
                 r"
@@ -315,10 +320,10 @@ impl Scripts {
             politeness: Script::new(&format!(
                 r"{NOW_MS}
                 local got = redis.call('HMGET', KEYS[1], 'state', 'next_ms')
-                if not got[1] then return false end
+                if not got[1] and not got[2] then return false end
                 local wait = (tonumber(got[2]) or 0) - ms
                 if wait < 0 then wait = 0 end
-                return {{got[1], wait}}
+                return {{got[1] or '', wait}}
                 "
             )),
             // KEYS: members. ARGV: member, beat. The row is `ms TAB beat`, ms by Redis's clock.
@@ -563,12 +568,21 @@ impl SharedCrawl {
         Ok(got.map(|items| items.iter().filter_map(|s| Entry::decode(s)).collect()))
     }
 
-    /// Finishes pulled entries (fetched, or ended otherwise); false when the lease is not ours.
-    pub async fn done(&mut self, site: &str, entries: &[Entry]) -> Result<bool, SharedError> {
+    /// Finishes pulled entries (fetched, or ended otherwise) and, when given, stores when the
+    /// site may next be contacted (a wait from now on Redis's clock); false when the lease is
+    /// not ours.
+    pub async fn done(
+        &mut self,
+        site: &str,
+        entries: &[Entry],
+        next_in: Option<Duration>,
+    ) -> Result<bool, SharedError> {
         let mut call = self.scripts.done.prepare_invoke();
         call.key(self.site_key(site, "lease"))
             .key(self.site_key(site, "flight"))
-            .arg(&self.member);
+            .key(self.site_key(site, "pol"))
+            .arg(&self.member)
+            .arg(next_in.map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
         for e in entries {
             call.arg(e.encode());
         }
@@ -589,6 +603,39 @@ impl SharedCrawl {
             .invoke_async(&mut self.conn)
             .await?;
         Ok(u64::try_from(n).ok())
+    }
+
+    /// Adds this member's seeds to the crawl's (its scope is every member's seeds) and returns
+    /// them all.
+    pub async fn add_seeds(&mut self, seeds: &[String]) -> Result<Vec<String>, SharedError> {
+        let key = self.crawl_key("seeds");
+        if !seeds.is_empty() {
+            let _: i64 = redis::cmd("SADD")
+                .arg(&key)
+                .arg(seeds)
+                .query_async(&mut self.conn)
+                .await?;
+        }
+        self.seeds().await
+    }
+
+    /// The seeds every member brought.
+    pub async fn seeds(&mut self) -> Result<Vec<String>, SharedError> {
+        let mut seeds: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.crawl_key("seeds"))
+            .query_async(&mut self.conn)
+            .await?;
+        seeds.sort();
+        Ok(seeds)
+    }
+
+    /// How many seeds the crawl has (one round trip: whether to read them again).
+    pub async fn seed_count(&mut self) -> Result<u64, SharedError> {
+        let n: u64 = redis::cmd("SCARD")
+            .arg(self.crawl_key("seeds"))
+            .query_async(&mut self.conn)
+            .await?;
+        Ok(n)
     }
 
     /// Every site the crawl has queued anything for.
@@ -654,8 +701,8 @@ impl SharedCrawl {
         Ok(saved == 1)
     }
 
-    /// A site's stored politeness state and how long until it may be contacted, if any member
-    /// stored one.
+    /// A site's stored politeness state (empty when only its next contact was stored) and how
+    /// long until it may be contacted, if any member stored either.
     pub async fn politeness(
         &mut self,
         site: &str,

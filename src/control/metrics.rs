@@ -497,6 +497,7 @@ fn progress_metrics(e: &mut Families, s: &Snapshot) -> std::fmt::Result {
         (CommandSource::Port, "port"),
         (CommandSource::Signal, "signal"),
         (CommandSource::Library, "library"),
+        (CommandSource::Cluster, "cluster"),
     ];
     e.family(
         "crawltop_commands",

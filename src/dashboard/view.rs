@@ -1104,6 +1104,7 @@ mod tests {
             commit: crate::snapshot::Commit::default(),
             commands: Vec::new(),
             log,
+            cluster: None,
         }
     }
 

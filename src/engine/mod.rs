@@ -53,6 +53,33 @@ impl std::fmt::Display for Command {
     }
 }
 
+/// A command as [`Command`]'s `Display` writes it (`pause`, `delay 250 ms`, `workers 8`, ...):
+/// how a shared crawl's command log holds them.
+impl std::str::FromStr for Command {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Command, String> {
+        let words: Vec<&str> = s.split_whitespace().collect();
+        let number = |w: &str| {
+            w.parse::<u64>()
+                .map_err(|_| format!("{w:?} is not a number"))
+        };
+        match words.as_slice() {
+            ["pause"] => Ok(Command::Pause),
+            ["resume"] => Ok(Command::Resume),
+            ["stop"] => Ok(Command::Stop),
+            ["export"] => Ok(Command::Export),
+            ["delay", ms, "ms"] | ["delay", ms] => {
+                Ok(Command::SetDelay(Duration::from_millis(number(ms)?)))
+            }
+            ["workers", n] => Ok(Command::SetWorkers(
+                usize::try_from(number(n)?).map_err(|e| e.to_string())?,
+            )),
+            _ => Err(format!("{s:?} is not a command")),
+        }
+    }
+}
+
 /// Why a crawl could not start or could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -79,6 +106,12 @@ pub enum EngineError {
         .0.display()
     )]
     Finished(std::path::PathBuf),
+    #[error(
+        "{} holds an unfinished crawl, and a member of a shared crawl does not resume one: its \
+         unfinished URLs are in the shared crawl already; start with --fresh, or use another --out",
+        .0.display()
+    )]
+    ClusterResume(std::path::PathBuf),
 }
 
 impl From<crate::store::committer::StoreError> for EngineError {
@@ -198,6 +231,28 @@ where
     Ok(start(coordinator))
 }
 
+/// As [`spawn`], as a member of a shared crawl (`crawl --cluster`): `shared` has joined the
+/// crawl (its settings compared, `crawl_seeds` every member's seeds: the crawl's scope), and
+/// its agent starts here. The member's seeds go to the
+/// shared queues; it fetches what its leased sites hold, and ends with the whole crawl.
+pub fn spawn_in_cluster(
+    config: CrawlConfig,
+    shared: crate::cluster::shared::SharedCrawl,
+    agent: crate::cluster::agent::AgentConfig,
+    crawl_id: &str,
+    crawl_seeds: &[String],
+) -> Result<CrawlHandle, EngineError> {
+    let mut coordinator = coordinator::Coordinator::new(config)?;
+    if let Some(dir) = coordinator.resuming() {
+        return Err(EngineError::ClusterResume(dir.to_path_buf()));
+    }
+    let member = shared.member().to_string();
+    let agent = crate::cluster::agent::spawn(shared, agent);
+    let link = coordinator::cluster::Link::new(agent, crawl_id, &member);
+    coordinator.join_cluster(link, crawl_seeds);
+    Ok(start(coordinator))
+}
+
 fn start<F: Schedule + Send + 'static>(coordinator: coordinator::Coordinator<F>) -> CrawlHandle {
     let resuming = coordinator.resuming().map(std::path::Path::to_path_buf);
     let (tx, rx) = mpsc::unbounded_channel();
@@ -220,7 +275,38 @@ fn start<F: Schedule + Send + 'static>(coordinator: coordinator::Coordinator<F>)
 
 #[cfg(test)]
 mod tests {
-    use super::EngineError;
+    use std::time::Duration;
+
+    use super::{Command, EngineError};
+
+    /// A shared crawl's command log holds commands as `Display` writes them.
+    #[test]
+    fn commands_read_back_as_written_and_nonsense_is_refused() {
+        for c in [
+            Command::Pause,
+            Command::Resume,
+            Command::Stop,
+            Command::Export,
+            Command::SetDelay(Duration::from_millis(250)),
+            Command::SetWorkers(8),
+        ] {
+            assert_eq!(c.to_string().parse::<Command>(), Ok(c), "{c}");
+        }
+        assert_eq!(
+            "delay 40".parse(),
+            Ok(Command::SetDelay(Duration::from_millis(40)))
+        );
+        for bad in [
+            "",
+            "paws",
+            "delay",
+            "delay -1 ms",
+            "workers many",
+            "stop now",
+        ] {
+            assert!(bad.parse::<Command>().is_err(), "{bad:?}");
+        }
+    }
     use crate::store::committer::StoreError;
 
     /// `main` prints the whole chain (`{:#}`): each cause must appear once.

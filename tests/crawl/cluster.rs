@@ -12,7 +12,7 @@ use crawltop::cluster::local::{LocalCluster, Shape};
 use crate::util::bin;
 
 /// Redis is installed, or the test says how to run it (and fails when `CI` is set).
-fn redis_here(test: &str) -> bool {
+pub(crate) fn redis_here(test: &str) -> bool {
     let here = Command::new("redis-server")
         .arg("--version")
         .output()
@@ -34,7 +34,7 @@ fn redis_here(test: &str) -> bool {
 }
 
 /// A cluster of three masters in `dir`, stopped when dropped.
-fn three_masters(dir: &std::path::Path) -> LocalCluster {
+pub(crate) fn three_masters(dir: &std::path::Path) -> LocalCluster {
     LocalCluster::up(
         dir,
         Shape {
@@ -332,10 +332,10 @@ mod shared {
         let urls: Vec<&str> = got.iter().map(|e| e.url.as_str()).collect();
         assert_eq!(urls.len(), 3);
         assert!(
-            !b.done(site, &got).await.expect("done"),
+            !b.done(site, &got, None).await.expect("done"),
             "only the holder finishes"
         );
-        assert!(a.done(site, &got[..1]).await.expect("done"));
+        assert!(a.done(site, &got[..1], None).await.expect("done"));
         assert_eq!(a.backlog(site).await.expect("backlog"), (57, 2));
         assert!(!a.finished().await.expect("finished?"));
 
@@ -361,10 +361,10 @@ mod shared {
                 .expect("pull")
                 .filter(|e| !e.is_empty())
             {
-                assert!(b.done(s, &es).await.expect("done"));
+                assert!(b.done(s, &es, None).await.expect("done"));
             }
         }
-        b.done(site, &next).await.expect("done");
+        b.done(site, &next, None).await.expect("done");
         assert!(a.finished().await.expect("finished?"));
         drop(cluster);
     }
@@ -628,6 +628,20 @@ mod agents {
         m
     }
 
+    /// The agent's next message about work (leases, URLs, the end), past its reports on the
+    /// members, the seeds and the command log.
+    async fn work(agent: &mut Agent) -> Option<FromAgent> {
+        loop {
+            match agent.from.recv().await? {
+                FromAgent::Members { .. }
+                | FromAgent::Seeds(_)
+                | FromAgent::Command { .. }
+                | FromAgent::Released { .. } => {}
+                other => return Some(other),
+            }
+        }
+    }
+
     fn config(lease_ms: u64) -> AgentConfig {
         AgentConfig {
             lease: Duration::from_millis(lease_ms),
@@ -657,7 +671,7 @@ mod agents {
     /// Reports every pulled URL done until the crawl-wide end; returns the URLs it got.
     async fn fetch_all(agent: &mut Agent) -> Vec<String> {
         let mut got = Vec::new();
-        while let Some(msg) = tokio::time::timeout(Duration::from_secs(60), agent.from.recv())
+        while let Some(msg) = tokio::time::timeout(Duration::from_secs(60), work(agent))
             .await
             .expect("the agent says something within a minute")
         {
@@ -666,7 +680,11 @@ mod agents {
                     got.extend(entries.iter().map(|e| e.url.clone()));
                     agent
                         .to
-                        .send(ToAgent::Done { site, entries })
+                        .send(ToAgent::Done {
+                            site,
+                            entries,
+                            next_in: None,
+                        })
                         .expect("agent runs");
                 }
                 FromAgent::Finished => break,
@@ -694,10 +712,10 @@ mod agents {
                 entries: entries.clone(),
             })
             .expect("agent runs");
-        let Some(FromAgent::Leased { .. }) = agent.from.recv().await else {
+        let Some(FromAgent::Leased { .. }) = work(&mut agent).await else {
             panic!("the lease first");
         };
-        let Some(FromAgent::Pulled { entries: batch, .. }) = agent.from.recv().await else {
+        let Some(FromAgent::Pulled { entries: batch, .. }) = work(&mut agent).await else {
             panic!("then a batch");
         };
         (agent, site, entries, batch)
@@ -762,6 +780,7 @@ mod agents {
             .send(ToAgent::Done {
                 site: site.clone(),
                 entries: batch[..2].to_vec(),
+                next_in: None,
             })
             .expect("agent runs");
         // Wait until Redis has the two done (the agent works in order): a marker push after.
@@ -821,7 +840,7 @@ mod agents {
             site: leased,
             politeness,
             wait,
-        }) = second.from.recv().await
+        }) = work(&mut second).await
         else {
             panic!("the lease first");
         };

@@ -8,6 +8,7 @@
 
 mod architecture;
 mod cluster;
+mod cluster_crawl;
 mod control;
 mod crawl_cli;
 mod dashboard_pty;

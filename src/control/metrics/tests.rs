@@ -46,6 +46,7 @@ fn fixture() -> Snapshot {
         at_s: 1.0,
         source: CommandSource::Api,
         command: "pause".into(),
+        by: None,
     });
     s.sites.push(SiteRow {
         origin: "http://a.example".into(),

@@ -291,12 +291,14 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
-    fn restore_site(&mut self, id: SiteId, row: &SiteRow, now_wall: SystemTime) {
+    /// Rebuilds a site's robots.txt rules from what it answered (a checkpoint's memo, or the
+    /// politeness a shared crawl's site brings with its lease), without asking the site again.
+    pub(super) fn replay_robots(&mut self, id: SiteId, memo: &RobotsMemo, gave_up: bool) {
         let policy = self.policy.clone();
         let s: &mut Site = &mut self.sites[id.index()];
-        s.robots_memo = row.robots.clone();
+        s.robots_memo = memo.clone();
         if !self.cfg.ignore_robots {
-            match &row.robots {
+            match memo {
                 RobotsMemo::Unresolved => {}
                 RobotsMemo::Response { status, body } => {
                     let body = data_encoding::BASE64
@@ -308,15 +310,22 @@ impl<F: Schedule> Coordinator<F> {
                     s.robots.on_too_many_redirects();
                 }
             }
-            if row.robots_gave_up {
+            if gave_up {
                 // The same number of failures gives up the same way.
                 for _ in 0..=policy.max_retries {
                     s.robots.on_unreachable(&policy);
                 }
             }
         }
-        s.robots_gave_up = row.robots_gave_up;
+        s.robots_gave_up = gave_up;
         s.crawl_delay = s.robots.crawl_delay();
+        let own = s.own_delay();
+        self.frontier.set_site_delay(id, own);
+    }
+
+    fn restore_site(&mut self, id: SiteId, row: &SiteRow, now_wall: SystemTime) {
+        self.replay_robots(id, &row.robots, row.robots_gave_up);
+        let s: &mut Site = &mut self.sites[id.index()];
         s.backoff_attempt = row.backoff_attempt;
         s.fetched = row.fetched;
         s.errors = row.errors;

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 mod checkpoint;
+pub(super) mod cluster;
 mod publish;
 
 use super::export;
@@ -102,6 +103,10 @@ impl Slots {
 
     fn has_free(&self) -> bool {
         self.in_use < self.target
+    }
+
+    fn free(&self) -> usize {
+        self.target.saturating_sub(self.in_use)
     }
 
     fn take(&mut self) -> Option<usize> {
@@ -199,6 +204,8 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     resuming: Option<std::path::PathBuf>,
     /// The live site table and what changed since the last tick.
     live: publish::LiveSites,
+    /// The shared crawl this member works on (`--cluster`), through its agent.
+    cluster: Option<cluster::Link>,
 }
 
 /// Added to a fetch's patience (`--timeout-ms`) before its result counts as overdue.
@@ -362,6 +369,7 @@ impl<F: Schedule> Coordinator<F> {
             parse_hook: ParseHook::from_env(),
             resuming: None,
             live: publish::LiveSites::new(),
+            cluster: None,
             runs: checkpoint::Runs {
                 run: 1,
                 ..checkpoint::Runs::default()
@@ -398,7 +406,11 @@ impl<F: Schedule> Coordinator<F> {
         let mut commands_open = true;
         let completed = loop {
             self.dispatch();
-            if self.tasks.is_empty() && (self.stopping || self.frontier.is_empty()) {
+            self.flush_cluster();
+            // In a shared crawl, an empty frontier here is not the end: the crawl-wide one is.
+            let ended = self.frontier.is_empty()
+                && self.cluster.as_ref().is_none_or(cluster::Link::finished);
+            if self.tasks.is_empty() && (self.stopping || ended) {
                 break !self.stopping;
             }
             let store_full = self.store_full();
@@ -429,9 +441,11 @@ impl<F: Schedule> Coordinator<F> {
                     self.check_store();
                     self.publish_sites();
                     self.sample();
+                    self.beat(false);
                     snapshots.send_replace(Arc::new(self.snapshot_now()));
                 }
                 Some(done) = self.tasks.join_next_with_id() => self.on_task(done),
+                Some(msg) = cluster::from_agent(self.cluster.as_mut()) => self.on_agent(msg),
                 () = sleep_until(wake) => {}
                 () = drained(status.as_deref()), if store_full => {}
                 () = sleep_until(self.stop_deadline), if !self.tasks.is_empty() => {
@@ -451,6 +465,8 @@ impl<F: Schedule> Coordinator<F> {
             self.window.skip(seq);
         }
         self.flush_window();
+        // What ended is finished crawl-wide, the rest handed back, before the stats are final.
+        self.leave_cluster().await;
         // No thread left behind: the pool's threads finish what they hold and are joined.
         self.parse_pool.shutdown();
         self.checkpoint(completed);
@@ -476,11 +492,25 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     fn command(&mut self, command: Command, source: CommandSource) {
+        // In a shared crawl, a command for the whole crawl is applied when it comes back from
+        // the crawl's command log, here as in every member.
+        if self.share_command(command, source) {
+            return;
+        }
+        self.record_command(command, source, None);
+        self.apply(command);
+    }
+
+    fn record_command(&mut self, command: Command, source: CommandSource, by: Option<String>) {
         self.commands.push(CommandRecord {
             at_s: self.now().as_secs_f64(),
             source,
             command: command.to_string(),
+            by,
         });
+    }
+
+    fn apply(&mut self, command: Command) {
         match command {
             Command::Pause => self.paused = true,
             Command::Resume => {
@@ -554,6 +584,7 @@ impl<F: Schedule> Coordinator<F> {
         let counts = &mut self.state_counts;
         self.resources.update(id, |r| counts.change(r, state));
         self.touch(id);
+        self.pulled_ended(id, state);
     }
 
     fn ignore(&mut self, id: u32, reason: IgnoreReason) {
@@ -586,6 +617,10 @@ impl<F: Schedule> Coordinator<F> {
         let key = fingerprint(url.as_str());
         if let Some(id) = self.by_url.get(key) {
             self.rediscover(id, depth);
+            return;
+        }
+        // Shared: it becomes a row here when this member pulls it (or is ignored, below).
+        if self.cluster.is_some() && self.admit_shared(&url, key, depth, referrer, hops) {
             return;
         }
         let r = Resource::discovered(depth, referrer, hops);
@@ -1078,6 +1113,9 @@ impl<F: Schedule> Coordinator<F> {
             }
         }
         self.frontier.unhold(site, now);
+        if !matches!(outcome, RobotsOutcome::Retry { .. }) {
+            self.share_politeness(site);
+        }
     }
 
     fn on_page(

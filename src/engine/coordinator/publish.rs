@@ -132,7 +132,7 @@ impl<F: Schedule> Coordinator<F> {
     /// on the store while its backlog is full, else while some site has queued work it may not
     /// start yet (one per such site, as a thread-per-worker crawler would park one), else idle.
     /// The sites waiting are counted as their rows are written ([`LiveSites`]), not by a walk.
-    fn worker_states(&self) -> Vec<WorkerState> {
+    pub(super) fn worker_states(&self) -> Vec<WorkerState> {
         let (mut waiting_politeness, mut waiting_robots) = if self.paused || self.stopping {
             (0, 0)
         } else {
@@ -187,7 +187,7 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
-    fn workers_view(&self, states: Vec<WorkerState>) -> Workers {
+    pub(super) fn workers_view(&self, states: Vec<WorkerState>) -> Workers {
         let total = states.len();
         let count = |f: fn(WorkerState) -> bool| states.iter().filter(|s| f(**s)).count();
         let busy = count(WorkerState::is_busy);
@@ -322,6 +322,7 @@ impl<F: Schedule> Coordinator<F> {
             commit: self.commit_view(),
             commands: self.commands.clone(),
             log: self.log.iter().cloned().collect(),
+            cluster: self.cluster_view(),
         }
     }
 
@@ -423,7 +424,7 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
-    fn rates(&self, now: Duration) -> Rates {
+    pub(super) fn rates(&self, now: Duration) -> Rates {
         let t = now.as_secs_f64();
         // Over the last ~3 seconds, from the once-a-second samples and the live counters.
         let window = self

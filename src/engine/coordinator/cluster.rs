@@ -1,0 +1,551 @@
+//! The coordinator's side of a shared crawl (`crawl --cluster`, issue 13): what this member
+//! hands its agent and what it makes of the agent's answers.
+//!
+//! A URL this member discovers is checked here against the crawl's scope and limits (every
+//! member has the same settings: joining compares them) and, when it is in, goes to its site's
+//! shared queue; it becomes a row of this member only when this member pulls it (or when it
+//! is ignored here, as in a single process). A pulled URL is scheduled by the local frontier
+//! like any other: a site is leased by one member at a time, so the frontier's per-site
+//! politeness holds crawl-wide, and the site's robots.txt answer and next contact time travel
+//! with its lease. When a pulled URL ends (fetched, failed, forbidden, ignored) it is finished
+//! crawl-wide, after the URLs its page led to were pushed: the agent sends in order, so the
+//! crawl is never seen empty between the two.
+//!
+//! Commands for the whole crawl (pause, resume, delay, workers, a stop by the API) go to the
+//! crawl's command log and are applied when they come back from it, by every member alike; a
+//! signal or the dashboard's `q` stops only this member, which hands its sites back.
+//!
+//! It never talks to Redis (the agent does), never waits for the agent, and never decides a
+//! URL's state (the coordinator does).
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use url::Url;
+
+use super::Coordinator;
+use crate::cluster::agent::{Agent, FromAgent, ToAgent};
+use crate::cluster::shared::{Entry, Heartbeat, SharedCommand, SharedError};
+use crate::engine::Command;
+use crate::engine::model::{Resource, ResourceState, RobotsMemo};
+use crate::frontier::{Schedule, SeenSet, SiteId};
+use crate::snapshot::{ClusterView, CommandSource, MemberRow};
+
+/// How often the member beats (and adds its counts to the crawl-wide counters).
+const BEAT_EVERY: Duration = Duration::from_secs(1);
+/// How long a stopping member waits for its agent to hand its sites back.
+const HAND_BACK_PATIENCE: Duration = Duration::from_secs(30);
+
+/// A site's politeness as it travels with its lease (its next contact travels beside it).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(super) struct Politeness {
+    robots: RobotsMemo,
+    robots_gave_up: bool,
+}
+
+/// This member's link to its agent and what it keeps of the shared crawl.
+pub(in crate::engine) struct Link {
+    to: mpsc::UnboundedSender<ToAgent>,
+    from: mpsc::UnboundedReceiver<FromAgent>,
+    task: Option<JoinHandle<Result<(), SharedError>>>,
+    crawl_id: String,
+    member: String,
+    /// Discovered URLs waiting to go to their sites' shared queues, by origin.
+    push: HashMap<String, Vec<Entry>>,
+    /// Pulled URLs that ended, waiting to be finished crawl-wide, by site.
+    done: HashMap<SiteId, Vec<Entry>>,
+    /// Rows of pulled URLs not ended yet, with their site and entry.
+    pulled: HashMap<u32, (SiteId, Entry)>,
+    /// URLs this member already pushed: the shared seen sets decide, this saves round trips.
+    sent: SeenSet,
+    leased: HashSet<SiteId>,
+    served: HashSet<SiteId>,
+    /// The crawl-wide end was seen.
+    finished: bool,
+    fault: Option<String>,
+    view: ClusterView,
+    last_beat: Option<Instant>,
+    /// Pages and errors already added to the crawl-wide counters.
+    counted: (u64, u64, u64),
+    shared_urls: u64,
+    capacity: usize,
+}
+
+impl Link {
+    pub(in crate::engine) fn new(agent: Agent, crawl_id: &str, member: &str) -> Link {
+        Link {
+            to: agent.to,
+            from: agent.from,
+            task: Some(agent.task),
+            crawl_id: crawl_id.to_string(),
+            member: member.to_string(),
+            push: HashMap::new(),
+            done: HashMap::new(),
+            pulled: HashMap::new(),
+            sent: SeenSet::new(),
+            leased: HashSet::new(),
+            served: HashSet::new(),
+            finished: false,
+            fault: None,
+            view: ClusterView::default(),
+            last_beat: None,
+            counted: (0, 0, 0),
+            shared_urls: 0,
+            capacity: 0,
+        }
+    }
+
+    /// The crawl-wide end was seen: nothing queued, held or in flight anywhere.
+    pub(super) fn finished(&self) -> bool {
+        self.finished
+    }
+
+    fn send(&self, msg: ToAgent) {
+        // The agent ends only when told to (or when the runtime goes): nothing to do then.
+        let _ = self.to.send(msg);
+    }
+}
+
+/// The agent's next message; never, without a shared crawl.
+pub(super) async fn from_agent(link: Option<&mut Link>) -> Option<FromAgent> {
+    match link {
+        Some(l) => l.from.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl<F: Schedule> Coordinator<F> {
+    /// Makes this coordinator a member of the shared crawl its agent joined.
+    pub(in crate::engine) fn join_cluster(&mut self, link: Link, crawl_seeds: &[String]) {
+        self.cluster = Some(link);
+        let seeds: Vec<Url> = crawl_seeds
+            .iter()
+            .filter_map(|s| Url::parse(s).ok())
+            .collect();
+        self.scope.widen(&seeds);
+    }
+
+    /// A URL not known here, in a shared crawl: pushed to its site's shared queue when it is in
+    /// scope (true), or left to the caller to record as ignored here (false).
+    pub(super) fn admit_shared(
+        &mut self,
+        url: &Url,
+        key: u64,
+        depth: u32,
+        referrer: Option<u32>,
+        hops: u8,
+    ) -> bool {
+        if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
+            return false;
+        }
+        if self.scope.check(url, depth).is_err() {
+            return false;
+        }
+        let referrer = referrer.map(|id| self.resources.url(id).clone());
+        let Some(link) = self.cluster.as_mut() else {
+            return false;
+        };
+        if link.sent.insert_fingerprint(key) {
+            let origin = url.origin().ascii_serialization();
+            link.push.entry(origin).or_default().push(Entry {
+                url: url.as_str().to_string(),
+                depth,
+                hops,
+                referrer,
+            });
+        }
+        true
+    }
+
+    /// A row left "discovered" for a state of its own: a pulled URL that ended is finished
+    /// crawl-wide (at the next flush).
+    pub(super) fn pulled_ended(&mut self, id: u32, state: ResourceState) {
+        if state == ResourceState::Discovered {
+            return;
+        }
+        if let Some(link) = self.cluster.as_mut()
+            && let Some((site, entry)) = link.pulled.remove(&id)
+        {
+            link.done.entry(site).or_default().push(entry);
+        }
+    }
+
+    /// Sends what waits: the pushes first, then what ended (so the crawl-wide end never sees a
+    /// page done before the links it led to are queued).
+    pub(super) fn flush_cluster(&mut self) {
+        let now = self.now();
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        for (site, entries) in std::mem::take(&mut link.push) {
+            link.shared_urls += entries.len() as u64;
+            link.send(ToAgent::Push { site, entries });
+        }
+        for (site, entries) in std::mem::take(&mut link.done) {
+            let next_in = self.frontier.next_allowed(site).saturating_sub(now);
+            link.send(ToAgent::Done {
+                site: self.frontier.origin(site).to_string(),
+                entries,
+                next_in: Some(next_in),
+            });
+        }
+    }
+
+    /// What the agent said.
+    pub(super) fn on_agent(&mut self, msg: FromAgent) {
+        match msg {
+            FromAgent::Leased {
+                site,
+                politeness,
+                wait,
+            } => self.on_leased(&site, politeness.as_deref(), wait),
+            FromAgent::Pulled { site, entries } => self.on_pulled(&site, entries),
+            FromAgent::Released { site } => {
+                if let Some(id) = self.known_site(&site)
+                    && let Some(link) = self.cluster.as_mut()
+                {
+                    link.leased.remove(&id);
+                }
+            }
+            FromAgent::Lost { site } => self.on_lost(&site),
+            FromAgent::Command { command, replayed } => {
+                self.on_shared_command(&command, replayed);
+            }
+            FromAgent::Members { members, counters } => {
+                if let Some(link) = self.cluster.as_mut() {
+                    link.view.members = members
+                        .into_iter()
+                        .map(|m| MemberRow {
+                            id: m.id,
+                            host: m.beat.host,
+                            pid: m.beat.pid,
+                            sites_leased: m.beat.sites_leased,
+                            pages: m.beat.pages,
+                            pages_per_s: m.beat.pages_per_s,
+                            busy: m.beat.busy,
+                            blocked: m.beat.blocked,
+                            idle: m.beat.idle,
+                            last_beat_s: m.age.as_secs_f64(),
+                            gone: m.beat.gone,
+                        })
+                        .collect();
+                    link.view.totals = counters;
+                }
+            }
+            FromAgent::Seeds(seeds) => {
+                let seeds: Vec<Url> = seeds.iter().filter_map(|s| Url::parse(s).ok()).collect();
+                self.scope.widen(&seeds);
+            }
+            FromAgent::Fault(message) => {
+                self.warn(format!(
+                    "the shared crawl's Redis does not answer: {message}; no new sites until it does"
+                ));
+                if let Some(link) = self.cluster.as_mut() {
+                    link.fault = Some(message);
+                }
+            }
+            FromAgent::Recovered => {
+                self.warn("the shared crawl's Redis answers again".to_string());
+                if let Some(link) = self.cluster.as_mut() {
+                    link.fault = None;
+                }
+            }
+            FromAgent::Finished => {
+                if let Some(link) = self.cluster.as_mut() {
+                    link.finished = true;
+                }
+            }
+        }
+    }
+
+    fn known_site(&mut self, origin: &str) -> Option<SiteId> {
+        let url = Url::parse(origin).ok()?;
+        Some(self.site_for(&url))
+    }
+
+    /// A site is ours now: its politeness as its last holder left it, and its next contact.
+    fn on_leased(&mut self, origin: &str, politeness: Option<&str>, wait: Duration) {
+        let Some(site) = self.known_site(origin) else {
+            self.warn(format!(
+                "the shared crawl leased {origin:?}, which is not an origin"
+            ));
+            return;
+        };
+        if let Some(link) = self.cluster.as_mut() {
+            link.leased.insert(site);
+            link.served.insert(site);
+        }
+        let stored = politeness
+            .filter(|s| !s.is_empty())
+            .and_then(|s| serde_json::from_str::<Politeness>(s).ok());
+        if let Some(p) = stored
+            && self.needs_robots(site)
+        {
+            self.replay_robots(site, &p.robots, p.robots_gave_up);
+        }
+        if !wait.is_zero() {
+            let now = self.now();
+            self.frontier.defer(site, now + wait);
+        }
+        self.touch_site(site);
+    }
+
+    /// URLs of a site this member holds: rows here now, queued in the local frontier.
+    fn on_pulled(&mut self, origin: &str, entries: Vec<Entry>) {
+        let Some(site) = self.known_site(origin) else {
+            return;
+        };
+        for entry in entries {
+            let Ok(url) = Url::parse(&entry.url) else {
+                // Not a URL: nothing to fetch, finished at once.
+                self.warn(format!("the shared queue of {origin} held {:?}", entry.url));
+                if let Some(link) = self.cluster.as_mut() {
+                    link.done.entry(site).or_default().push(entry);
+                }
+                continue;
+            };
+            let key = super::fingerprint(url.as_str());
+            let known = self.by_url.get(key);
+            if let Some(id) = known {
+                let pending = self
+                    .cluster
+                    .as_ref()
+                    .is_some_and(|l| l.pulled.contains_key(&id));
+                if pending {
+                    continue;
+                }
+                if self.resources.get(id).state != ResourceState::Discovered {
+                    // Ended here before (its end did not reach Redis in time): finish it.
+                    if let Some(link) = self.cluster.as_mut() {
+                        link.done.entry(site).or_default().push(entry);
+                    }
+                    continue;
+                }
+            }
+            let id = if let Some(id) = known {
+                id
+            } else {
+                let referrer = entry
+                    .referrer
+                    .as_deref()
+                    .and_then(|r| self.by_url.get(super::fingerprint(r)));
+                let r = Resource::discovered(entry.depth, referrer, entry.hops);
+                self.state_counts.add(&r);
+                let id = self.resources.push(url.as_str(), &r);
+                self.by_url.insert(key, id);
+                id
+            };
+            if let Some(link) = self.cluster.as_mut() {
+                link.pulled.insert(id, (site, entry));
+            }
+            self.touch(id);
+            self.enqueue(id, &url);
+        }
+    }
+
+    /// A site's lease ran out while Redis was away: another member fetches what was pulled.
+    fn on_lost(&mut self, origin: &str) {
+        let Some(site) = self.known_site(origin) else {
+            return;
+        };
+        let ids = self.frontier.remove_site_items(site);
+        if let Some(link) = self.cluster.as_mut() {
+            link.leased.remove(&site);
+            for id in &ids {
+                link.pulled.remove(id);
+            }
+        }
+        for id in &ids {
+            self.resources.update(*id, |r| {
+                r.reason = Some("its site's lease ran out: another member fetches it".into());
+            });
+            self.set_state(*id, ResourceState::FetchIgnored);
+        }
+        self.warn(format!(
+            "{origin}: lease lost while Redis was away; {} queued URLs go to another member",
+            ids.len()
+        ));
+    }
+
+    /// A command from the crawl's command log.
+    fn on_shared_command(&mut self, shared: &SharedCommand, replayed: bool) {
+        // `command TAB how`, as a member gives it; `ctl` gives the command alone.
+        let (text, how) = shared
+            .command
+            .split_once('\t')
+            .unwrap_or((shared.command.as_str(), ""));
+        let by = if how.is_empty() {
+            shared.from.clone()
+        } else {
+            format!("{} ({how})", shared.from)
+        };
+        let Ok(command) = text.parse::<Command>() else {
+            self.warn(format!(
+                "the shared crawl's command log holds {:?} (from {}): ignored",
+                shared.command, shared.from
+            ));
+            return;
+        };
+        // A stop given before this member joined ended an earlier run, not this one.
+        if replayed && command == Command::Stop {
+            return;
+        }
+        self.record_command(command, CommandSource::Cluster, Some(by));
+        self.apply(command);
+    }
+
+    /// A command given here: for the whole crawl (through the log), or for this member.
+    /// Returns true when it went to the log (it is applied when it comes back).
+    pub(super) fn share_command(&mut self, command: Command, source: CommandSource) -> bool {
+        let crawl_wide = match command {
+            Command::Pause | Command::Resume | Command::SetDelay(_) | Command::SetWorkers(_) => {
+                true
+            }
+            // A signal or the dashboard's `q` stops this member: it hands its sites back.
+            Command::Stop => matches!(
+                source,
+                CommandSource::Api | CommandSource::Port | CommandSource::Library
+            ),
+            Command::Export => false,
+        };
+        let Some(link) = self.cluster.as_ref().filter(|_| crawl_wide) else {
+            return false;
+        };
+        let source = serde_json::to_value(source)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        link.send(ToAgent::Command(format!("{command}\t{source}")));
+        true
+    }
+
+    /// Robots.txt of a site resolved here: its answer travels with the site's lease.
+    pub(super) fn share_politeness(&mut self, site: SiteId) {
+        let Some(link) = self.cluster.as_ref() else {
+            return;
+        };
+        let s = &self.sites[site.index()];
+        let state = Politeness {
+            robots: s.robots_memo.clone(),
+            robots_gave_up: s.robots_gave_up,
+        };
+        let Ok(state) = serde_json::to_string(&state) else {
+            return;
+        };
+        let next_in = self.frontier.next_allowed(site).saturating_sub(self.now());
+        link.send(ToAgent::Politeness {
+            site: self.frontier.origin(site).to_string(),
+            state,
+            next_in,
+        });
+    }
+
+    /// Once a second: the heartbeat, the counts, and how many sites this member can serve.
+    pub(super) fn beat(&mut self, gone: bool) {
+        let due = self
+            .cluster
+            .as_ref()
+            .is_some_and(|l| gone || l.last_beat.is_none_or(|t| t.elapsed() >= BEAT_EVERY));
+        if !due {
+            return;
+        }
+        let workers = self.workers_view(self.worker_states());
+        let pages_per_s = self.rates(self.now()).pages_per_s;
+        let pages = self.pages_fetched;
+        let bytes = self.http.bytes;
+        let errors = self.state_counts.get(ResourceState::FetchError);
+        // Sites it can serve: those it holds, and more while workers are free (none hoards).
+        let free = self.slots.free();
+        let per_site = self.frontier.per_site().max(1);
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        link.last_beat = Some(Instant::now());
+        let beat = Heartbeat {
+            host: member_host(&link.member),
+            pid: std::process::id(),
+            sites_leased: link.leased.len() as u64,
+            pages,
+            pages_per_s,
+            busy: workers.busy as u32,
+            blocked: workers.blocked as u32,
+            idle: workers.idle as u32,
+            gone,
+        };
+        let (p0, b0, e0) = link.counted;
+        let delta = |now: u64, before: u64| i64::try_from(now.saturating_sub(before)).unwrap_or(0);
+        let counts = vec![
+            ("pages", delta(pages, p0)),
+            ("bytes", delta(bytes, b0)),
+            ("errors", delta(errors, e0)),
+            ("shared", i64::try_from(link.shared_urls).unwrap_or(0)),
+        ];
+        link.counted = (pages, bytes, errors);
+        link.shared_urls = 0;
+        link.send(ToAgent::Beat { beat, counts });
+        let capacity = link.leased.len() + free.div_ceil(per_site);
+        if capacity != link.capacity {
+            link.capacity = capacity;
+            link.send(ToAgent::Capacity(capacity.max(1)));
+        }
+    }
+
+    /// The member leaves: what ended is finished, its last heartbeat says so, and its agent
+    /// hands every site and its unfinished URLs back before the crawl's summary is written.
+    pub(super) async fn leave_cluster(&mut self) {
+        if self.cluster.is_none() {
+            return;
+        }
+        self.flush_cluster();
+        self.beat(true);
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        link.send(ToAgent::Stop);
+        let Some(task) = link.task.take() else {
+            return;
+        };
+        let outcome = tokio::time::timeout(HAND_BACK_PATIENCE, task).await;
+        let failed = match outcome {
+            Ok(Ok(Ok(()))) => None,
+            Ok(Ok(Err(e))) => Some(e.to_string()),
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some("no answer in time".to_string()),
+        };
+        if let Some(e) = failed {
+            self.warn(format!(
+                "could not hand this member's sites back ({e}); their leases run out by themselves"
+            ));
+        }
+        // What the agent said last (the members and counters at the end).
+        while let Some(msg) = self.cluster.as_mut().and_then(|l| l.from.try_recv().ok()) {
+            if let FromAgent::Members { .. } = msg {
+                self.on_agent(msg);
+            }
+        }
+    }
+
+    /// The cluster section of a snapshot.
+    pub(super) fn cluster_view(&self) -> Option<ClusterView> {
+        let link = self.cluster.as_ref()?;
+        let mut view = link.view.clone();
+        view.crawl_id.clone_from(&link.crawl_id);
+        view.member.clone_from(&link.member);
+        view.sites_leased = link.leased.len() as u64;
+        view.sites_served = link.served.len() as u64;
+        view.pages = self.pages_fetched;
+        view.fault.clone_from(&link.fault);
+        Some(view)
+    }
+}
+
+/// The host part of a member id (`host:pid`).
+fn member_host(member: &str) -> String {
+    member
+        .rsplit_once(':')
+        .map_or(member, |(host, _)| host)
+        .to_string()
+}

@@ -1,0 +1,411 @@
+//! Members of one shared crawl (`crawl --cluster`), each a crawltop process, on a Redis Cluster
+//! the test starts: judged where a site owner judges a crawl, at the test server's log (every
+//! page once across all members, robots.txt once per site, politeness per site), and by what
+//! each member writes (exit code, stats).
+//!
+//! They need Debian's `redis-server`; see `cluster::redis_here`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use crawltop::testweb::manifest::SiteKind;
+use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
+use tokio::process::{Child, Command};
+
+use crate::cluster::{redis_here, three_masters};
+use crate::util::bin;
+
+/// Long enough for a loaded machine; a member that never ends fails the test here.
+const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
+
+/// A member of crawl `id` on `nodes`: `--headless`, stats to `stats`, then `extra`.
+fn member(nodes: &[String], id: &str, stats: &Path, extra: &[&str]) -> Child {
+    Command::new(bin())
+        .arg("crawl")
+        .args(["--cluster", &nodes.join(","), "--crawl-id", id])
+        .args(["--headless", "--workers", "4", "--per-site", "1"])
+        .args(["--delay-ms", "20", "--timeout-ms", "5000"])
+        .arg("--stats-out")
+        .arg(stats)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("crawltop starts")
+}
+
+/// Waits for a member to end; returns its stderr, asserting it exited 0.
+async fn ends_well(child: Child, who: &str) -> String {
+    let out = tokio::time::timeout(CRAWL_PATIENCE, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{who} ends"))
+        .expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{who}: {:?}\n{err}", out.status);
+    err
+}
+
+fn stats(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("stats are JSON")
+}
+
+fn seeds_file(web: &TestWeb, dir: &Path) -> PathBuf {
+    let path = dir.join("seeds.txt");
+    let seeds: Vec<String> = web
+        .manifest()
+        .sites
+        .iter()
+        .filter(|s| s.kind == SiteKind::Normal)
+        .map(|s| web.url(&s.name, "/"))
+        .collect();
+    std::fs::write(&path, seeds.join("\n")).expect("seeds");
+    path
+}
+
+/// Requests per site and path, robots.txt apart.
+fn pages_asked(records: &[RequestRecord]) -> BTreeMap<String, BTreeMap<String, usize>> {
+    let mut out: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.path != "/robots.txt") {
+        *out.entry(r.site.clone())
+            .or_default()
+            .entry(r.path.clone())
+            .or_default() += 1;
+    }
+    out
+}
+
+/// Every page the manifest says is reachable was asked at least once, nothing the site
+/// disallows ever; returns how many requests were repeats.
+fn covered(web: &TestWeb, records: &[RequestRecord]) -> usize {
+    let asked = pages_asked(records);
+    let mut repeats = 0;
+    for site in web.manifest().normal_sites() {
+        let got = asked.get(&site.name).cloned().unwrap_or_default();
+        for page in &site.pages {
+            assert!(
+                got.contains_key(&page.path),
+                "{}{} never fetched",
+                site.name,
+                page.path
+            );
+        }
+        for path in &site.disallowed {
+            assert!(
+                !got.contains_key(path),
+                "{}: {path} is disallowed",
+                site.name
+            );
+        }
+        repeats += got.values().map(|n| n - 1).sum::<usize>();
+        let robots = records
+            .iter()
+            .filter(|r| r.site == site.name && r.path == "/robots.txt")
+            .count();
+        assert_eq!(robots, 1, "{}: robots.txt once per crawl", site.name);
+    }
+    repeats
+}
+
+/// At most one connection to a site at a time, and arrivals at least `delay` apart, whichever
+/// member made them.
+fn polite(web: &TestWeb, records: &[RequestRecord], delay: Duration) {
+    for site in web.manifest().normal_sites() {
+        let mut recs: Vec<&RequestRecord> =
+            records.iter().filter(|r| r.site == site.name).collect();
+        recs.sort_by_key(|r| r.t_us);
+        let delay = site.crawl_delay_s.map_or(delay, Duration::from_secs_f64);
+        for pair in recs.windows(2) {
+            let gap = pair[1].t_us - pair[0].t_us;
+            assert!(
+                gap >= delay.as_micros() as u64,
+                "{}: {} then {} only {gap} us apart",
+                site.name,
+                pair[0].path,
+                pair[1].path
+            );
+        }
+        for r in &recs {
+            assert!(r.in_flight <= 1, "{}: {} in flight", site.name, r.in_flight);
+        }
+    }
+}
+
+#[tokio::test]
+async fn two_members_fetch_every_page_once_between_them_politely_and_both_end() {
+    if !redis_here("two_members_fetch_every_page_once_between_them...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(6, 30).seed(13).crawl_delay_s(0.03))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let (stats_a, stats_b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+    // B joins first with no seeds of its own: it waits for work, then shares it.
+    let b = member(&nodes, "two", &stats_b, &[]);
+    let a = member(
+        &nodes,
+        "two",
+        &stats_a,
+        &["--seeds-file", seeds.to_str().expect("utf8")],
+    );
+    let err_a = ends_well(a, "member a").await;
+    let err_b = ends_well(b, "member b").await;
+    assert!(err_a.contains("created the shared crawl two") || err_b.contains("created"));
+
+    let records = web.log().records();
+    assert_eq!(covered(&web, &records), 0, "no page twice");
+    polite(&web, &records, Duration::from_millis(20));
+
+    let (a, b) = (stats(&stats_a), stats(&stats_b));
+    // Every response the server sent, robots.txt included, was counted by one member.
+    let answered = |s: &serde_json::Value| -> u64 {
+        s["http"]["status"]
+            .as_object()
+            .expect("status counts")
+            .values()
+            .filter_map(serde_json::Value::as_u64)
+            .sum()
+    };
+    assert_eq!(
+        answered(&a) + answered(&b),
+        records.len() as u64,
+        "the members' responses add up to the server's"
+    );
+    let pages = |s: &serde_json::Value| s["cluster"]["pages"].as_u64().expect("pages");
+    assert!(
+        pages(&a) > 0 && pages(&b) > 0,
+        "both worked: {} and {}",
+        pages(&a),
+        pages(&b)
+    );
+    // The crawl-wide counters live in Redis: after both ended, they hold both members' pages.
+    let port = nodes[0].rsplit(':').next().expect("port");
+    let out = std::process::Command::new("redis-cli")
+        .args(["-c", "-h", "127.0.0.1", "-p", port])
+        .args(["HGET", "ct:{two}:counters", "pages"])
+        .output()
+        .expect("redis-cli runs");
+    let total: u64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a count");
+    assert_eq!(total, pages(&a) + pages(&b), "the crawl-wide counter");
+    // Each member's stats hold the counters as it last read them: at its end.
+    for s in [&a, &b] {
+        let seen = s["cluster"]["totals"]["pages"].as_u64().expect("totals");
+        assert!(seen >= pages(s) && seen <= total, "{seen} of {total}");
+    }
+    for s in [&a, &b] {
+        assert_eq!(s["cluster"]["crawl_id"], "two");
+        assert_eq!(s["totals"]["completed"], true, "{}", s["cluster"]);
+        let members: BTreeSet<&str> = s["cluster"]["members"]
+            .as_array()
+            .expect("members")
+            .iter()
+            .filter_map(|m| m["id"].as_str())
+            .collect();
+        assert_eq!(members.len(), 2, "{members:?}");
+    }
+    drop(cluster);
+}
+
+#[tokio::test]
+async fn a_member_stopped_by_a_signal_hands_its_sites_back_at_once() {
+    if !redis_here("a_member_stopped_by_a_signal_hands_its_sites_back...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(3, 40).seed(14).crawl_delay_s(0.02))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let (stats_a, stats_b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+    // Leases of ten minutes: only a hand-back lets another member in within the test.
+    let lease = ["--lease-ms", "600000"];
+    let a = member(
+        &nodes,
+        "stop",
+        &stats_a,
+        &[
+            "--seeds-file",
+            seeds.to_str().expect("utf8"),
+            lease[0],
+            lease[1],
+        ],
+    );
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 12))
+        .await
+        .expect("member a crawls");
+    let pid = a.id().expect("pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    ends_well(a, "member a").await;
+    let before = web.log().records().len();
+    let b = member(&nodes, "stop", &stats_b, &lease);
+    ends_well(b, "member b").await;
+
+    let records = web.log().records();
+    assert!(records.len() > before, "member b went on");
+    assert_eq!(
+        covered(&web, &records),
+        0,
+        "a graceful stop repeats nothing"
+    );
+    polite(&web, &records, Duration::from_millis(20));
+    let b = stats(&stats_b);
+    assert_eq!(b["totals"]["completed"], true);
+    let a = stats(&stats_a);
+    assert_eq!(a["totals"]["completed"], false, "a stopped before the end");
+    drop(cluster);
+}
+
+#[tokio::test]
+async fn a_killed_member_loses_nothing_and_repeats_at_most_its_in_flight_fetches() {
+    if !redis_here("a_killed_member_loses_nothing...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(3, 40).seed(15).crawl_delay_s(0.02))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let lease = ["--lease-ms", "1000"];
+    let mut a = member(
+        &nodes,
+        "kill",
+        &tmp.path().join("a.json"),
+        &[
+            "--seeds-file",
+            seeds.to_str().expect("utf8"),
+            lease[0],
+            lease[1],
+        ],
+    );
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 12))
+        .await
+        .expect("member a crawls");
+    a.kill().await.expect("SIGKILL");
+    let b = member(&nodes, "kill", &tmp.path().join("b.json"), &lease);
+    ends_well(b, "member b").await;
+
+    let records = web.log().records();
+    let repeats = covered(&web, &records);
+    // Only what was in flight at the kill: at most one per worker of the killed member.
+    assert!(repeats <= 4, "{repeats} pages fetched twice");
+    drop(cluster);
+}
+
+#[tokio::test]
+async fn members_that_disagree_or_cannot_reach_redis_are_refused_with_exit_2() {
+    if !redis_here("members_that_disagree_or_cannot_reach_redis...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(1, 200).seed(16).crawl_delay_s(0.05))
+        .await
+        .expect("web");
+    let seed = web.url("site00", "/");
+    let first = member(&nodes, "agree", &tmp.path().join("a.json"), &[&seed]);
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 2))
+        .await
+        .expect("the first member crawls");
+    let refused = |args: &[&str]| {
+        let out = std::process::Command::new(bin())
+            .arg("crawl")
+            .args(args)
+            .args(["--headless"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let joined = nodes.join(",");
+    // Another depth and delay: both named.
+    let (code, err) = refused(&[
+        "--cluster",
+        &joined,
+        "--crawl-id",
+        "agree",
+        "--workers",
+        "4",
+        "--per-site",
+        "1",
+        "--delay-ms",
+        "500",
+        "--depth",
+        "3",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("delay-ms is 20 there, 500 here"), "{err}");
+    assert!(err.contains("depth is 20 there, 3 here"), "{err}");
+    // Bad ids, a half-given cluster, a bad URL, nothing listening.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+        l.local_addr().expect("addr").port()
+    };
+    let dead_url = format!("redis://127.0.0.1:{dead}");
+    for (args, needle) in [
+        (
+            vec!["--cluster", &joined, "--crawl-id", "a b", &seed],
+            "letters, digits",
+        ),
+        (
+            vec!["--cluster", &joined, "--crawl-id", "a/b", &seed],
+            "letters, digits",
+        ),
+        (
+            vec!["--cluster", &joined, &seed],
+            "--cluster needs --crawl-id",
+        ),
+        (vec!["--crawl-id", "x", &seed], "--crawl-id needs --cluster"),
+        (
+            vec!["--cluster", "http://127.0.0.1:1", "--crawl-id", "x", &seed],
+            "http://127.0.0.1:1",
+        ),
+        (
+            vec!["--cluster", &dead_url, "--crawl-id", "x", &seed],
+            "cannot be reached",
+        ),
+        (
+            vec![
+                "--cluster",
+                &joined,
+                "--crawl-id",
+                "x",
+                "--lease-ms",
+                "5",
+                &seed,
+            ],
+            "--lease-ms",
+        ),
+    ] {
+        let (code, err) = refused(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // The first member was not disturbed and ends well.
+    ends_well(first, "the first member").await;
+    let records = web.log().records();
+    assert_eq!(covered(&web, &records), 0);
+    drop(cluster);
+}
