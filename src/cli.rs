@@ -382,11 +382,18 @@ pub fn member_id() -> String {
 /// `crawltop ctl`: talk to a running crawl's control API.
 #[derive(Debug, Args)]
 pub struct CtlArgs {
-    /// The control API's address, e.g. 127.0.0.1:7070.
-    pub addr: std::net::SocketAddr,
-    /// stats | metrics | sites | pause | resume | stop | export | delay MS | workers N
-    #[arg(num_args = 1..=2, required = true)]
-    pub command: Vec<String>,
+    /// ADDR COMMAND [ARG]: the control API's address (e.g. 127.0.0.1:7070), then stats |
+    /// metrics | sites | pause | resume | stop | export | delay MS | workers N. With
+    /// --cluster, no address: stats | pause | resume | stop | delay MS | workers N for the
+    /// whole shared crawl.
+    #[arg(num_args = 1..=3, required = true, value_name = "ADDR COMMAND")]
+    pub words: Vec<String>,
+    /// Talk to a shared crawl on Redis instead of one member (seed node URLs, comma-separated).
+    #[arg(long, value_name = "URLS", value_delimiter = ',')]
+    pub cluster: Vec<String>,
+    /// The shared crawl's name (with --cluster).
+    #[arg(long, value_name = "NAME")]
+    pub crawl_id: Option<String>,
     /// The bearer token the crawl was started with.
     #[arg(long)]
     pub token: Option<String>,
@@ -946,6 +953,76 @@ async fn join_cluster(cfg: CrawlConfig, c: ClusterArgs) -> anyhow::Result<engine
     )?)
 }
 
+/// `ctl --cluster URLS --crawl-id NAME COMMAND`: a command for every member of a shared crawl,
+/// through its command log (no member's address needed), or the crawl's members and counters.
+fn ctl_cluster(args: &CtlArgs) -> anyhow::Result<ExitCode> {
+    use crate::cluster::shared::{CrawlId, SharedCrawl};
+    let Some(id) = &args.crawl_id else {
+        anyhow::bail!("ctl --cluster needs --crawl-id NAME");
+    };
+    if args.cluster.is_empty() {
+        anyhow::bail!("ctl --crawl-id needs --cluster URL[,URL...]");
+    }
+    let crawl = CrawlId::new(id)?;
+    let words: Vec<&str> = args.words.iter().map(String::as_str).collect();
+    let command = match words.as_slice() {
+        ["stats"] => None,
+        ["pause" | "resume" | "stop"] | ["workers", _] => Some(words.join(" ")),
+        ["delay", ms] => Some(format!("delay {ms} ms")),
+        _ => anyhow::bail!(
+            "unknown command {:?} for a shared crawl: use stats, pause, resume, stop, delay MS or workers N",
+            words.join(" ")
+        ),
+    };
+    if let Some(c) = &command {
+        c.parse::<EngineCommand>()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let who = format!("ctl@{}", member_id());
+    runtime()?.block_on(async move {
+        let mut shared =
+            SharedCrawl::connect(&args.cluster, crawl.clone(), &who, Duration::from_secs(10))
+                .await?;
+        if !shared.exists().await? {
+            anyhow::bail!(
+                "there is no crawl {:?} on {}",
+                crawl.as_str(),
+                args.cluster.join(",")
+            );
+        }
+        if let Some(c) = command {
+            let n = shared.command(&c).await?;
+            println!(
+                "{}",
+                serde_json::json!({"ok": true, "command": c, "number": n})
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        let members: Vec<serde_json::Value> = shared
+            .members()
+            .await?
+            .into_iter()
+            .map(|m| {
+                serde_json::json!({
+                    "id": m.id,
+                    "last_beat_s": m.age.as_secs_f64(),
+                    "beat": m.beat,
+                })
+            })
+            .collect();
+        let totals = shared.counters().await?;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "crawl_id": crawl.as_str(),
+                "members": members,
+                "totals": totals,
+            }))?
+        );
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
 /// Sends `tracing` output to a file (never to the terminal, which the dashboard owns).
 fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
     let file = std::fs::File::create(path)
@@ -1058,8 +1135,22 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
-    let word = args.command[0].as_str();
-    let arg = args.command.get(1).map(String::as_str);
+    if !args.cluster.is_empty() || args.crawl_id.is_some() {
+        return ctl_cluster(args);
+    }
+    let addr: std::net::SocketAddr = args.words[0].parse().map_err(|_| {
+        anyhow::anyhow!(
+            "{:?} is not an address like 127.0.0.1:7070 (or give --cluster URLS --crawl-id NAME)",
+            args.words[0]
+        )
+    })?;
+    let Some(word) = args.words.get(1).map(String::as_str) else {
+        anyhow::bail!(
+            "ctl {addr}: which command? stats, metrics, sites, pause, resume, stop, export, delay MS or workers N"
+        );
+    };
+    let arg = args.words.get(2).map(String::as_str);
+    let command = &args.words[1..];
     let site_params = [
         ("sort", &args.sort),
         ("limit", &args.limit),
@@ -1088,17 +1179,17 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
         ("workers", Some(n)) => ("POST", format!("/workers?n={n}")),
         _ => anyhow::bail!(
             "unknown command {:?}: use stats, metrics, sites, pause, resume, stop, export, delay MS or workers N",
-            args.command.join(" ")
+            command.join(" ")
         ),
     };
     let (status, body) = runtime()?
         .block_on(crate::control::client_request(
-            args.addr,
+            addr,
             args.token.as_deref(),
             method,
             &path,
         ))
-        .with_context(|| format!("cannot reach the control API at {}", args.addr))?;
+        .with_context(|| format!("cannot reach the control API at {addr}"))?;
     println!("{}", body.trim_end());
     if (200..300).contains(&status) {
         Ok(ExitCode::SUCCESS)

@@ -499,6 +499,16 @@ impl SharedCrawl {
         }
     }
 
+    /// Whether the crawl exists (a member created it).
+    pub async fn exists(&mut self) -> Result<bool, SharedError> {
+        let n: i64 = redis::cmd("HEXISTS")
+            .arg(self.crawl_key("meta"))
+            .arg("format")
+            .query_async(&mut self.conn)
+            .await?;
+        Ok(n == 1)
+    }
+
     /// Queues the entries of `site` that its seen set admits (exactly once crawl-wide); returns
     /// how many were new.
     pub async fn push(&mut self, site: &str, entries: &[Entry]) -> Result<u64, SharedError> {

@@ -403,9 +403,184 @@ async fn members_that_disagree_or_cannot_reach_redis_are_refused_with_exit_2() {
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+    // `ctl` for a crawl no member created, or a command a shared crawl does not take.
+    for (args, needle) in [
+        (
+            vec!["pause", "--crawl-id", "nosuch"],
+            "there is no crawl \"nosuch\"",
+        ),
+        (
+            vec!["sites", "--crawl-id", "agree"],
+            "unknown command \"sites\"",
+        ),
+        (vec!["delay", "soon", "--crawl-id", "agree"], "not a number"),
+    ] {
+        let out = std::process::Command::new(bin())
+            .arg("ctl")
+            .args(&args)
+            .args(["--cluster", &joined])
+            .output()
+            .expect("ctl runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
     // The first member was not disturbed and ends well.
     ends_well(first, "the first member").await;
     let records = web.log().records();
     assert_eq!(covered(&web, &records), 0);
+    drop(cluster);
+}
+
+/// The control API's address a member printed.
+async fn control_addr(child: &mut Child) -> std::net::SocketAddr {
+    let stderr = child.stderr.as_mut().expect("stderr piped");
+    let mark = "control API on http://";
+    let seen = crate::util::read_stderr_until(stderr, |s| {
+        s.split(mark).nth(1).is_some_and(|rest| rest.contains('\n'))
+    })
+    .await;
+    seen.split(mark)
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no control address in {seen}"))
+}
+
+async fn member_stats(http: &reqwest::Client, addr: std::net::SocketAddr) -> serde_json::Value {
+    let text = crate::util::get_text(http, &format!("http://{addr}/stats")).await;
+    serde_json::from_str(&text).expect("stats JSON")
+}
+
+#[tokio::test]
+async fn a_pause_from_ctl_holds_every_member_and_a_resume_from_one_members_api_frees_them() {
+    if !redis_here("a_pause_from_ctl_holds_every_member...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(4, 60).seed(17).crawl_delay_s(0.03))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let control = ["--control", "127.0.0.1:0"];
+    let (stats_a, stats_b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+    let mut b = member(&nodes, "cmd", &stats_b, &control);
+    let mut a = member(
+        &nodes,
+        "cmd",
+        &stats_a,
+        &[
+            "--seeds-file",
+            seeds.to_str().expect("utf8"),
+            control[0],
+            control[1],
+        ],
+    );
+    let (addr_a, addr_b) = (control_addr(&mut a).await, control_addr(&mut b).await);
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 12))
+        .await
+        .expect("the members crawl");
+
+    // Pause from outside, with no member's address.
+    let out = std::process::Command::new(bin())
+        .args([
+            "ctl",
+            "pause",
+            "--cluster",
+            &nodes.join(","),
+            "--crawl-id",
+            "cmd",
+        ])
+        .output()
+        .expect("ctl runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let http = crate::util::client();
+    let settled = async {
+        loop {
+            let (sa, sb) = (
+                member_stats(&http, addr_a).await,
+                member_stats(&http, addr_b).await,
+            );
+            let quiet = |s: &serde_json::Value| {
+                s["state"] == "paused" && s["workers"]["busy"] == 0 && s["workers"]["blocked"] == 0
+            };
+            if quiet(&sa) && quiet(&sb) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(CRAWL_PATIENCE, settled)
+        .await
+        .expect("both members pause");
+    let paused_at = web.log().now_us();
+    // A round of heartbeats passes while paused: the members stay put.
+    let ctl_stats = std::process::Command::new(bin())
+        .args([
+            "ctl",
+            "stats",
+            "--cluster",
+            &nodes.join(","),
+            "--crawl-id",
+            "cmd",
+        ])
+        .output()
+        .expect("ctl runs");
+    let shown: serde_json::Value =
+        serde_json::from_slice(&ctl_stats.stdout).expect("ctl stats is JSON");
+    assert_eq!(
+        shown["members"].as_array().map(Vec::len),
+        Some(2),
+        "{shown}"
+    );
+    let resumed_at = web.log().now_us();
+    let resumed = http
+        .post(format!("http://{addr_b}/resume"))
+        .send()
+        .await
+        .expect("resume");
+    assert!(resumed.status().is_success());
+    let b_pid = b.id().expect("pid");
+    ends_well(a, "member a").await;
+    ends_well(b, "member b").await;
+
+    let records = web.log().records();
+    let during: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.t_us > paused_at && r.t_us < resumed_at)
+        .collect();
+    assert!(during.is_empty(), "requests while paused: {during:?}");
+    assert_eq!(covered(&web, &records), 0);
+    for path in [&stats_a, &stats_b] {
+        let s = stats(path);
+        let commands = s["commands"].as_array().expect("commands");
+        let said = |word: &str| {
+            commands
+                .iter()
+                .find(|c| c["command"] == word)
+                .unwrap_or_else(|| panic!("{word} in {commands:?}"))
+                .clone()
+        };
+        let pause = said("pause");
+        assert_eq!(pause["source"], "cluster");
+        assert!(
+            pause["by"].as_str().is_some_and(|b| b.starts_with("ctl@")),
+            "{pause}"
+        );
+        let resume = said("resume");
+        assert_eq!(resume["source"], "cluster");
+        assert!(
+            resume["by"]
+                .as_str()
+                .is_some_and(|by| by.ends_with(&format!(":{b_pid} (api)"))),
+            "{resume}"
+        );
+    }
     drop(cluster);
 }
