@@ -54,6 +54,8 @@ pub enum Action {
     RefreshSearch,
     /// `f`: open the sites filter prompt (a substring of the origin).
     OpenFilter,
+    /// `c`: the members of a shared crawl in place of the heap, or the heap again.
+    ToggleMembers,
     /// A key typed into the open filter prompt.
     FilterPrompt(Edit),
     /// Enter in the filter prompt: show only the matching sites.
@@ -208,6 +210,8 @@ pub struct App {
     followed: Option<usize>,
     sites_top: usize,
     heap_top: usize,
+    /// The members pane is shown in the heap's place (`c`).
+    members: bool,
     /// Log lines scrolled back from the newest (0: follow the newest).
     log_back: usize,
     delay_ms: Setting<u64>,
@@ -240,6 +244,7 @@ impl App {
             followed: None,
             sites_top: 0,
             heap_top: 0,
+            members: false,
             log_back: 0,
             delay_ms: Setting::new(delay_ms),
             workers: Setting::new(workers),
@@ -397,6 +402,7 @@ impl App {
                     None => Effect::None,
                 }
             }
+            Action::ToggleMembers => self.toggle_members(),
             Action::OpenFilter
             | Action::FilterPrompt(_)
             | Action::ApplyFilter
@@ -543,6 +549,16 @@ impl App {
 
     pub fn heap_top(&self) -> usize {
         self.heap_top
+    }
+
+    /// The members pane is shown in the heap's place.
+    pub fn members_shown(&self) -> bool {
+        self.members
+    }
+
+    fn toggle_members(&mut self) -> Effect {
+        self.members = !self.members;
+        Effect::None
     }
 
     pub fn log_back(&self) -> usize {

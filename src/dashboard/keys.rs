@@ -86,6 +86,7 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
         }
         KeyCode::Char('o') => Some(Action::CycleSort),
         KeyCode::Char('f') => Some(Action::OpenFilter),
+        KeyCode::Char('c') => Some(Action::ToggleMembers),
         KeyCode::Tab => Some(Action::FocusNext),
         KeyCode::BackTab => Some(Action::FocusPrev),
         KeyCode::Up | KeyCode::Char('k') => Some(Action::Scroll(Scroll::Up)),

@@ -34,7 +34,11 @@ impl Widget for &App {
         render_workers(self.snapshot(), areas.workers, buf);
         render_jobs(self.snapshot(), areas.jobs, buf);
         render_sites(self, areas.sites, buf);
-        render_heap(self, areas.heap, buf);
+        if self.members_shown() {
+            render_members(self, areas.heap, buf);
+        } else {
+            render_heap(self, areas.heap, buf);
+        }
         render_log(self, areas.log, buf);
         render_footer(self, areas.footer, buf);
         match self.mode() {
@@ -116,6 +120,16 @@ fn render_header(app: &App, area: Rect, buf: &mut Buffer) {
         Span::styled(widgets::page_rate(snap.rates.pages_per_s), bold),
         Span::raw(" "),
     ];
+    // A member of a shared crawl: the whole crawl's pages and members beside its own.
+    if let Some(c) = &snap.cluster {
+        let pages = c.totals.get("pages").copied().unwrap_or(0);
+        let alive = c.members.iter().filter(|m| !m.gone).count();
+        left.extend([
+            Span::styled("crawl-wide ", DIM),
+            Span::styled(count(u64::try_from(pages).unwrap_or(0)), bold),
+            Span::styled(format!(" · {alive} members "), DIM),
+        ]);
+    }
     let mut right = vec![
         Span::raw(gap),
         Span::styled(widgets::byte_rate(snap.rates.bytes_per_s), bold),
@@ -556,6 +570,70 @@ fn render_heap(app: &App, area: Rect, buf: &mut Buffer) {
     .render(inner, buf);
 }
 
+/// A member whose last heartbeat is older than this is shown as silent (killed, or cut off).
+const SILENT_AFTER_S: f64 = 5.0;
+
+/// The members of a shared crawl (`c`): who works, on how many sites, how fast, how recently
+/// heard from.
+fn render_members(app: &App, area: Rect, buf: &mut Buffer) {
+    let snap = app.snapshot();
+    let Some(c) = &snap.cluster else {
+        let block = pane_block("Members", app.focus() == Pane::Heap);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        Line::styled("not a shared crawl (crawl --cluster)", DIM).render(row(inner, 0), buf);
+        return;
+    };
+    let title = format!("Members of {}", c.crawl_id);
+    let block = pane_block(&title, app.focus() == Pane::Heap);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    if let Some(fault) = &c.fault {
+        Line::styled(format!("Redis: {fault}"), Style::new().fg(Color::Red))
+            .render(row(inner, 0), buf);
+        return;
+    }
+    // Two lines a member, to fit the heap's place: who, its sites, when last heard from; then
+    // its speed and its workers busy / blocked / idle.
+    let rows = c.members.iter().map(|m| {
+        let state = if m.gone {
+            Span::styled("gone", DIM)
+        } else if m.last_beat_s > SILENT_AFTER_S {
+            Span::styled("silent", Style::new().fg(Color::Red))
+        } else {
+            Span::styled(format!("{:.0}s", m.last_beat_s), DIM)
+        };
+        let me = if m.id == c.member { "*" } else { " " };
+        let who = ratatui::text::Text::from(vec![
+            Line::raw(format!("{me}{}", m.id)),
+            Line::styled(
+                format!(
+                    "  {}  {}/{}/{}",
+                    widgets::page_rate(m.pages_per_s),
+                    m.busy,
+                    m.blocked,
+                    m.idle
+                ),
+                DIM,
+            ),
+        ]);
+        Row::new(vec![
+            Cell::from(who),
+            Cell::from(count(m.sites_leased)),
+            Cell::from(state),
+        ])
+        .height(2)
+    });
+    let widths = [
+        Constraint::Min(8),
+        Constraint::Length(5),
+        Constraint::Length(6),
+    ];
+    let header = Row::new(["member: p/s b/bl/i", "sites", "beat"]).style(DIM);
+    let table = Table::new(rows, widths).header(header);
+    Widget::render(table, inner, buf);
+}
+
 fn render_log(app: &App, area: Rect, buf: &mut Buffer) {
     let log = &app.snapshot().log;
     let rows = usize::from(area.height.saturating_sub(2));
@@ -702,7 +780,7 @@ fn popup(area: Rect, width: u16, height: u16, buf: &mut Buffer) -> Rect {
     rect
 }
 
-const HELP: [(&str, &str); 16] = [
+const HELP: [(&str, &str); 17] = [
     ("p, space", "pause / resume the crawl"),
     ("+ / -", "politeness delay up / down (0 ms … 10 s)"),
     ("] / [", "workers up / down"),
@@ -715,6 +793,10 @@ const HELP: [(&str, &str); 16] = [
     ("home, end", "first / last row"),
     ("o", "sort sites: queued, fetched, errors, next, origin"),
     ("f", "filter sites by origin: enter applies, esc clears"),
+    (
+        "c",
+        "members of a shared crawl (--cluster), or the heap again",
+    ),
     ("enter, esc", "open / close the selected site's detail"),
     ("/", "search the pages stored so far (needs --out)"),
     ("", "results: enter again, ↑ ↓ scroll, esc close"),
@@ -1291,6 +1373,57 @@ mod tests {
         assert!(text.contains("no sites yet"), "{text}");
         assert!(text.contains("heap empty"), "{text}");
         assert!(text.contains("no warnings"), "{text}");
+    }
+
+    #[test]
+    fn c_shows_a_shared_crawls_members_in_the_heaps_place_and_the_header_its_totals() {
+        let mut snap = fixture();
+        let member = |id: &str, beat: f64, gone: bool| crate::snapshot::MemberRow {
+            id: id.into(),
+            host: "h".into(),
+            pid: 1,
+            sites_leased: 3,
+            pages: 10,
+            pages_per_s: 42.0,
+            busy: 2,
+            blocked: 1,
+            idle: 1,
+            last_beat_s: beat,
+            gone,
+        };
+        snap.cluster = Some(crate::snapshot::ClusterView {
+            crawl_id: "docs-run".into(),
+            member: "alpha:11".into(),
+            members: vec![
+                member("alpha:11", 0.4, false),
+                member("beta:22", 0.0, true),
+                member("gamma:33", 12.0, false),
+            ],
+            totals: [("pages".to_string(), 1234)].into(),
+            ..Default::default()
+        });
+        let mut app = app_with(snap, 100, 30);
+        let text = screen_text(&draw(&app, 100, 30));
+        assert!(text.contains("crawl-wide 1,234"), "{text}");
+        assert!(text.contains("2 members"), "{text}");
+        assert!(!text.contains("Members of"), "the heap until c: {text}");
+        app.apply(Action::ToggleMembers);
+        let text = screen_text(&draw(&app, 100, 50));
+        assert!(text.contains("Members of docs-run"), "{text}");
+        assert!(text.contains("*alpha:11"), "this member marked: {text}");
+        let line = |id: &str| text.lines().find(|l| l.contains(id)).unwrap_or_default();
+        assert!(line("beta:22").contains("gone"), "{text}");
+        assert!(line("gamma:33").contains("silent"), "{text}");
+        // Below each member, its speed and workers.
+        let below = text
+            .lines()
+            .skip_while(|l| !l.contains("alpha:11"))
+            .nth(1)
+            .unwrap_or_default();
+        assert!(below.contains("42 p/s  2/1/1"), "{text}");
+        app.apply(Action::ToggleMembers);
+        let text = screen_text(&draw(&app, 100, 30));
+        assert!(!text.contains("Members of"), "c again: the heap: {text}");
     }
 
     #[test]
