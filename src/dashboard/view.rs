@@ -793,10 +793,7 @@ const HELP: [(&str, &str); 17] = [
     ("home, end", "first / last row"),
     ("o", "sort sites: queued, fetched, errors, next, origin"),
     ("f", "filter sites by origin: enter applies, esc clears"),
-    (
-        "c",
-        "members of a shared crawl (--cluster), or the heap again",
-    ),
+    ("c", "members of a shared crawl, or the heap again"),
     ("enter, esc", "open / close the selected site's detail"),
     ("/", "search the pages stored so far (needs --out)"),
     ("", "results: enter again, ↑ ↓ scroll, esc close"),
