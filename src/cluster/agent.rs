@@ -131,6 +131,7 @@ pub fn spawn(shared: SharedCrawl, cfg: AgentConfig) -> Agent {
             commands_read: 0,
             caught_up: false,
             seeds_seen: 0,
+            recovering: false,
         }
         .run(inbox),
     );
@@ -170,6 +171,8 @@ struct Inner {
     caught_up: bool,
     /// How many seeds the crawl had at the last read.
     seeds_seen: u64,
+    /// Redis answered after a fault: the leases are to be checked before work goes on.
+    recovering: bool,
 }
 
 /// How often the members and counters are read.
@@ -222,6 +225,9 @@ impl Inner {
                     let _ = self.outbox.send(FromAgent::Members { members, counters });
                 }
             }
+            if self.recovering {
+                self.recover().await;
+            }
         }
     }
 
@@ -237,12 +243,22 @@ impl Inner {
         *wait = (*wait * 2).min(MAX_BACKOFF);
     }
 
-    /// Redis answered: say so once if it had not.
+    /// Redis answered: the fault is over, said once the leases are checked.
     fn answered(&mut self) {
         if self.faulted {
             self.faulted = false;
-            let _ = self.outbox.send(FromAgent::Recovered);
+            self.recovering = true;
         }
+    }
+
+    /// After a fault: every held lease is renewed (a lease that ran out meanwhile is reported
+    /// lost) before the member hears that Redis answers again and takes up new work.
+    async fn recover(&mut self) {
+        while self.recovering {
+            self.recovering = false;
+            self.renew().await;
+        }
+        let _ = self.outbox.send(FromAgent::Recovered);
     }
 
     /// Passes on the crawl's seeds when their number changed since the last read.

@@ -7,7 +7,8 @@
 //! background (daemonized) so a cluster outlives the command that started it; a
 //! [`LocalCluster`] value stops its nodes when dropped unless it was [`LocalCluster::detach`]ed.
 //! Starting again from a folder whose nodes are down restarts the same nodes on the same ports,
-//! with their data (`appendonly yes`).
+//! with their data (`appendonly yes`, `appendfsync always`: a node answers a write once it is
+//! on disk, so a node killed and started again has every write it acknowledged).
 //!
 //! It never binds anything but 127.0.0.1, and never touches a Redis it did not start: every node
 //! it stops is named in its own folder's `cluster.json`.
@@ -415,7 +416,7 @@ fn start_node(dir: &Path, port: u16) -> Result<(), ClusterError> {
     let text = format!(
         "port {port}\nbind 127.0.0.1\nprotected-mode yes\ncluster-enabled yes\n\
          cluster-config-file nodes.conf\ncluster-node-timeout 5000\nappendonly yes\n\
-         appendfsync everysec\nsave \"\"\ndir {}\ndaemonize yes\npidfile {}\nlogfile {}\n",
+         appendfsync always\nsave \"\"\ndir {}\ndaemonize yes\npidfile {}\nlogfile {}\n",
         quoted(&node),
         quoted(&node.join("redis.pid")),
         quoted(&node.join("redis.log")),

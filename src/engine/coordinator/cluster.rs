@@ -128,6 +128,12 @@ impl<F: Schedule> Coordinator<F> {
         self.scope.widen(&seeds);
     }
 
+    /// Redis does not answer: no new fetches (a site's lease may run out meanwhile) until the
+    /// agent has checked the leases and says it answers again.
+    pub(super) fn cluster_faulted(&self) -> bool {
+        self.cluster.as_ref().is_some_and(|l| l.fault.is_some())
+    }
+
     /// A URL not known here, in a shared crawl: pushed to its site's shared queue when it is in
     /// scope (true), or left to the caller to record as ignored here (false).
     pub(super) fn admit_shared(

@@ -414,10 +414,14 @@ impl<F: Schedule> Coordinator<F> {
                 break !self.stopping;
             }
             let store_full = self.store_full();
-            let wake = (!self.paused && !self.stopping && self.slots.has_free() && !store_full)
-                .then(|| self.frontier.next_ready_at())
-                .flatten()
-                .map(|t| self.start + t);
+            let wake = (!self.paused
+                && !self.stopping
+                && self.slots.has_free()
+                && !store_full
+                && !self.cluster_faulted())
+            .then(|| self.frontier.next_ready_at())
+            .flatten()
+            .map(|t| self.start + t);
             let status = self.committer.as_ref().map(|c| c.status().clone());
             tokio::select! {
                 biased;
@@ -706,7 +710,7 @@ impl<F: Schedule> Coordinator<F> {
 
     /// Hands out every slot the frontier has ready, while workers are free.
     fn dispatch(&mut self) {
-        if self.paused || self.stopping || self.store_full() {
+        if self.paused || self.stopping || self.store_full() || self.cluster_faulted() {
             return;
         }
         let now = self.now();
