@@ -71,6 +71,9 @@ pub struct ClusterView {
     /// Crawl-wide counters, all members together (`pages`, `bytes`, `errors`, `shared`: URLs
     /// admitted to a site's shared queue), as of the last read (about once a second).
     pub totals: BTreeMap<String, i64>,
+    /// Requests this member sent to Redis (a pipeline or a script call is one).
+    #[serde(default)]
+    pub round_trips: u64,
     /// Redis does not answer: what the member's agent said (it retries with backoff).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,

@@ -98,6 +98,8 @@ pub enum FromAgent {
     Members {
         members: Vec<Member>,
         counters: BTreeMap<String, i64>,
+        /// Requests this member's agent sent to Redis so far.
+        round_trips: u64,
     },
     /// The crawl's seeds, every member's, when a member brought new ones (the scope widens).
     Seeds(Vec<String>),
@@ -162,8 +164,8 @@ struct Inner {
     shared: SharedCrawl,
     cfg: AgentConfig,
     outbox: mpsc::UnboundedSender<FromAgent>,
-    /// Sites this member holds, with how many pulled URLs are not done yet.
-    held: BTreeMap<String, usize>,
+    /// Sites this member holds.
+    held: BTreeMap<String, Held>,
     faulted: bool,
     /// Commands of the crawl's log already passed on.
     commands_read: u64,
@@ -173,6 +175,15 @@ struct Inner {
     seeds_seen: u64,
     /// Redis answered after a fault: the leases are to be checked before work goes on.
     recovering: bool,
+}
+
+/// A site this member holds.
+#[derive(Debug, Clone, Copy, Default)]
+struct Held {
+    /// Pulled URLs not done yet.
+    left: usize,
+    /// Its queue was found empty with URLs still out: not asked again until they are done.
+    dry: bool,
 }
 
 /// How often the members and counters are read.
@@ -190,29 +201,16 @@ impl Inner {
         self.read_commands().await;
         loop {
             tokio::select! {
-                msg = inbox.recv() => match msg {
-                    Some(ToAgent::Stop) | None => return self.hand_back().await,
-                    Some(ToAgent::Push { site, entries }) => {
-                        retry!(self, self.shared.push(&site, &entries));
+                msg = inbox.recv() => {
+                    // Everything waiting goes in one round: pushes and ends merged by site.
+                    let mut batch: Vec<ToAgent> = msg.into_iter().collect();
+                    while let Ok(more) = inbox.try_recv() {
+                        batch.push(more);
                     }
-                    Some(ToAgent::Done { site, entries, next_in }) => {
-                        self.done(&site, &entries, next_in).await;
+                    if self.handle(batch).await {
+                        return self.hand_back().await;
                     }
-                    Some(ToAgent::Capacity(n)) => self.cfg.max_sites = n.max(1),
-                    Some(ToAgent::Beat { beat, counts }) => {
-                        retry!(self, self.shared.heartbeat(&beat));
-                        retry!(self, self.shared.count(&counts));
-                    }
-                    Some(ToAgent::Command(command)) => {
-                        retry!(self, self.shared.command(&command));
-                        self.read_commands().await;
-                    }
-                    Some(ToAgent::Politeness { site, state, next_in }) => {
-                        if !retry!(self, self.shared.save_politeness(&site, &state, next_in)) {
-                            self.lost(&site);
-                        }
-                    }
-                },
+                }
                 _ = renew.tick() => self.renew().await,
                 _ = look.tick() => {
                     self.read_commands().await;
@@ -222,13 +220,71 @@ impl Inner {
                 _ = members.tick() => {
                     let members = retry!(self, self.shared.members());
                     let counters = retry!(self, self.shared.counters());
-                    let _ = self.outbox.send(FromAgent::Members { members, counters });
+                    let round_trips = self.shared.round_trips();
+                    let _ = self.outbox.send(FromAgent::Members { members, counters, round_trips });
                 }
             }
             if self.recovering {
                 self.recover().await;
             }
         }
+    }
+
+    /// A round of messages from the member, in one go: every push first (merged by site), then
+    /// every end (merged by site), then the rest in order. Pushes before ends keeps the
+    /// crawl-wide end true: a page is never finished before the links it led to are queued.
+    /// Returns true when the member said stop (or is gone): the caller hands back.
+    async fn handle(&mut self, batch: Vec<ToAgent>) -> bool {
+        let mut stop = batch.is_empty();
+        let mut pushes: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
+        let mut dones: BTreeMap<String, (Vec<Entry>, Option<Duration>)> = BTreeMap::new();
+        let mut rest = Vec::new();
+        for msg in batch {
+            match msg {
+                ToAgent::Push { site, entries } => pushes.entry(site).or_default().extend(entries),
+                ToAgent::Done {
+                    site,
+                    entries,
+                    next_in,
+                } => {
+                    let d = dones.entry(site).or_default();
+                    d.0.extend(entries);
+                    d.1 = next_in.or(d.1);
+                }
+                ToAgent::Stop => stop = true,
+                other => rest.push(other),
+            }
+        }
+        for (site, entries) in pushes {
+            retry!(self, self.shared.push(&site, &entries));
+        }
+        for (site, (entries, next_in)) in dones {
+            self.done(&site, &entries, next_in).await;
+        }
+        for msg in rest {
+            match msg {
+                ToAgent::Capacity(n) => self.cfg.max_sites = n.max(1),
+                ToAgent::Beat { beat, counts } => {
+                    retry!(self, self.shared.heartbeat(&beat));
+                    retry!(self, self.shared.count(&counts));
+                }
+                ToAgent::Command(command) => {
+                    retry!(self, self.shared.command(&command));
+                    self.read_commands().await;
+                }
+                ToAgent::Politeness {
+                    site,
+                    state,
+                    next_in,
+                } => {
+                    if !retry!(self, self.shared.save_politeness(&site, &state, next_in)) {
+                        self.lost(&site);
+                    }
+                }
+                ToAgent::Push { .. } | ToAgent::Done { .. } | ToAgent::Stop => {}
+            }
+        }
+        stop
     }
 
     /// Redis failed: say so once, then wait before the next try (doubling, up to a cap).
@@ -289,9 +345,11 @@ impl Inner {
             self.lost(site);
             return;
         }
-        if let Some(left) = self.held.get_mut(site) {
-            *left = left.saturating_sub(entries.len());
-            if *left == 0 {
+        if let Some(held) = self.held.get_mut(site) {
+            held.left = held.left.saturating_sub(entries.len());
+            // The next batch before this one runs out, so the member's queue of the site never
+            // waits on a round trip; a site found dry is asked again only once it is done.
+            if held.left == 0 || (held.left <= self.cfg.batch / 2 && !held.dry) {
                 self.pull(site.to_string()).await;
             }
         }
@@ -301,15 +359,27 @@ impl Inner {
     async fn pull(&mut self, site: String) {
         let batch = self.cfg.batch;
         let got = retry!(self, self.shared.pull(&site, batch));
+        let left = self.held.get(&site).map_or(0, |h| h.left);
         match got {
             None => self.lost(&site),
-            Some(entries) if entries.is_empty() => {
+            Some(entries) if entries.is_empty() && left == 0 => {
                 self.held.remove(&site);
                 let _ = retry!(self, self.shared.release(&site));
                 let _ = self.outbox.send(FromAgent::Released { site });
             }
+            Some(entries) if entries.is_empty() => {
+                if let Some(h) = self.held.get_mut(&site) {
+                    h.dry = true;
+                }
+            }
             Some(entries) => {
-                self.held.insert(site.clone(), entries.len());
+                self.held.insert(
+                    site.clone(),
+                    Held {
+                        left: left + entries.len(),
+                        dry: false,
+                    },
+                );
                 let _ = self.outbox.send(FromAgent::Pulled { site, entries });
             }
         }
@@ -367,7 +437,7 @@ impl Inner {
                     politeness,
                     wait,
                 });
-                self.held.insert(site.clone(), 0);
+                self.held.insert(site.clone(), Held::default());
                 self.pull(site).await;
             }
         }
@@ -387,7 +457,12 @@ impl Inner {
         // The member's last word on the crawl, for its stats.
         let members = self.shared.members().await?;
         let counters = self.shared.counters().await?;
-        let _ = self.outbox.send(FromAgent::Members { members, counters });
+        let round_trips = self.shared.round_trips();
+        let _ = self.outbox.send(FromAgent::Members {
+            members,
+            counters,
+            round_trips,
+        });
         Ok(())
     }
 }

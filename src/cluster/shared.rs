@@ -177,17 +177,24 @@ pub struct SharedCommand {
     pub command: String,
 }
 
-/// Either kind of Redis this crawl may run on: a cluster, or one plain server.
-enum Conn {
+/// Either kind of Redis this crawl may run on: a cluster, or one plain server; with the
+/// round trips made so far (a pipeline is one).
+struct Conn {
+    kind: ConnKind,
+    trips: u64,
+}
+
+enum ConnKind {
     Cluster(redis::cluster_async::ClusterConnection),
     Single(redis::aio::MultiplexedConnection),
 }
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Conn::Cluster(c) => c.req_packed_command(cmd),
-            Conn::Single(c) => c.req_packed_command(cmd),
+        self.trips += 1;
+        match &mut self.kind {
+            ConnKind::Cluster(c) => c.req_packed_command(cmd),
+            ConnKind::Single(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -197,16 +204,17 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+        self.trips += 1;
+        match &mut self.kind {
+            ConnKind::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            ConnKind::Single(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
-        match self {
-            Conn::Cluster(c) => c.get_db(),
-            Conn::Single(c) => c.get_db(),
+        match &self.kind {
+            ConnKind::Cluster(c) => c.get_db(),
+            ConnKind::Single(c) => c.get_db(),
         }
     }
 }
@@ -405,7 +413,7 @@ impl SharedCrawl {
                         .connection_timeout(PATIENCE)
                         .response_timeout(PATIENCE)
                         .build()?;
-                Conn::Cluster(
+                ConnKind::Cluster(
                     client
                         .get_async_connection()
                         .await
@@ -414,7 +422,7 @@ impl SharedCrawl {
             }
             Ok(false) => {
                 let client = redis::Client::open(nodes[0].as_str())?;
-                Conn::Single(
+                ConnKind::Single(
                     client
                         .get_multiplexed_async_connection()
                         .await
@@ -424,7 +432,10 @@ impl SharedCrawl {
             Err(e) => return Err(unreachable(e.to_string())),
         };
         Ok(SharedCrawl {
-            conn,
+            conn: Conn {
+                kind: conn,
+                trips: 0,
+            },
             crawl,
             member: member.to_string(),
             lease_for,
@@ -435,6 +446,12 @@ impl SharedCrawl {
 
     pub fn member(&self) -> &str {
         &self.member
+    }
+
+    /// Requests sent to Redis so far (a pipeline or a script call is one; a script Redis did
+    /// not know yet is two).
+    pub fn round_trips(&self) -> u64 {
+        self.conn.trips
     }
 
     fn crawl_key(&self, what: &str) -> String {

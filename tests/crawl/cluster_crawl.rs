@@ -205,6 +205,11 @@ async fn two_members_fetch_every_page_once_between_them_politely_and_both_end() 
     }
     for s in [&a, &b] {
         assert_eq!(s["cluster"]["crawl_id"], "two");
+        assert!(
+            s["cluster"]["round_trips"].as_u64() > Some(0),
+            "{}",
+            s["cluster"]
+        );
         assert_eq!(s["totals"]["completed"], true, "{}", s["cluster"]);
         let members: BTreeSet<&str> = s["cluster"]["members"]
             .as_array()

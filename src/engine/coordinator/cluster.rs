@@ -220,7 +220,11 @@ impl<F: Schedule> Coordinator<F> {
             FromAgent::Command { command, replayed } => {
                 self.on_shared_command(&command, replayed);
             }
-            FromAgent::Members { members, counters } => {
+            FromAgent::Members {
+                members,
+                counters,
+                round_trips,
+            } => {
                 if let Some(link) = self.cluster.as_mut() {
                     link.view.members = members
                         .into_iter()
@@ -239,6 +243,7 @@ impl<F: Schedule> Coordinator<F> {
                         })
                         .collect();
                     link.view.totals = counters;
+                    link.view.round_trips = round_trips;
                 }
             }
             FromAgent::Seeds(seeds) => {
