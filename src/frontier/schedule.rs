@@ -3,9 +3,8 @@
 //! It owns the [`Schedule`] trait and its implementation by today's in-process [`Frontier`]
 //! (Mercator's queues with spilling). The coordinator holds its frontier only through this
 //! trait (it is generic over it, so the per-URL calls stay direct, inlinable calls), so that
-//! another frontier (issue 13's shared one, with per-site queues, seen sets and leases on Redis
-//! Cluster) plugs in without touching the coordinator's call sites, and a test double can
-//! drive the coordinator. It must never grow a method that only one implementation can mean
+//! another frontier plugs in without touching the coordinator's call sites, and a test double
+//! can drive the coordinator. It must never grow a method that only one implementation can mean
 //! (a spill file's path, a Redis key): such details stay behind the implementation, and the
 //! storage questions the snapshot asks have neutral defaults.
 //!
@@ -14,14 +13,9 @@
 //! site, now); under a slot [`Schedule::hold`] the site for its robots.txt or
 //! [`Schedule::take`] its next URL; [`Schedule::complete`] the slot when the contact ends.
 //!
-//! For a shared frontier (issue 13), how the trait maps: `push` gets the URL's text and depth
-//! as well as the engine's row id, so it can be written to the site's queue in Redis once its
-//! seen set admits it; `next_site`/`take` serve sites this member leases, from batches pulled
-//! ahead; `complete` and `defer` carry a site's next contact time back with the lease;
-//! `remove_site_items` drops a site whose robots.txt is unreachable crawl-wide. What it does
-//! not cover yet: URLs another member discovered arrive with no row id here, so that frontier
-//! will need one more call (say, `pulled()`, draining URLs for the engine to admit as rows)
-//! before its `take` can return them.
+//! The shared crawl of issue 13 does not implement it: a member's rows are only the URLs it
+//! pulls, so it schedules them with this same frontier, and the coordinator's `cluster` room
+//! talks to the shared queues (docs/ARCHITECTURE.md, "The frontier boundary").
 
 use std::time::Duration;
 
