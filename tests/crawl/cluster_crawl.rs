@@ -710,3 +710,84 @@ async fn a_redis_master_killed_and_restarted_mid_crawl_costs_a_pause_and_loses_n
     }
     drop(cluster);
 }
+
+#[tokio::test]
+async fn two_members_on_one_plain_redis_server_crawl_as_on_a_cluster_and_share_no_folder() {
+    if !redis_here("two_members_on_one_plain_redis_server...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let mut server = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .arg("--dir")
+        .arg(tmp.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    let answering = async {
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(CRAWL_PATIENCE, answering)
+        .await
+        .expect("redis-server answers");
+    let nodes = vec![format!("redis://127.0.0.1:{port}")];
+    let web = TestWeb::start(GenOptions::new(4, 40).seed(19).crawl_delay_s(0.02))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let out = tmp.path().join("crawl-a");
+    let out_arg = out.to_str().expect("utf8");
+    let a = member(
+        &nodes,
+        "plain",
+        &tmp.path().join("a.json"),
+        &[
+            "--seeds-file",
+            seeds.to_str().expect("utf8"),
+            "--out",
+            out_arg,
+        ],
+    );
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 5))
+        .await
+        .expect("member a crawls");
+    // A second member on the same crawl folder is refused: the folder is a's.
+    let same = std::process::Command::new(bin())
+        .arg("crawl")
+        .args(["--cluster", &nodes[0], "--crawl-id", "plain", "--headless"])
+        .args(["--workers", "4", "--per-site", "1", "--delay-ms", "20"])
+        .args(["--timeout-ms", "5000", "--out", out_arg])
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&same.stderr);
+    assert_eq!(same.status.code(), Some(2), "{err}");
+    assert!(err.contains("in use by another crawltop"), "{err}");
+    let b = member(
+        &nodes,
+        "plain",
+        &tmp.path().join("b.json"),
+        &["--out", tmp.path().join("crawl-b").to_str().expect("utf8")],
+    );
+    ends_well(a, "member a").await;
+    ends_well(b, "member b").await;
+    let records = web.log().records();
+    assert_eq!(covered(&web, &records), 0);
+    polite(&web, &records, Duration::from_millis(20));
+    let _ = server.kill();
+    let _ = server.wait();
+}
