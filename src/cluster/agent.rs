@@ -255,11 +255,15 @@ impl Inner {
                 other => rest.push(other),
             }
         }
-        for (site, entries) in pushes {
-            retry!(self, self.shared.push(&site, &entries));
-        }
-        for (site, (entries, next_in)) in dones {
-            self.done(&site, &entries, next_in).await;
+        let pushes: Vec<(String, Vec<Entry>)> = pushes.into_iter().collect();
+        retry!(self, self.shared.push_many(&pushes));
+        let dones: Vec<(String, Vec<Entry>, Option<Duration>)> = dones
+            .into_iter()
+            .map(|(site, (entries, next_in))| (site, entries, next_in))
+            .collect();
+        let ours = retry!(self, self.shared.done_many(&dones));
+        for ((site, entries, _), ours) in dones.iter().zip(ours) {
+            self.after_done(site, entries.len(), ours).await;
         }
         for msg in rest {
             match msg {
@@ -339,14 +343,14 @@ impl Inner {
         }
     }
 
-    async fn done(&mut self, site: &str, entries: &[Entry], next_in: Option<Duration>) {
-        let ours = retry!(self, self.shared.done(site, entries, next_in));
+    /// `n` pulled URLs of `site` were finished (`ours`: the lease was still this member's).
+    async fn after_done(&mut self, site: &str, n: usize, ours: bool) {
         if !ours {
             self.lost(site);
             return;
         }
         if let Some(held) = self.held.get_mut(site) {
-            held.left = held.left.saturating_sub(entries.len());
+            held.left = held.left.saturating_sub(n);
             // The next batch before this one runs out, so the member's queue of the site never
             // waits on a round trip; a site found dry is asked again only once it is done.
             if held.left == 0 || (held.left <= self.cfg.batch / 2 && !held.dry) {

@@ -178,21 +178,23 @@ pub struct SharedCommand {
 }
 
 /// Either kind of Redis this crawl may run on: a cluster, or one plain server; with the
-/// round trips made so far (a pipeline is one).
+/// requests sent so far (a pipeline is one).
 struct Conn {
     kind: ConnKind,
     trips: u64,
 }
 
+/// A handle on the connection: cheap to clone, and clones share it (requests sent at once
+/// from clones travel together).
+#[derive(Clone)]
 enum ConnKind {
     Cluster(redis::cluster_async::ClusterConnection),
     Single(redis::aio::MultiplexedConnection),
 }
 
-impl ConnectionLike for Conn {
+impl ConnectionLike for ConnKind {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        self.trips += 1;
-        match &mut self.kind {
+        match self {
             ConnKind::Cluster(c) => c.req_packed_command(cmd),
             ConnKind::Single(c) => c.req_packed_command(cmd),
         }
@@ -204,18 +206,38 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        self.trips += 1;
-        match &mut self.kind {
+        match self {
             ConnKind::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
             ConnKind::Single(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
-        match &self.kind {
+        match self {
             ConnKind::Cluster(c) => c.get_db(),
             ConnKind::Single(c) => c.get_db(),
         }
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.trips += 1;
+        self.kind.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.trips += 1;
+        self.kind.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.kind.get_db()
     }
 }
 
@@ -368,6 +390,8 @@ pub struct SharedCrawl {
     scripts: Scripts,
     /// This member has seen the crawl's first URL queued.
     started: bool,
+    /// Sites this member knows are in the crawl's set of sites.
+    known_sites: std::collections::HashSet<String>,
 }
 
 impl std::fmt::Debug for SharedCrawl {
@@ -441,6 +465,7 @@ impl SharedCrawl {
             lease_for,
             scripts: Scripts::new(),
             started: false,
+            known_sites: std::collections::HashSet::new(),
         })
     }
 
@@ -449,7 +474,7 @@ impl SharedCrawl {
     }
 
     /// Requests sent to Redis so far (a pipeline or a script call is one; a script Redis did
-    /// not know yet is two).
+    /// not know yet is two, counted once; calls sent at once count one each).
     pub fn round_trips(&self) -> u64 {
         self.conn.trips
     }
@@ -556,6 +581,98 @@ impl SharedCrawl {
             self.started = true;
         }
         Ok(added)
+    }
+
+    /// [`SharedCrawl::push`] for several sites in one round trip (plus one the first time this
+    /// member pushes to a site: the crawl's set of sites has it before its queue does).
+    pub async fn push_many(&mut self, batch: &[(String, Vec<Entry>)]) -> Result<u64, SharedError> {
+        let batch: Vec<&(String, Vec<Entry>)> = batch.iter().filter(|b| !b.1.is_empty()).collect();
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let new: Vec<&str> = batch
+            .iter()
+            .map(|(site, _)| site.as_str())
+            .filter(|site| !self.known_sites.contains(*site))
+            .collect();
+        if !new.is_empty() {
+            let _: i64 = redis::cmd("SADD")
+                .arg(self.crawl_key("sites"))
+                .arg(&new)
+                .query_async(&mut self.conn)
+                .await?;
+            self.known_sites
+                .extend(new.iter().map(|s| (*s).to_string()));
+        }
+        let keys: Vec<[String; 2]> = batch
+            .iter()
+            .map(|(site, _)| [self.site_key(site, "seen"), self.site_key(site, "q")])
+            .collect();
+        let (scripts, conn) = (&self.scripts, &mut self.conn);
+        let calls: Vec<redis::ScriptInvocation<'_>> = batch
+            .iter()
+            .zip(&keys)
+            .map(|((_, entries), [seen, q])| {
+                let mut call = scripts.push.prepare_invoke();
+                call.key(seen).key(q);
+                for e in entries {
+                    let fp = crate::frontier::fingerprint(&e.url).to_le_bytes();
+                    call.arg(&fp[..]).arg(e.encode());
+                }
+                call
+            })
+            .collect();
+        let added: Vec<u64> = invoke_all(conn, &calls).await?;
+        let added: u64 = added.iter().sum();
+        if added > 0 && !self.started {
+            // After the queue has it: a crawl is never seen started with nothing queued.
+            let _: i64 = redis::cmd("HSETNX")
+                .arg(self.crawl_key("meta"))
+                .arg("started")
+                .arg(1)
+                .query_async(&mut self.conn)
+                .await?;
+            self.started = true;
+        }
+        Ok(added)
+    }
+
+    /// [`SharedCrawl::done`] for several sites in one round trip: whether each lease was ours.
+    pub async fn done_many(
+        &mut self,
+        batch: &[(String, Vec<Entry>, Option<Duration>)],
+    ) -> Result<Vec<bool>, SharedError> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<[String; 3]> = batch
+            .iter()
+            .map(|(site, _, _)| {
+                [
+                    self.site_key(site, "lease"),
+                    self.site_key(site, "flight"),
+                    self.site_key(site, "pol"),
+                ]
+            })
+            .collect();
+        let (scripts, conn, member) = (&self.scripts, &mut self.conn, &self.member);
+        let calls: Vec<redis::ScriptInvocation<'_>> =
+            batch
+                .iter()
+                .zip(&keys)
+                .map(|((_, entries, next_in), [lease, flight, pol])| {
+                    let mut call = scripts.done.prepare_invoke();
+                    call.key(lease).key(flight).key(pol).arg(member).arg(
+                        next_in.map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+                    );
+                    for e in entries {
+                        call.arg(e.encode());
+                    }
+                    call
+                })
+                .collect();
+        let answers: Vec<i64> = invoke_all(conn, &calls).await?;
+        Ok(answers.iter().map(|n| *n >= 0).collect())
     }
 
     /// Takes (or renews) the lease of `site` for `--lease-ms`.
@@ -854,6 +971,20 @@ impl SharedCrawl {
             reason: e.to_string(),
         }
     }
+}
+
+/// Sends script calls all at once (each on its site's slot; they travel together and are
+/// answered together) and returns the answers in order.
+async fn invoke_all<T: redis::FromRedisValue + Send>(
+    conn: &mut Conn,
+    calls: &[redis::ScriptInvocation<'_>],
+) -> Result<Vec<T>, SharedError> {
+    conn.trips += calls.len() as u64;
+    let sent = calls.iter().map(|call| {
+        let mut handle = conn.kind.clone();
+        async move { call.invoke_async::<T>(&mut handle).await }
+    });
+    Ok(futures::future::try_join_all(sent).await?)
 }
 
 /// Whether the server at `url` runs in cluster mode (`INFO cluster`).
