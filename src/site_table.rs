@@ -14,10 +14,13 @@
 //! `next_allowed_in_ms` is worked out against the table's clock (the crawl time of the last
 //! write) when the row is read.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use dashmap::DashMap;
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::snapshot::SiteRow;
 
@@ -154,9 +157,26 @@ impl SiteTable {
         self.rows.get(&id).map(|e| finish(&e, now))
     }
 
-    /// Every row, in id (discovery) order: for the stats file and `/stats`.
+    /// Every row, in id (discovery) order: for the stats file. Readers that only serialize
+    /// the rows take [`SiteTable::in_place`] instead, which copies none.
     pub fn rows(&self) -> Vec<SiteRow> {
         (0..self.len()).filter_map(|i| self.get(i)).collect()
+    }
+
+    /// Every row in id order as a serde sequence read from the table as it is serialized
+    /// (`GET /stats`): one row at a time, no copy of the table.
+    pub fn in_place(&self) -> InPlace<'_> {
+        InPlace(self)
+    }
+
+    /// The `n` rows with the most queued URLs, most first; ties in discovery order, so the cut
+    /// is the same from one call to the next. One pass over the table keeping `n` keys:
+    /// `/metrics` bounds its per-site series with it.
+    pub fn top_queued(&self, n: usize) -> Vec<SiteRow> {
+        most_queued(self.rows.iter().map(|e| (e.row.queued, *e.key())), n)
+            .into_iter()
+            .filter_map(|id| self.get(id as usize))
+            .collect()
     }
 
     /// The ids of the sites whose origin contains `filter` (ASCII case ignored), in `sort`'s
@@ -208,6 +228,93 @@ impl SiteTable {
             total: self.len() as u64,
             matched: order.len() as u64,
             rows,
+        }
+    }
+}
+
+/// The ids of the `n` largest of `(queued, id)` keys, most queued first, ties to the smaller
+/// id: one pass keeping a min-heap of at most `n` keys, whatever the number of keys.
+pub(crate) fn most_queued(keys: impl Iterator<Item = (u64, u32)>, n: usize) -> Vec<u32> {
+    // The heap's top is the worst kept: fewest queued, then the latest id.
+    let mut heap: BinaryHeap<Reverse<(u64, Reverse<u32>)>> = BinaryHeap::with_capacity(n + 1);
+    for (queued, id) in keys {
+        if n == 0 {
+            break;
+        }
+        let key = Reverse((queued, Reverse(id)));
+        if heap.len() < n {
+            heap.push(key);
+        } else if heap.peek().is_some_and(|worst| key < *worst) {
+            heap.pop();
+            heap.push(key);
+        }
+    }
+    let mut best: Vec<(u64, u32)> = heap
+        .into_iter()
+        .map(|Reverse((queued, Reverse(id)))| (queued, id))
+        .collect();
+    best.sort_unstable_by_key(|&(queued, id)| (Reverse(queued), id));
+    best.into_iter().map(|(_, id)| id).collect()
+}
+
+/// [`SiteTable::in_place`]: the rows serialized straight from the table.
+pub struct InPlace<'a>(&'a SiteTable);
+
+impl Serialize for InPlace<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let table = self.0;
+        let now = table.now_ms.load(Ordering::Acquire);
+        let len = table.len();
+        let mut seq = serializer.serialize_seq(None)?;
+        for id in 0..len {
+            let Ok(id) = u32::try_from(id) else {
+                break;
+            };
+            if let Some(e) = table.rows.get(&id) {
+                seq.serialize_element(&Finished::new(&e, now))?;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// A row with its next contact counted from the last publish, serialized as a [`SiteRow`]
+/// is (the same fields in the same order, pinned by a test against `SiteRow`'s own
+/// serialization), by reference.
+#[derive(Serialize)]
+struct Finished<'a> {
+    origin: &'a str,
+    robots_state: &'a crate::robots::RobotsState,
+    crawl_delay_ms: Option<u64>,
+    delay_ms: u64,
+    delay_source: &'a crate::snapshot::DelaySource,
+    queued: u64,
+    in_flight: u64,
+    fetched: u64,
+    errors: u64,
+    next_allowed_in_ms: u64,
+    status: &'a std::collections::BTreeMap<String, u64>,
+    recent_errors: &'a [String],
+    robots_rules: &'a str,
+}
+
+impl<'a> Finished<'a> {
+    fn new(e: &'a Entry, now_ms: u64) -> Finished<'a> {
+        let r = &e.row;
+        Finished {
+            origin: &r.origin,
+            robots_state: &r.robots_state,
+            crawl_delay_ms: r.crawl_delay_ms,
+            delay_ms: r.delay_ms,
+            delay_source: &r.delay_source,
+            queued: r.queued,
+            in_flight: r.in_flight,
+            fetched: r.fetched,
+            errors: r.errors,
+            next_allowed_in_ms: e.next_at_ms.saturating_sub(now_ms),
+            status: &r.status,
+            recent_errors: &r.recent_errors,
+            robots_rules: &r.robots_rules,
         }
     }
 }
@@ -322,6 +429,36 @@ mod tests {
         });
         assert!(past.rows.is_empty());
         assert_eq!(past.matched, 100);
+    }
+
+    #[test]
+    fn rows_in_place_serialize_as_the_copied_rows_do() {
+        let mut rows = rows(50);
+        rows[3].status.insert("200".into(), 7);
+        rows[4].recent_errors.push("/x: timeout".into());
+        rows[5].robots_rules = "no group for crawltop: all allowed".into();
+        rows[6].crawl_delay_ms = Some(250);
+        let table = SiteTable::from_rows(rows);
+        table.publish(3, false);
+        let copied = serde_json::to_string(&table.rows()).expect("rows serialize");
+        let in_place = serde_json::to_string(&table.in_place()).expect("rows serialize");
+        assert_eq!(in_place, copied);
+    }
+
+    #[test]
+    fn the_top_queued_are_the_first_of_the_queued_order() {
+        let rows = rows(500);
+        let table = SiteTable::from_rows(rows.clone());
+        for n in [0, 1, 7, 100, 500, 600] {
+            let want: Vec<&str> = oracle(&rows, SiteSort::Queued, "")
+                .into_iter()
+                .take(n)
+                .map(|i| rows[i as usize].origin.as_str())
+                .collect();
+            let top = table.top_queued(n);
+            let got: Vec<&str> = top.iter().map(|r| r.origin.as_str()).collect();
+            assert_eq!(got, want, "n = {n}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::engine::{Command, Commander};
-use crate::site_table::{SiteQuery, SiteSort};
+use crate::site_table::{SiteQuery, SiteSort, SiteTable};
 use crate::snapshot::{CommandSource, Snapshot};
 
 /// The largest delay `/delay?ms=N` and `DELAY MS` accept: an hour.
@@ -199,17 +199,21 @@ impl Handlers {
             return Ok(bytes);
         }
         // Rendered outside the lock: a big snapshot must not make other connections wait.
-        // Live snapshots carry no site rows: the stats and the metrics take them from the table.
-        let full = if snap.sites.is_empty() && snap.site_count > 0 {
-            let mut full = (*snap).clone();
-            full.sites = self.commander.sites().rows();
-            Arc::new(full)
-        } else {
-            snap.clone()
-        };
+        // Live snapshots carry no site rows: the stats and the metrics read them from the
+        // live table in place (every row for the stats, the most queued for the metrics),
+        // never through a copy of the table.
+        let live = snap.sites.is_empty() && snap.site_count > 0;
         let bytes = match view {
-            View::Stats => Bytes::from(serde_json::to_vec(&*full)?),
-            View::Metrics => Bytes::from(super::metrics::metrics_text(&full)),
+            View::Stats if live => Bytes::from(serde_json::to_vec(&StatsBody {
+                snap: &snap,
+                sites: &self.commander.sites(),
+            })?),
+            View::Stats => Bytes::from(serde_json::to_vec(&*snap)?),
+            View::Metrics if live => Bytes::from(super::metrics::metrics_text_live(
+                &snap,
+                &self.commander.sites(),
+            )),
+            View::Metrics => Bytes::from(super::metrics::metrics_text(&snap)),
         };
         let mut rendered = self.lock_rendered();
         let entry = Some((snap, bytes.clone()));
@@ -223,6 +227,34 @@ impl Handlers {
     fn lock_rendered(&self) -> MutexGuard<'_, Rendered> {
         // The cache holds finished renderings only; a panic elsewhere leaves it valid.
         self.rendered.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A live snapshot as `/stats` gives it: its own fields, with `sites` serialized from the
+/// live table as it is written out. The snapshot without its rows is small (bounded lists:
+/// workers, heap top, log), so it goes through a `serde_json` map; the rows never do.
+struct StatsBody<'a> {
+    snap: &'a Snapshot,
+    sites: &'a SiteTable,
+}
+
+impl serde::Serialize for StatsBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeMap};
+        let serde_json::Value::Object(fields) =
+            serde_json::to_value(self.snap).map_err(S::Error::custom)?
+        else {
+            return Err(S::Error::custom("a snapshot serializes as an object"));
+        };
+        let mut map = serializer.serialize_map(Some(fields.len()))?;
+        for (key, value) in &fields {
+            if key == "sites" {
+                map.serialize_entry(key, &self.sites.in_place())?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
     }
 }
 

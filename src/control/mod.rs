@@ -42,7 +42,7 @@ use tokio_util::task::TaskTracker;
 
 pub use client::client_request;
 pub use commands::{MAX_DELAY_MS, MAX_WORKERS};
-pub use metrics::{METRICS_SITE_LIMIT, metrics_text};
+pub use metrics::{METRICS_SITE_LIMIT, metrics_text, metrics_text_live};
 pub use port::serve_port;
 
 use crate::engine::{Command, Commander};

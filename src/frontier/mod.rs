@@ -26,8 +26,10 @@
 //!
 //! Larger than memory: a frontier made with [`Frontier::with_spill`] keeps at most a bound of
 //! items in memory per queue (front and back) and the rest in a [`SpillStore`] (`spill.rs`
-//! owns the I/O; `queue.rs` decides what goes out and comes back, in order). Spilling changes
-//! where items live, never which item or site comes next. The seen set (`seen.rs`) keeps
+//! owns the I/O and runs it on a thread of its own, `spill_thread.rs`, so no call here waits
+//! on a write; `queue.rs` decides what goes out and comes back, in order, keeps a chunk's
+//! bytes until its write is confirmed, and asks for a queue's next chunk before the queue
+//! runs dry). Spilling changes where items live, never which item or site comes next. The seen set (`seen.rs`) keeps
 //! 64-bit fingerprints in a compact table.
 //!
 //! The engine sees a frontier only through the [`Schedule`] trait (`schedule.rs`), which this
@@ -37,6 +39,7 @@ mod queue;
 mod schedule;
 mod seen;
 pub mod spill;
+mod spill_thread;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -441,6 +444,11 @@ impl<T> Frontier<T> {
     ///
     /// No slot at all while a spilled chunk cannot be read ([`Frontier::spill_error`]).
     pub fn next_site(&mut self, now: Tick) -> Option<SiteId> {
+        // The engine calls this on every turn: a write that failed on the spill thread is
+        // seen here even when nothing is pushed or taken.
+        if let Some(spill) = &mut self.spill {
+            spill.io.poll();
+        }
         if self.spill_stalled() {
             return None;
         }
@@ -791,7 +799,8 @@ impl<T> Frontier<T> {
     /// The first failure of the spill store since the last [`Frontier::retry_spill`], if any.
     /// Nothing is lost either way:
     /// - a failed write keeps the items in memory, and no further writes are tried: the
-    ///   crawl goes on, using more memory;
+    ///   crawl goes on, using more memory (writes run on the spill thread, so a failure shows
+    ///   here from the first call after it that pushes, takes or asks for the next site);
     /// - a failed read (or a corrupt chunk) leaves the chunk stored, and the frontier gives
     ///   no slot at all ([`Frontier::next_ready_at`] is `None`), since some queue's next item
     ///   cannot be had. The engine should pause and say so.
@@ -809,7 +818,17 @@ impl<T> Frontier<T> {
         self.tidy_heap();
     }
 
-    /// Items in the spill store now (0 without spilling); [`Frontier::len`] counts them too.
+    /// Waits until the spill thread has applied every write handed to it and takes in the
+    /// outcomes (a failure shows in [`Frontier::spill_error`] after this).
+    #[cfg(test)]
+    pub(crate) fn sync_spill(&mut self) {
+        if let Some(spill) = &mut self.spill {
+            spill.io.flush();
+        }
+    }
+
+    /// Items handed to the spill store (0 without spilling), writes in flight included;
+    /// [`Frontier::len`] counts them too.
     pub fn spilled(&self) -> usize {
         self.spill.as_ref().map_or(0, |s| s.io.spilled())
     }
@@ -818,7 +837,8 @@ impl<T> Frontier<T> {
     /// over the queues (F + B of them), not over the items.
     pub fn in_memory(&self) -> usize {
         let front: usize = self.front.iter().map(SpillQueue::in_memory).sum();
-        front + self.back.iter().map(|q| q.items.in_memory()).sum::<usize>()
+        let failed = self.spill.as_ref().map_or(0, |s| s.io.failed());
+        front + failed + self.back.iter().map(|q| q.items.in_memory()).sum::<usize>()
     }
 
     /// Encoded bytes written to the spill store so far, chunks since freed included: the

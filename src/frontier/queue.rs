@@ -9,17 +9,24 @@
 //! and frees it. So each item is written once and read once, and the store sees appends and
 //! reads in the order they were written.
 //!
-//! An item only leaves memory once the store has it: a failed write keeps the tail in memory
-//! (and no more writes are tried until the frontier is told to retry); a failed read or a
-//! corrupt chunk leaves the chunk where it is and the pop reports [`Blocked`], so nothing is
-//! lost, duplicated or reordered. This module does no I/O of its own: it calls the
-//! [`SpillStore`] it is handed and remembers the first failure in [`SpillIo`].
+//! An item only leaves memory once the store has it: a chunk handed to the spill thread
+//! keeps its bytes in [`SpillIo`] until the thread confirms the write (a pop that reaches it
+//! meanwhile decodes it from there, without waiting); a failed write keeps them there for
+//! good (and no more writes are tried until the frontier is told to retry, which writes them
+//! again); a failed read or a corrupt chunk leaves the chunk where it is and the pop reports
+//! [`Blocked`], so nothing is lost, duplicated or reordered. A pop that brings a queue's head
+//! down to half a chunk asks for the next stored chunk ahead, so the pop that needs it rarely
+//! waits. This module does no I/O of its own: it sends requests to the spill thread
+//! (`spill_thread.rs`, which owns the [`SpillStore`]) and remembers the first failure.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io;
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
 
 use super::spill::SpillStore;
+use super::spill_thread::{Done, Request, SpillThread};
 
 /// How a queue's element becomes bytes and back: `T` for a back queue, `(SiteId, T)` for a
 /// front queue. Plain function pointers, so the frontier's code needs no `T: SpillItem` bound
@@ -68,36 +75,69 @@ impl std::error::Error for SpillError {
     }
 }
 
-/// The store and the state shared by all queues of one frontier.
+/// The spill thread and the state shared by all queues of one frontier.
 pub(super) struct SpillIo {
-    store: Box<dyn SpillStore>,
+    /// `None` if the thread could not be started: every write then fails, as a full disk would.
+    thread: Option<SpillThread>,
     /// Most items the first segment takes from pushes.
     head_cap: usize,
     /// Items per chunk written (a tail kept through a write failure may make one larger).
     chunk: usize,
     next_id: u64,
     error: Option<SpillError>,
-    /// Items in the store now.
+    /// Items handed to the store and not known to have failed (in flight included).
     spilled: usize,
+    /// Items of chunks whose write failed: stored segments whose bytes are in memory.
+    failed: usize,
     /// Encoded bytes written to the store so far (freed chunks included).
     written: u64,
     buf: Vec<u8>,
+    /// Chunks handed to the thread whose write is not confirmed yet, or failed: their bytes
+    /// stay here, so a take never waits on a write and a failed write loses nothing.
+    unwritten: HashMap<u64, Unwritten>,
+    /// Reads asked ahead of need (a queue's next chunk, while its head still has items).
+    reads: HashMap<u64, Receiver<io::Result<Vec<u8>>>>,
+}
+
+struct Unwritten {
+    bytes: Arc<[u8]>,
+    len: usize,
+    /// The write failed: the items count as in memory, and a retry writes them again.
+    failed: bool,
+}
+
+fn thread_gone() -> io::Error {
+    io::Error::other("the spill thread is gone")
 }
 
 impl SpillIo {
     /// Each queue keeps at most `max(in_memory, 1)` items in memory between calls (after a
-    /// write failure, more): half in the head, half as the tail being filled.
+    /// write failure, more): half in the head, half as the tail being filled. The store moves
+    /// to a thread of its own.
     pub fn new(store: Box<dyn SpillStore>, in_memory: usize) -> Self {
         let chunk = (in_memory / 2).max(1);
+        let (thread, error) = match SpillThread::start(store) {
+            Ok(thread) => (Some(thread), None),
+            Err(source) => (
+                None,
+                Some(SpillError {
+                    kind: SpillErrorKind::Write,
+                    source,
+                }),
+            ),
+        };
         Self {
-            store,
+            thread,
             head_cap: in_memory.saturating_sub(chunk),
             chunk,
             next_id: 0,
-            error: None,
+            error,
             spilled: 0,
+            failed: 0,
             written: 0,
             buf: Vec::new(),
+            unwritten: HashMap::new(),
+            reads: HashMap::new(),
         }
     }
 
@@ -113,12 +153,41 @@ impl SpillIo {
             .is_some_and(|e| e.kind != SpillErrorKind::Write)
     }
 
+    /// Forgets the error and writes again the chunks whose write failed.
     pub fn clear_error(&mut self) {
         self.error = None;
+        let mut again: Vec<u64> = self
+            .unwritten
+            .iter()
+            .filter(|(_, u)| u.failed)
+            .map(|(id, _)| *id)
+            .collect();
+        again.sort_unstable();
+        for id in again {
+            let Some(u) = self.unwritten.get_mut(&id) else {
+                continue;
+            };
+            let put = Request::Put {
+                id,
+                bytes: u.bytes.clone(),
+            };
+            if !self.thread.as_ref().is_some_and(|t| t.send(put)) {
+                self.record(SpillErrorKind::Write, thread_gone());
+                return;
+            }
+            u.failed = false;
+            self.spilled += u.len;
+            self.failed -= u.len;
+        }
     }
 
     pub fn spilled(&self) -> usize {
         self.spilled
+    }
+
+    /// Items whose write failed: held in memory, in stored segments, until read or retried.
+    pub fn failed(&self) -> usize {
+        self.failed
     }
 
     pub fn written(&self) -> u64 {
@@ -126,7 +195,49 @@ impl SpillIo {
     }
 
     pub fn disk_bytes(&self) -> u64 {
-        self.store.disk_bytes()
+        self.thread.as_ref().map_or(0, SpillThread::disk_bytes)
+    }
+
+    /// Takes in the outcomes of writes the thread has finished, without waiting: confirmed
+    /// chunks' bytes leave memory, failed ones stay and the failure is recorded.
+    pub fn poll(&mut self) {
+        while let Some(done) = self.thread.as_ref().and_then(SpillThread::try_done) {
+            match done {
+                Done::Written(ids) => {
+                    for id in ids {
+                        // Already gone if it was read back from memory meanwhile.
+                        self.unwritten.remove(&id);
+                    }
+                }
+                Done::WriteFailed { ids, error } => {
+                    for id in ids {
+                        if let Some(u) = self.unwritten.get_mut(&id)
+                            && !u.failed
+                        {
+                            u.failed = true;
+                            self.spilled -= u.len;
+                            self.failed += u.len;
+                        }
+                    }
+                    self.record(SpillErrorKind::Write, error);
+                }
+            }
+        }
+    }
+
+    /// Waits until the thread has applied everything handed to it, then takes in the
+    /// outcomes: what a test needs before it changes how its store behaves.
+    #[cfg(test)]
+    pub fn flush(&mut self) {
+        let (reply, answer) = std::sync::mpsc::channel();
+        if self
+            .thread
+            .as_ref()
+            .is_some_and(|t| t.send(Request::Flush(reply)))
+        {
+            let _ = answer.recv();
+        }
+        self.poll();
     }
 
     /// Keeps the first failure: it is the cause, later ones are often its consequences.
@@ -136,9 +247,10 @@ impl SpillIo {
         }
     }
 
-    /// Writes `items` as one chunk; `None` (failure recorded, or writes suspended by an
-    /// earlier one) leaves them to the caller, in memory.
+    /// Hands `items` to the thread as one chunk; `None` (failure recorded, or writes
+    /// suspended by an earlier one) leaves them to the caller, in memory.
     fn write<E>(&mut self, items: &VecDeque<E>, codec: &Codec<E>) -> Option<u64> {
+        self.poll();
         if self.error.is_some() {
             return None;
         }
@@ -151,56 +263,123 @@ impl SpillIo {
             self.buf[at..at + 4].copy_from_slice(&len.to_le_bytes());
         }
         let id = self.next_id;
-        match self.store.put(id, &self.buf) {
-            Ok(()) => {
-                self.next_id += 1;
-                self.spilled += items.len();
-                self.written += self.buf.len() as u64;
-                Some(id)
-            }
-            Err(e) => {
-                self.record(SpillErrorKind::Write, e);
-                None
-            }
+        let bytes: Arc<[u8]> = Arc::from(&self.buf[..]);
+        let put = Request::Put {
+            id,
+            bytes: bytes.clone(),
+        };
+        if !self.thread.as_ref().is_some_and(|t| t.send(put)) {
+            self.record(SpillErrorKind::Write, thread_gone());
+            return None;
         }
+        self.next_id += 1;
+        self.spilled += items.len();
+        self.written += bytes.len() as u64;
+        self.unwritten.insert(
+            id,
+            Unwritten {
+                bytes,
+                len: items.len(),
+                failed: false,
+            },
+        );
+        Some(id)
+    }
+
+    /// Asks for chunk `id` ahead of need, if it is not in memory and there is room in the
+    /// thread's queue now.
+    fn prefetch(&mut self, id: u64) {
+        if self.stalled() || self.unwritten.contains_key(&id) || self.reads.contains_key(&id) {
+            return;
+        }
+        let (reply, answer) = std::sync::mpsc::channel();
+        if self
+            .thread
+            .as_ref()
+            .is_some_and(|t| t.try_send(Request::Read { id, reply }))
+        {
+            self.reads.insert(id, answer);
+        }
+    }
+
+    /// Chunk `id`'s bytes: from memory if its write is not confirmed, else the read asked
+    /// ahead, else a read now (the one wait: on the thread's queue and the disk).
+    fn fetch(&mut self, id: u64) -> io::Result<Vec<u8>> {
+        let answer = if let Some(answer) = self.reads.remove(&id) {
+            answer
+        } else {
+            let (reply, answer) = std::sync::mpsc::channel();
+            if !self
+                .thread
+                .as_ref()
+                .is_some_and(|t| t.send(Request::Read { id, reply }))
+            {
+                return Err(thread_gone());
+            }
+            answer
+        };
+        answer.recv().unwrap_or_else(|_| Err(thread_gone()))
     }
 
     /// Reads and decodes chunk `id` of `len` items, leaving it stored.
     fn read<E>(&mut self, id: u64, len: usize, codec: &Codec<E>) -> Result<VecDeque<E>, Blocked> {
+        self.poll();
         if self.stalled() {
             return Err(Blocked);
         }
-        match self.store.get(id) {
-            Ok(bytes) => {
-                if let Some(items) = decode_chunk(&bytes, len, codec) {
-                    return Ok(items);
+        let decoded = if let Some(u) = self.unwritten.get(&id) {
+            // A read asked before the write failed is not needed.
+            self.reads.remove(&id);
+            decode_chunk(&u.bytes, len, codec)
+        } else {
+            match self.fetch(id) {
+                Ok(bytes) => decode_chunk(&bytes, len, codec),
+                Err(e) => {
+                    self.record(SpillErrorKind::Read, e);
+                    return Err(Blocked);
                 }
-                let e = io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("chunk {id} does not hold {len} valid items"),
-                );
-                self.record(SpillErrorKind::Corrupt, e);
-                Err(Blocked)
             }
-            Err(e) => {
-                self.record(SpillErrorKind::Read, e);
-                Err(Blocked)
-            }
+        };
+        if let Some(items) = decoded {
+            return Ok(items);
         }
+        let e = io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("chunk {id} does not hold {len} valid items"),
+        );
+        self.record(SpillErrorKind::Corrupt, e);
+        Err(Blocked)
     }
 
     /// Chunk `id`'s `len` items are back in memory: the store may drop it. A failure here
     /// loses nothing (the items are in memory), only space.
     fn free(&mut self, id: u64, len: usize) {
-        self.spilled -= len;
-        if let Err(e) = self.store.free(id) {
-            self.record(SpillErrorKind::Write, e);
+        match self.unwritten.remove(&id) {
+            Some(u) if u.failed => self.failed -= len,
+            _ => self.spilled -= len,
+        }
+        // Sent even for a failed write: the thread forgets the failure then.
+        if !self
+            .thread
+            .as_ref()
+            .is_some_and(|t| t.send(Request::Free(id)))
+        {
+            self.record(SpillErrorKind::Write, thread_gone());
         }
     }
 
     #[cfg(test)]
     fn peek<E>(&self, id: u64, len: usize, codec: &Codec<E>) -> VecDeque<E> {
-        let bytes = self.store.get(id).expect("test stores read back");
+        if let Some(u) = self.unwritten.get(&id) {
+            return decode_chunk(&u.bytes, len, codec).expect("test chunks decode");
+        }
+        let (reply, answer) = std::sync::mpsc::channel();
+        let thread = self.thread.as_ref().expect("test stores have a thread");
+        assert!(thread.send(Request::Read { id, reply }), "the thread runs");
+        let bytes = answer
+            .recv()
+            .expect("the thread answers")
+            .expect("test stores read back");
         decode_chunk(&bytes, len, codec).expect("test chunks decode")
     }
 }
@@ -310,9 +489,11 @@ impl<E> SpillQueue<E> {
                 Some(Segment::Mem(items)) => {
                     if let Some(item) = items.pop_front() {
                         self.len -= 1;
-                        if items.is_empty() && self.segs.len() > 1 {
+                        let left = items.len();
+                        if left == 0 && self.segs.len() > 1 {
                             self.segs.pop_front();
                         }
+                        self.read_ahead(left, ctx.as_mut());
                         return Ok(Some(item));
                     }
                     if self.segs.len() == 1 {
@@ -327,6 +508,21 @@ impl<E> SpillQueue<E> {
                     Self::load(seg, ctx)?;
                 }
             }
+        }
+    }
+
+    /// With `left` items in the head, asks for the next stored chunk once the head is down to
+    /// half a chunk, so that it is in memory by the time the head runs out.
+    fn read_ahead(&self, left: usize, ctx: Option<&mut Ctx<'_, E>>) {
+        let Some(ctx) = ctx else {
+            return;
+        };
+        if left > ctx.io.chunk / 2 {
+            return;
+        }
+        let next = usize::from(left != 0);
+        if let Some(Segment::Stored { id, .. }) = self.segs.get(next) {
+            ctx.io.prefetch(*id);
         }
     }
 

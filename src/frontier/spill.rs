@@ -68,11 +68,24 @@ impl SpillItem for Box<str> {
     }
 }
 
-/// Numbered chunks of bytes, written whole, read whole, freed once. Ids are never reused.
+/// Numbered chunks of bytes, written whole, read whole, freed once. Ids are never reused
+/// (but a chunk whose write failed may be written again under its id).
 ///
-/// `Send`, so a frontier that owns one can move into the engine's task.
+/// `Send`: the store lives on the spill thread (`spill_thread.rs`), not in the engine's task.
 pub trait SpillStore: Send {
     fn put(&mut self, id: u64, chunk: &[u8]) -> io::Result<()>;
+    /// Stores every chunk of `puts` and frees every id of `frees`, in that order: in one
+    /// transaction where the store has them. After an error none of `puts` may be counted on
+    /// (they will be written again or never read); the frees may be kept for later.
+    fn apply(&mut self, puts: &[(u64, &[u8])], frees: &[u64]) -> io::Result<()> {
+        for (id, chunk) in puts {
+            self.put(*id, chunk)?;
+        }
+        for id in frees {
+            self.free(*id)?;
+        }
+        Ok(())
+    }
     /// The chunk's bytes; it stays stored until [`SpillStore::free`].
     fn get(&self, id: u64) -> io::Result<Vec<u8>>;
     /// The chunk will not be read again. A store may reclaim its space later.
@@ -180,8 +193,8 @@ impl DiskStore {
         &self.path
     }
 
-    /// One transaction: the chunk to store, if any, and every pending free.
-    fn commit(&mut self, put: Option<(u64, &[u8])>) -> io::Result<()> {
+    /// One transaction: the chunks to store and every pending free.
+    fn commit(&mut self, puts: &[(u64, &[u8])]) -> io::Result<()> {
         let mut txn = self.db.begin_write().map_err(io::Error::other)?;
         self.commits += 1;
         let durability = if self.commits.is_multiple_of(DURABLE_EVERY) {
@@ -192,7 +205,7 @@ impl DiskStore {
         txn.set_durability(durability).map_err(io::Error::other)?;
         {
             let mut table = txn.open_table(CHUNKS).map_err(io::Error::other)?;
-            if let Some((id, chunk)) = put {
+            for (id, chunk) in puts {
                 table.insert(id, chunk).map_err(io::Error::other)?;
             }
             for id in &self.pending_frees {
@@ -208,7 +221,15 @@ impl DiskStore {
 
 impl SpillStore for DiskStore {
     fn put(&mut self, id: u64, chunk: &[u8]) -> io::Result<()> {
-        self.commit(Some((id, chunk)))
+        self.commit(&[(id, chunk)])
+    }
+
+    fn apply(&mut self, puts: &[(u64, &[u8])], frees: &[u64]) -> io::Result<()> {
+        self.pending_frees.extend_from_slice(frees);
+        if puts.is_empty() && self.pending_frees.len() < FREE_BATCH {
+            return Ok(());
+        }
+        self.commit(puts)
     }
 
     fn get(&self, id: u64) -> io::Result<Vec<u8>> {
@@ -223,7 +244,7 @@ impl SpillStore for DiskStore {
     fn free(&mut self, id: u64) -> io::Result<()> {
         self.pending_frees.push(id);
         if self.pending_frees.len() >= FREE_BATCH {
-            self.commit(None)?;
+            self.commit(&[])?;
         }
         Ok(())
     }

@@ -64,10 +64,12 @@ impl<T: Clone> Frontier<T> {
         {
             spilled += queue.0 - queue.1;
         }
+        // Chunks whose write failed stay stored segments, with their bytes in memory.
+        let failed = self.spill.as_ref().map_or(0, |s| s.io.failed());
         assert_eq!(
             spilled,
-            self.spilled(),
-            "the store holds what the queues do not"
+            self.spilled() + failed,
+            "the store holds what the queues do not, but for failed writes"
         );
         if self.spill.is_none() {
             assert_eq!(spilled, 0);
@@ -1266,6 +1268,22 @@ impl SpillStore for Flaky {
     }
 }
 
+/// A spilling frontier over `store` and a plain one, each with the same three sites.
+fn three_sites(
+    in_memory: usize,
+    store: impl SpillStore + 'static,
+) -> (Frontier<u64>, Frontier<u64>, Vec<SiteId>) {
+    let mut f = Frontier::with_spill(config(1, 1, 0), in_memory, store);
+    let mut plain = Frontier::new(config(1, 1, 0));
+    let sites: Vec<SiteId> = (0..3)
+        .map(|i| f.site(&format!("http://s{i}.test")))
+        .collect();
+    for i in 0..3 {
+        plain.site(&format!("http://s{i}.test"));
+    }
+    (f, plain, sites)
+}
+
 fn push_many(f: &mut Frontier<u64>, sites: &[SiteId], range: std::ops::Range<u64>) {
     for i in range {
         f.push(sites[(i % 3) as usize], (i % 2) as usize, i);
@@ -1275,18 +1293,15 @@ fn push_many(f: &mut Frontier<u64>, sites: &[SiteId], range: std::ops::Range<u64
 #[test]
 fn a_failed_spill_write_keeps_the_items_in_memory_and_is_reported() {
     let flaky = Flaky::default();
-    let mut f = Frontier::with_spill(config(1, 1, 0), 2, flaky.clone());
-    let mut plain = Frontier::new(config(1, 1, 0));
-    let sites: Vec<SiteId> = (0..3)
-        .map(|i| f.site(&format!("http://s{i}.test")))
-        .collect();
-    for i in 0..3 {
-        plain.site(&format!("http://s{i}.test"));
-    }
+    let (mut f, mut plain, sites) = three_sites(2, flaky.clone());
     push_many(&mut f, &sites, 0..20);
+    // Writes run on the spill thread: let it catch up before the disk "fills", and before
+    // looking at what failed.
+    f.sync_spill();
     let spilled = f.spilled();
     Flaky::set(&flaky.fail_writes, true);
     push_many(&mut f, &sites, 20..60);
+    f.sync_spill();
     let error = f.spill_error().expect("the write failure is reported");
     assert_eq!(error.kind, SpillErrorKind::Write);
     assert!(error.to_string().contains("disk on fire"), "{error}");
@@ -1297,10 +1312,12 @@ fn a_failed_spill_write_keeps_the_items_in_memory_and_is_reported() {
     Flaky::set(&flaky.fail_writes, false);
     f.retry_spill();
     push_many(&mut f, &sites, 60..80);
+    f.sync_spill();
     assert_eq!(f.spill_error().map(|e| e.kind), None);
     assert!(f.spilled() > spilled);
     push_many(&mut plain, &sites, 0..80);
     assert_eq!(drain_items(&mut f), drain_items(&mut plain));
+    f.sync_spill();
     assert_eq!(
         flaky.store().chunks(),
         0,
@@ -1311,16 +1328,12 @@ fn a_failed_spill_write_keeps_the_items_in_memory_and_is_reported() {
 #[test]
 fn a_failed_spill_read_stops_slots_until_retried_and_loses_nothing() {
     let flaky = Flaky::default();
-    let mut f = Frontier::with_spill(config(1, 1, 0), 2, flaky.clone());
-    let mut plain = Frontier::new(config(1, 1, 0));
-    let sites: Vec<SiteId> = (0..3)
-        .map(|i| f.site(&format!("http://s{i}.test")))
-        .collect();
-    for i in 0..3 {
-        plain.site(&format!("http://s{i}.test"));
-    }
+    let (mut f, mut plain, sites) = three_sites(2, flaky.clone());
     push_many(&mut f, &sites, 0..40);
     push_many(&mut plain, &sites, 0..40);
+    // Until its write is confirmed a chunk is read from memory: let the thread catch up so
+    // that the takes below read from the store.
+    f.sync_spill();
     let site = f.next_site(Tick::ZERO).expect("s0 is due");
     assert_eq!(plain.next_site(Tick::ZERO), Some(site));
     Flaky::set(&flaky.fail_reads, true);
@@ -1357,6 +1370,120 @@ fn a_failed_spill_read_stops_slots_until_retried_and_loses_nothing() {
     assert_eq!(drain_items(&mut f), drain_items(&mut plain));
 }
 
+/// A store whose writes wait at a gate until the test opens it (or, so that a frontier that
+/// waits on its writes fails the test instead of hanging it, give up after ten seconds).
+#[derive(Default, Clone)]
+struct Gate {
+    inner: std::sync::Arc<std::sync::Mutex<MemoryStore>>,
+    open: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl Gate {
+    fn open(&self) {
+        let (open, changed) = &*self.open;
+        *open.lock().expect("no test thread panicked holding it") = true;
+        changed.notify_all();
+    }
+
+    fn store(&self) -> std::sync::MutexGuard<'_, MemoryStore> {
+        self.inner
+            .lock()
+            .expect("no test thread panicked holding it")
+    }
+}
+
+impl SpillStore for Gate {
+    fn put(&mut self, id: u64, chunk: &[u8]) -> std::io::Result<()> {
+        let (open, changed) = &*self.open;
+        let guard = open.lock().expect("no test thread panicked holding it");
+        let (guard, _) = changed
+            .wait_timeout_while(guard, std::time::Duration::from_secs(10), |open| !*open)
+            .expect("no test thread panicked holding it");
+        if !*guard {
+            return Err(std::io::Error::other("the gate never opened"));
+        }
+        drop(guard);
+        self.store().put(id, chunk)
+    }
+
+    fn get(&self, id: u64) -> std::io::Result<Vec<u8>> {
+        self.store().get(id)
+    }
+
+    fn free(&mut self, id: u64) -> std::io::Result<()> {
+        self.store().free(id)
+    }
+
+    fn disk_bytes(&self) -> u64 {
+        0
+    }
+}
+
+#[test]
+fn pushes_and_takes_never_wait_on_a_spill_write() {
+    let gate = Gate::default();
+    let (mut f, mut plain, sites) = three_sites(4, gate.clone());
+    push_many(&mut f, &sites, 0..60);
+    push_many(&mut plain, &sites, 0..60);
+    assert!(f.spilled() > 40, "{} handed to the store", f.spilled());
+    // Not one write has gone through the gate: every item comes out of memory, in order.
+    assert_eq!(drain_items(&mut f), drain_items(&mut plain));
+    assert_eq!(f.spill_error().map(|e| e.kind), None);
+    gate.open();
+    f.sync_spill();
+    assert_eq!(f.spill_error().map(|e| e.kind), None);
+    assert_eq!(gate.store().chunks(), 0, "every chunk written was freed");
+}
+
+/// A store that counts the reads it was asked for.
+#[derive(Default, Clone)]
+struct Counted {
+    inner: std::sync::Arc<std::sync::Mutex<MemoryStore>>,
+    reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SpillStore for Counted {
+    fn put(&mut self, id: u64, chunk: &[u8]) -> std::io::Result<()> {
+        self.inner.lock().expect("not poisoned").put(id, chunk)
+    }
+
+    fn get(&self, id: u64) -> std::io::Result<Vec<u8>> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.lock().expect("not poisoned").get(id)
+    }
+
+    fn free(&mut self, id: u64) -> std::io::Result<()> {
+        self.inner.lock().expect("not poisoned").free(id)
+    }
+
+    fn disk_bytes(&self) -> u64 {
+        0
+    }
+}
+
+#[test]
+fn a_queue_asks_for_its_next_chunk_before_its_head_runs_out() {
+    let store = Counted::default();
+    let mut f = Frontier::with_spill(config(1, 1, 0), 8, store.clone());
+    let a = f.site("http://a.test");
+    for i in 0..40 {
+        f.push(a, 0, i);
+    }
+    f.sync_spill();
+    let site = f.next_site(Tick::ZERO).expect("due");
+    // The head holds 4 items, chunks 4 each: taking the head down to 2 asks for the next.
+    assert_eq!(f.take(site), Some(0));
+    assert_eq!(f.take(site), Some(1));
+    f.sync_spill();
+    assert_eq!(
+        store.reads.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the next chunk is read while two items are left in the head"
+    );
+    let rest: Vec<u64> = std::iter::from_fn(|| f.take(site)).collect();
+    assert_eq!(rest, (2..40).collect::<Vec<_>>());
+}
+
 #[test]
 fn a_corrupt_chunk_is_reported_not_a_panic() {
     struct Garbage;
@@ -1377,6 +1504,7 @@ fn a_corrupt_chunk_is_reported_not_a_panic() {
     let mut f: Frontier<u64> = Frontier::with_spill(config(1, 1, 0), 0, Garbage);
     let a = f.site("http://a.test");
     f.push(a, 0, 1);
+    f.sync_spill();
     assert_eq!(f.next_site(Tick::ZERO), Some(a));
     assert_eq!(f.take(a), None);
     assert_eq!(f.len(), 1);

@@ -5,9 +5,10 @@
 //! next and when, and publishes snapshots. It is a user of the object model (`model.rs`: the
 //! rows and their states) and of the frontier boundary ([`Schedule`]: it never reaches into a
 //! frontier's queues, spill store or heap). It never blocks on I/O itself (files are written
-//! only at export; the page store and the checkpoint are the committer thread's), with one
-//! bounded exception: past `--queue-memory` ids per queue, the built-in frontier writes and
-//! reads chunks of queued ids in its spill file synchronously. It never holds state that a worker could change
+//! only at export; the page store and the checkpoint are the committer thread's; the built-in
+//! frontier's spill file is its spill thread's), with one bounded exception: a take whose
+//! spilled chunk was not read ahead in time waits for that read (and a spill write waits for
+//! room when the spill thread is a whole channel behind). It never holds state that a worker could change
 //! behind its back: the only shared cells are the workers' phases, written by each worker and
 //! read here.
 
