@@ -210,6 +210,10 @@ const WINDOW_MAX_BYTES: u64 = 64 << 20;
 /// Dispatches of one fetch whose result never comes before the URL is given up.
 const MAX_ATTEMPTS: u32 = 3;
 
+/// Set in the environment to a number of bytes, the budget of URL rows a crawl with a folder
+/// keeps in memory: how the tests make rows leave memory and come back all the time.
+pub const URL_CACHE_ENV: &str = "CRAWLTOP_TEST_URL_CACHE_BYTES";
+
 /// Set in the environment to a URL, the worker that fetched it never answers: how the tests
 /// prove that an overdue result is dispatched again (a hung parser cannot be had on demand).
 pub const HANG_ENV: &str = "CRAWLTOP_TEST_HANG_AFTER_FETCH";
@@ -370,6 +374,14 @@ impl<F: Schedule> Coordinator<F> {
         if let Some(r) = restored {
             coordinator.resuming.clone_from(&coordinator.cfg.out);
             coordinator.restore(r);
+        }
+        if let Some(c) = &coordinator.committer {
+            // With a crawl folder, URL rows a checkpoint holds leave memory (issue 12).
+            let budget = std::env::var(URL_CACHE_ENV)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(super::url_table::CACHE_BYTES);
+            coordinator.resources.read_back_from(c.url_reader(), budget);
         }
         Ok(coordinator)
     }
