@@ -683,8 +683,11 @@ impl UrlTable {
             return;
         }
         let full_chunks = (self.len / BLOCK_ROWS) as usize;
-        // Twice round: a chunk read since the last look is passed over once.
-        let mut tries = 2 * self.cache.order.len();
+        // A chunk read since the last look is passed over once. Bounded per call, so a table
+        // whose chunks may not leave yet (not committed) costs little on every read back:
+        // chunks passed over go to the back, and the next call looks at others.
+        let over = self.cache.resident.saturating_sub(self.cache.budget);
+        let mut tries = (2 * over + 64).min(2 * self.cache.order.len());
         while self.cache.resident > self.cache.budget && tries > 0 {
             tries -= 1;
             let Some(c) = self.cache.order.pop_front() else {

@@ -257,25 +257,18 @@ impl<F: Schedule> Coordinator<F> {
         }
         // The sites were interned again in their order, so a row's site id is the same. The
         // table is read twice, in order: for the exactly-once map, the counts and the URLs
-        // above the mark; then, once those are taken back, for the queues.
+        // above the mark; then, once those are taken back, for the queues (each URL read in
+        // its run, not decoded again from its run's start per queued id).
         self.resources = resources;
-        let mut keys = Vec::with_capacity(self.resources.len());
         let mut take_back = Vec::new();
-        let counts = &mut self.state_counts;
+        let (by_url, counts) = (&mut self.by_url, &mut self.state_counts);
         let read = self.resources.for_each(|id, url, r| {
-            keys.push((super::fingerprint(url), id));
+            by_url.insert(super::fingerprint(url), id);
             counts.add(r);
             if r.seq.is_some_and(|s| s >= mark) && r.state != ResourceState::Discovered {
                 take_back.push(id);
             }
         });
-        // In fingerprint order, the map's slots are filled front to back (its slot is the
-        // fingerprint scaled to the table): in id order each insert is a cache miss, which was
-        // most of a resume at 10 million URLs.
-        keys.sort_unstable_by_key(|&(key, _)| key);
-        for (key, id) in keys {
-            self.by_url.insert(key, id);
-        }
         for id in take_back {
             self.take_back(id);
             self.runs.refetched += 1;
