@@ -7,7 +7,9 @@
 //! frontier's queues, spill store or heap). It never blocks on I/O itself (files are written
 //! only at export; the page store and the checkpoint are the committer thread's), with one
 //! bounded exception: past `--queue-memory` ids per queue, the built-in frontier writes and
-//! reads chunks of queued ids in its spill file synchronously. It never holds state that a worker could change
+//! reads chunks of queued ids in its spill file synchronously; and with a crawl folder, a URL
+//! row that left memory is read back (a block of 256 rows from `state.redb`) on the spot, by
+//! the URL table. It never holds state that a worker could change
 //! behind its back: the only shared cells are the workers' phases, written by each worker and
 //! read here.
 
