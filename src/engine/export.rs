@@ -98,18 +98,20 @@ pub(super) fn write_all(
     }
     if let Some(path) = &cfg.urls_out {
         atomically(path, |w| {
-            // Streamed in id order; links of one page are neighbours, so the referrer's URL
-            // is looked up once for each run of them.
+            // Streamed in id order, rows that left memory read back from the state file a
+            // block at a time (the final checkpoint is committed before this runs); links of
+            // one page are neighbours, so the referrer's URL is looked up once for each run
+            // of them.
             let mut referrer: Option<(u32, String)> = None;
             let mut result = Ok(());
-            resources.for_each(|_, url, r| {
+            let read = resources.for_each(|_, url, r| {
                 if result.is_err() {
                     return;
                 }
                 if let Some(id) = r.referrer
                     && referrer.as_ref().is_none_or(|(at, _)| *at != id)
                 {
-                    referrer = Some((id, resources.url(id)));
+                    referrer = Some((id, resources.peek_url(id)));
                 }
                 let line = UrlLine {
                     url,
@@ -127,6 +129,7 @@ pub(super) fn write_all(
                     .map_err(std::io::Error::other)
                     .and_then(|()| writeln!(w));
             });
+            read.map_err(std::io::Error::other)?;
             result?;
             Ok(())
         })?;

@@ -9,7 +9,7 @@
 
 mod coordinator;
 
-pub use coordinator::{HANG_ENV, PARSE_PANICS_ENV, PARSE_WAITS_ENV};
+pub use coordinator::{HANG_ENV, PARSE_PANICS_ENV, PARSE_WAITS_ENV, URL_CACHE_ENV};
 pub mod export;
 mod model;
 mod url_table;

@@ -3,29 +3,38 @@
 //!
 //! A crawl knows millions of URLs long before it fetches them (issue 12), so a row is 20 bytes
 //! of fixed fields (site, depth, referrer, state, hops, retries, why it was ignored) and the URL
-//! text, front-coded against the URL before it in blocks of [`MEM_BLOCK`] rows (links found on
+//! text, front-coded against the URL before it in runs of [`MEM_BLOCK`] rows (links found on
 //! one page share their origin and most of their path). What only a fetched or failed URL has
 //! (sequence number, status, bytes, content type, reason, failure) lives in a side table of
 //! extras, and content types and reasons are interned: a crawl sees a handful of each. No URL
 //! owns a `String`. Rows are read and written whole, as the model's [`Resource`], through
 //! [`UrlTable::get`], [`UrlTable::set`] and [`UrlTable::update`]; the URL itself never changes.
 //!
-//! On disk (the checkpoint's `url_blocks` and `url_rows` tables, opaque bytes to
-//! `store::checkpoint`) the rows of ids `b * BLOCK_ROWS ..` form block `b`, front-coded and
-//! lz4-compressed, written when it gains rows (the table's tail) or when many of its rows
-//! changed; a row that changed in a block written before goes as a small row of its own, which
-//! the next write of its block replaces. So a checkpoint costs what changed since the last one.
+//! In memory the rows of ids `b * BLOCK_ROWS ..` form chunk `b`, the same rows as the
+//! checkpoint's block `b`. On disk (the checkpoint's `url_blocks` and `url_rows` tables, opaque
+//! bytes to `store::checkpoint`) a block is front-coded and lz4-compressed, written when it
+//! gains rows (the table's tail) or when many of its rows changed; a row that changed in a
+//! block written before goes as a small row of its own, which the next write of its block
+//! replaces. So a checkpoint costs what changed since the last one.
 //!
-//! It must never do I/O or know the coordinator: it holds values and turns them into bytes and
-//! back. It never decides a row's state (the coordinator does, through the model's rules).
+//! With a crawl folder the rows leave memory (issue 12, item 1): a full chunk whose every
+//! change is in a committed checkpoint may be dropped, oldest first (with a second chance for
+//! one read since), once more than [`CACHE_BYTES`] of chunks are in memory; a row of a dropped
+//! chunk is read back, with its chunk, from the state file through a [`UrlReader`]. What stays
+//! in memory is the table's tail, the chunks changed since the last committed checkpoint and
+//! the budget's worth of others. That read is this module's one kind of I/O, a bounded one (a
+//! block of [`BLOCK_ROWS`] rows at a time); without a crawl folder it never happens.
+//!
+//! It must never know the coordinator: it holds values and turns them into bytes and back. It
+//! never decides a row's state (the coordinator does, through the model's rules).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::model::{Failure, Resource, ResourceState};
 use crate::frontier::SiteId;
 use crate::scope::IgnoreReason;
-use crate::store::checkpoint::BLOCK_ROWS;
+use crate::store::checkpoint::{BLOCK_ROWS, UrlReader};
 
 /// Rows whose URLs are front-coded together in memory: reading one URL decodes at most this
 /// many.
@@ -35,13 +44,20 @@ const NONE: u32 = u32::MAX;
 /// A block with more changed rows than this is written whole rather than row by row.
 const REWRITE_BLOCK_AT: usize = BLOCK_ROWS as usize / 8;
 
+/// With a crawl folder: bytes of written, unchanged rows kept in memory for reads (the rest
+/// is read back from the state file when needed).
+pub(super) const CACHE_BYTES: usize = 32 << 20;
+/// What a chunk of rows takes in memory, for the budget: [`BLOCK_ROWS`] rows of 20 bytes and
+/// a dozen bytes of front-coded URL (a link farm's).
+const CHUNK_BYTES: usize = BLOCK_ROWS as usize * 32;
+
 /// The fixed part of a row: 20 bytes.
 #[derive(Debug, Clone, Copy)]
 struct Row {
     site: u32,
     depth: u32,
     referrer: u32,
-    /// Index into `extras`, or [`NONE`].
+    /// Index into its chunk's `extras`, or [`NONE`].
     extra: u32,
     state: ResourceState,
     hops: u8,
@@ -49,6 +65,17 @@ struct Row {
     /// 0, or 1 + the index of the [`IgnoreReason`] in [`IGNORE_REASONS`].
     ignored: u8,
 }
+
+const EMPTY_ROW: Row = Row {
+    site: NONE,
+    depth: 0,
+    referrer: NONE,
+    extra: NONE,
+    state: ResourceState::Discovered,
+    hops: 0,
+    retries: 0,
+    ignored: 0,
+};
 
 /// What a URL has once it was dispatched, fetched or given a reason.
 #[derive(Debug, Clone, Copy)]
@@ -116,35 +143,50 @@ impl Interner {
     }
 }
 
-/// URL texts, front-coded in blocks of [`MEM_BLOCK`].
+/// The interned texts of every chunk.
 #[derive(Debug, Default)]
-struct PackedUrls {
-    bytes: Vec<u8>,
-    /// Where each block starts in `bytes`.
-    starts: Vec<usize>,
-    last: Vec<u8>,
-    len: usize,
+struct Texts {
+    content_types: Interner,
+    reasons: Interner,
 }
 
-impl PackedUrls {
-    fn push(&mut self, url: &str) {
-        if self.len.is_multiple_of(MEM_BLOCK) {
-            self.starts.push(self.bytes.len());
-            self.last.clear();
+/// The rows of one block ([`BLOCK_ROWS`] ids) in memory: fixed fields, their extras, and the
+/// URLs front-coded in runs of [`MEM_BLOCK`].
+#[derive(Debug, Default)]
+struct Chunk {
+    rows: Vec<Row>,
+    extras: Vec<Extra>,
+    urls: Vec<u8>,
+    /// Where each run of URLs starts in `urls`.
+    starts: Vec<u32>,
+    /// Read since the eviction last looked at it: it gets a second chance.
+    used: bool,
+}
+
+impl Chunk {
+    /// Appends a row for `url`; `prev` is the URL of the row before (in this chunk).
+    fn push(&mut self, prev: &[u8], url: &[u8]) -> usize {
+        let i = self.rows.len();
+        if i.is_multiple_of(MEM_BLOCK) {
+            self.starts.push(self.urls.len() as u32);
+            front_code(&[], url, &mut self.urls);
+        } else {
+            front_code(prev, url, &mut self.urls);
         }
-        front_code(&self.last, url.as_bytes(), &mut self.bytes);
-        self.last.clear();
-        self.last.extend_from_slice(url.as_bytes());
-        self.len += 1;
+        self.rows.push(EMPTY_ROW);
+        if self.rows.len() == BLOCK_ROWS as usize {
+            self.urls.shrink_to_fit();
+        }
+        i
     }
 
     /// The URL of row `i` into `out` (which is cleared first).
-    fn get_into(&self, i: usize, out: &mut Vec<u8>) {
+    fn url_into(&self, i: usize, out: &mut Vec<u8>) {
         out.clear();
         let Some(&start) = self.starts.get(i / MEM_BLOCK) else {
             return;
         };
-        let mut input = &self.bytes[start..];
+        let mut input = self.urls.get(start as usize..).unwrap_or_default();
         for _ in 0..=i % MEM_BLOCK {
             if front_decode(out, &mut input).is_none() {
                 out.clear();
@@ -152,63 +194,25 @@ impl PackedUrls {
             }
         }
     }
-}
 
-/// Rows of bytes by key, as the checkpoint takes them.
-pub(super) type Keyed = Vec<(u32, Vec<u8>)>;
-
-/// Every URL the crawl learned of, by dense id (the order they were learned in).
-#[derive(Debug, Default)]
-pub(super) struct UrlTable {
-    rows: Vec<Row>,
-    extras: Vec<Extra>,
-    urls: PackedUrls,
-    content_types: Interner,
-    reasons: Interner,
-    /// Rows changed since the last checkpoint, as a bit set and a list.
-    dirty_bits: Vec<u64>,
-    dirty: Vec<u32>,
-    /// Rows `..written` are in blocks of the checkpoint already.
-    written: u32,
-}
-
-impl UrlTable {
-    pub(super) fn len(&self) -> usize {
-        self.rows.len()
+    /// Every row's URL in order, with its index.
+    fn each_url(&self, mut f: impl FnMut(usize, &str)) {
+        let mut url = Vec::new();
+        let mut input = self.urls.as_slice();
+        for i in 0..self.rows.len() {
+            if i.is_multiple_of(MEM_BLOCK) {
+                url.clear();
+            }
+            if front_decode(&mut url, &mut input).is_none() {
+                return;
+            }
+            f(i, std::str::from_utf8(&url).unwrap_or_default());
+        }
     }
 
-    /// A new row for `url`; its id is the table's length before.
-    pub(super) fn push(&mut self, url: &str, r: &Resource) -> u32 {
-        let id = self.rows.len() as u32;
-        self.urls.push(url);
-        self.rows.push(Row {
-            site: NONE,
-            depth: 0,
-            referrer: NONE,
-            extra: NONE,
-            state: ResourceState::Discovered,
-            hops: 0,
-            retries: 0,
-            ignored: 0,
-        });
-        self.set(id, r);
-        id
-    }
-
-    /// The URL of row `id` (empty for an id the table does not have).
-    pub(super) fn url(&self, id: u32) -> String {
-        let mut out = Vec::new();
-        self.urls.get_into(id as usize, &mut out);
-        String::from_utf8(out).unwrap_or_default()
-    }
-
-    pub(super) fn depth(&self, id: u32) -> u32 {
-        self.rows.get(id as usize).map_or(0, |r| r.depth)
-    }
-
-    /// Row `id`'s fields (a default row for an id the table does not have).
-    pub(super) fn get(&self, id: u32) -> Resource {
-        let Some(row) = self.rows.get(id as usize) else {
+    /// Row `i`'s fields (a default row for a row the chunk does not have).
+    fn get(&self, i: usize, texts: &Texts) -> Resource {
+        let Some(row) = self.rows.get(i) else {
             return Resource::discovered(0, None, 0);
         };
         let ignored = from_code(&IGNORE_REASONS, row.ignored);
@@ -234,15 +238,16 @@ impl UrlTable {
             r.status = (e.status != 0).then_some(e.status);
             r.failure = from_code(&Failure::ALL, e.failure);
             r.truncated = e.truncated;
-            r.content_type = self.content_types.get(e.content_type);
-            r.reason = self.reasons.get(e.reason);
+            r.content_type = texts.content_types.get(e.content_type);
+            r.reason = texts.reasons.get(e.reason);
         }
         if r.reason.is_none()
             && let Some(i) = ignored
         {
             // An ignored URL's reason is its ignore reason's text, kept once.
             r.reason = Some(
-                self.reasons
+                texts
+                    .reasons
                     .find(&i.to_string())
                     .cloned()
                     .unwrap_or_else(|| i.to_string().into()),
@@ -251,9 +256,9 @@ impl UrlTable {
         r
     }
 
-    /// Writes row `id`'s fields.
-    pub(super) fn set(&mut self, id: u32, r: &Resource) {
-        let Some(row) = self.rows.get(id as usize).copied() else {
+    /// Writes row `i`'s fields.
+    fn set(&mut self, i: usize, r: &Resource, texts: &mut Texts) {
+        let Some(row) = self.rows.get(i).copied() else {
             return;
         };
         // The reason an ignored URL gets from its ignore reason is not kept twice.
@@ -270,11 +275,11 @@ impl UrlTable {
             content_type: r
                 .content_type
                 .as_ref()
-                .map_or(NONE, |c| self.content_types.intern(c)),
-            reason: reason.map_or(NONE, |t| self.reasons.intern(t)),
+                .map_or(NONE, |c| texts.content_types.intern(c)),
+            reason: reason.map_or(NONE, |t| texts.reasons.intern(t)),
         };
         if let Some(i) = r.ignored {
-            self.reasons.intern(&Arc::from(i.to_string()));
+            texts.reasons.intern(&Arc::from(i.to_string()));
         }
         let needs_extra = extra.seq != u64::MAX
             || extra.bytes != 0
@@ -283,8 +288,8 @@ impl UrlTable {
             || extra.truncated
             || extra.content_type != NONE
             || extra.reason != NONE;
-        let extra_at = if row.extra != NONE {
-            self.extras[row.extra as usize] = extra;
+        let extra_at = if let Some(e) = self.extras.get_mut(row.extra as usize) {
+            *e = extra;
             row.extra
         } else if needs_extra {
             self.extras.push(extra);
@@ -292,7 +297,7 @@ impl UrlTable {
         } else {
             NONE
         };
-        self.rows[id as usize] = Row {
+        self.rows[i] = Row {
             site: r.site.map_or(NONE, |s| s.index() as u32),
             depth: r.depth,
             referrer: r.referrer.unwrap_or(NONE),
@@ -303,6 +308,237 @@ impl UrlTable {
             ignored: code_of(&IGNORE_REASONS, r.ignored.as_ref()),
         };
     }
+}
+
+/// Rows of bytes by key, as the checkpoint takes them.
+pub(super) type Keyed = Vec<(u32, Vec<u8>)>;
+
+/// Which chunks are in memory, and what may leave.
+#[derive(Debug, Default)]
+struct Cache {
+    /// The state file, once the crawl has one: without it nothing leaves memory.
+    reader: Option<UrlReader>,
+    /// Chunks kept in memory beyond those that may not leave.
+    budget: usize,
+    /// Chunks in memory, in the order they came (a chunk may be listed once more after it
+    /// left and came back: the entry of a chunk not in memory is skipped).
+    order: VecDeque<u32>,
+    resident: usize,
+    /// Per chunk: the number of the checkpoint of this run that holds its last change (0: one
+    /// before this run).
+    changed_at: Vec<u64>,
+    /// Checkpoints built and committed in this run.
+    built: u64,
+    committed: u64,
+    /// The first failure to read rows back, for the coordinator to report.
+    error: Option<String>,
+    /// Chunks read back from the state file.
+    loads: u64,
+}
+
+/// Every URL the crawl learned of, by dense id (the order they were learned in).
+#[derive(Debug, Default)]
+pub(super) struct UrlTable {
+    /// `None`: a chunk left memory and is in the state file.
+    chunks: Vec<Option<Box<Chunk>>>,
+    len: u32,
+    /// The URL of the last row, which the next one is front-coded against.
+    last: Vec<u8>,
+    texts: Texts,
+    /// Rows changed since the last checkpoint, as a bit set and a list.
+    dirty_bits: Vec<u64>,
+    dirty: Vec<u32>,
+    /// Rows `..written` are in blocks of the checkpoint already.
+    written: u32,
+    cache: Cache,
+}
+
+fn split(id: u32) -> (usize, usize) {
+    ((id / BLOCK_ROWS) as usize, (id % BLOCK_ROWS) as usize)
+}
+
+impl UrlTable {
+    pub(super) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// From now on rows may leave memory once a committed checkpoint holds them, and are read
+    /// back through `reader`; `budget` bytes of them stay.
+    pub(super) fn read_back_from(&mut self, reader: UrlReader, budget: usize) {
+        self.cache.reader = Some(reader);
+        self.cache.budget = budget / CHUNK_BYTES;
+        self.evict();
+    }
+
+    /// The committer has committed `n` of this run's checkpoints.
+    pub(super) fn committed(&mut self, n: u64) {
+        self.cache.committed = n;
+        self.evict();
+    }
+
+    /// The first failure to read rows back since the last call.
+    pub(super) fn take_read_error(&mut self) -> Option<String> {
+        self.cache.error.take()
+    }
+
+    /// Chunks in memory and chunks read back from the state file so far.
+    #[cfg(test)]
+    fn residency(&self) -> (usize, u64) {
+        (self.cache.resident, self.cache.loads)
+    }
+
+    /// A new row for `url`; its id is the table's length before.
+    pub(super) fn push(&mut self, url: &str, r: &Resource) -> u32 {
+        let id = self.len;
+        let (c, _) = split(id);
+        if c == self.chunks.len() {
+            self.chunks.push(None);
+            self.cache.changed_at.push(0);
+        }
+        if self.chunks[c].is_none() {
+            // Only ever a new chunk: the tail, not full, never leaves memory.
+            self.chunks[c] = Some(Box::new(Chunk {
+                rows: Vec::with_capacity(BLOCK_ROWS as usize),
+                ..Chunk::default()
+            }));
+            self.cache.order.push_back(c as u32);
+            self.cache.resident += 1;
+        }
+        if let Some(chunk) = self.chunks[c].as_deref_mut() {
+            chunk.push(&self.last, url.as_bytes());
+        }
+        self.last.clear();
+        self.last.extend_from_slice(url.as_bytes());
+        self.len += 1;
+        self.set(id, r);
+        id
+    }
+
+    /// Chunk `c` in memory, read back from the state file if it left.
+    fn chunk_mut(&mut self, c: usize) -> Option<&mut Chunk> {
+        if self.chunks.get(c)?.is_none() {
+            self.evict();
+            let rows = match self.read_chunk(c) {
+                Ok(rows) => rows,
+                Err(e) => {
+                    self.cache.error.get_or_insert(e);
+                    return None;
+                }
+            };
+            let chunk = self.chunk_of(&rows);
+            self.chunks[c] = Some(Box::new(chunk));
+            self.cache.order.push_back(c as u32);
+            self.cache.resident += 1;
+            self.cache.loads += 1;
+        }
+        let chunk = self.chunks[c].as_deref_mut()?;
+        chunk.used = true;
+        Some(chunk)
+    }
+
+    /// A chunk of `rows`, as read from a block.
+    fn chunk_of(&mut self, rows: &[(String, Resource)]) -> Chunk {
+        let mut chunk = Chunk {
+            rows: Vec::with_capacity(rows.len()),
+            ..Chunk::default()
+        };
+        let mut prev: &[u8] = &[];
+        for (url, r) in rows {
+            let i = chunk.push(prev, url.as_bytes());
+            chunk.set(i, r, &mut self.texts);
+            prev = url.as_bytes();
+        }
+        chunk.urls.shrink_to_fit();
+        chunk
+    }
+
+    /// Chunk `c`'s rows as the state file holds them: its block and the single rows after it.
+    fn read_chunk(&self, c: usize) -> Result<Vec<(String, Resource)>, String> {
+        let block = c as u32;
+        let reader = (self.cache.reader.as_ref())
+            .ok_or_else(|| format!("URL block {block} left memory with no state file"))?;
+        let (bytes, changed) = reader
+            .block(block)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("URL block {block} is not in the state file"))?;
+        let mut rows = decode_block(block, &bytes)?;
+        let first = block * BLOCK_ROWS;
+        for (id, bytes) in changed {
+            let slot = (id.checked_sub(first).map(|i| i as usize))
+                .and_then(|i| rows.get_mut(i))
+                .ok_or_else(|| format!("URL {id} changed but was never written"))?;
+            let mut input = bytes.as_slice();
+            slot.1 =
+                decode_fields(&mut input, 0).ok_or_else(|| format!("URL {id} does not read"))?;
+        }
+        Ok(rows)
+    }
+
+    /// The URL of row `id` (empty for an id the table does not have).
+    pub(super) fn url(&mut self, id: u32) -> String {
+        let (c, i) = split(id);
+        let mut out = Vec::new();
+        if let Some(chunk) = self.chunk_mut(c) {
+            chunk.url_into(i, &mut out);
+        }
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// The URL of row `id`, without keeping its chunk in memory if it was read back.
+    pub(super) fn peek_url(&self, id: u32) -> String {
+        let (c, i) = split(id);
+        match self.chunks.get(c) {
+            Some(Some(chunk)) => {
+                let mut out = Vec::new();
+                chunk.url_into(i, &mut out);
+                String::from_utf8(out).unwrap_or_default()
+            }
+            Some(None) => self
+                .read_chunk(c)
+                .ok()
+                .and_then(|mut rows| (i < rows.len()).then(|| rows.swap_remove(i).0))
+                .unwrap_or_default(),
+            None => String::new(),
+        }
+    }
+
+    pub(super) fn depth(&mut self, id: u32) -> u32 {
+        let (c, i) = split(id);
+        self.chunk_mut(c)
+            .and_then(|chunk| chunk.rows.get(i))
+            .map_or(0, |r| r.depth)
+    }
+
+    /// Row `id`'s fields (a default row for an id the table does not have).
+    pub(super) fn get(&mut self, id: u32) -> Resource {
+        let (c, i) = split(id);
+        if self.chunk_mut(c).is_none() {
+            return Resource::discovered(0, None, 0);
+        }
+        match self.chunks.get(c) {
+            Some(Some(chunk)) => chunk.get(i, &self.texts),
+            _ => Resource::discovered(0, None, 0),
+        }
+    }
+
+    /// Writes row `id`'s fields.
+    pub(super) fn set(&mut self, id: u32, r: &Resource) {
+        let (c, i) = split(id);
+        if self.chunk_mut(c).is_none() {
+            return;
+        }
+        if let Some(Some(chunk)) = self.chunks.get_mut(c) {
+            chunk.set(i, r, &mut self.texts);
+        }
+        if let Some(at) = self.cache.changed_at.get_mut(c) {
+            *at = self.cache.built + 1;
+        }
+        if self.cache.reader.is_some() {
+            // The chunk may leave memory once a checkpoint holds it: this change must be in
+            // that checkpoint.
+            self.touch(id);
+        }
+    }
 
     /// Reads row `id`, lets `f` change it, writes it back.
     pub(super) fn update<T>(&mut self, id: u32, f: impl FnOnce(&mut Resource) -> T) -> T {
@@ -312,20 +548,23 @@ impl UrlTable {
         out
     }
 
-    /// Every row in id order: its id, URL and fields.
-    pub(super) fn for_each(&self, mut f: impl FnMut(u32, &str, &Resource)) {
-        let mut url = Vec::new();
-        let mut input: &[u8] = &self.urls.bytes;
-        for id in 0..self.rows.len() {
-            if id.is_multiple_of(MEM_BLOCK) {
-                url.clear();
+    /// Every row in id order: its id, URL and fields. Chunks not in memory are read from the
+    /// state file one at a time and not kept, so memory stays bounded.
+    pub(super) fn for_each(&self, mut f: impl FnMut(u32, &str, &Resource)) -> Result<(), String> {
+        for (c, chunk) in self.chunks.iter().enumerate() {
+            let first = c as u32 * BLOCK_ROWS;
+            match chunk {
+                Some(chunk) => chunk.each_url(|i, url| {
+                    f(first + i as u32, url, &chunk.get(i, &self.texts));
+                }),
+                None => {
+                    for (i, (url, r)) in self.read_chunk(c)?.iter().enumerate() {
+                        f(first + i as u32, url, r);
+                    }
+                }
             }
-            if front_decode(&mut url, &mut input).is_none() {
-                return;
-            }
-            let text = std::str::from_utf8(&url).unwrap_or_default();
-            f(id as u32, text, &self.get(id as u32));
         }
+        Ok(())
     }
 
     /// Notes that row `id` changed, for the next checkpoint.
@@ -347,6 +586,7 @@ impl UrlTable {
     /// What changed since the last checkpoint, in the checkpoint's binary form: whole blocks
     /// (key: block number) and single rows (key: id) of blocks written before.
     pub(super) fn checkpoint_rows(&mut self) -> (Keyed, Keyed) {
+        self.cache.built += 1;
         let first_open = self.written / BLOCK_ROWS;
         let mut dirty = std::mem::take(&mut self.dirty);
         for &id in &dirty {
@@ -370,71 +610,126 @@ impl UrlTable {
                 }
             }
         }
-        let len = self.rows.len() as u32;
-        let end = len.div_ceil(BLOCK_ROWS);
+        let end = self.len.div_ceil(BLOCK_ROWS);
         for block in first_open..end {
             blocks.push((block, self.encode_block(block)));
         }
-        self.written = len;
+        self.written = self.len;
         (blocks, rows)
     }
 
     /// Block `block`'s rows, front-coded and compressed.
-    fn encode_block(&self, block: u32) -> Vec<u8> {
-        let first = block * BLOCK_ROWS;
-        let end = (first + BLOCK_ROWS).min(self.rows.len() as u32);
+    fn encode_block(&mut self, block: u32) -> Vec<u8> {
+        let c = block as usize;
+        if self.chunk_mut(c).is_none() {
+            return compress(&[0]);
+        }
+        let Some(Some(chunk)) = self.chunks.get(c) else {
+            return compress(&[0]);
+        };
         let mut out = Vec::new();
-        put_varint(&mut out, u64::from(end - first));
+        put_varint(&mut out, chunk.rows.len() as u64);
         let mut prev = Vec::new();
-        let mut url = Vec::new();
         let mut prev_referrer = 0;
-        for id in first..end {
-            self.urls.get_into(id as usize, &mut url);
-            front_code(&prev, &url, &mut out);
-            std::mem::swap(&mut prev, &mut url);
-            let r = self.get(id);
+        chunk.each_url(|i, url| {
+            front_code(&prev, url.as_bytes(), &mut out);
+            prev.clear();
+            prev.extend_from_slice(url.as_bytes());
+            let r = chunk.get(i, &self.texts);
             encode_fields(&r, prev_referrer, &mut out);
             prev_referrer = r.referrer.map_or(0, |x| u64::from(x) + 1);
-        }
+        });
         compress(&out)
     }
 
     /// Appends the rows of a block read from the checkpoint; `block` must be the next one.
     pub(super) fn load_block(&mut self, block: u32, bytes: &[u8]) -> Result<(), String> {
-        if self.rows.len() as u32 != block * BLOCK_ROWS {
+        if self.len != block * BLOCK_ROWS {
             return Err(format!("URL block {block} does not follow the one before"));
         }
-        let raw =
-            decompress(bytes).map_err(|e| format!("URL block {block} does not decompress: {e}"))?;
-        let bad = || format!("URL block {block} does not read");
-        let mut input = raw.as_slice();
-        let count = get_varint(&mut input).ok_or_else(bad)?;
-        if count == 0 || count > u64::from(BLOCK_ROWS) {
-            return Err(bad());
+        let rows = decode_block(block, bytes)?;
+        let chunk = self.chunk_of(&rows);
+        if let Some((url, _)) = rows.last() {
+            self.last.clear();
+            self.last.extend_from_slice(url.as_bytes());
         }
-        let mut url = Vec::new();
-        let mut prev_referrer = 0;
-        for _ in 0..count {
-            front_decode(&mut url, &mut input).ok_or_else(bad)?;
-            let text = std::str::from_utf8(&url).map_err(|_| bad())?;
-            let r = decode_fields(&mut input, prev_referrer).ok_or_else(bad)?;
-            prev_referrer = r.referrer.map_or(0, |x| u64::from(x) + 1);
-            self.push(text, &r);
-        }
-        self.written = self.rows.len() as u32;
+        self.len += rows.len() as u32;
+        self.chunks.push(Some(Box::new(chunk)));
+        self.cache.changed_at.push(0);
+        self.cache.order.push_back(block);
+        self.cache.resident += 1;
+        self.written = self.len;
         Ok(())
     }
 
     /// Applies a single row read from the checkpoint.
     pub(super) fn load_row(&mut self, id: u32, bytes: &[u8]) -> Result<(), String> {
-        if id as usize >= self.rows.len() {
+        if id >= self.len {
             return Err(format!("URL {id} changed but was never written"));
         }
         let mut input = bytes;
         let r = decode_fields(&mut input, 0).ok_or_else(|| format!("URL {id} does not read"))?;
-        self.set(id, &r);
+        let (c, i) = split(id);
+        if let Some(Some(chunk)) = self.chunks.get_mut(c) {
+            chunk.set(i, &r, &mut self.texts);
+        }
         Ok(())
     }
+
+    /// Drops chunks from memory, oldest first, until the budget holds or none may leave: a
+    /// chunk may leave when it is full and a committed checkpoint holds its last change.
+    fn evict(&mut self) {
+        if self.cache.reader.is_none() {
+            return;
+        }
+        let full_chunks = (self.len / BLOCK_ROWS) as usize;
+        // A chunk read since the last look is passed over once. Bounded per call, so a table
+        // whose chunks may not leave yet (not committed) costs little on every read back:
+        // chunks passed over go to the back, and the next call looks at others.
+        let over = self.cache.resident.saturating_sub(self.cache.budget);
+        let mut tries = (2 * over + 64).min(2 * self.cache.order.len());
+        while self.cache.resident > self.cache.budget && tries > 0 {
+            tries -= 1;
+            let Some(c) = self.cache.order.pop_front() else {
+                break;
+            };
+            let c = c as usize;
+            let Some(Some(chunk)) = self.chunks.get_mut(c) else {
+                continue;
+            };
+            let written = self.cache.changed_at[c] <= self.cache.committed;
+            if chunk.used || c >= full_chunks || !written {
+                chunk.used = false;
+                self.cache.order.push_back(c as u32);
+                continue;
+            }
+            self.chunks[c] = None;
+            self.cache.resident -= 1;
+        }
+    }
+}
+
+/// A block's rows: each URL with its fields.
+fn decode_block(block: u32, bytes: &[u8]) -> Result<Vec<(String, Resource)>, String> {
+    let raw =
+        decompress(bytes).map_err(|e| format!("URL block {block} does not decompress: {e}"))?;
+    let bad = || format!("URL block {block} does not read");
+    let mut input = raw.as_slice();
+    let count = get_varint(&mut input).ok_or_else(bad)?;
+    if count == 0 || count > u64::from(BLOCK_ROWS) {
+        return Err(bad());
+    }
+    let mut rows = Vec::with_capacity(count as usize);
+    let mut url = Vec::new();
+    let mut prev_referrer = 0;
+    for _ in 0..count {
+        front_decode(&mut url, &mut input).ok_or_else(bad)?;
+        let text = std::str::from_utf8(&url).map_err(|_| bad())?;
+        let r = decode_fields(&mut input, prev_referrer).ok_or_else(bad)?;
+        prev_referrer = r.referrer.map_or(0, |x| u64::from(x) + 1);
+        rows.push((text.to_string(), r));
+    }
+    Ok(rows)
 }
 
 // The binary form: varints (LEB128) and one byte per small enum; a block is lz4-compressed
@@ -692,7 +987,7 @@ mod tests {
             r.reason = Some(IgnoreReason::TooDeep.to_string().into());
             r.state = ResourceState::FetchIgnored;
         });
-        let check = |t: &UrlTable| {
+        let check = |t: &mut UrlTable| {
             assert_eq!(t.len() as u32, n);
             assert_eq!(t.url(300), "http://127.0.0.1:8000/f/2100.html");
             assert_eq!(
@@ -713,14 +1008,14 @@ mod tests {
             assert_eq!((t.get(9).depth, t.get(9).referrer), (4, Some(8)));
             assert_eq!(t.get(0).referrer, None);
         };
-        check(&t);
+        check(&mut t);
         let (blocks, rows) = t.checkpoint_rows();
         assert_eq!((blocks.len(), rows.len()), (3, 0));
         let mut back = UrlTable::default();
         for (b, bytes) in &blocks {
             back.load_block(*b, bytes).expect("a block reads");
         }
-        check(&back);
+        check(&mut back);
         // A change to a written row goes as a row of its own; the new tail as its block.
         t.update(3, |r| r.state = ResourceState::FetchForbidden);
         t.touch(3);
@@ -758,6 +1053,87 @@ mod tests {
         );
     }
 
+    /// With a state file, rows that a committed checkpoint holds leave memory and come back
+    /// as written, changes included; a row changed since the last committed checkpoint never
+    /// leaves before the next one holds it.
+    #[test]
+    fn rows_leave_memory_once_written_and_come_back_as_written() {
+        use crate::store::checkpoint::{Checkpoint, Delta, Mark};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mark = Mark {
+            seq: 0,
+            warc: None,
+            finished: false,
+            runs: 1,
+            extract: None,
+        };
+        let mut cp = Checkpoint::create(dir.path(), &mark).expect("state");
+        let reader = cp.url_reader();
+        let mut write = |t: &mut UrlTable| {
+            let (url_blocks, url_rows) = t.checkpoint_rows();
+            let delta = Delta {
+                url_blocks,
+                url_rows,
+                urls: t.len() as u64,
+                ..Delta::default()
+            };
+            cp.write(&delta, None, None).expect("checkpoint");
+        };
+        let mut t = UrlTable::default();
+        let mut reference = UrlTable::default();
+        let n = BLOCK_ROWS * 10 + 3;
+        for i in 0..n {
+            let url = format!("http://127.0.0.1:{}/f/{}.html", 8000 + i % 3, i * 7);
+            let r = row(i % 5, i.checked_sub(1));
+            t.push(&url, &r);
+            reference.push(&url, &r);
+        }
+        t.read_back_from(reader, 0);
+        t.committed(0);
+        assert_eq!(
+            t.residency().0,
+            11,
+            "nothing leaves before a checkpoint holds it"
+        );
+        write(&mut t);
+        t.committed(1);
+        assert_eq!(t.residency(), (1, 0), "only the tail stays");
+
+        // A change to a row that left: its chunk comes back, and stays until a committed
+        // checkpoint holds the change.
+        let mut fetched = t.get(300);
+        fetched.state = ResourceState::FetchError;
+        fetched.status = Some(503);
+        fetched.reason = Some("http 503".into());
+        fetched.seq = Some(4);
+        t.set(300, &fetched);
+        reference.set(300, &fetched);
+        assert_eq!(t.residency(), (2, 1));
+        t.committed(1);
+        assert_eq!(
+            t.residency().0,
+            2,
+            "a changed chunk stays until it is written"
+        );
+        write(&mut t);
+        t.committed(2);
+        assert_eq!(t.residency().0, 1);
+
+        let mut urls = Vec::new();
+        t.for_each(|id, url, r| urls.push((id, url.to_string(), format!("{r:?}"))))
+            .expect("rows read back");
+        let mut expected = Vec::new();
+        reference
+            .for_each(|id, url, r| expected.push((id, url.to_string(), format!("{r:?}"))))
+            .expect("in memory");
+        assert_eq!(urls, expected);
+        assert_eq!(t.residency().0, 1, "an export keeps nothing");
+        assert_eq!(t.url(300), reference.url(300));
+        assert_eq!(t.peek_url(5), reference.url(5));
+        assert_eq!(format!("{:?}", t.get(300)), format!("{fetched:?}"));
+        assert_eq!(t.depth(9), 4);
+    }
+
     /// The memory a URL costs here, for the README's table: the fixed row plus the packed URL.
     #[test]
     fn a_link_farm_url_costs_a_few_dozen_bytes() {
@@ -766,9 +1142,14 @@ mod tests {
             let url = format!("http://127.0.0.1:40123/f/{}.html", 1_000_000 + i);
             t.push(&url, &row(2, Some(i / 1000)));
         }
-        let bytes = t.rows.capacity() * std::mem::size_of::<Row>()
-            + t.urls.bytes.capacity()
-            + t.urls.starts.capacity() * 8;
+        let bytes: usize = (t.chunks.iter().flatten())
+            .map(|c| {
+                c.rows.capacity() * std::mem::size_of::<Row>()
+                    + c.urls.capacity()
+                    + c.starts.capacity() * 4
+                    + std::mem::size_of::<Chunk>()
+            })
+            .sum();
         assert_eq!(std::mem::size_of::<Row>(), 20);
         assert!(bytes / 100_000 <= 40, "{} bytes a URL", bytes / 100_000);
     }

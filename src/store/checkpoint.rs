@@ -130,7 +130,9 @@ pub struct Loaded {
 
 /// The open state file; one per crawl folder (the folder's lock keeps other processes out).
 pub struct Checkpoint {
-    db: redb::Database,
+    /// Shared with the [`UrlReader`]s: redb lets readers see the last committed transaction
+    /// while the committer writes the next one.
+    db: std::sync::Arc<redb::Database>,
     path: PathBuf,
     runs: u64,
     /// Checkpoints written by this value; see [`FAIL_AFTER_ENV`].
@@ -192,7 +194,7 @@ impl Checkpoint {
             .create(&path)
             .map_err(|e| io(&path, &e))?;
         let mut cp = Checkpoint {
-            db,
+            db: std::sync::Arc::new(db),
             path,
             runs: first.runs,
             written: 0,
@@ -208,7 +210,7 @@ impl Checkpoint {
         let path = dir.join(STATE_FILE);
         let db = open(&path)?;
         let mut cp = Checkpoint {
-            db,
+            db: std::sync::Arc::new(db),
             path,
             runs: mark.runs,
             written: 0,
@@ -216,6 +218,14 @@ impl Checkpoint {
         };
         cp.write_meta(mark, false)?;
         Ok(cp)
+    }
+
+    /// A reader of the URL rows as the last committed checkpoint holds them.
+    pub fn url_reader(&self) -> UrlReader {
+        UrlReader {
+            db: self.db.clone(),
+            path: self.path.clone(),
+        }
     }
 
     /// Writes one checkpoint, durably: the rows of `delta`, the engine's blob and the mark with
@@ -304,6 +314,52 @@ impl Checkpoint {
         txn.commit().map_err(|e| err(&e))?;
         self.written += 1;
         Ok(())
+    }
+}
+
+/// Reads URL blocks back from the state file, for the engine's URL table when it dropped them
+/// from memory (issue 12): what the last committed checkpoint holds, never what a checkpoint
+/// being written holds.
+#[derive(Clone)]
+pub struct UrlReader {
+    db: std::sync::Arc<redb::Database>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for UrlReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UrlReader")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UrlReader {
+    /// Block `block` and the single rows written after it (in id order); `None` when the
+    /// checkpoint has no such block.
+    #[allow(clippy::type_complexity)]
+    pub fn block(
+        &self,
+        block: u32,
+    ) -> Result<Option<(Vec<u8>, Vec<(u32, Vec<u8>)>)>, CheckpointError> {
+        let bad = |e: &dyn std::fmt::Display| io(&self.path, e);
+        let txn = self.db.begin_read().map_err(|e| bad(&e))?;
+        let blocks = txn.open_table(URL_BLOCKS).map_err(|e| bad(&e))?;
+        let Some(bytes) = blocks.get(block).map_err(|e| bad(&e))? else {
+            return Ok(None);
+        };
+        let bytes = bytes.value().to_vec();
+        let rows = txn.open_table(URL_ROWS).map_err(|e| bad(&e))?;
+        let first = block.saturating_mul(BLOCK_ROWS);
+        let mut changed = Vec::new();
+        for entry in rows
+            .range(first..first.saturating_add(BLOCK_ROWS))
+            .map_err(|e| bad(&e))?
+        {
+            let (k, v) = entry.map_err(|e| bad(&e))?;
+            changed.push((k.value(), v.value().to_vec()));
+        }
+        Ok(Some((bytes, changed)))
     }
 }
 

@@ -19,7 +19,7 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::checkpoint::{Checkpoint, CheckpointError, Delta, Mark, WarcMark};
+use super::checkpoint::{Checkpoint, CheckpointError, Delta, Mark, UrlReader, WarcMark};
 use super::commit::Seq;
 use super::warc::{Exchange, Truncation, WarcWriter};
 use crate::index::feed::IndexFeed;
@@ -215,6 +215,8 @@ pub struct Committer {
     tx: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
     status: Arc<CommitStatus>,
+    /// Reads URL rows back from the last committed checkpoint (the engine's URL table).
+    url_reader: UrlReader,
 }
 
 /// Most jobs waiting for the committer before the engine holds back new fetches: the store
@@ -304,6 +306,7 @@ impl Committer {
                 )?
             }
         };
+        let url_reader = checkpoint.url_reader();
         let status = Arc::new(CommitStatus::default());
         let fail_after = env_number(FAIL_AFTER_ENV);
         let mut index = Some(IndexFeed::start(
@@ -345,6 +348,7 @@ impl Committer {
             tx: Some(tx),
             thread: Some(thread),
             status,
+            url_reader,
         })
     }
 
@@ -367,6 +371,11 @@ impl Committer {
                 self.status.sent.fetch_sub(1, Ordering::AcqRel);
             }
         }
+    }
+
+    /// A reader of the URL rows the committed checkpoints hold.
+    pub fn url_reader(&self) -> UrlReader {
+        self.url_reader.clone()
     }
 
     pub fn status(&self) -> &Arc<CommitStatus> {

@@ -429,3 +429,82 @@ async fn a_warc_file_shorter_than_its_checkpoint_says_is_refused() {
         "left as it was"
     );
 }
+
+/// The `--urls-out` file as URL -> (state, status, depth), with every URL's count of lines.
+fn url_lines(path: &Path) -> (BTreeMap<String, String>, BTreeMap<String, usize>) {
+    let mut rows = BTreeMap::new();
+    let mut counts = BTreeMap::new();
+    for line in std::fs::read_to_string(path).expect("urls-out").lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("json line");
+        let url = v["url"].as_str().expect("url").to_string();
+        *counts.entry(url.clone()).or_insert(0) += 1;
+        rows.insert(
+            url,
+            format!("{} {} {}", v["state"], v["status"], v["depth"]),
+        );
+    }
+    (rows, counts)
+}
+
+#[tokio::test]
+async fn a_crawl_whose_url_rows_leave_memory_stores_and_exports_each_url_once() {
+    // A budget of no bytes: every URL row a committed checkpoint holds leaves memory at once,
+    // so dispatch, results, the resume and the export all read rows back from the state file.
+    let web = TestWeb::start(GenOptions::new(3, 70).seed(23).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |name: &str, evict: bool| {
+        let out = dir.path().join(name);
+        let mut cmd = crawl_command(&web, &out, &dir.path().join(format!("{name}.json")));
+        cmd.arg("--urls-out")
+            .arg(dir.path().join(format!("{name}.jsonl")));
+        if evict {
+            cmd.env(crawltop::engine::URL_CACHE_ENV, "0");
+        }
+        cmd
+    };
+
+    let status = run("kept", false).status().await.expect("reference");
+    assert!(status.success());
+
+    // The same crawl with rows leaving memory, killed once midway and resumed.
+    let seen = web.log().records().len();
+    let mut child = run("evicted", true).spawn().expect("spawn");
+    tokio::select! {
+        () = web.log().wait_until(|r| r.len() >= seen + 60) => {
+            child.start_kill().expect("SIGKILL");
+            child.wait().await.expect("reaped");
+        }
+        () = tokio::time::sleep(PATIENCE) => panic!("the crawl stalled"),
+    }
+    let status = tokio::time::timeout(PATIENCE * 2, run("evicted", true).status())
+        .await
+        .expect("the resumed crawl ends")
+        .expect("status");
+    assert!(status.success());
+
+    let kept = read_warc(&dir.path().join("kept").join("warc"));
+    let evicted = read_warc(&dir.path().join("evicted").join("warc"));
+    let twice: Vec<_> = evicted.counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "stored more than once: {twice:?}");
+    assert_eq!(
+        evicted.counts.keys().collect::<Vec<_>>(),
+        kept.counts.keys().collect::<Vec<_>>()
+    );
+    for site in web.manifest().normal_sites() {
+        for page in &site.pages {
+            let url = web.url(&site.name, &page.path);
+            assert_eq!(evicted.counts.get(&url), Some(&1), "{url}");
+        }
+    }
+    let (kept_rows, _) = url_lines(&dir.path().join("kept.jsonl"));
+    let (evicted_rows, counts) = url_lines(&dir.path().join("evicted.jsonl"));
+    let more: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(more.is_empty(), "exported more than once: {more:?}");
+    assert_eq!(evicted_rows, kept_rows);
+    assert_eq!(
+        totals(&stats(&dir.path().join("evicted.json"))),
+        totals(&stats(&dir.path().join("kept.json")))
+    );
+}

@@ -112,7 +112,7 @@ impl Restored {
             resources.load_row(*id, bytes).map_err(&corrupt)?;
         }
         let mut bad = None;
-        resources.for_each(|id, _, r| {
+        let read = resources.for_each(|id, _, r| {
             if bad.is_some() {
                 return;
             }
@@ -122,7 +122,7 @@ impl Restored {
                 bad = Some(format!("URL {id} names a referrer that does not exist"));
             }
         });
-        if let Some(reason) = bad {
+        if let Some(reason) = read.err().or(bad) {
             return Err(corrupt(reason));
         }
         Ok(Restored {
@@ -171,8 +171,15 @@ impl<F: Schedule> Coordinator<F> {
     /// Hands the committer a checkpoint: every row changed since the last one, the counters,
     /// and the mark (everything handed over so far).
     pub(super) fn checkpoint(&mut self, finished: bool) {
-        if self.committer.is_none() {
+        let Some(committed) = self.committer.as_ref().map(|c| c.status().checkpoints()) else {
             return;
+        };
+        // Rows whose last change a committed checkpoint holds may leave memory now.
+        self.resources.committed(committed);
+        if let Some(e) = self.resources.take_read_error() {
+            self.warn(format!(
+                "URL rows could not be read back from the state file: {e}"
+            ));
         }
         let (url_blocks, url_rows) = self.resources.checkpoint_rows();
         let start_wall = self.start_wall();
@@ -248,46 +255,51 @@ impl<F: Schedule> Coordinator<F> {
             ids.push(id);
             self.restore_site(id, row, now_wall);
         }
-        // The sites were interned again in their order, so a row's site id is the same; the
-        // table is read once, in order, to rebuild the exactly-once map and the counts.
+        // The sites were interned again in their order, so a row's site id is the same. The
+        // table is read twice, in order: for the exactly-once map, the counts and the URLs
+        // above the mark; then, once those are taken back, for the queues (each URL read in
+        // its run, not decoded again from its run's start per queued id).
         self.resources = resources;
-        let mut queue = Vec::new();
         let mut take_back = Vec::new();
         let (by_url, counts) = (&mut self.by_url, &mut self.state_counts);
-        self.resources.for_each(|id, url, r| {
+        let read = self.resources.for_each(|id, url, r| {
             by_url.insert(super::fingerprint(url), id);
             counts.add(r);
             if r.seq.is_some_and(|s| s >= mark) && r.state != ResourceState::Discovered {
                 take_back.push(id);
-            } else if r.state == ResourceState::Discovered {
-                queue.push(id);
             }
         });
         for id in take_back {
             self.take_back(id);
             self.runs.refetched += 1;
-            queue.push(id);
         }
-        queue.sort_unstable();
-        for id in queue {
-            let mut r = self.resources.get(id);
+        let mut unreasoned = Vec::new();
+        let (resources, frontier, sites) = (&self.resources, &mut self.frontier, &self.sites);
+        let queued = resources.for_each(|id, url, r| {
+            if r.state != ResourceState::Discovered {
+                return;
+            }
             if r.reason.is_some() {
                 // E.g. "cancelled when the crawl stopped": it is queued again now.
-                r.reason = None;
-                self.resources.set(id, &r);
+                unreasoned.push(id);
             }
             if let Some(site) = r.site.and_then(|s| ids.get(s.index()).copied()) {
-                if self.sites[site.index()].robots_gave_up {
-                    continue;
+                if sites[site.index()].robots_gave_up {
+                    return;
                 }
-                let url = self.resources.url(id);
                 let queued = Queued {
                     id,
-                    url: &url,
+                    url,
                     depth: r.depth,
                 };
-                self.frontier.push(site, queued);
+                frontier.push(site, queued);
             }
+        });
+        for id in unreasoned {
+            self.resources.update(id, |r| r.reason = None);
+        }
+        if let Some(e) = read.err().or(queued.err()) {
+            self.warn(format!("the crawl's URLs could not be read back: {e}"));
         }
     }
 

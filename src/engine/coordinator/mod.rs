@@ -6,9 +6,11 @@
 //! rows and their states) and of the frontier boundary ([`Schedule`]: it never reaches into a
 //! frontier's queues, spill store or heap). It never blocks on I/O itself (files are written
 //! only at export; the page store and the checkpoint are the committer thread's; the built-in
-//! frontier's spill file is its spill thread's), with one bounded exception: a take whose
+//! frontier's spill file is its spill thread's), with two bounded exceptions: a take whose
 //! spilled chunk was not read ahead in time waits for that read (and a spill write waits for
-//! room when the spill thread is a whole channel behind). It never holds state that a worker could change
+//! room when the spill thread is a whole channel behind); and with a crawl folder, a URL row
+//! that left memory is read back (a block of 256 rows from `state.redb`) on the spot, by the
+//! URL table. It never holds state that a worker could change
 //! behind its back: the only shared cells are the workers' phases, written by each worker and
 //! read here.
 
@@ -218,6 +220,10 @@ const WINDOW_MAX_BYTES: u64 = 64 << 20;
 /// Dispatches of one fetch whose result never comes before the URL is given up.
 const MAX_ATTEMPTS: u32 = 3;
 
+/// Set in the environment to a number of bytes, the budget of URL rows a crawl with a folder
+/// keeps in memory: how the tests make rows leave memory and come back all the time.
+pub const URL_CACHE_ENV: &str = "CRAWLTOP_TEST_URL_CACHE_BYTES";
+
 /// Set in the environment to a URL, the worker that fetched it never answers: how the tests
 /// prove that an overdue result is dispatched again (a hung parser cannot be had on demand).
 pub const HANG_ENV: &str = "CRAWLTOP_TEST_HANG_AFTER_FETCH";
@@ -379,6 +385,14 @@ impl<F: Schedule> Coordinator<F> {
         if let Some(r) = restored {
             coordinator.resuming.clone_from(&coordinator.cfg.out);
             coordinator.restore(r);
+        }
+        if let Some(c) = &coordinator.committer {
+            // With a crawl folder, URL rows a checkpoint holds leave memory (issue 12).
+            let budget = std::env::var(URL_CACHE_ENV)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(super::url_table::CACHE_BYTES);
+            coordinator.resources.read_back_from(c.url_reader(), budget);
         }
         Ok(coordinator)
     }
