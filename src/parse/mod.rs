@@ -233,7 +233,7 @@ fn resolve(base: &Url, href: &str) -> Result<Url, url::ParseError> {
 }
 
 /// The links of a page so far, by the fingerprint of their canonical URL: no copy of the URL
-/// and no SipHash of it per link, on pages of hundreds of links.
+/// and no `SipHash` of it per link, on pages of hundreds of links.
 struct LinkIndex(HashMap<u64, usize, BuildHasherDefault<Identity>>);
 
 impl LinkIndex {

@@ -199,7 +199,7 @@ fn on_element(
     let html = el.namespace_uri() == HTML_NS;
     let attr = |name: &str| input.attribute(el, name);
     let opened = state.borrow_mut().start(
-        &name,
+        name,
         html,
         el.can_have_content(),
         el.source_location().bytes().start,
