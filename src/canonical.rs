@@ -56,7 +56,11 @@ pub fn canonical(url: &Url) -> Url {
 /// changes, which is the common case, so canonical URLs cost no allocation.
 fn normalize_escapes(input: &str) -> Cow<'_, str> {
     let bytes = input.as_bytes();
-    let needs_work = bytes.windows(3).any(|w| {
+    // Most URLs have no escape at all: one vectorized search says so.
+    let Some(first) = memchr::memchr(b'%', bytes) else {
+        return Cow::Borrowed(input);
+    };
+    let needs_work = bytes[first..].windows(3).any(|w| {
         w[0] == b'%'
             && match (hex_value(w[1]), hex_value(w[2])) {
                 (Some(hi), Some(lo)) => {

@@ -20,6 +20,7 @@ pub mod pool;
 mod stream;
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 use url::Url;
@@ -161,12 +162,12 @@ fn finish(
         .filter(is_http)
         .unwrap_or_else(|| page_url.clone());
 
-    let mut links: Vec<Link> = Vec::new();
-    let mut link_index: HashMap<Url, usize> = HashMap::new();
+    let mut links: Vec<Link> = Vec::with_capacity(walk.links.len());
+    let mut link_index = LinkIndex::with_capacity(walk.links.len());
     let mut mailto: Vec<String> = Vec::new();
     let mut mailto_seen: HashSet<String> = HashSet::new();
     for raw in walk.links {
-        let Ok(mut url) = base.join(raw.href.trim_matches(is_html_space)) else {
+        let Ok(mut url) = resolve(&base, raw.href.trim_matches(is_html_space)) else {
             continue;
         };
         match url.scheme() {
@@ -188,12 +189,12 @@ fn finish(
             continue;
         }
         let nofollow = raw.nofollow || walk.meta_robots.nofollow;
-        if let Some(&i) = link_index.get(&url) {
+        if let Some(i) = link_index.find(&links, &url) {
             // Followable if any occurrence is: one plain link is an endorsement.
             links[i].nofollow &= nofollow;
             continue;
         }
-        link_index.insert(url.clone(), links.len());
+        link_index.insert(&url, links.len());
         links.push(Link {
             url,
             kind: raw.kind,
@@ -210,6 +211,77 @@ fn finish(
         encoding: encoding.name(),
         base,
         coverage,
+    }
+}
+
+/// Resolves `href` against `base`, exactly as `base.join(href)` does.
+///
+/// A link to the page's own origin spelled as the base spells it (docs sites write their
+/// sidebars so) resolves as its path does: the host is not parsed again, nor put through IDNA.
+/// `fast_path_resolves_as_join_does` compares the two on generated links.
+fn resolve(base: &Url, href: &str) -> Result<Url, url::ParseError> {
+    if is_http(base)
+        && let Some(rest) = href.strip_prefix(&base[..url::Position::BeforePath])
+        && let Some(path) = rest.strip_prefix('/')
+        && !path.starts_with(['/', '\\'])
+        // The parser drops tabs and newlines anywhere first: `/\t/x` is `//x`, another host.
+        && !href.contains(['\t', '\n', '\r'])
+    {
+        return base.join(rest);
+    }
+    base.join(href)
+}
+
+/// The links of a page so far, by the fingerprint of their canonical URL: no copy of the URL
+/// and no `SipHash` of it per link, on pages of hundreds of links.
+struct LinkIndex(HashMap<u64, usize, BuildHasherDefault<Identity>>);
+
+impl LinkIndex {
+    fn with_capacity(n: usize) -> Self {
+        Self(HashMap::with_capacity_and_hasher(
+            n,
+            BuildHasherDefault::default(),
+        ))
+    }
+
+    /// Where `url` is in `links`, if it is there.
+    fn find(&self, links: &[Link], url: &Url) -> Option<usize> {
+        let i = *self.0.get(&fingerprint(url))?;
+        if links[i].url == *url {
+            Some(i)
+        } else {
+            // Two URLs with one fingerprint: the map keeps the first, so look for the other.
+            links.iter().position(|l| l.url == *url)
+        }
+    }
+
+    fn insert(&mut self, url: &Url, at: usize) {
+        self.0.entry(fingerprint(url)).or_insert(at);
+    }
+}
+
+fn fingerprint(url: &Url) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(url.as_str().as_bytes())
+}
+
+/// A hasher for keys that are hashes already (xxh3 fingerprints): it passes them through.
+#[derive(Default)]
+struct Identity(u64);
+
+impl Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys reach this hasher; fold anything else in rather than lose it.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 
@@ -793,6 +865,118 @@ mod tests {
                 ("/dir/sub/c", LinkKind::A, true),
             ]
         );
+    }
+
+    #[test]
+    fn fast_path_resolves_as_join_does() {
+        let bases = [
+            "http://example.com/dir/sub/page.html",
+            "http://example.com:8080/x/",
+            "https://u:p@example.com/a?b#c",
+            "http://127.0.0.1:19400/book/ch1.html",
+            "http://[::1]:9/x/y",
+            "http://xn--caf-dma.example/p",
+        ];
+        let starts = [
+            "",
+            "http://example.com",
+            "HTTP://example.com",
+            "http://EXAMPLE.com",
+            "http://example.com:80",
+            "http://example.com:8080",
+            "https://example.com",
+            "http://example.com.",
+            "http://u@example.com",
+            "https://u:p@example.com",
+            "//example.com",
+            "http://127.0.0.1:19400",
+            "http://[::1]:9",
+            "http://[0:0::1]:9",
+            "http://127.0.0.1:019400",
+            "http://xn--caf-dma.example",
+            "http://café.example",
+            "http:example.com",
+            "http://example.com\t",
+            "mailto:a@b",
+        ];
+        let parts = [
+            "/", "//", "/\\", "\\", "", ".", "..", "a", "%2e", "%2E%2e", "b c", "\t", "\n", "?",
+            "?q=1&r", "#f", "é", "%41", "%7e", ":", "@", "x.html", "/..", "/./",
+        ];
+        // A small deterministic generator: every start with sequences of up to four parts.
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            usize::try_from(state % n as u64).expect("small")
+        };
+        // The base's own origin, then what could make the rest mean another host or path.
+        let tricky = [
+            "/\t/x",
+            "/\n\\x",
+            "/\r/x",
+            "//x",
+            "/\\x",
+            "/..",
+            "/../..",
+            "/%2e%2e/x",
+            "/./%2E/y",
+            "/a?b#c",
+            "/a b",
+            "/é",
+            "/x\t",
+            "/\\",
+            "/?",
+            "/#",
+            "/:x@y",
+            "/ \t",
+        ];
+        let mut checked = 0;
+        for base in bases {
+            let base = Url::parse(base).expect("test base parses");
+            for rest in tricky {
+                let href = format!("{}{rest}", &base[..url::Position::BeforePath]);
+                assert_eq!(
+                    resolve(&base, &href).map(String::from),
+                    base.join(&href).map(String::from),
+                    "{href:?} against {base}"
+                );
+            }
+            for start in starts {
+                for _ in 0..200 {
+                    let mut href = String::from(start);
+                    for _ in 0..=next(4) {
+                        href.push_str(parts[next(parts.len())]);
+                    }
+                    assert_eq!(
+                        resolve(&base, &href).map(String::from),
+                        base.join(&href).map(String::from),
+                        "{href:?} against {base}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 20_000);
+    }
+
+    #[test]
+    fn link_index_finds_a_link_whose_fingerprint_another_link_holds() {
+        let link = |u: &str| Link {
+            url: Url::parse(u).expect("test URL parses"),
+            kind: LinkKind::A,
+            nofollow: false,
+        };
+        let links = [link("http://example.com/a"), link("http://example.com/b")];
+        let mut index = LinkIndex::with_capacity(2);
+        index.insert(&links[0].url, 0);
+        // A collision: b's fingerprint taken by the first link.
+        index.0.insert(fingerprint(&links[1].url), 0);
+        assert_eq!(index.find(&links, &links[0].url), Some(0));
+        assert_eq!(index.find(&links, &links[1].url), Some(1));
+        let other = Url::parse("http://example.com/c").expect("test URL parses");
+        assert_eq!(index.find(&links, &other), None);
     }
 
     // --- meta robots ---

@@ -12,12 +12,13 @@
 //! on its stack, about 128 bytes each, so past about 65,000 of them the memory limit cuts the
 //! page. It must never fail: a limit cuts the parse and says so in the coverage.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use encoding_rs::{Encoding, UTF_8};
 use lol_html::errors::RewritingError;
-use lol_html::html_content::{Element, TextChunk, TextType};
+use lol_html::html_content::{Attribute, Element, TextChunk, TextType};
 use lol_html::{
     AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings, doc_text, element, end_tag,
 };
@@ -120,7 +121,7 @@ impl Input<'_> {
     /// source rather than through `lol_html`, whose decoding honours a byte order mark at the
     /// start of a value (an `href` starting with bytes FF FE would be read as UTF-16).
     fn attribute(self, el: &Element<'_, '_>, name: &str) -> Option<String> {
-        let attr = el.attributes().iter().find(|a| a.name() == name)?;
+        let attr = el.attributes().iter().find(|a| self.is_named(a, name))?;
         let value = attr
             .value_source_location()
             .and_then(|at| self.body.get(at.bytes()))
@@ -135,16 +136,70 @@ impl Input<'_> {
     }
 }
 
+/// Longest tag name read from the source into a buffer on the stack.
+const NAME_BUF: usize = 32;
+
+impl Input<'_> {
+    /// The element's name as `el.tag_name()` gives it (ASCII lowercased), read from its start
+    /// tag in the source into `buf` when it is short and plain ASCII; `None` otherwise.
+    fn tag_name<'b>(self, el: &Element<'_, '_>, buf: &'b mut [u8; NAME_BUF]) -> Option<&'b str> {
+        let raw = self.body.get(el.source_location().bytes())?;
+        let raw = raw.strip_prefix(b"<")?;
+        let len = raw
+            .iter()
+            .position(|b| matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ' | b'/' | b'>'))
+            .unwrap_or(raw.len());
+        let raw = &raw[..len];
+        if raw.is_empty()
+            || raw.len() > NAME_BUF
+            || !raw.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+        {
+            return None;
+        }
+        let out = &mut buf[..raw.len()];
+        out.copy_from_slice(raw);
+        out.make_ascii_lowercase();
+        std::str::from_utf8(out).ok()
+    }
+
+    /// Whether `attr` is named `name` (ASCII lower case), as `attr.name() == name` says, read
+    /// from the source without building the lowercased name: in an ASCII-compatible encoding
+    /// the bytes of an ASCII name are its characters.
+    fn is_named(self, attr: &Attribute<'_>, name: &str) -> bool {
+        match attr
+            .name_source_location()
+            .and_then(|at| self.body.get(at.bytes()))
+        {
+            Some(raw) => raw.eq_ignore_ascii_case(name.as_bytes()),
+            None => attr.name() == name,
+        }
+    }
+}
+
 fn on_element(
     state: &Rc<RefCell<State>>,
     input: Input<'_>,
     el: &mut Element<'_, '_>,
 ) -> lol_html::HandlerResult {
-    let name = el.tag_name();
+    // Nothing reads the rewritten output: an element removed with its content is not
+    // serialized, nor is anything inside it, while every handler still sees every token.
+    // Inside a removed element `lol_html` has marked the start tag removed already.
+    if !el.removed() {
+        el.remove();
+    }
+    let mut buf = [0; NAME_BUF];
+    let source_name = input.tag_name(el, &mut buf);
+    let owned;
+    let name: &str = if let Some(name) = source_name {
+        name
+    } else {
+        owned = el.tag_name();
+        &owned
+    };
     let html = el.namespace_uri() == HTML_NS;
     let attr = |name: &str| input.attribute(el, name);
     let opened = state.borrow_mut().start(
-        &name,
+        name,
         html,
         el.can_have_content(),
         el.source_location().bytes().start,
@@ -152,6 +207,7 @@ fn on_element(
     )?;
     if let Some((depth, serial, known)) = opened {
         let state = Rc::clone(state);
+        let name = common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed);
         el.on_end_tag(end_tag!(move |end| {
             // `lol_html` also calls this when another end tag closes the element (`</svg>` after
             // a `<p>` that left the SVG); html5ever decides that by its own rules, which the
@@ -444,6 +500,21 @@ impl State {
         if self.pending_mode.is_some_and(|m| m != (mode, target)) {
             self.flush();
         }
+        if self.pending.is_empty() {
+            // The common case: nothing held back, and the chunk cuts no reference or CR/LF
+            // pair, so it is decoded where it lies instead of through `pending`.
+            let end = if chunk.last_in_text_node() {
+                raw.len()
+            } else {
+                entities::safe_end(raw)
+            };
+            if end == raw.len() {
+                self.pending_mode = None;
+                let decoded = entities::decode(raw, mode);
+                deliver(&mut self.title, &mut self.text, &decoded, target);
+                return;
+            }
+        }
         self.pending.push_str(raw);
         self.pending_mode = Some((mode, target));
         let end = if chunk.last_in_text_node() {
@@ -467,14 +538,7 @@ impl State {
             return;
         }
         let decoded = entities::decode(&self.pending[..end], mode);
-        match target {
-            Target::Title => {
-                if let Some((_, title)) = &mut self.title {
-                    title.push(&decoded, false);
-                }
-            }
-            Target::Text { preformatted } => self.text.push(&decoded, preformatted),
-        }
+        deliver(&mut self.title, &mut self.text, &decoded, target);
         drop(decoded);
         self.pending.drain(..end);
         if self.pending.is_empty() {
@@ -487,6 +551,42 @@ impl State {
         self.pop_to(0);
         self.out.text = self.text.finish();
         self.out
+    }
+}
+
+/// Names common enough that an end tag's handler should not copy them.
+macro_rules! common_names {
+    ($($name:literal)*) => {
+        fn common_name(name: &str) -> Option<&'static str> {
+            match name {
+                $($name => Some($name),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+common_names! {
+    "a" "abbr" "b" "body" "button" "code" "dd" "div" "dl" "dt" "em" "footer" "form" "h1" "h2"
+    "h3" "h4" "h5" "h6" "head" "header" "html" "i" "label" "li" "main" "nav" "ol" "option" "p"
+    "pre" "script" "section" "select" "small" "span" "strong" "style" "sub" "sup" "table"
+    "tbody" "td" "textarea" "th" "thead" "title" "tr" "u" "ul"
+}
+
+/// Adds decoded text to the title or the page's text.
+fn deliver(
+    title: &mut Option<(u32, TextBuilder)>,
+    text: &mut TextBuilder,
+    decoded: &str,
+    target: Target,
+) {
+    match target {
+        Target::Title => {
+            if let Some((_, title)) = title {
+                title.push(decoded, false);
+            }
+        }
+        Target::Text { preformatted } => text.push(decoded, preformatted),
     }
 }
 
