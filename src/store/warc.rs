@@ -15,8 +15,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use flate2::Compression;
-use flate2::write::GzEncoder;
+use flate2::{Compress, Compression, Crc, FlushCompress, Status};
 use sha1::{Digest, Sha1};
 
 /// What went wrong writing or repairing a WARC file. Any of these means the archive cannot be
@@ -125,6 +124,7 @@ pub struct WarcWriter {
     max_file_bytes: u64,
     next_number: u64,
     current: OpenWarc,
+    members: MemberEncoder,
 }
 
 #[derive(Debug)]
@@ -167,13 +167,15 @@ impl WarcWriter {
         }
         fs::create_dir_all(dir).map_err(WarcError::io(dir))?;
         let next_number = highest_existing_number(dir, prefix)?.map_or(0, |n| n + 1);
-        let current = open_new_file(dir, prefix, next_number, now)?;
+        let mut members = MemberEncoder::new();
+        let current = open_new_file(dir, prefix, next_number, now, &mut members)?;
         Ok(WarcWriter {
             dir: dir.to_path_buf(),
             prefix: prefix.to_owned(),
             max_file_bytes,
             next_number: next_number + 1,
             current,
+            members,
         })
     }
 
@@ -192,13 +194,25 @@ impl WarcWriter {
         }
         let request_id = new_record_id();
         let response_id = new_record_id();
-        let mut members = exchange_members(ex, &request_id, &response_id, &self.current);
+        let mut members = exchange_members(
+            ex,
+            &request_id,
+            &response_id,
+            &self.current,
+            &mut self.members,
+        );
         if self.current.content == FileContent::Exchanges
             && self.current.len + members.bytes.len() as u64 > self.max_file_bytes
         {
             self.rotate(ex.date)?;
             // The records name their file's warcinfo record, so they are rebuilt for the new file.
-            members = exchange_members(ex, &request_id, &response_id, &self.current);
+            members = exchange_members(
+                ex,
+                &request_id,
+                &response_id,
+                &self.current,
+                &mut self.members,
+            );
         }
 
         let current = &mut self.current;
@@ -242,7 +256,13 @@ impl WarcWriter {
         // A checkpoint after the rotation names only the new file, so the old one must be durable
         // before the writer forgets it.
         sync_file(&mut self.current)?;
-        let next = open_new_file(&self.dir, &self.prefix, self.next_number, now)?;
+        let next = open_new_file(
+            &self.dir,
+            &self.prefix,
+            self.next_number,
+            now,
+            &mut self.members,
+        )?;
         self.next_number += 1;
         self.current = next;
         Ok(())
@@ -304,6 +324,7 @@ fn open_new_file(
     prefix: &str,
     number: u64,
     now: SystemTime,
+    members: &mut MemberEncoder,
 ) -> Result<OpenWarc, WarcError> {
     let name = file_name(prefix, number);
     let path = dir.join(&name);
@@ -314,7 +335,7 @@ fn open_new_file(
         .open(&path)
         .map_err(WarcError::io(&path))?;
     let warcinfo_id = new_record_id();
-    let member = warcinfo_member(&warcinfo_id, &name, now);
+    let member = warcinfo_member(&warcinfo_id, &name, now, members);
     file.write_all(&member).map_err(WarcError::io(&path))?;
     Ok(OpenWarc {
         path,
@@ -330,7 +351,12 @@ fn new_record_id() -> String {
     format!("<{}>", uuid::Uuid::new_v4().urn())
 }
 
-fn warcinfo_member(record_id: &str, file_name: &str, now: SystemTime) -> Vec<u8> {
+fn warcinfo_member(
+    record_id: &str,
+    file_name: &str,
+    now: SystemTime,
+    members: &mut MemberEncoder,
+) -> Vec<u8> {
     let block = format!(
         "software: {SOFTWARE}\r\n\
          format: WARC File Format 1.1\r\n\
@@ -338,8 +364,10 @@ fn warcinfo_member(record_id: &str, file_name: &str, now: SystemTime) -> Vec<u8>
          robots: obey\r\n"
     );
     let date = warc_date(now);
-    let block_digest = sha1_label(block.as_bytes());
-    gzip_record(
+    let block_digest = sha1_label(&[block.as_bytes()]);
+    let mut member = Vec::new();
+    members.append(
+        &mut member,
         &[
             ("WARC-Type", "warcinfo"),
             ("WARC-Record-ID", record_id),
@@ -348,8 +376,9 @@ fn warcinfo_member(record_id: &str, file_name: &str, now: SystemTime) -> Vec<u8>
             ("WARC-Block-Digest", &block_digest),
             ("Content-Type", "application/warc-fields"),
         ],
-        block.as_bytes(),
-    )
+        &[block.as_bytes()],
+    );
+    member
 }
 
 struct ExchangeMembers {
@@ -363,14 +392,15 @@ fn exchange_members(
     request_id: &str,
     response_id: &str,
     file: &OpenWarc,
+    members: &mut MemberEncoder,
 ) -> ExchangeMembers {
     let date = warc_date(ex.date);
     let ip = ex.ip.map(|ip| ip.to_string());
 
     let request_block = ex.request_line_and_headers;
     let request_payload = http_payload(request_block);
-    let request_block_digest = sha1_label(request_block);
-    let request_payload_digest = sha1_label(request_payload);
+    let request_block_digest = sha1_label(&[request_block]);
+    let request_payload_digest = sha1_label(&[request_payload]);
     let mut fields = exchange_fields(
         ("request", request_id, response_id),
         (date.as_str(), ex.target_uri, ip.as_deref()),
@@ -378,12 +408,19 @@ fn exchange_members(
         (&request_block_digest, &request_payload_digest),
     );
     fields.push(("Content-Type", "application/http;msgtype=request"));
-    let mut bytes = gzip_record(&fields, request_block);
+    let response_head = response_head(ex);
+    // Both members, compressed at about half the size (a bound, not a promise: it grows).
+    let mut bytes =
+        Vec::with_capacity((request_block.len() + response_head.len() + ex.body.len()) / 2 + 1024);
+    members.append(&mut bytes, &fields, &[request_block]);
     let request_len = bytes.len() as u64;
 
-    let response_block = response_block(ex);
+    // The block is the head and the body: hashed and compressed in two parts, never copied
+    // into one buffer. The body is hashed twice (block and payload digests); SHA-1 states
+    // cannot be shared between the two.
+    let response_block = [response_head.as_slice(), ex.body];
     let response_block_digest = sha1_label(&response_block);
-    let response_payload_digest = sha1_label(ex.body);
+    let response_payload_digest = sha1_label(&[ex.body]);
     let mut fields = exchange_fields(
         ("response", response_id, request_id),
         (date.as_str(), ex.target_uri, ip.as_deref()),
@@ -398,16 +435,17 @@ fn exchange_members(
         fields.push((SEQ_FIELD, seq.as_str()));
     }
     fields.push(("Content-Type", "application/http;msgtype=response"));
-    bytes.extend_from_slice(&gzip_record(&fields, &response_block));
+    members.append(&mut bytes, &fields, &response_block);
 
     ExchangeMembers { bytes, request_len }
 }
 
-/// The response as an HTTP/1.1 message whose headers describe the body as stored: the body is
-/// decoded and de-chunked, so Content-Encoding and Transfer-Encoding would make readers decode it
-/// again. The removed Content-Encoding is kept under [`ORIGINAL_CONTENT_ENCODING`], and
+/// The head of the response as an HTTP/1.1 message whose headers describe the body as stored
+/// (the response block is this head followed by the body): the body is decoded and
+/// de-chunked, so Content-Encoding and Transfer-Encoding would make readers decode it again.
+/// The removed Content-Encoding is kept under [`ORIGINAL_CONTENT_ENCODING`], and
 /// Content-Length is the stored length (a truncated body says so in `WARC-Truncated`).
-fn response_block(ex: &Exchange<'_>) -> Vec<u8> {
+fn response_head(ex: &Exchange<'_>) -> Vec<u8> {
     let mut head = format!("HTTP/1.1 {} {}\r\n", ex.status, one_line(ex.reason));
     let mut original_encodings = Vec::new();
     for (name, value) in ex.response_headers {
@@ -428,9 +466,7 @@ fn response_block(ex: &Exchange<'_>) -> Vec<u8> {
     }
     push_field(&mut head, "Content-Length", &ex.body.len().to_string());
     head.push_str("\r\n");
-    let mut block = head.into_bytes();
-    block.extend_from_slice(ex.body);
-    block
+    head.into_bytes()
 }
 
 /// A CR or LF inside a header would end it early and let the rest pose as headers; HTTP clients
@@ -455,10 +491,15 @@ fn http_payload(message: &[u8]) -> &[u8] {
         .map_or(&[][..], |at| &message[at + 4..])
 }
 
-fn sha1_label(bytes: &[u8]) -> String {
+/// The SHA-1 of `parts` one after the other, as `sha1:BASE32`.
+fn sha1_label(parts: &[&[u8]]) -> String {
+    let mut sha1 = Sha1::new();
+    for part in parts {
+        sha1.update(part);
+    }
     format!(
         "sha1:{}",
-        data_encoding::BASE32.encode(Sha1::digest(bytes).as_slice())
+        data_encoding::BASE32.encode(sha1.finalize().as_slice())
     )
 }
 
@@ -488,24 +529,90 @@ fn exchange_fields<'a>(
     fields
 }
 
-/// One complete record, `WARC/1.1` header through the closing `\r\n\r\n`, as one gzip member.
-fn gzip_record(fields: &[(&str, &str)], block: &[u8]) -> Vec<u8> {
-    let mut head = String::from("WARC/1.1\r\n");
-    for (name, value) in fields {
-        push_field(&mut head, name, value);
-    }
-    push_field(&mut head, "Content-Length", &block.len().to_string());
-    head.push_str("\r\n");
+/// The gzip header every member starts with, as flate2's `GzEncoder` writes it at
+/// `Compression::fast()`: no name, no mtime, XFL 4 (fastest), OS unknown.
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff];
 
-    let mut gz = GzEncoder::new(
-        Vec::with_capacity(block.len() / 2 + 512),
-        Compression::fast(),
-    );
-    gz.write_all(head.as_bytes())
-        .and_then(|()| gz.write_all(block))
-        .and_then(|()| gz.write_all(b"\r\n\r\n"))
-        .expect("compressing into a Vec cannot fail");
-    gz.finish().expect("compressing into a Vec cannot fail")
+/// Compresses records into gzip members (each record its own member, so a reader can start at
+/// any record's offset) with one deflate state for the writer's life. A new compressor per
+/// record allocated and initialised zlib's window and hash tables (about 256 KiB) for a few KiB
+/// of page; a reset clears only what a new stream needs.
+struct MemberEncoder {
+    deflate: Compress,
+}
+
+impl std::fmt::Debug for MemberEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemberEncoder").finish_non_exhaustive()
+    }
+}
+
+impl MemberEncoder {
+    fn new() -> MemberEncoder {
+        MemberEncoder {
+            // Raw deflate: the gzip header and trailer are written here.
+            deflate: Compress::new(Compression::fast(), false),
+        }
+    }
+
+    /// Appends to `out` one complete record, `WARC/1.1` header through the closing
+    /// `\r\n\r\n`, as one gzip member: the record of `fields` and the block made of `block`'s
+    /// parts one after the other.
+    fn append(&mut self, out: &mut Vec<u8>, fields: &[(&str, &str)], block: &[&[u8]]) {
+        let block_len: usize = block.iter().map(|part| part.len()).sum();
+        let mut head = String::from("WARC/1.1\r\n");
+        for (name, value) in fields {
+            push_field(&mut head, name, value);
+        }
+        push_field(&mut head, "Content-Length", &block_len.to_string());
+        head.push_str("\r\n");
+
+        self.deflate.reset();
+        let mut crc = Crc::new();
+        out.extend_from_slice(&GZIP_HEADER);
+        let parts = std::iter::once(head.as_bytes())
+            .chain(block.iter().copied())
+            .chain(std::iter::once(&b"\r\n\r\n"[..]));
+        for part in parts {
+            crc.update(part);
+            self.deflate_into(out, part, FlushCompress::None);
+        }
+        self.deflate_into(out, &[], FlushCompress::Finish);
+        out.extend_from_slice(&crc.sum().to_le_bytes());
+        // ISIZE: the uncompressed length modulo 2^32 (RFC 1952).
+        out.extend_from_slice(&crc.amount().to_le_bytes());
+    }
+
+    /// Feeds all of `input` to the deflate stream, growing `out` as the output needs; with
+    /// `Finish`, until the stream has ended.
+    fn deflate_into(&mut self, out: &mut Vec<u8>, mut input: &[u8], flush: FlushCompress) {
+        loop {
+            if out.capacity() - out.len() < 4096 {
+                out.reserve(input.len() / 2 + 4096);
+            }
+            let (before_in, before_out) = (self.deflate.total_in(), self.deflate.total_out());
+            let status = self
+                .deflate
+                .compress_vec(input, out, flush)
+                .expect("deflating into memory cannot fail: the stream is reset per member");
+            let consumed = usize::try_from(self.deflate.total_in() - before_in)
+                .expect("consumed at most the input's length");
+            input = &input[consumed..];
+            let done = match flush {
+                FlushCompress::Finish => status == Status::StreamEnd,
+                _ => input.is_empty(),
+            };
+            if done {
+                return;
+            }
+            // With room in `out`, a stream that takes nothing and gives nothing has ended
+            // without a reset: a bug here, not a condition to spin on.
+            assert!(
+                consumed > 0 || self.deflate.total_out() > before_out,
+                "deflate made no progress: the member was not reset"
+            );
+        }
+    }
 }
 
 /// `WARC-Date` as `YYYY-MM-DDThh:mm:ssZ` in UTC. A time before 1970 (a broken clock) is written
@@ -904,6 +1011,63 @@ mod tests {
         }
         let file_len = fs::metadata(writer.current_file()).expect("meta").len();
         assert_eq!(writer.position(), file_len);
+    }
+
+    /// One encoder, reset per member, writes each record as a complete gzip member of its own
+    /// (flate2's header, the record, CRC and length) however many came before it: small, empty,
+    /// and a block larger than the output grows by at once (random bytes do not compress).
+    #[test]
+    fn a_reused_encoder_writes_each_record_as_its_own_gzip_member() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let noise: Vec<u8> = (0..300_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state.to_le_bytes()[0]
+            })
+            .collect();
+        let rabbits = b"rabbit ".repeat(10_000);
+        let blocks: [&[&[u8]]; 5] = [
+            &[b"HTTP/1.1 200 OK\r\n\r\n", b"a small body"],
+            &[],
+            &[b"head\r\n\r\n", &noise],
+            &[&rabbits],
+            &[b"HTTP/1.1 200 OK\r\n\r\n", b"a small body"],
+        ];
+        let fresh_header = flate2::write::GzEncoder::new(Vec::new(), Compression::fast())
+            .finish()
+            .expect("compress")[..10]
+            .to_vec();
+        let mut encoder = MemberEncoder::new();
+        let fields = [("WARC-Type", "response")];
+        let mut first_small = Vec::new();
+        for (i, parts) in blocks.into_iter().enumerate() {
+            let mut member = Vec::new();
+            encoder.append(&mut member, &fields, parts);
+            assert_eq!(member[..10], fresh_header[..]);
+
+            let mut decoder = flate2::bufread::GzDecoder::new(&member[..]);
+            let mut record = Vec::new();
+            decoder.read_to_end(&mut record).expect("one valid member");
+            assert!(decoder.into_inner().is_empty(), "nothing after the member");
+            let block = parts.concat();
+            let mut expected = format!(
+                "WARC/1.1\r\nWARC-Type: response\r\nContent-Length: {}\r\n\r\n",
+                block.len()
+            )
+            .into_bytes();
+            expected.extend_from_slice(&block);
+            expected.extend_from_slice(b"\r\n\r\n");
+            assert!(record == expected, "block {i} of {} bytes", block.len());
+            // The same record after a large one compresses to the same bytes: nothing of the
+            // earlier stream is left in the state.
+            match i {
+                0 => first_small = member,
+                4 => assert_eq!(member, first_small),
+                _ => {}
+            }
+        }
     }
 
     #[test]
