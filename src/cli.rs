@@ -84,11 +84,11 @@ pub struct ExtractArgs {
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
-    /// The crawl folder (--out of the crawl).
-    pub dir: PathBuf,
-    /// Words; quotes make a phrase, AND/OR/NOT and `title:` work as in tantivy's query syntax.
-    #[arg(required = true)]
-    pub words: Vec<String>,
+    /// DIR [DIR...] WORDS: the crawl folder (--out of the crawl), or several (the members of a
+    /// shared crawl: one ranking over all), then words; quotes make a phrase, AND/OR/NOT and
+    /// `title:` work as in tantivy's query syntax.
+    #[arg(required = true, num_args = 2.., value_name = "DIR [DIR...] WORDS")]
+    pub args: Vec<String>,
     /// At most this many pages.
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
@@ -99,9 +99,10 @@ pub struct SearchArgs {
 
 #[derive(Debug, Args)]
 pub struct CountArgs {
-    /// The crawl folder (--out of the crawl).
-    pub dir: PathBuf,
-    pub word: String,
+    /// DIR [DIR...] WORD: the crawl folder (--out of the crawl), or several (a shared crawl's
+    /// members, counted as one crawl), then the word.
+    #[arg(required = true, num_args = 2.., value_name = "DIR [DIR...] WORD")]
+    pub args: Vec<String>,
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -109,8 +110,9 @@ pub struct CountArgs {
 
 #[derive(Debug, Args)]
 pub struct WcArgs {
-    /// The crawl folder (--out of the crawl).
-    pub dir: PathBuf,
+    /// The crawl folder (--out of the crawl), or several (a shared crawl's members, summed).
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -1199,18 +1201,32 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn reader(dir: &std::path::Path) -> anyhow::Result<crate::index::IndexReader> {
-    Ok(crate::index::IndexReader::open(&dir.join("index"))?)
+/// A query's crawl folders: the first argument, then each next one that holds an index (the
+/// rest is the query).
+fn split_dirs(args: &[String]) -> (Vec<PathBuf>, &[String]) {
+    let holds_index = |a: &String| std::path::Path::new(a).join("index").is_dir();
+    let n = 1 + args[1..].iter().take_while(|a| holds_index(a)).count();
+    (args[..n].iter().map(PathBuf::from).collect(), &args[n..])
 }
 
 fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
-    let hits = reader(&args.dir)?.search(&args.words.join(" "), args.limit)?;
+    let (dirs, words) = split_dirs(&args.args);
+    if words.is_empty() {
+        anyhow::bail!("search: which words? (after the crawl folders)");
+    }
+    let (_, hits) = crate::index::Crawls::open(&dirs)?.search(&words.join(" "), args.limit)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&hits)?);
+        // One folder: the hits as they always were; several: each names its folder's place.
+        let json = if dirs.len() == 1 {
+            serde_json::to_string_pretty(&hits.iter().map(|h| &h.hit).collect::<Vec<_>>())?
+        } else {
+            serde_json::to_string_pretty(&hits)?
+        };
+        println!("{json}");
     } else if hits.is_empty() {
         println!("no page matches");
     } else {
-        for hit in &hits {
+        for crate::index::CrawlHit { hit, .. } in &hits {
             println!("{:.3}  {}  {}", hit.score, hit.url, hit.title);
             for (n, line) in &hit.lines {
                 println!("    {n:>5}: {line}");
@@ -1221,25 +1237,35 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn count(args: &CountArgs, most: bool) -> anyhow::Result<ExitCode> {
-    let r = reader(&args.dir)?;
+    let (word, dirs) = args
+        .args
+        .split_last()
+        .ok_or_else(|| anyhow::anyhow!("which word?"))?;
+    let dirs: Vec<PathBuf> = dirs.iter().map(PathBuf::from).collect();
+    let crawls = crate::index::Crawls::open(&dirs)?;
     let found = if most {
-        r.max_count(&args.word)?
+        crawls.max_count(word)?
     } else {
-        r.min_count(&args.word)?
+        crawls.min_count(word)?
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&found)?);
-    } else {
-        match found {
-            Some(c) => println!("{}  {}", c.count, c.url),
-            None => println!("{:?} occurs on no page", args.word),
-        }
+        let json = if dirs.len() == 1 {
+            serde_json::to_string_pretty(&found.map(|c| c.count))?
+        } else {
+            serde_json::to_string_pretty(&found)?
+        };
+        println!("{json}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    match found {
+        Some(c) => println!("{}  {}", c.count.count, c.count.url),
+        None => println!("{word:?} occurs on no page"),
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn wc(args: &WcArgs) -> anyhow::Result<ExitCode> {
-    let w = reader(&args.dir)?.word_count()?;
+    let w = crate::index::Crawls::open(&args.dirs)?.word_count()?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&w)?);
     } else {

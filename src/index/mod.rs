@@ -174,6 +174,135 @@ pub struct WordCount {
     pub lines: u64,
 }
 
+/// Several crawls' indexes read as one crawl: the folders of a shared crawl's members
+/// (`search|maxcount|mincount|wc DIR [DIR...]`). One ranking: every index is scored with the
+/// BM25 statistics of all of them together. Equal scores and equal counts go to the crawl
+/// named first, then to its lower seq (a seq orders one crawl's commits, not several's).
+pub struct Crawls {
+    readers: Vec<IndexReader>,
+}
+
+/// A hit of [`Crawls::search`]: which crawl (its place in the list given) and the hit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrawlHit {
+    pub crawl: usize,
+    #[serde(flatten)]
+    pub hit: Hit,
+}
+
+/// A count of [`Crawls::max_count`] or [`Crawls::min_count`], with its crawl.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrawlCount {
+    pub crawl: usize,
+    #[serde(flatten)]
+    pub count: Count,
+}
+
+/// A page in a ranking: its score, its seq and where its document is.
+type Ranked = (Score, u64, DocAddress);
+
+/// BM25 statistics of several indexes summed: scores comparable across them.
+struct Together(Vec<tantivy::Searcher>);
+
+impl tantivy::query::Bm25StatisticsProvider for Together {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        self.0.iter().map(|s| s.total_num_tokens(field)).sum()
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        self.0
+            .iter()
+            .map(tantivy::query::Bm25StatisticsProvider::total_num_docs)
+            .sum()
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        self.0.iter().map(|s| s.doc_freq(term)).sum()
+    }
+}
+
+impl Crawls {
+    /// Opens the index of every crawl folder's `index/`, in the order given.
+    pub fn open(dirs: &[std::path::PathBuf]) -> Result<Crawls, IndexError> {
+        let readers = dirs
+            .iter()
+            .map(|d| IndexReader::open(&d.join("index")))
+            .collect::<Result<_, _>>()?;
+        Ok(Crawls { readers })
+    }
+
+    /// The best `limit` pages of all the crawls for `query`, one ranking, and how many match.
+    pub fn search(&self, query: &str, limit: usize) -> Result<(usize, Vec<CrawlHit>), IndexError> {
+        let Some(first) = self.readers.first() else {
+            return Ok((0, Vec::new()));
+        };
+        let parsed = first.parse(query)?;
+        let together = Together(self.readers.iter().map(|r| r.reader.searcher()).collect());
+        let mut total = 0;
+        let mut all = Vec::new();
+        for (crawl, r) in self.readers.iter().enumerate() {
+            let (n, top) = r.top(parsed.as_ref(), limit, &together)?;
+            total += n;
+            all.extend(top.into_iter().map(|t| (crawl, t)));
+        }
+        all.sort_by(|(ca, (sa, qa, _)), (cb, (sb, qb, _))| {
+            sb.total_cmp(sa).then(ca.cmp(cb)).then(qa.cmp(qb))
+        });
+        all.truncate(limit);
+        let hits = all
+            .into_iter()
+            .map(|(crawl, (score, seq, address))| {
+                let searcher = &together.0[crawl];
+                let hit =
+                    self.readers[crawl].hit(parsed.as_ref(), searcher, score, seq, address)?;
+                Ok(CrawlHit { crawl, hit })
+            })
+            .collect::<Result<_, IndexError>>()?;
+        Ok((total, hits))
+    }
+
+    /// The page of all the crawls where `word` occurs most.
+    pub fn max_count(&self, word: &str) -> Result<Option<CrawlCount>, IndexError> {
+        self.extreme(word, Extreme::Most)
+    }
+
+    /// The page of all the crawls where `word` occurs least but at least once.
+    pub fn min_count(&self, word: &str) -> Result<Option<CrawlCount>, IndexError> {
+        self.extreme(word, Extreme::Least)
+    }
+
+    fn extreme(&self, word: &str, extreme: Extreme) -> Result<Option<CrawlCount>, IndexError> {
+        let mut best: Option<CrawlCount> = None;
+        for (crawl, r) in self.readers.iter().enumerate() {
+            let Some(count) = r.extreme_count(word, extreme)? else {
+                continue;
+            };
+            let better = best.as_ref().is_none_or(|b| match extreme {
+                // Strictly better only: equal counts stay with the crawl named first.
+                Extreme::Most => count.count > b.count.count,
+                Extreme::Least => count.count < b.count.count,
+            });
+            if better {
+                best = Some(CrawlCount { crawl, count });
+            }
+        }
+        Ok(best)
+    }
+
+    /// Pages, bytes, words and lines of all the crawls together.
+    pub fn word_count(&self) -> Result<WordCount, IndexError> {
+        let mut total = WordCount::default();
+        for r in &self.readers {
+            let w = r.word_count()?;
+            total.pages += w.pages;
+            total.bytes += w.bytes;
+            total.words += w.words;
+            total.lines += w.lines;
+        }
+        Ok(total)
+    }
+}
+
 /// Which end of the per-page counts `extreme_count` looks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Extreme {
@@ -585,24 +714,46 @@ impl IndexReader {
     /// As [`IndexReader::search`], with the number of pages that match in all (which may be
     /// more than `limit`).
     pub fn search_counted(&self, query: &str, limit: usize) -> Result<SearchResults, IndexError> {
-        check_query(query)?;
         // The lenient parser accepts more everyday input than the strict one (`don't`, a lone
         // `AND` taken as a word) and says where a real mistake is; any mistake is still refused
         // rather than guessed around.
+        let parsed = self.parse(query)?;
+        let searcher = self.reader.searcher();
+        let (total, top) = self.top(parsed.as_ref(), limit, &searcher)?;
+        let hits = top
+            .into_iter()
+            .map(|(score, seq, address)| self.hit(parsed.as_ref(), &searcher, score, seq, address))
+            .collect::<Result<_, IndexError>>()?;
+        Ok(SearchResults { total, hits })
+    }
+
+    /// The query as [`IndexReader::search_counted`] reads it.
+    fn parse(&self, query: &str) -> Result<Box<dyn Query>, IndexError> {
+        check_query(query)?;
         let (parsed, mistakes) = self.parser.parse_query_lenient(query);
         if let Some(mistake) = mistakes.first() {
             return Err(IndexError::BadQuery {
                 reason: mistake.to_string(),
             });
         }
-        let terms = self.text_terms(parsed.as_ref())?;
+        self.text_terms(parsed.as_ref())?;
+        Ok(parsed)
+    }
+
+    /// How many pages match and the best `limit`, as (score, seq, address), scored with the
+    /// BM25 statistics of `stats` (this index's searcher, or several crawls' together).
+    fn top(
+        &self,
+        query: &dyn Query,
+        limit: usize,
+        stats: &dyn tantivy::query::Bm25StatisticsProvider,
+    ) -> Result<(usize, Vec<Ranked>), IndexError> {
         let searcher = self.reader.searcher();
         if limit == 0 {
-            let total = searcher.search(parsed.as_ref(), &tantivy::collector::Count)?;
-            return Ok(SearchResults {
-                total,
-                hits: Vec::new(),
-            });
+            return Ok((
+                searcher.search(query, &tantivy::collector::Count)?,
+                Vec::new(),
+            ));
         }
         let collector = TopDocs::with_limit(limit).tweak_score(|segment: &SegmentReader| {
             let seqs = segment.fast_fields().u64(SEQ).ok();
@@ -612,24 +763,37 @@ impl IndexReader {
                 (score, Reverse(seq))
             }
         });
-        let (total, top) =
-            searcher.search(parsed.as_ref(), &(tantivy::collector::Count, collector))?;
-        let mut analyzer = analyzer(&self.index, self.fields)?;
-        let hits = top
+        let (total, top) = searcher.search_with_statistics_provider(
+            query,
+            &(tantivy::collector::Count, collector),
+            stats,
+        )?;
+        let top = top
             .into_iter()
-            .map(|((score, Reverse(seq)), address)| {
-                let doc: TantivyDocument = searcher.doc(address)?;
-                let text = stored_str(&doc, self.fields.text);
-                Ok(Hit {
-                    seq,
-                    url: stored_str(&doc, self.fields.url).to_owned(),
-                    title: stored_str(&doc, self.fields.title).to_owned(),
-                    score,
-                    lines: matching_lines(&mut analyzer, text, &terms),
-                })
-            })
-            .collect::<Result<_, IndexError>>()?;
-        Ok(SearchResults { total, hits })
+            .map(|((score, Reverse(seq)), address)| (score, seq, address))
+            .collect();
+        Ok((total, top))
+    }
+
+    fn hit(
+        &self,
+        query: &dyn Query,
+        searcher: &tantivy::Searcher,
+        score: Score,
+        seq: u64,
+        address: DocAddress,
+    ) -> Result<Hit, IndexError> {
+        let terms = self.text_terms(query)?;
+        let mut analyzer = analyzer(&self.index, self.fields)?;
+        let doc: TantivyDocument = searcher.doc(address)?;
+        let text = stored_str(&doc, self.fields.text);
+        Ok(Hit {
+            seq,
+            url: stored_str(&doc, self.fields.url).to_owned(),
+            title: stored_str(&doc, self.fields.title).to_owned(),
+            score,
+            lines: matching_lines(&mut analyzer, text, &terms),
+        })
     }
 
     /// How many pages the index holds, as of the last open or reload.

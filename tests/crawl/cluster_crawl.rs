@@ -791,3 +791,119 @@ async fn two_members_on_one_plain_redis_server_crawl_as_on_a_cluster_and_share_n
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// `crawltop ARGS`' stdout as JSON.
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = std::process::Command::new(bin())
+        .args(args)
+        .output()
+        .expect("crawltop runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+#[tokio::test]
+async fn search_and_counts_over_two_members_folders_answer_as_one_crawl_of_the_same_web() {
+    if !redis_here("search_and_counts_over_two_members_folders...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(6, 30).seed(20).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let seeds = seeds.to_str().expect("utf8");
+    let dir = |name: &str| tmp.path().join(name).to_str().expect("utf8").to_string();
+    let (one, a, b) = (dir("one"), dir("a"), dir("b"));
+    // The same web crawled by one process, and by two members (six sites: more than one
+    // member of 4 workers takes at once, so both get some).
+    let alone = Command::new(bin())
+        .args([
+            "crawl",
+            "--seeds-file",
+            seeds,
+            "--headless",
+            "--workers",
+            "4",
+        ])
+        .args(["--per-site", "1", "--delay-ms", "20", "--out", &one])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    ends_well(alone, "the single crawl").await;
+    let second = member(&nodes, "query", &tmp.path().join("b.json"), &["--out", &b]);
+    let first = member(
+        &nodes,
+        "query",
+        &tmp.path().join("a.json"),
+        &["--seeds-file", seeds, "--out", &a],
+    );
+    ends_well(first, "member a").await;
+    ends_well(second, "member b").await;
+    let pages_of = |d: &str| json_of(&["wc", d, "--json"])["pages"].as_u64().expect("n");
+    assert!(
+        pages_of(&a) > 0 && pages_of(&b) > 0,
+        "both members stored pages"
+    );
+
+    assert_eq!(
+        json_of(&["wc", &a, &b, "--json"]),
+        json_of(&["wc", &one, "--json"]),
+        "wc over both folders"
+    );
+    for word in ["rabbit", "alice", "the", "queen"] {
+        for verb in ["maxcount", "mincount"] {
+            let both = json_of(&[verb, &a, &b, word, "--json"]);
+            let single = json_of(&[verb, &one, word, "--json"]);
+            assert_eq!(both["count"], single["count"], "{verb} {word}");
+        }
+        // One ranking: the same pages with the same scores as the single crawl's index.
+        let ranked = |v: serde_json::Value| -> Vec<(String, String)> {
+            let mut rows: Vec<(String, String)> = v
+                .as_array()
+                .expect("hits")
+                .iter()
+                .map(|h| {
+                    let score = h["score"].as_f64().expect("score");
+                    (
+                        format!("{score:.4}"),
+                        h["url"].as_str().expect("url").to_string(),
+                    )
+                })
+                .collect();
+            rows.sort();
+            rows
+        };
+        let both = json_of(&["search", &a, &b, word, "--limit", "1000", "--json"]);
+        let single = json_of(&["search", &one, word, "--limit", "1000", "--json"]);
+        assert!(!single.as_array().expect("hits").is_empty(), "{word}");
+        assert_eq!(ranked(both), ranked(single), "search {word}");
+    }
+    // A folder without an index among them: named, exit 2; folders and no word: asked for.
+    let missing = dir("missing");
+    for args in [
+        vec!["wc", a.as_str(), missing.as_str()],
+        vec!["maxcount", a.as_str(), missing.as_str(), "rabbit"],
+        vec!["search", a.as_str(), b.as_str()],
+    ] {
+        let out = std::process::Command::new(bin())
+            .args(&args)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let named = args.len() == 3 && args[0] == "search";
+        assert!(
+            err.contains(if named { "which words" } else { "missing" }),
+            "{args:?}: {err}"
+        );
+    }
+    drop(cluster);
+}

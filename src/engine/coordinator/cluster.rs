@@ -425,6 +425,13 @@ impl<F: Schedule> Coordinator<F> {
         let Some(link) = self.cluster.as_ref().filter(|_| crawl_wide) else {
             return false;
         };
+        if link.fault.is_some() {
+            // The log cannot be reached: the command holds here at least.
+            self.warn(format!(
+                "{command}: Redis does not answer, so it applies to this member only"
+            ));
+            return false;
+        }
         let source = serde_json::to_value(source)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
