@@ -11,12 +11,14 @@
 //! crawl-wide, after the URLs its page led to were pushed: the agent sends in order, so the
 //! crawl is never seen empty between the two.
 //!
-//! Commands for the whole crawl (pause, resume, delay, workers, a stop by the API) go to the
-//! crawl's command log and are applied when they come back from it, by every member alike; a
-//! signal or the dashboard's `q` stops only this member, which hands its sites back.
+//! Commands for the whole crawl (pause, resume, delay, workers, and a stop given by a key, the
+//! API or the command port) go to the crawl's command log and are applied when they come back
+//! from it, by every member alike; a signal (Ctrl-C, SIGTERM) stops only this member, which
+//! hands its sites back. While Redis does not answer, a command applies to this member only.
 //!
-//! It never talks to Redis (the agent does), never waits for the agent, and never decides a
-//! URL's state (the coordinator does).
+//! It never talks to Redis (the agent does), never waits for the agent while crawling (only at
+//! the end, for the hand-back, and then for a bounded time), and never decides a URL's state
+//! (the coordinator does).
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -415,10 +417,13 @@ impl<F: Schedule> Coordinator<F> {
             Command::Pause | Command::Resume | Command::SetDelay(_) | Command::SetWorkers(_) => {
                 true
             }
-            // A signal or the dashboard's `q` stops this member: it hands its sites back.
+            // A signal stops this member only: it hands its sites back.
             Command::Stop => matches!(
                 source,
-                CommandSource::Api | CommandSource::Port | CommandSource::Library
+                CommandSource::Key
+                    | CommandSource::Api
+                    | CommandSource::Port
+                    | CommandSource::Library
             ),
             Command::Export => false,
         };
