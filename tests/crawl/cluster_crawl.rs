@@ -622,7 +622,7 @@ async fn a_redis_master_killed_and_restarted_mid_crawl_costs_a_pause_and_loses_n
     let redis_dir = tmp.path().join("redis");
     let cluster = three_masters(&redis_dir);
     let nodes = cluster.urls();
-    let web = TestWeb::start(GenOptions::new(4, 150).seed(18).crawl_delay_s(0.02))
+    let web = TestWeb::start(GenOptions::new(4, 300).seed(18).crawl_delay_s(0.02))
         .await
         .expect("web");
     let seeds = seeds_file(&web, tmp.path());
@@ -645,8 +645,20 @@ async fn a_redis_master_killed_and_restarted_mid_crawl_costs_a_pause_and_loses_n
         .await
         .expect("the members crawl");
 
-    // SIGKILL one master, as a crash would.
-    let port = cluster.ports()[0];
+    // SIGKILL the master that holds the crawl's own keys (heartbeats, counters, the command
+    // log: every member reaches it every second), as a crash would.
+    let port = cluster
+        .ports()
+        .iter()
+        .copied()
+        .find(|p| {
+            std::process::Command::new("redis-cli")
+                .args(["-h", "127.0.0.1", "-p", &p.to_string()])
+                .args(["exists", "ct:{fault}:meta"])
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1")
+        })
+        .expect("a master holds the crawl's keys");
     let node = redis_dir.join(format!("node-{port}"));
     let pid: i32 = std::fs::read_to_string(node.join("redis.pid"))
         .expect("pid file")
@@ -662,6 +674,16 @@ async fn a_redis_master_killed_and_restarted_mid_crawl_costs_a_pause_and_loses_n
     let http = crate::util::client();
     let noticed = async {
         loop {
+            for (who, child) in [("a", &mut a), ("b", &mut b)] {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let mut err = String::new();
+                    if let Some(mut e) = child.stderr.take() {
+                        use tokio::io::AsyncReadExt as _;
+                        let _ = e.read_to_string(&mut err).await;
+                    }
+                    panic!("member {who} ended during the fault ({status:?}): {err}");
+                }
+            }
             let faults = [
                 member_stats(&http, addr_a).await,
                 member_stats(&http, addr_b).await,
