@@ -330,14 +330,23 @@ impl Committer {
                     &st,
                     fail_after,
                 );
+                let fail = |e: String| {
+                    let mut error = st.error.lock().unwrap_or_else(PoisonError::into_inner);
+                    error.get_or_insert(e);
+                };
+                // Said at once, before the syncs below (the index may take seconds to finish):
+                // the engine pauses on it at its next tick.
+                if let Err(e) = &result {
+                    fail(e.to_string());
+                }
                 let synced = warc.as_mut().map_or(Ok(()), WarcWriter::sync);
                 let indexed = index.take().map_or(Ok(()), IndexFeed::finish);
-                if let Some(e) = result
+                if let Some(e) = synced
                     .err()
-                    .or(synced.err().map(StoreError::from))
+                    .map(StoreError::from)
                     .or(indexed.err().map(StoreError::from))
                 {
-                    *st.error.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
+                    fail(e.to_string());
                 }
             })
             .map_err(|source| StoreError::Io {
