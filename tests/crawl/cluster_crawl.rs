@@ -445,6 +445,46 @@ async fn members_that_disagree_or_cannot_reach_redis_are_refused_with_exit_2() {
     drop(cluster);
 }
 
+/// Two members with control APIs, `a` bringing the seeds, once the server has `n` requests.
+struct Pair {
+    a: Child,
+    b: Child,
+    addr_a: std::net::SocketAddr,
+    addr_b: std::net::SocketAddr,
+    stats_a: PathBuf,
+    stats_b: PathBuf,
+}
+
+async fn two_with_control(nodes: &[String], id: &str, web: &TestWeb, dir: &Path, n: usize) -> Pair {
+    let seeds = seeds_file(web, dir);
+    let control = ["--control", "127.0.0.1:0"];
+    let (stats_a, stats_b) = (dir.join("a.json"), dir.join("b.json"));
+    let mut b = member(nodes, id, &stats_b, &control);
+    let mut a = member(
+        nodes,
+        id,
+        &stats_a,
+        &[
+            "--seeds-file",
+            seeds.to_str().expect("utf8"),
+            control[0],
+            control[1],
+        ],
+    );
+    let (addr_a, addr_b) = (control_addr(&mut a).await, control_addr(&mut b).await);
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= n))
+        .await
+        .expect("the members crawl");
+    Pair {
+        a,
+        b,
+        addr_a,
+        addr_b,
+        stats_a,
+        stats_b,
+    }
+}
+
 /// The control API's address a member printed.
 async fn control_addr(child: &mut Child) -> std::net::SocketAddr {
     let stderr = child.stderr.as_mut().expect("stderr piped");
@@ -476,25 +516,14 @@ async fn a_pause_from_ctl_holds_every_member_and_a_resume_from_one_members_api_f
     let web = TestWeb::start(GenOptions::new(4, 60).seed(17).crawl_delay_s(0.03))
         .await
         .expect("web");
-    let seeds = seeds_file(&web, tmp.path());
-    let control = ["--control", "127.0.0.1:0"];
-    let (stats_a, stats_b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
-    let mut b = member(&nodes, "cmd", &stats_b, &control);
-    let mut a = member(
-        &nodes,
-        "cmd",
-        &stats_a,
-        &[
-            "--seeds-file",
-            seeds.to_str().expect("utf8"),
-            control[0],
-            control[1],
-        ],
-    );
-    let (addr_a, addr_b) = (control_addr(&mut a).await, control_addr(&mut b).await);
-    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 12))
-        .await
-        .expect("the members crawl");
+    let Pair {
+        a,
+        b,
+        addr_a,
+        addr_b,
+        stats_a,
+        stats_b,
+    } = two_with_control(&nodes, "cmd", &web, tmp.path(), 12).await;
 
     // Pause from outside, with no member's address.
     let out = std::process::Command::new(bin())
@@ -625,25 +654,14 @@ async fn a_redis_master_killed_and_restarted_mid_crawl_costs_a_pause_and_loses_n
     let web = TestWeb::start(GenOptions::new(4, 300).seed(18).crawl_delay_s(0.02))
         .await
         .expect("web");
-    let seeds = seeds_file(&web, tmp.path());
-    let control = ["--control", "127.0.0.1:0"];
-    let (stats_a, stats_b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
-    let mut b = member(&nodes, "fault", &stats_b, &control);
-    let mut a = member(
-        &nodes,
-        "fault",
-        &stats_a,
-        &[
-            "--seeds-file",
-            seeds.to_str().expect("utf8"),
-            control[0],
-            control[1],
-        ],
-    );
-    let (addr_a, addr_b) = (control_addr(&mut a).await, control_addr(&mut b).await);
-    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 30))
-        .await
-        .expect("the members crawl");
+    let Pair {
+        mut a,
+        mut b,
+        addr_a,
+        addr_b,
+        stats_a,
+        stats_b,
+    } = two_with_control(&nodes, "fault", &web, tmp.path(), 30).await;
 
     // SIGKILL the master that holds the crawl's own keys (heartbeats, counters, the command
     // log: every member reaches it every second), as a crash would.
