@@ -554,33 +554,8 @@ impl SharedCrawl {
     /// Queues the entries of `site` that its seen set admits (exactly once crawl-wide); returns
     /// how many were new.
     pub async fn push(&mut self, site: &str, entries: &[Entry]) -> Result<u64, SharedError> {
-        if entries.is_empty() {
-            return Ok(0);
-        }
-        let _: i64 = redis::cmd("SADD")
-            .arg(self.crawl_key("sites"))
-            .arg(site)
-            .query_async(&mut self.conn)
-            .await?;
-        let mut call = self.scripts.push.prepare_invoke();
-        call.key(self.site_key(site, "seen"))
-            .key(self.site_key(site, "q"));
-        for e in entries {
-            let fp = crate::frontier::fingerprint(&e.url).to_le_bytes();
-            call.arg(&fp[..]).arg(e.encode());
-        }
-        let added: u64 = call.invoke_async(&mut self.conn).await?;
-        if added > 0 && !self.started {
-            // After the queue has it: a crawl is never seen started with nothing queued.
-            let _: i64 = redis::cmd("HSETNX")
-                .arg(self.crawl_key("meta"))
-                .arg("started")
-                .arg(1)
-                .query_async(&mut self.conn)
-                .await?;
-            self.started = true;
-        }
-        Ok(added)
+        self.push_many(&[(site.to_string(), entries.to_vec())])
+            .await
     }
 
     /// [`SharedCrawl::push`] for several sites in one round trip (plus one the first time this
@@ -721,17 +696,10 @@ impl SharedCrawl {
         entries: &[Entry],
         next_in: Option<Duration>,
     ) -> Result<bool, SharedError> {
-        let mut call = self.scripts.done.prepare_invoke();
-        call.key(self.site_key(site, "lease"))
-            .key(self.site_key(site, "flight"))
-            .key(self.site_key(site, "pol"))
-            .arg(&self.member)
-            .arg(next_in.map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
-        for e in entries {
-            call.arg(e.encode());
-        }
-        let n: i64 = call.invoke_async(&mut self.conn).await?;
-        Ok(n >= 0)
+        let ours = self
+            .done_many(&[(site.to_string(), entries.to_vec(), next_in)])
+            .await?;
+        Ok(ours.first().copied().unwrap_or(false))
     }
 
     /// Hands a site back at once: its unfinished entries to the head of its queue, then the
