@@ -944,9 +944,11 @@ async fn join_cluster(cfg: CrawlConfig, c: ClusterArgs) -> anyhow::Result<engine
         c.crawl_id.as_str(),
         seeds.len()
     );
+    // A member takes its fair share of the sites with work, but holds at most four a worker
+    // (each held site costs a lease renewal) unless its workers sit free.
     let agent = AgentConfig {
         lease: c.lease,
-        max_sites: cfg.workers.max(1),
+        max_sites: cfg.workers.saturating_mul(4).max(1),
         ..AgentConfig::default()
     };
     let crawl_id = c.crawl_id.as_str().to_string();

@@ -1,14 +1,16 @@
 //! A member's agent: the task between one crawltop process and the shared crawl in Redis.
 //!
-//! It owns this member's leases: it takes sites while the member has room for more, pulls
-//! their queued URLs in batches and hands them to the member, renews the leases, pushes the URLs
-//! the member discovered, finishes what the member reports done, and at a stop hands every site
-//! and its unfinished URLs back at once. When Redis stops answering it says so, waits with
+//! It owns this member's leases: it takes sites up to its fair share (the sites with work,
+//! divided by the live members), pulls their queued URLs in batches and hands them to the
+//! member, renews the leases, pushes the URLs the member discovered, finishes what the member
+//! reports done, gives sites back when it holds more than its share while another member has
+//! room (the member drains a site first: nothing of it in flight), and at a stop hands every
+//! site and its unfinished URLs back at once. When Redis stops answering it says so, waits with
 //! backoff and goes on with the same request: nothing is dropped. It never fetches, never
 //! decides scope, and never blocks the member: all traffic is by channel.
 
-use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -22,7 +24,8 @@ pub struct AgentConfig {
     pub lease: Duration,
     /// URLs pulled from a site at once.
     pub batch: usize,
-    /// Sites held at once (the member's free capacity: its workers).
+    /// Most sites held at once, whatever the fair share (each held site costs a renewal every
+    /// third of the lease); the member raises it while its workers are free.
     pub max_sites: usize,
     /// How often an idle agent looks for new sites and for the crawl-wide end.
     pub idle_poll: Duration,
@@ -59,6 +62,9 @@ pub enum ToAgent {
     },
     /// How many sites the member can serve at once now.
     Capacity(usize),
+    /// A site asked back ([`FromAgent::GiveBack`]) has nothing in flight any more: its lease
+    /// and its unfinished URLs go back to the crawl (its politeness was sent just before).
+    Release { site: String },
     /// The member's heartbeat and what to add to the crawl-wide counters.
     Beat {
         beat: Heartbeat,
@@ -87,6 +93,10 @@ pub enum FromAgent {
     Lost { site: String },
     /// A held site was handed back: its queue ran dry here.
     Released { site: String },
+    /// This member holds more than its share while another has room: drop the site's queued
+    /// URLs (they go back to its shared queue), let what is in flight end, then
+    /// [`ToAgent::Release`] it.
+    GiveBack { site: String },
     /// A command from the crawl's command log (given by any member or `ctl`), in log order;
     /// `replayed` when it was given before this agent started (a joining member catches up
     /// with the crawl's pause and delay, and ignores an old stop).
@@ -129,6 +139,10 @@ pub fn spawn(shared: SharedCrawl, cfg: AgentConfig) -> Agent {
             cfg,
             outbox,
             held: BTreeMap::new(),
+            floor: cfg.max_sites,
+            members: Vec::new(),
+            scanned: None,
+            share: Share::default(),
             faulted: false,
             commands_read: 0,
             caught_up: false,
@@ -166,6 +180,15 @@ struct Inner {
     outbox: mpsc::UnboundedSender<FromAgent>,
     /// Sites this member holds.
     held: BTreeMap<String, Held>,
+    /// The least [`AgentConfig::max_sites`] may be lowered to by the member's capacity.
+    floor: usize,
+    /// The crawl's members at the last read (every look).
+    members: Vec<Member>,
+    /// When the sites were last counted: a member that holds its share counts them once a
+    /// second, not at every look.
+    scanned: Option<Instant>,
+    /// What this member's fair share is made of.
+    share: Share,
     faulted: bool,
     /// Commands of the crawl's log already passed on.
     commands_read: u64,
@@ -184,9 +207,25 @@ struct Held {
     left: usize,
     /// Its queue was found empty with URLs still out: not asked again until they are done.
     dry: bool,
+    /// Asked back ([`FromAgent::GiveBack`]): no more pulls; released when the member says.
+    leaving: bool,
 }
 
-/// How often the members and counters are read.
+/// What a member's fair share of the sites is made of, at the last look.
+#[derive(Debug, Clone, Copy, Default)]
+struct Share {
+    /// Live members, this one included.
+    live: usize,
+    /// Sites with work (queued or pulled URLs) anywhere.
+    active: usize,
+    /// Another live member holds fewer sites than the fair share.
+    others_room: bool,
+    /// The members hold at least as many sites as have work: none is left to take.
+    all_held: bool,
+}
+
+/// How often the counters are read and the members passed on (the members are read at every
+/// look).
 const MEMBERS_EVERY: Duration = Duration::from_secs(1);
 
 impl Inner {
@@ -199,6 +238,10 @@ impl Inner {
         members.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // What was given before this member joined, before anything else.
         self.read_commands().await;
+        // Who else is crawling, so that the first look takes a fair share, not every site.
+        let known = retry!(self, self.shared.members());
+        self.count_members(&known);
+        self.members = known;
         loop {
             tokio::select! {
                 msg = inbox.recv() => {
@@ -215,13 +258,20 @@ impl Inner {
                 _ = look.tick() => {
                     self.read_commands().await;
                     self.read_seeds().await;
+                    let known = retry!(self, self.shared.members());
+                    self.count_members(&known);
+                    self.members = known;
                     self.look().await;
+                    self.rebalance();
                 }
                 _ = members.tick() => {
-                    let members = retry!(self, self.shared.members());
                     let counters = retry!(self, self.shared.counters());
                     let round_trips = self.shared.round_trips();
-                    let _ = self.outbox.send(FromAgent::Members { members, counters, round_trips });
+                    let _ = self.outbox.send(FromAgent::Members {
+                        members: self.members.clone(),
+                        counters,
+                        round_trips,
+                    });
                 }
             }
             if self.recovering {
@@ -267,7 +317,12 @@ impl Inner {
         }
         for msg in rest {
             match msg {
-                ToAgent::Capacity(n) => self.cfg.max_sites = n.max(1),
+                ToAgent::Capacity(n) => self.cfg.max_sites = n.max(self.floor).max(1),
+                ToAgent::Release { site } => {
+                    if self.held.remove(&site).is_some() {
+                        let _ = retry!(self, self.shared.release(&site));
+                    }
+                }
                 ToAgent::Beat { beat, counts } => {
                     retry!(self, self.shared.heartbeat(&beat));
                     retry!(self, self.shared.count(&counts));
@@ -289,6 +344,54 @@ impl Inner {
             }
         }
         stop
+    }
+
+    /// The live members (beating within a lease, not gone) and whether another has room.
+    fn count_members(&mut self, members: &[Member]) {
+        let me = self.shared.member().to_string();
+        let live: Vec<&Member> = members
+            .iter()
+            .filter(|m| m.id != me && !m.beat.gone && m.age < self.cfg.lease)
+            .collect();
+        self.share.live = live.len() + 1;
+        let fair = self.fair_share();
+        self.share.others_room = live.iter().any(|m| (m.beat.sites_leased as usize) < fair);
+        let leased: usize = live.iter().map(|m| m.beat.sites_leased as usize).sum();
+        self.share.all_held = leased + self.held.len() >= self.share.active;
+    }
+
+    /// The sites with work divided by the live members, rounded up: what each should hold.
+    fn fair_share(&self) -> usize {
+        self.share.active.div_ceil(self.share.live.max(1)).max(1)
+    }
+
+    /// Most sites this member takes now: its fair share, within its limit.
+    fn target(&self) -> usize {
+        self.fair_share().min(self.cfg.max_sites.max(1))
+    }
+
+    /// None hoards: holding more than the fair share while another member has room and no
+    /// site is left to take, this member gives the surplus back (after it drained them).
+    fn rebalance(&mut self) {
+        if !self.share.others_room || !self.share.all_held {
+            return;
+        }
+        let staying = self.held.values().filter(|h| !h.leaving).count();
+        let surplus = staying.saturating_sub(self.fair_share());
+        let give: Vec<String> = self
+            .held
+            .iter()
+            .rev()
+            .filter(|(_, h)| !h.leaving)
+            .take(surplus)
+            .map(|(site, _)| site.clone())
+            .collect();
+        for site in give {
+            if let Some(h) = self.held.get_mut(&site) {
+                h.leaving = true;
+            }
+            let _ = self.outbox.send(FromAgent::GiveBack { site });
+        }
     }
 
     /// Redis failed: say so once, then wait before the next try (doubling, up to a cap).
@@ -351,6 +454,9 @@ impl Inner {
         }
         if let Some(held) = self.held.get_mut(site) {
             held.left = held.left.saturating_sub(n);
+            if held.leaving {
+                return;
+            }
             // The next batch before this one runs out, so the member's queue of the site never
             // waits on a round trip; a site found dry is asked again only once it is done.
             if held.left == 0 || (held.left <= self.cfg.batch / 2 && !held.dry) {
@@ -382,6 +488,7 @@ impl Inner {
                     Held {
                         left: left + entries.len(),
                         dry: false,
+                        leaving: false,
                     },
                 );
                 let _ = self.outbox.send(FromAgent::Pulled { site, entries });
@@ -407,28 +514,33 @@ impl Inner {
         }
     }
 
-    /// Takes sites with queued URLs while there is room; with none held and none found, asks
-    /// whether the whole crawl has ended.
+    /// Counts the sites with work and takes them while this member holds less than its fair
+    /// share; with none held and none found, asks whether the whole crawl has ended.
     async fn look(&mut self) {
-        if self.held.len() >= self.cfg.max_sites {
+        let room = self.held.len() < self.target();
+        if !room && self.scanned.is_some_and(|t| t.elapsed() < MEMBERS_EVERY) {
             return;
         }
+        self.scanned = Some(Instant::now());
         let sites = retry!(self, self.shared.sites());
-        let mut queued_anywhere = false;
-        let mut backlog: HashMap<String, (u64, u64)> = HashMap::new();
+        let mut waiting = Vec::new();
+        let mut backlog_all_empty = true;
         for site in sites {
-            if self.held.len() >= self.cfg.max_sites {
-                break;
-            }
             if self.held.contains_key(&site) {
                 continue;
             }
             let (queued, flight) = retry!(self, self.shared.backlog(&site));
-            backlog.insert(site.clone(), (queued, flight));
-            if queued == 0 && flight == 0 {
-                continue;
+            if queued > 0 || flight > 0 {
+                backlog_all_empty = false;
+                waiting.push(site);
             }
-            queued_anywhere = true;
+        }
+        self.share.active = self.held.len() + waiting.len();
+        let target = self.target();
+        for site in waiting {
+            if self.held.len() >= target {
+                break;
+            }
             let lease = retry!(self, self.shared.lease(&site));
             if matches!(lease, Lease::Taken { .. } | Lease::Renewed) {
                 let stored = retry!(self, self.shared.politeness(&site));
@@ -445,7 +557,7 @@ impl Inner {
                 self.pull(site).await;
             }
         }
-        if self.held.is_empty() && !queued_anywhere && backlog.values().all(|b| *b == (0, 0)) {
+        if self.held.is_empty() && backlog_all_empty {
             let ended = retry!(self, self.shared.finished());
             if ended {
                 let _ = self.outbox.send(FromAgent::Finished);

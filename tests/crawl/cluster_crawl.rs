@@ -323,6 +323,78 @@ async fn a_killed_member_loses_nothing_and_repeats_at_most_its_in_flight_fetches
     drop(cluster);
 }
 
+/// Sites of a member's stats file it fetched pages of.
+fn sites_fetched(s: &serde_json::Value) -> BTreeSet<String> {
+    s["sites"]
+        .as_array()
+        .expect("sites")
+        .iter()
+        .filter(|row| row["fetched"].as_u64() > Some(0))
+        .filter_map(|row| row["origin"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_member_holding_every_site_gives_a_fair_share_to_one_that_joins() {
+    if !redis_here("a_member_holding_every_site_gives_a_fair_share...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    // Six sites of 100 pages, 50 ms apart each: seconds of work per site, so a member that
+    // kept what it took would keep every site to the end.
+    let web = TestWeb::start(GenOptions::new(6, 100).seed(16).crawl_delay_s(0.05))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let (stats_a, stats_b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+    let a = member(
+        &nodes,
+        "fair",
+        &stats_a,
+        &["--seeds-file", seeds.to_str().expect("utf8")],
+    );
+    // Alone, member a takes every site with work: each one's robots.txt is asked.
+    let sites = web.manifest().normal_sites().count();
+    tokio::time::timeout(
+        CRAWL_PATIENCE,
+        web.log().wait_until(|r| {
+            r.iter().filter(|r| r.path == "/robots.txt").count() >= sites
+                && r.iter().filter(|r| r.path != "/robots.txt").count() >= 2 * sites
+        }),
+    )
+    .await
+    .expect("member a crawls every site");
+    let joined_at = web.log().records().len();
+    let b = member(&nodes, "fair", &stats_b, &[]);
+    ends_well(a, "member a").await;
+    ends_well(b, "member b").await;
+
+    let records = web.log().records();
+    assert_eq!(
+        covered(&web, &records),
+        0,
+        "a site given back repeats nothing"
+    );
+    polite(&web, &records, Duration::from_millis(20));
+    let (a, b) = (stats(&stats_a), stats(&stats_b));
+    let (of_a, of_b) = (sites_fetched(&a), sites_fetched(&b));
+    assert_eq!(
+        of_a.len(),
+        sites,
+        "a fetched every site before b came: {of_a:?}"
+    );
+    // Two live members, six sites with work: three each. Member b got its share from a.
+    assert!(
+        of_b.len() >= sites / 2,
+        "b fetched pages of {of_b:?} only ({} requests before it joined, {} in all)",
+        joined_at,
+        records.len()
+    );
+    drop(cluster);
+}
+
 #[tokio::test]
 async fn members_that_disagree_or_cannot_reach_redis_are_refused_with_exit_2() {
     if !redis_here("members_that_disagree_or_cannot_reach_redis...") {

@@ -33,7 +33,7 @@ use crate::cluster::agent::{Agent, FromAgent, ToAgent};
 use crate::cluster::shared::{Entry, Heartbeat, SharedCommand, SharedError};
 use crate::engine::Command;
 use crate::engine::model::{Resource, ResourceState, RobotsMemo};
-use crate::frontier::{Schedule, SeenSet, SiteId};
+use crate::frontier::{HoldState, Schedule, SeenSet, SiteId};
 use crate::snapshot::{ClusterView, CommandSource, MemberRow};
 
 /// How often the member beats (and adds its counts to the crawl-wide counters).
@@ -64,6 +64,11 @@ pub(in crate::engine) struct Link {
     /// URLs this member already pushed: the shared seen sets decide, this saves round trips.
     sent: SeenSet,
     leased: HashSet<SiteId>,
+    /// Sites asked back by the agent: released once nothing of theirs is in flight.
+    leaving: HashSet<SiteId>,
+    /// Rows of pulled URLs that went back to the crawl unfetched (a site given back, a lease
+    /// lost): fetched here after all if this member pulls them again.
+    handed: HashSet<u32>,
     served: HashSet<SiteId>,
     /// The crawl-wide end was seen.
     finished: bool,
@@ -89,6 +94,8 @@ impl Link {
             pulled: HashMap::new(),
             sent: SeenSet::new(),
             leased: HashSet::new(),
+            leaving: HashSet::new(),
+            handed: HashSet::new(),
             served: HashSet::new(),
             finished: false,
             fault: None,
@@ -200,6 +207,59 @@ impl<F: Schedule> Coordinator<F> {
                 next_in: Some(next_in),
             });
         }
+        if !link.leaving.is_empty() {
+            self.release_drained();
+        }
+    }
+
+    /// Sites asked back whose fetches (robots.txt included) have all ended: their politeness
+    /// and next contact are stored, then the agent releases them (after the ends just sent).
+    fn release_drained(&mut self) {
+        let Some(link) = self.cluster.as_ref() else {
+            return;
+        };
+        let mut drained = Vec::new();
+        for &site in &link.leaving {
+            let Some(view) = self.frontier.site_view(site) else {
+                continue;
+            };
+            if view.in_flight == 0 && view.hold == HoldState::Open {
+                drained.push((site, view.queued));
+            }
+        }
+        for (site, queued) in drained {
+            if queued > 0 {
+                // Queued again meanwhile (a fetch cut while overdue): back to the crawl too.
+                self.hand_over(site, "its site went to another member");
+            }
+            self.share_politeness(site);
+            let origin = self.frontier.origin(site).to_string();
+            if let Some(link) = self.cluster.as_mut() {
+                link.leaving.remove(&site);
+                link.leased.remove(&site);
+                link.send(ToAgent::Release { site: origin });
+            }
+            self.touch_site(site);
+        }
+    }
+
+    /// Drops a site's queued URLs here: they are pulled entries that go back to its shared
+    /// queue unfetched (when its lease is released or runs out). Their rows say why, and come
+    /// back to life if this member pulls them again.
+    fn hand_over(&mut self, site: SiteId, reason: &'static str) -> usize {
+        let ids = self.frontier.remove_site_items(site);
+        if let Some(link) = self.cluster.as_mut() {
+            for id in &ids {
+                link.pulled.remove(id);
+                link.handed.insert(*id);
+            }
+        }
+        for id in &ids {
+            self.resources
+                .update(*id, |r| r.reason = Some(reason.into()));
+            self.set_state(*id, ResourceState::FetchIgnored);
+        }
+        ids.len()
     }
 
     /// What the agent said.
@@ -219,6 +279,15 @@ impl<F: Schedule> Coordinator<F> {
                 }
             }
             FromAgent::Lost { site } => self.on_lost(&site),
+            FromAgent::GiveBack { site } => {
+                if let Some(id) = self.known_site(&site) {
+                    self.hand_over(id, "its site went to another member");
+                    if let Some(link) = self.cluster.as_mut() {
+                        link.leaving.insert(id);
+                    }
+                    self.touch_site(id);
+                }
+            }
             FromAgent::Command { command, replayed } => {
                 self.on_shared_command(&command, replayed);
             }
@@ -311,6 +380,14 @@ impl<F: Schedule> Coordinator<F> {
         let Some(site) = self.known_site(origin) else {
             return;
         };
+        if self
+            .cluster
+            .as_ref()
+            .is_some_and(|l| l.leaving.contains(&site))
+        {
+            // Going back: these stay pulled in Redis and return with the site.
+            return;
+        }
         for entry in entries {
             let Ok(url) = Url::parse(&entry.url) else {
                 // Not a URL: nothing to fetch, finished at once.
@@ -330,7 +407,15 @@ impl<F: Schedule> Coordinator<F> {
                 if pending {
                     continue;
                 }
-                if self.resources.get(id).state != ResourceState::Discovered {
+                let handed = self.cluster.as_mut().is_some_and(|l| l.handed.remove(&id));
+                if handed {
+                    // It went back unfetched and came to this member again: fetch it now.
+                    self.resources.update(id, |r| {
+                        r.reason = None;
+                        r.ignored = None;
+                    });
+                    self.set_state(id, ResourceState::Discovered);
+                } else if self.resources.get(id).state != ResourceState::Discovered {
                     // Ended here before (its end did not reach Redis in time): finish it.
                     if let Some(link) = self.cluster.as_mut() {
                         link.done.entry(site).or_default().push(entry);
@@ -364,22 +449,13 @@ impl<F: Schedule> Coordinator<F> {
         let Some(site) = self.known_site(origin) else {
             return;
         };
-        let ids = self.frontier.remove_site_items(site);
+        let n = self.hand_over(site, "its site's lease ran out: another member fetches it");
         if let Some(link) = self.cluster.as_mut() {
             link.leased.remove(&site);
-            for id in &ids {
-                link.pulled.remove(id);
-            }
-        }
-        for id in &ids {
-            self.resources.update(*id, |r| {
-                r.reason = Some("its site's lease ran out: another member fetches it".into());
-            });
-            self.set_state(*id, ResourceState::FetchIgnored);
+            link.leaving.remove(&site);
         }
         self.warn(format!(
-            "{origin}: lease lost while Redis was away; {} queued URLs go to another member",
-            ids.len()
+            "{origin}: lease lost while Redis was away; {n} queued URLs go to another member"
         ));
     }
 
