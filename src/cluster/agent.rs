@@ -62,6 +62,9 @@ pub enum ToAgent {
     },
     /// How many sites the member can serve at once now.
     Capacity(usize),
+    /// `n` URLs pulled from a site were already queued at the member (pulled twice: a pull
+    /// Redis lost in a failover): they end with their first copy.
+    Skipped { site: String, n: usize },
     /// A site asked back ([`FromAgent::GiveBack`]) has nothing in flight any more: its lease
     /// and its unfinished URLs go back to the crawl (its politeness was sent just before).
     Release { site: String },
@@ -91,6 +94,9 @@ pub enum FromAgent {
     /// A site's lease was lost (ran out while Redis was away): its pulled URLs will be
     /// fetched by another member; this one should drop them unfetched.
     Lost { site: String },
+    /// The ends of `ends` pulled URLs the member sent are stored crawl-wide (on a replica too,
+    /// when the masters have replicas).
+    Stored { ends: usize },
     /// A held site was handed back: its queue ran dry here.
     Released { site: String },
     /// This member holds more than its share while another has room: drop the site's queued
@@ -306,7 +312,15 @@ impl Inner {
             }
         }
         let pushes: Vec<(String, Vec<Entry>)> = pushes.into_iter().collect();
-        retry!(self, self.shared.push_many(&pushes));
+        // A page is finished only once the URLs it led to are safe: with replicas, on one of
+        // them too (a failover must not lose a queued URL whose referrer is done).
+        retry!(self, async {
+            let added = self.shared.push_many(&pushes).await?;
+            if !pushes.is_empty() {
+                self.shared.replicated().await?;
+            }
+            Ok::<_, SharedError>(added)
+        });
         let dones: Vec<(String, Vec<Entry>, Option<Duration>)> = dones
             .into_iter()
             .map(|(site, (entries, next_in))| (site, entries, next_in))
@@ -318,6 +332,7 @@ impl Inner {
         for msg in rest {
             match msg {
                 ToAgent::Capacity(n) => self.cfg.max_sites = n.max(self.floor).max(1),
+                ToAgent::Skipped { site, n } => self.after_done(&site, n, true).await,
                 ToAgent::Release { site } => {
                     if self.held.remove(&site).is_some() {
                         let _ = retry!(self, self.shared.release(&site));
@@ -342,6 +357,12 @@ impl Inner {
                 }
                 ToAgent::Push { .. } | ToAgent::Done { .. } | ToAgent::Stop => {}
             }
+        }
+        // Ends, pulls, politeness, leases: copied before the next round builds on them.
+        retry!(self, self.shared.replicated());
+        let ends: usize = dones.iter().map(|(_, entries, _)| entries.len()).sum();
+        if ends > 0 {
+            let _ = self.outbox.send(FromAgent::Stored { ends });
         }
         stop
     }
@@ -537,6 +558,7 @@ impl Inner {
         }
         self.share.active = self.held.len() + waiting.len();
         let target = self.target();
+        let mut took = false;
         for site in waiting {
             if self.held.len() >= target {
                 break;
@@ -554,8 +576,12 @@ impl Inner {
                     wait,
                 });
                 self.held.insert(site.clone(), Held::default());
+                took = true;
                 self.pull(site).await;
             }
+        }
+        if took {
+            retry!(self, self.shared.replicated());
         }
         if self.held.is_empty() && backlog_all_empty {
             let ended = retry!(self, self.shared.finished());

@@ -268,7 +268,9 @@ impl LocalCluster {
     }
 
     /// Waits until every node says the cluster is ok, knows every other node, and sees
-    /// `masters` masters (the others being their replicas: gossip takes a moment to tell).
+    /// `masters` masters (the others being their replicas: gossip takes a moment to tell), and
+    /// every replica has its master's data (a replica still in its first sync would take
+    /// over empty if its master died now).
     fn wait_formed(&self, masters: usize) -> Result<(), ClusterError> {
         let deadline = Instant::now() + PATIENCE;
         let want = format!("cluster_known_nodes:{}", self.ports.len());
@@ -286,9 +288,14 @@ impl LocalCluster {
                         })
                         .count()
                 });
+                let replication = cli(port, &["info", "replication"]).unwrap_or_default();
+                let has = |line: &str| replication.lines().any(|l| l.trim() == line);
+                let synced = !has("role:slave")
+                    || (has("master_link_status:up") && has("master_sync_in_progress:0"));
                 let ok = info.lines().any(|l| l.trim() == "cluster_state:ok")
                     && info.lines().any(|l| l.trim() == want)
-                    && seen_masters == Some(masters);
+                    && seen_masters == Some(masters)
+                    && synced;
                 if !ok {
                     pending = Some((port, info));
                     break;

@@ -68,6 +68,8 @@ pub enum SharedError {
     },
     #[error("Redis: {0}")]
     Redis(#[from] redis::RedisError),
+    #[error("no replica confirmed the last writes within {} ms", REPLICA_PATIENCE.as_millis())]
+    NotReplicated,
 }
 
 /// A crawl's name, safe inside a key and a hash tag.
@@ -392,6 +394,10 @@ pub struct SharedCrawl {
     started: bool,
     /// Sites this member knows are in the crawl's set of sites.
     known_sites: std::collections::HashSet<String>,
+    /// Replicas of the master with the fewest (0: none, or one plain server). With at least
+    /// one, [`SharedCrawl::replicated`] waits for a copy of this member's writes, so that a
+    /// failover to a replica keeps what a member was told is stored.
+    replicas: usize,
 }
 
 impl std::fmt::Debug for SharedCrawl {
@@ -405,6 +411,9 @@ impl std::fmt::Debug for SharedCrawl {
 
 /// How long connecting and each answer may take before Redis counts as unreachable.
 const PATIENCE: Duration = Duration::from_secs(5);
+
+/// How long a write waits for a replica's copy before the replicas are counted again.
+const REPLICA_PATIENCE: Duration = Duration::from_secs(1);
 
 impl SharedCrawl {
     /// Connects to the Redis of `nodes` (seed nodes of a cluster, or one plain server) as
@@ -455,7 +464,7 @@ impl SharedCrawl {
             }
             Err(e) => return Err(unreachable(e.to_string())),
         };
-        Ok(SharedCrawl {
+        let mut shared = SharedCrawl {
             conn: Conn {
                 kind: conn,
                 trips: 0,
@@ -466,7 +475,68 @@ impl SharedCrawl {
             scripts: Scripts::new(),
             started: false,
             known_sites: std::collections::HashSet::new(),
-        })
+            replicas: 0,
+        };
+        shared.replicas = shared
+            .count_replicas()
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        Ok(shared)
+    }
+
+    /// Replicas of the master with the fewest: `CLUSTER NODES` on a cluster, `INFO
+    /// replication` on one server.
+    async fn count_replicas(&mut self) -> Result<usize, SharedError> {
+        let text: String = match self.conn.kind {
+            ConnKind::Cluster(_) => {
+                redis::cmd("CLUSTER")
+                    .arg("NODES")
+                    .query_async(&mut self.conn)
+                    .await?
+            }
+            ConnKind::Single(_) => {
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query_async(&mut self.conn)
+                    .await?;
+                return Ok(info
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix("connected_slaves:"))
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0));
+            }
+        };
+        Ok(fewest_replicas(&text))
+    }
+
+    /// Replicas the writes wait for (0: none).
+    pub fn replicas(&self) -> usize {
+        self.replicas
+    }
+
+    /// Waits until a replica holds every write this member sent so far, when the masters have
+    /// replicas (`WAIT`, sent to every master). When none confirms in time the replicas are
+    /// counted again: a master without one now (its replica took over, say) means there is
+    /// nothing to wait for; otherwise the writes are not known to be safe and the caller
+    /// sends them again (every write of a shared crawl may be repeated).
+    pub async fn replicated(&mut self) -> Result<(), SharedError> {
+        if self.replicas == 0 {
+            return Ok(());
+        }
+        let acked: i64 = redis::cmd("WAIT")
+            .arg(1)
+            .arg(REPLICA_PATIENCE.as_millis() as u64)
+            .query_async(&mut self.conn)
+            .await?;
+        if acked >= 1 {
+            return Ok(());
+        }
+        self.replicas = self.count_replicas().await?;
+        if self.replicas == 0 {
+            Ok(())
+        } else {
+            Err(SharedError::NotReplicated)
+        }
     }
 
     pub fn member(&self) -> &str {
@@ -956,6 +1026,27 @@ async fn invoke_all<T: redis::FromRedisValue + Send>(
 }
 
 /// Whether the server at `url` runs in cluster mode (`INFO cluster`).
+/// The fewest live replicas any master with slots has, from `CLUSTER NODES`' lines (`id addr
+/// flags master-id ping pong epoch link slot...`).
+fn fewest_replicas(nodes: &str) -> usize {
+    let rows: Vec<Vec<&str>> = nodes
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() >= 8)
+        .collect();
+    let has = |f: &[&str], flag: &str| f[2].split(',').any(|x| x == flag);
+    let live = |f: &[&str]| !has(f, "fail") && !has(f, "fail?") && !has(f, "handshake");
+    rows.iter()
+        .filter(|f| has(f, "master") && live(f) && f.len() > 8)
+        .map(|m| {
+            rows.iter()
+                .filter(|r| has(r, "slave") && live(r) && r[3] == m[0])
+                .count()
+        })
+        .min()
+        .unwrap_or(0)
+}
+
 async fn cluster_enabled(url: &str) -> redis::RedisResult<bool> {
     let client = redis::Client::open(url)?;
     let mut conn = tokio::time::timeout(PATIENCE, client.get_multiplexed_async_connection())
@@ -976,6 +1067,35 @@ async fn cluster_enabled(url: &str) -> redis::RedisResult<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fewest_replicas_of_a_master_with_slots_count_live_replicas_only() {
+        let nodes = "\
+a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+a2 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
+a3 127.0.0.1:7002@17002 master - 0 0 3 connected 10923-16383
+r1 127.0.0.1:7003@17003 slave a1 0 0 1 connected
+r2 127.0.0.1:7004@17004 slave a2 0 0 2 connected
+r3 127.0.0.1:7005@17005 slave a3 0 0 3 connected
+";
+        assert_eq!(fewest_replicas(nodes), 1);
+        // a3 died and r3 took over: r3 is a master with no replica now.
+        let after = nodes
+            .replace(
+                "a3 127.0.0.1:7002@17002 master",
+                "a3 127.0.0.1:7002@17002 master,fail",
+            )
+            .replace(
+                "r3 127.0.0.1:7005@17005 slave a3 0 0 3 connected",
+                "r3 127.0.0.1:7005@17005 master - 0 0 4 connected 10923-16383",
+            );
+        assert_eq!(fewest_replicas(&after), 0);
+        // A failed replica does not count; masters without slots are not asked.
+        let failed = nodes.replace("slave a2", "slave,fail a2");
+        assert_eq!(fewest_replicas(&failed), 0);
+        assert_eq!(fewest_replicas("x 1:1@1 master - 0 0 1 connected\n"), 0);
+        assert_eq!(fewest_replicas(""), 0);
+    }
 
     #[test]
     fn crawl_ids_are_safe_in_a_key() {

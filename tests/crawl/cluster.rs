@@ -636,6 +636,7 @@ mod agents {
                 FromAgent::Members { .. }
                 | FromAgent::Seeds(_)
                 | FromAgent::Command { .. }
+                | FromAgent::Stored { .. }
                 | FromAgent::Released { .. } => {}
                 other => return Some(other),
             }
@@ -689,6 +690,13 @@ mod agents {
                 }
                 FromAgent::Finished => break,
                 FromAgent::Leased { .. } => {}
+                // Nothing is in flight here: every pulled URL is reported done at once.
+                FromAgent::GiveBack { site } => {
+                    agent
+                        .to
+                        .send(ToAgent::Release { site })
+                        .expect("agent runs");
+                }
                 other => panic!("unexpected {other:?}"),
             }
         }

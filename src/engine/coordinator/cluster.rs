@@ -79,6 +79,8 @@ pub(in crate::engine) struct Link {
     counted: (u64, u64, u64),
     shared_urls: u64,
     capacity: usize,
+    /// Pulled URLs whose ends went to the agent and are not stored crawl-wide yet.
+    unacked: usize,
 }
 
 impl Link {
@@ -104,6 +106,7 @@ impl Link {
             counted: (0, 0, 0),
             shared_urls: 0,
             capacity: 0,
+            unacked: 0,
         }
     }
 
@@ -137,10 +140,15 @@ impl<F: Schedule> Coordinator<F> {
         self.scope.widen(&seeds);
     }
 
-    /// Redis does not answer: no new fetches (a site's lease may run out meanwhile) until the
-    /// agent has checked the leases and says it answers again.
-    pub(super) fn cluster_faulted(&self) -> bool {
-        self.cluster.as_ref().is_some_and(|l| l.fault.is_some())
+    /// No new fetches: Redis does not answer (a site's lease may run out meanwhile) until the
+    /// agent has checked the leases and says it answers again, or as many fetches as there
+    /// are workers ended without Redis having their ends yet. A lease that runs out while
+    /// Redis is slow or away sends its unfinished URLs to another member: this bounds what a
+    /// fault or a kill can have fetched twice.
+    pub(super) fn cluster_waits(&self) -> bool {
+        self.cluster
+            .as_ref()
+            .is_some_and(|l| l.fault.is_some() || l.unacked >= self.slots.target.max(1))
     }
 
     /// A URL not known here, in a shared crawl: pushed to its site's shared queue when it is in
@@ -200,6 +208,7 @@ impl<F: Schedule> Coordinator<F> {
             link.send(ToAgent::Push { site, entries });
         }
         for (site, entries) in std::mem::take(&mut link.done) {
+            link.unacked += entries.len();
             let next_in = self.frontier.next_allowed(site).saturating_sub(now);
             link.send(ToAgent::Done {
                 site: self.frontier.origin(site).to_string(),
@@ -279,6 +288,11 @@ impl<F: Schedule> Coordinator<F> {
                 }
             }
             FromAgent::Lost { site } => self.on_lost(&site),
+            FromAgent::Stored { ends } => {
+                if let Some(link) = self.cluster.as_mut() {
+                    link.unacked = link.unacked.saturating_sub(ends);
+                }
+            }
             FromAgent::GiveBack { site } => {
                 if let Some(id) = self.known_site(&site) {
                     self.hand_over(id, "its site went to another member");
@@ -388,6 +402,7 @@ impl<F: Schedule> Coordinator<F> {
             // Going back: these stay pulled in Redis and return with the site.
             return;
         }
+        let mut skipped = 0;
         for entry in entries {
             let Ok(url) = Url::parse(&entry.url) else {
                 // Not a URL: nothing to fetch, finished at once.
@@ -405,6 +420,8 @@ impl<F: Schedule> Coordinator<F> {
                     .as_ref()
                     .is_some_and(|l| l.pulled.contains_key(&id));
                 if pending {
+                    // Pulled twice (a pull Redis lost in a failover): it is queued here once.
+                    skipped += 1;
                     continue;
                 }
                 let handed = self.cluster.as_mut().is_some_and(|l| l.handed.remove(&id));
@@ -441,6 +458,14 @@ impl<F: Schedule> Coordinator<F> {
             }
             self.touch(id);
             self.enqueue(id, &url);
+        }
+        if skipped > 0
+            && let Some(link) = self.cluster.as_ref()
+        {
+            link.send(ToAgent::Skipped {
+                site: origin.to_string(),
+                n: skipped,
+            });
         }
     }
 

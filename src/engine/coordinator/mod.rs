@@ -433,7 +433,7 @@ impl<F: Schedule> Coordinator<F> {
                 && !self.stopping
                 && self.slots.has_free()
                 && !store_full
-                && !self.cluster_faulted())
+                && !self.cluster_waits())
             .then(|| self.frontier.next_ready_at())
             .flatten()
             .map(|t| self.start + t);
@@ -725,7 +725,7 @@ impl<F: Schedule> Coordinator<F> {
 
     /// Hands out every slot the frontier has ready, while workers are free.
     fn dispatch(&mut self) {
-        if self.paused || self.stopping || self.store_full() || self.cluster_faulted() {
+        if self.paused || self.stopping || self.store_full() || self.cluster_waits() {
             return;
         }
         let now = self.now();
