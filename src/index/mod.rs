@@ -396,6 +396,10 @@ fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
 /// `default` analyzer drops them (`RemoveLongFilter::limit(40)`).
 const MAX_WORD_BYTES: usize = 40;
 
+/// The Unicode block of spaces, dashes, quotes and other punctuation: no character in it is a
+/// letter or a digit (a unit test checks every one), so [`text_counts`] needs no table lookup.
+const GENERAL_PUNCTUATION: std::ops::RangeInclusive<char> = '\u{2000}'..='\u{206f}';
+
 /// The exact counts of one page's text that `wc` sums.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TextCounts {
@@ -416,14 +420,28 @@ pub fn text_counts(text: &str) -> TextCounts {
     let mut words = 0u64;
     let mut newlines = 0u64;
     let mut run = 0usize;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            run += c.len_utf8();
-            continue;
-        }
-        words += u64::from(run > 0 && run < MAX_WORD_BYTES);
-        run = 0;
-        newlines += u64::from(c == '\n');
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        // ASCII, most of any page, is classified from its byte; General Punctuation (curly
+        // quotes, dashes: most of the rest in prose) from its range, which holds no letter or
+        // digit; other characters are decoded and looked up.
+        let (alphanumeric, len) = if byte.is_ascii() {
+            (byte.is_ascii_alphanumeric(), 1)
+        } else {
+            let c = text[at..]
+                .chars()
+                .next()
+                .expect("`at` only moves by whole characters, so it is below the end");
+            let alphanumeric = !GENERAL_PUNCTUATION.contains(&c) && c.is_alphanumeric();
+            (alphanumeric, c.len_utf8())
+        };
+        at += len;
+        // A word ends at random places, which a branch would mispredict about once a word.
+        words += u64::from(!alphanumeric & (run.wrapping_sub(1) < MAX_WORD_BYTES - 1));
+        run = if alphanumeric { run + len } else { 0 };
+        newlines += u64::from(byte == b'\n');
     }
     words += u64::from(run > 0 && run < MAX_WORD_BYTES);
     TextCounts {
@@ -1122,6 +1140,15 @@ mod tests {
     }
 
     #[test]
+    fn general_punctuation_holds_no_letter_or_digit() {
+        for c in GENERAL_PUNCTUATION {
+            assert!(!c.is_alphanumeric(), "{c:?} U+{:04X}", u32::from(c));
+        }
+        // The blocks either side do: the range must not grow.
+        assert!('\u{1ffc}'.is_alphanumeric() && '\u{2070}'.is_alphanumeric());
+    }
+
+    #[test]
     fn the_word_count_agrees_with_the_analyzer() {
         let (schema, fields) = schema();
         let index = Index::create_in_ram(schema);
@@ -1137,7 +1164,7 @@ mod tests {
             "c".repeat(41)
         ));
         texts.push(format!("{}ẞ {}ẞ", "a".repeat(36), "a".repeat(37)));
-        let alphabet: Vec<char> = "aZ9 \n\t.,-_'’ẞßÉé٣߀漢字ü\u{301}🦀\u{0}\u{200b}Ⅻ²"
+        let alphabet: Vec<char> = "aZ9 \n\t.,-_'’“—ẞßÉé٣߀漢字ü\u{301}🦀\u{0}\u{200b}\u{1fff}⁰ⁱⅫ²"
             .chars()
             .collect();
         let mut rng = crate::testweb::rng::SplitMix64::new(11);
