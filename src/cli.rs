@@ -1211,7 +1211,19 @@ fn split_dirs(args: &[String]) -> (Vec<PathBuf>, &[String]) {
     (args[..n].iter().map(PathBuf::from).collect(), &args[n..])
 }
 
+/// Writes a command's answer to stdout. A reader that stopped early (`| head`) is not an
+/// error: the answer is cut there.
+fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
 fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
+    use std::fmt::Write as _;
     let (dirs, words) = split_dirs(&args.args);
     if words.is_empty() {
         anyhow::bail!("search: which words? (after the crawl folders)");
@@ -1224,16 +1236,18 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
         } else {
             serde_json::to_string_pretty(&hits)?
         };
-        println!("{json}");
+        emit(&format!("{json}\n"))?;
     } else if hits.is_empty() {
-        println!("no page matches");
+        emit("no page matches\n")?;
     } else {
+        let mut text = String::new();
         for crate::index::CrawlHit { hit, .. } in &hits {
-            println!("{:.3}  {}  {}", hit.score, hit.url, hit.title);
+            let _ = writeln!(text, "{:.3}  {}  {}", hit.score, hit.url, hit.title);
             for (n, line) in &hit.lines {
-                println!("    {n:>5}: {line}");
+                let _ = writeln!(text, "    {n:>5}: {line}");
             }
         }
+        emit(&text)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -1256,12 +1270,12 @@ fn count(args: &CountArgs, most: bool) -> anyhow::Result<ExitCode> {
         } else {
             serde_json::to_string_pretty(&found)?
         };
-        println!("{json}");
+        emit(&format!("{json}\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
     match found {
-        Some(c) => println!("{}  {}", c.count.count, c.count.url),
-        None => println!("{word:?} occurs on no page"),
+        Some(c) => emit(&format!("{}  {}\n", c.count.count, c.count.url))?,
+        None => emit(&format!("{word:?} occurs on no page\n"))?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -1269,12 +1283,12 @@ fn count(args: &CountArgs, most: bool) -> anyhow::Result<ExitCode> {
 fn wc(args: &WcArgs) -> anyhow::Result<ExitCode> {
     let w = crate::index::Crawls::open(&args.dirs)?.word_count()?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&w)?);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&w)?))?;
     } else {
-        println!(
-            "pages {}  bytes {}  words {}  lines {}",
+        emit(&format!(
+            "pages {}  bytes {}  words {}  lines {}\n",
             w.pages, w.bytes, w.words, w.lines
-        );
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -152,6 +152,22 @@ async fn search_counts_and_wc_agree_with_a_brute_force_scan() {
         .output()
         .expect("search");
     assert_eq!(o.status.code(), Some(2), "a clear error, not a panic");
+    // A reader that stops early (`| head`): the answer is cut, not a panic.
+    for args in [vec!["search", "the", "--limit", "1000"], vec!["wc"]] {
+        let mut child = std::process::Command::new(bin())
+            .arg(args[0])
+            .arg(out.path())
+            .args(&args[1..])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        drop(child.stdout.take());
+        let o = child.wait_with_output().expect("ends");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{args:?}: {:?} {err}", o.status);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
 }
 
 #[tokio::test]
