@@ -38,7 +38,8 @@ pub struct ParsedPage {
     pub links: Vec<Link>,
     /// Addresses from `mailto:` links, percent-decoded, deduplicated, in document order.
     pub mailto: Vec<String>,
-    /// Visible text, one line per block, no empty lines, joined with `\n`.
+    /// Visible text, one line per block, no empty lines, joined with `\n`; empty when the
+    /// parse was asked to skip it ([`Text::Skip`]).
     pub text: String,
     pub meta_robots: MetaRobots,
     /// Name of the encoding the body was decoded with, e.g. `UTF-8`, `windows-1252`.
@@ -138,11 +139,32 @@ pub fn is_html(content_type: Option<&str>) -> bool {
     })
 }
 
+/// Whether a parse collects the page's visible text ([`ParsedPage::text`]).
+///
+/// Only the index reads it: a crawl without a crawl folder asks for [`Text::Skip`], and the
+/// parse then leaves every text node but the title's undecoded. Links, the title, meta robots,
+/// the base and the coverage are the same either way (`skipping_the_text_changes_nothing_else`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Text {
+    Extract,
+    Skip,
+}
+
 /// Decodes and parses `body`, fetched from `page_url`, into a [`ParsedPage`], in one pass over
 /// the bytes.
 pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> ParsedPage {
+    parse_html_with(body, content_type, page_url, Text::Extract)
+}
+
+/// [`parse_html`], with the page's text only if `text` asks for it (else `text` is empty).
+pub fn parse_html_with(
+    body: &[u8],
+    content_type: Option<&str>,
+    page_url: &Url,
+    text: Text,
+) -> ParsedPage {
     let (encoding, bom_len) = charset::sniff(body, content_type);
-    let (collected, coverage) = stream::parse(&body[bom_len..], encoding);
+    let (collected, coverage) = stream::parse(&body[bom_len..], encoding, text);
     finish(collected, encoding, page_url, coverage)
 }
 
