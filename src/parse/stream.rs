@@ -14,14 +14,14 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::ops::Range;
 use std::rc::Rc;
 
 use encoding_rs::{Encoding, UTF_8};
 use lol_html::errors::RewritingError;
-use lol_html::html_content::{Attribute, Element, EndTag, TextChunk, TextType};
+use lol_html::html_content::{Attribute, Element, TextChunk, TextType};
 use lol_html::{
-    AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings, doc_text, element, text,
+    AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings, doc_text, element, end_tag,
+    text,
 };
 
 use super::charset::decode_with;
@@ -56,20 +56,18 @@ fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected
         skip_text: text == Text::Skip,
         ..State::default()
     }));
-    let input = Input {
-        body,
-        encoding: encoding.into(),
-    };
     let on_element = {
         let state = Rc::clone(&state);
+        let input = Input {
+            body,
+            encoding: encoding.into(),
+        };
         move |el: &mut Element<'_, '_>| on_element(&state, input, el)
     };
     let on_text = {
         let state = Rc::clone(&state);
         move |chunk: &mut TextChunk<'_>| {
-            let mut state = state.borrow_mut();
-            state.settle(input);
-            state.text(chunk);
+            state.borrow_mut().text(chunk);
             Ok(())
         }
     };
@@ -109,11 +107,10 @@ fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected
     } else {
         drop(rewriter);
     }
-    let mut state = Rc::try_unwrap(state).map_or_else(
+    let state = Rc::try_unwrap(state).map_or_else(
         |shared| shared.replace(State::default()),
         RefCell::into_inner,
     );
-    state.settle(input);
     let coverage = match outcome {
         Ok(()) => Coverage::Whole,
         Err(RewritingError::MemoryLimitExceeded(_)) => Coverage::CutAtMemory { parsed_bytes: fed },
@@ -179,25 +176,6 @@ impl Input<'_> {
         std::str::from_utf8(out).ok()
     }
 
-    /// Whether the end tag at `at` in the source is named `name` (ASCII lower case), as
-    /// `end.name() == name` says.
-    fn end_tag_is(self, at: Range<usize>, name: &str) -> bool {
-        let Some(raw) = self.body.get(at).and_then(|raw| raw.strip_prefix(b"</")) else {
-            return false;
-        };
-        let len = raw
-            .iter()
-            .position(|b| matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ' | b'/' | b'>'))
-            .unwrap_or(raw.len());
-        let raw = &raw[..len];
-        if raw.is_ascii() {
-            raw.eq_ignore_ascii_case(name.as_bytes())
-        } else {
-            // `lol_html`'s own reading of a name (`EndTag::name`).
-            self.encoding.decode(raw).0.to_ascii_lowercase() == name
-        }
-    }
-
     /// Whether `attr` is named `name` (ASCII lower case), as `attr.name() == name` says, read
     /// from the source without building the lowercased name: in an ASCII-compatible encoding
     /// the bytes of an ASCII name are its characters.
@@ -234,61 +212,27 @@ fn on_element(
     };
     let html = el.namespace_uri() == HTML_NS;
     let attr = |name: &str| input.attribute(el, name);
-    let mut shared = state.borrow_mut();
-    shared.settle(input);
-    let opened = shared.start(
+    let opened = state.borrow_mut().start(
         name,
         html,
         el.can_have_content(),
         el.source_location().bytes().start,
         attr,
     )?;
-    drop(shared);
     if let Some((depth, serial, known)) = opened {
         let state = Rc::clone(state);
         let name = common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed);
-        let body_len = input.body.len();
-        el.on_end_tag(Box::new(move |end: &mut EndTag<'_>| {
-            let at = end.source_location().bytes();
-            let check = if at.end <= body_len {
-                EndCheck::Source(at)
-            } else {
-                EndCheck::Known(end.name() == name)
-            };
-            state.borrow_mut().ended.push(Ended {
-                depth,
-                serial,
-                known,
-                name,
-                check,
-            });
+        el.on_end_tag(end_tag!(move |end| {
+            // `lol_html` also calls this when another end tag closes the element (`</svg>` after
+            // a `<p>` that left the SVG); html5ever decides that by its own rules, which the
+            // mirror keeps, so only the element's own end tag counts.
+            if end.name() == name {
+                state.borrow_mut().end(depth, serial, known);
+            }
             Ok(())
         }))?;
     }
     Ok(())
-}
-
-/// An end tag that reached an element on the mirror, to be checked against the element's name
-/// before the parse goes on ([`State::settle`]).
-///
-/// `lol_html` also calls an element's end-tag handler when another end tag closes it (`</svg>`
-/// after a `<p>` that left the SVG); html5ever decides that by its own rules, which the mirror
-/// keeps, so only the element's own end tag counts. The name is read from the source, which a
-/// handler (it must be `'static`) cannot hold, instead of `EndTag::name`'s new `String` per
-/// end tag.
-struct Ended {
-    depth: usize,
-    serial: u32,
-    known: &'static str,
-    name: Cow<'static, str>,
-    check: EndCheck,
-}
-
-enum EndCheck {
-    /// The end tag's bytes in the source.
-    Source(Range<usize>),
-    /// Decided already (an end tag that is not in the source as given).
-    Known(bool),
 }
 
 /// An element on the mirror of the stack of open elements.
@@ -327,8 +271,6 @@ struct State {
     cut: Option<Coverage>,
     /// The page's text is not wanted ([`Text::Skip`]): only the title's text is kept.
     skip_text: bool,
-    /// End tags seen since the last handler, in order.
-    ended: Vec<Ended>,
 }
 
 /// Where a run of text goes.
@@ -427,26 +369,6 @@ impl State {
             return Err(TooDeep);
         }
         Ok(Some((depth, serial, known)))
-    }
-
-    /// Applies the end tags seen since the last handler: each closes its element if it is
-    /// the element's own.
-    fn settle(&mut self, input: Input<'_>) {
-        if self.ended.is_empty() {
-            return;
-        }
-        let mut ended = std::mem::take(&mut self.ended);
-        for e in ended.drain(..) {
-            let own = match e.check {
-                EndCheck::Source(at) => input.end_tag_is(at, &e.name),
-                EndCheck::Known(own) => own,
-            };
-            if own {
-                self.end(e.depth, e.serial, e.known);
-            }
-        }
-        // Kept for its capacity.
-        self.ended = ended;
     }
 
     /// The end tag of the element `known` pushed at `depth` with `serial`.
