@@ -259,6 +259,8 @@ struct State {
     next_serial: u32,
     in_head: usize,
     in_pre: usize,
+    /// `<p>`s on the mirror: with none, a start tag that closes a `<p>` need not look for one.
+    open_p: usize,
     in_template: usize,
     /// Inside an element whose content is never text (script, style, title ...).
     in_hidden: usize,
@@ -337,7 +339,7 @@ impl State {
             }
         }
         if self.in_hidden == 0 {
-            self.text.boundary(known);
+            self.boundary(known);
         }
         if !can_have_content {
             return Ok(None);
@@ -358,6 +360,7 @@ impl State {
         }
         match known {
             "template" => self.in_template += 1,
+            "p" => self.open_p += 1,
             _ if is_preformatted(known) => self.in_pre += 1,
             _ => {}
         }
@@ -383,7 +386,7 @@ impl State {
         } else if known == "p" && self.in_hidden == 0 {
             // Closed already by an implied end tag. Only `</p>` does something then: html5ever
             // inserts an empty paragraph, which breaks the line.
-            self.text.boundary("p");
+            self.boundary("p");
         }
     }
 
@@ -423,7 +426,7 @@ impl State {
             }
             _ => {}
         }
-        if closes_p(known) {
+        if closes_p(known) && self.open_p > 0 {
             self.close_in_scope(&["p"], &["button"]);
         }
     }
@@ -455,6 +458,7 @@ impl State {
             }
             match o.name {
                 "template" => self.in_template -= 1,
+                "p" => self.open_p -= 1,
                 name if is_preformatted(name) => self.in_pre -= 1,
                 _ => {}
             }
@@ -462,7 +466,7 @@ impl State {
                 self.in_hidden -= 1;
             }
             if self.in_hidden == 0 {
-                self.text.boundary(o.name);
+                self.boundary(o.name);
             }
             if self.title.as_ref().is_some_and(|(s, _)| *s == o.serial)
                 && let Some((_, title)) = self.title.take()
@@ -539,6 +543,14 @@ impl State {
             entities::safe_end(&self.pending)
         };
         self.emit(end);
+    }
+
+    /// A line break or space in the text where an element opens or closes, if the text is
+    /// wanted.
+    fn boundary(&mut self, name: &str) {
+        if !self.skip_text {
+            self.text.boundary(name);
+        }
     }
 
     /// Sends everything held back on (at a tag or the end, no reference goes on).
