@@ -264,7 +264,7 @@ fn resolve(base: &Url, href: &str) -> Result<Url, url::ParseError> {
 /// those from the ends of its input but encodes them inside it (`x #a` is `x%20`).
 fn without_fragment(href: &str) -> &str {
     match href.split_once('#') {
-        Some((before, _)) if !before.as_bytes().last().is_some_and(|b| *b <= b' ') => before,
+        Some((before, _)) if before.as_bytes().last().is_none_or(|b| *b > b' ') => before,
         _ => href,
     }
 }
