@@ -1,8 +1,9 @@
 //! The parser alone (issue 11): the tree parser it replaced (`parse::dom`, html5ever through
 //! scraper) against the streaming one (`parse::parse_html`, `lol_html`), on (a) a typical page of
 //! a generated web, (b) an 8 MB page like a highlighted source listing (100,000+ `<span>`s in
-//! a `<pre>`, a line anchor per line, links), (c) a docs-like page with 300+ links. Criterion
-//! prints each as time and MiB/s (`thrpt`).
+//! a `<pre>`, a line anchor per line, links), (c) a docs-like page with 300+ links; the
+//! streaming one also without the page's text (`new_no_text`, a crawl without an index).
+//! Criterion prints each as time and MiB/s (`thrpt`).
 //!
 //! Then peak memory: this binary runs itself again once per parser (`--peak old|new`), builds
 //! the 8 MB page, resets its high-water mark (`/proc/self/clear_refs`) and parses the page
@@ -14,7 +15,7 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::process::Command;
 
-use crawltop::parse::{dom, parse_html};
+use crawltop::parse::{Text, dom, parse_html, parse_html_with};
 use crawltop::testweb::{GenOptions, generate};
 use criterion::{Criterion, Throughput};
 use url::Url;
@@ -65,6 +66,17 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_function(format!("{name}/new"), |b| {
             b.iter(|| black_box(parse_html(black_box(body), Some("text/html"), &url)));
+        });
+        // What a crawl without an index asks for: everything but the page's text.
+        group.bench_function(format!("{name}/new_no_text"), |b| {
+            b.iter(|| {
+                black_box(parse_html_with(
+                    black_box(body),
+                    Some("text/html"),
+                    &url,
+                    Text::Skip,
+                ))
+            });
         });
     }
     group.finish();

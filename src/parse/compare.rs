@@ -1,7 +1,9 @@
 //! The streaming parser against the tree parser it replaced: the same results on every page
 //! of generated webs, on the hostile pages and on a corpus of tricky markup; the few
 //! differences (markup a browser would rearrange) are listed and pinned here. Plus the bad
-//! inputs: each returns, whole or cut with a reason.
+//! inputs: each returns, whole or cut with a reason. And every page compared is parsed a
+//! third time without its text ([`Text::Skip`], what a crawl without an index asks for):
+//! everything but the text must come out the same.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,8 +11,8 @@ use std::path::Path;
 
 use url::Url;
 
-use super::{Coverage, MAX_DEPTH, ParsedPage, dom, parse_html};
-use crate::testweb::{GenOptions, fill_origins, generate};
+use super::{Coverage, MAX_DEPTH, ParsedPage, Text, dom, parse_html, parse_html_with};
+use crate::testweb::{GenOptions, HeavyOptions, fill_origins, generate};
 
 const PAGE: &str = "http://example.com/dir/sub/page.html";
 
@@ -40,7 +42,31 @@ fn compare(body: &[u8], content_type: Option<&str>, page: &Url, what: &str) -> P
     let old = dom::parse_html(body, content_type, page);
     let new = parse_html(body, content_type, page);
     same(&old, &new, what);
+    same_without_text(body, content_type, page, &new, what);
     new
+}
+
+/// Parses `body` again without its text: the same page, coverage and all, but an empty text.
+fn same_without_text(
+    body: &[u8],
+    content_type: Option<&str>,
+    page: &Url,
+    full: &ParsedPage,
+    what: &str,
+) {
+    let lean = parse_html_with(body, content_type, page, Text::Skip);
+    let expected = ParsedPage {
+        text: String::new(),
+        ..full.clone()
+    };
+    assert_eq!(lean, expected, "{what}, parsed without its text");
+}
+
+/// Parses `body` with and without its text and checks they agree.
+fn parse_both(body: &[u8], content_type: Option<&str>, page: &Url, what: &str) -> ParsedPage {
+    let full = parse_html(body, content_type, page);
+    same_without_text(body, content_type, page, &full, what);
+    full
 }
 
 fn html_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -61,32 +87,61 @@ fn every_page_of_generated_webs_parses_as_the_tree_parser_did() {
         GenOptions::new(4, 50).hostile(true),
         GenOptions::new(3, 120).seed(7).hostile(true),
     ] {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let manifest = generate(&dir.path().join("web"), &opts, false).expect("generate");
-        let origins: BTreeMap<String, String> = manifest
-            .sites
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name.clone(), format!("http://127.0.0.1:{}", 20_000 + i)))
-            .collect();
-        for site in &manifest.sites {
-            let site_dir = dir.path().join("web").join(&site.name);
-            let mut files = Vec::new();
-            html_files(&site_dir, &mut files);
-            for file in files {
-                let raw = std::fs::read(&file).expect("read a page");
-                let body = fill_origins(&raw, &origins).unwrap_or(raw);
-                let rel = file.strip_prefix(&site_dir).expect("under the site");
-                let page = Url::parse(&format!("{}/{}", origins[&site.name], rel.display()))
-                    .expect("page URL");
-                let what = page.to_string();
-                let new = compare(&body, Some("text/html"), &page, &what);
-                assert_eq!(new.coverage, Coverage::Whole, "{what}");
-                compared += 1;
-            }
-        }
+        for_each_page(&opts, |body, page| {
+            let what = page.to_string();
+            let new = compare(body, Some("text/html"), page, &what);
+            assert_eq!(new.coverage, Coverage::Whole, "{what}");
+            compared += 1;
+        });
     }
     assert!(compared > 500, "only {compared} pages");
+}
+
+/// The heavy sites (`docs`: hundreds of links a page; `listings`: highlighted source) are too
+/// big for the tree parser here, but a crawl without an index parses them without their text:
+/// the links, title and all the rest must be what the full parse finds.
+#[test]
+fn skipping_the_text_changes_nothing_else() {
+    let heavy = HeavyOptions {
+        listings: 2,
+        listing_max_bytes: 256 << 10,
+        api_pages: 40,
+        chapters: 12,
+    };
+    let opts = GenOptions::new(1, 5).hostile(true).heavy(Some(heavy));
+    let (mut pages, mut links) = (0, 0);
+    for_each_page(&opts, |body, page| {
+        let full = parse_both(body, Some("text/html"), page, page.as_str());
+        pages += 1;
+        links += full.links.len();
+    });
+    assert!(pages > 50 && links > 2_000, "{pages} pages, {links} links");
+}
+
+/// Generates the web of `opts` and calls `f` with every HTML page's body (its origins filled
+/// in) and URL.
+fn for_each_page(opts: &GenOptions, mut f: impl FnMut(&[u8], &Url)) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let manifest = generate(&dir.path().join("web"), opts, false).expect("generate");
+    let origins: BTreeMap<String, String> = manifest
+        .sites
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.clone(), format!("http://127.0.0.1:{}", 20_000 + i)))
+        .collect();
+    for site in &manifest.sites {
+        let site_dir = dir.path().join("web").join(&site.name);
+        let mut files = Vec::new();
+        html_files(&site_dir, &mut files);
+        for file in files {
+            let raw = std::fs::read(&file).expect("read a page");
+            let body = fill_origins(&raw, &origins).unwrap_or(raw);
+            let rel = file.strip_prefix(&site_dir).expect("under the site");
+            let page = Url::parse(&format!("{}/{}", origins[&site.name], rel.display()))
+                .expect("page URL");
+            f(&body, &page);
+        }
+    }
 }
 
 #[test]
@@ -209,6 +264,7 @@ fn the_known_differences_are_only_in_the_text_of_malformed_markup() {
         assert_eq!(new.text, *new_text, "new text of {html}");
         assert_eq!(old.links, new.links, "links of {html}");
         assert_eq!(old.title, new.title, "title of {html}");
+        same_without_text(html.as_bytes(), Some("text/html"), &url(), &new, html);
     }
 }
 
@@ -256,7 +312,7 @@ fn a_body_that_is_not_html_but_says_it_is() {
         })
         .collect();
     body.extend_from_slice(br#"{"a": [1, 2, {"b": "<a href='/json'>"}]}"#);
-    let page = parse_html(&body, Some("text/html"), &url());
+    let page = parse_both(&body, Some("text/html"), &url(), "hostile page");
     assert_ne!(page.coverage, Coverage::CutAtDepth { parsed_bytes: 0 });
     assert!(page.title.is_none());
 }
@@ -265,7 +321,7 @@ fn a_body_that_is_not_html_but_says_it_is() {
 fn ten_mebibytes_of_one_unclosed_tag_is_cut_with_a_reason() {
     let mut body = b"<title>t</title><a href=/early>e</a><a href=\"".to_vec();
     body.resize(10 << 20, b'x');
-    let page = parse_html(&body, Some("text/html"), &url());
+    let page = parse_both(&body, Some("text/html"), &url(), "hostile page");
     let Coverage::CutAtMemory { parsed_bytes } = page.coverage else {
         panic!("expected a cut, got {:?}", page.coverage);
     };
@@ -292,7 +348,7 @@ fn an_attribute_of_megabytes_is_read_and_one_past_the_limit_cuts() {
 
     let huge = "x".repeat(super::MAX_PARSE_MEMORY + (1 << 20));
     let html = format!("<a href=/a>a</a><img alt=\"{huge}\"><a href=/b>b</a>");
-    let page = parse_html(html.as_bytes(), Some("text/html"), &url());
+    let page = parse_both(html.as_bytes(), Some("text/html"), &url(), "hostile page");
     assert!(matches!(page.coverage, Coverage::CutAtMemory { .. }));
     let links: Vec<&str> = page.links.iter().map(|l| l.url.path()).collect();
     assert_eq!(links, ["/a"]);
@@ -338,7 +394,7 @@ fn many_unclosed_paragraphs_and_list_items_do_not_count_as_depth() {
 #[test]
 fn a_hundred_thousand_unclosed_paragraphs_are_cut_at_the_memory_limit() {
     let html = "<p>para <a href=/x>text</a> ".repeat(100_000);
-    let page = parse_html(html.as_bytes(), Some("text/html"), &url());
+    let page = parse_both(html.as_bytes(), Some("text/html"), &url(), "hostile page");
     let Coverage::CutAtMemory { parsed_bytes } = page.coverage else {
         panic!("expected a cut, got {:?}", page.coverage);
     };

@@ -38,7 +38,8 @@ pub struct ParsedPage {
     pub links: Vec<Link>,
     /// Addresses from `mailto:` links, percent-decoded, deduplicated, in document order.
     pub mailto: Vec<String>,
-    /// Visible text, one line per block, no empty lines, joined with `\n`.
+    /// Visible text, one line per block, no empty lines, joined with `\n`; empty when the
+    /// parse was asked to skip it ([`Text::Skip`]).
     pub text: String,
     pub meta_robots: MetaRobots,
     /// Name of the encoding the body was decoded with, e.g. `UTF-8`, `windows-1252`.
@@ -138,11 +139,32 @@ pub fn is_html(content_type: Option<&str>) -> bool {
     })
 }
 
+/// Whether a parse collects the page's visible text ([`ParsedPage::text`]).
+///
+/// Only the index reads it: a crawl without a crawl folder asks for [`Text::Skip`], and the
+/// parse then leaves every text node but the title's undecoded. Links, the title, meta robots,
+/// the base and the coverage are the same either way (`skipping_the_text_changes_nothing_else`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Text {
+    Extract,
+    Skip,
+}
+
 /// Decodes and parses `body`, fetched from `page_url`, into a [`ParsedPage`], in one pass over
 /// the bytes.
 pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> ParsedPage {
+    parse_html_with(body, content_type, page_url, Text::Extract)
+}
+
+/// [`parse_html`], with the page's text only if `text` asks for it (else `text` is empty).
+pub fn parse_html_with(
+    body: &[u8],
+    content_type: Option<&str>,
+    page_url: &Url,
+    text: Text,
+) -> ParsedPage {
     let (encoding, bom_len) = charset::sniff(body, content_type);
-    let (collected, coverage) = stream::parse(&body[bom_len..], encoding);
+    let (collected, coverage) = stream::parse(&body[bom_len..], encoding, text);
     finish(collected, encoding, page_url, coverage)
 }
 
@@ -167,7 +189,10 @@ fn finish(
     let mut mailto: Vec<String> = Vec::new();
     let mut mailto_seen: HashSet<String> = HashSet::new();
     for raw in walk.links {
-        let Ok(mut url) = resolve(&base, raw.href.trim_matches(is_html_space)) else {
+        let Ok(mut url) = resolve(
+            &base,
+            without_fragment(raw.href.trim_matches(is_html_space)),
+        ) else {
             continue;
         };
         match url.scheme() {
@@ -230,6 +255,18 @@ fn resolve(base: &Url, href: &str) -> Result<Url, url::ParseError> {
         return base.join(rest);
     }
     base.join(href)
+}
+
+/// `href` without its fragment, which [`canonicalize`] drops anyway: the URL parser need not
+/// read (and percent-encode) it. Docs pages link `page.html#method.name` by the hundred.
+///
+/// Kept whole when the cut would leave a space or a C0 control at the end: the parser strips
+/// those from the ends of its input but encodes them inside it (`x #a` is `x%20`).
+fn without_fragment(href: &str) -> &str {
+    match href.split_once('#') {
+        Some((before, _)) if before.as_bytes().last().is_none_or(|b| *b > b' ') => before,
+        _ => href,
+    }
 }
 
 /// The links of a page so far, by the fingerprint of their canonical URL: no copy of the URL
@@ -548,6 +585,7 @@ mod tests {
 
     use super::dom::PARSE_CHUNK;
     use super::*;
+    use crate::canonical::canonical;
 
     const PAGE: &str = "http://example.com/dir/sub/page.html";
 
@@ -901,7 +939,8 @@ mod tests {
         ];
         let parts = [
             "/", "//", "/\\", "\\", "", ".", "..", "a", "%2e", "%2E%2e", "b c", "\t", "\n", "?",
-            "?q=1&r", "#f", "é", "%41", "%7e", ":", "@", "x.html", "/..", "/./",
+            "?q=1&r", "#f", "é", "%41", "%7e", ":", "@", "x.html", "/..", "/./", " #", "\u{1}#x",
+            "\u{a0}#", "#%zz", "##",
         ];
         // A small deterministic generator: every start with sequences of up to four parts.
         let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -932,15 +971,28 @@ mod tests {
             "/:x@y",
             "/ \t",
         ];
+        // The fast path gives what `join` gives; without the fragment, once canonicalized,
+        // too (or both fail).
+        let check = |base: &Url, href: &str| {
+            let joined = base.join(href);
+            assert_eq!(
+                resolve(base, href).map(String::from),
+                joined.clone().map(String::from),
+                "{href:?} against {base}"
+            );
+            assert_eq!(
+                resolve(base, without_fragment(href)).map(|u| String::from(canonical(&u))),
+                joined.map(|u| String::from(canonical(&u))),
+                "{href:?} without its fragment, against {base}"
+            );
+        };
         let mut checked = 0;
         for base in bases {
             let base = Url::parse(base).expect("test base parses");
             for rest in tricky {
-                let href = format!("{}{rest}", &base[..url::Position::BeforePath]);
-                assert_eq!(
-                    resolve(&base, &href).map(String::from),
-                    base.join(&href).map(String::from),
-                    "{href:?} against {base}"
+                check(
+                    &base,
+                    &format!("{}{rest}", &base[..url::Position::BeforePath]),
                 );
             }
             for start in starts {
@@ -949,11 +1001,7 @@ mod tests {
                     for _ in 0..=next(4) {
                         href.push_str(parts[next(parts.len())]);
                     }
-                    assert_eq!(
-                        resolve(&base, &href).map(String::from),
-                        base.join(&href).map(String::from),
-                        "{href:?} against {base}"
-                    );
+                    check(&base, &href);
                     checked += 1;
                 }
             }

@@ -21,12 +21,13 @@ use lol_html::errors::RewritingError;
 use lol_html::html_content::{Attribute, Element, TextChunk, TextType};
 use lol_html::{
     AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings, doc_text, element, end_tag,
+    text,
 };
 
 use super::charset::decode_with;
 use super::entities::{self, Mode, Nul};
 use super::{
-    Collected, Coverage, MAX_DEPTH, MAX_PARSE_MEMORY, TextBuilder, is_heading, is_hidden,
+    Collected, Coverage, MAX_DEPTH, MAX_PARSE_MEMORY, Text, TextBuilder, is_heading, is_hidden,
     is_preformatted,
 };
 
@@ -36,21 +37,25 @@ const WRITE_CHUNK: usize = 64 * 1024;
 
 const HTML_NS: &str = "http://www.w3.org/1999/xhtml";
 
-/// Parses `body` (its byte order mark already skipped), in `encoding`.
-pub(super) fn parse(body: &[u8], encoding: &'static Encoding) -> (Collected, Coverage) {
+/// Parses `body` (its byte order mark already skipped), in `encoding`; the page's text only if
+/// `text` asks for it.
+pub(super) fn parse(body: &[u8], encoding: &'static Encoding, text: Text) -> (Collected, Coverage) {
     // `lol_html` reads ASCII-compatible encodings itself; the others (UTF-16, ISO-2022-JP) are
     // decoded whole first, one copy of the body.
     if let Some(ascii) = AsciiCompatibleEncoding::new(encoding) {
-        run(body, ascii)
+        run(body, ascii, text)
     } else {
-        let text = decode_with(encoding, body);
+        let decoded = decode_with(encoding, body);
         let utf8 = AsciiCompatibleEncoding::new(UTF_8).expect("UTF-8 is ASCII-compatible");
-        run(text.as_bytes(), utf8)
+        run(decoded.as_bytes(), utf8, text)
     }
 }
 
-fn run(body: &[u8], encoding: AsciiCompatibleEncoding) -> (Collected, Coverage) {
-    let state = Rc::new(RefCell::new(State::default()));
+fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected, Coverage) {
+    let state = Rc::new(RefCell::new(State {
+        skip_text: text == Text::Skip,
+        ..State::default()
+    }));
     let on_element = {
         let state = Rc::clone(&state);
         let input = Input {
@@ -66,9 +71,18 @@ fn run(body: &[u8], encoding: AsciiCompatibleEncoding) -> (Collected, Coverage) 
             Ok(())
         }
     };
+    // Without the page's text, `lol_html` decodes only the text inside `<title>` elements: the
+    // text of every other element is skipped by the tokenizer, never decoded into chunks.
+    let (element_content_handlers, document_content_handlers) = match text {
+        Text::Extract => (vec![element!("*", on_element)], vec![doc_text!(on_text)]),
+        Text::Skip => (
+            vec![element!("*", on_element), text!("title", on_text)],
+            vec![],
+        ),
+    };
     let settings = Settings {
-        element_content_handlers: vec![element!("*", on_element)],
-        document_content_handlers: vec![doc_text!(on_text)],
+        element_content_handlers,
+        document_content_handlers,
         encoding,
         memory_settings: MemorySettings {
             preallocated_parsing_buffer_size: 1024,
@@ -245,6 +259,8 @@ struct State {
     next_serial: u32,
     in_head: usize,
     in_pre: usize,
+    /// `<p>`s on the mirror: with none, a start tag that closes a `<p>` need not look for one.
+    open_p: usize,
     in_template: usize,
     /// Inside an element whose content is never text (script, style, title ...).
     in_hidden: usize,
@@ -255,6 +271,8 @@ struct State {
     pending: String,
     pending_mode: Option<(Mode, Target)>,
     cut: Option<Coverage>,
+    /// The page's text is not wanted ([`Text::Skip`]): only the title's text is kept.
+    skip_text: bool,
 }
 
 /// Where a run of text goes.
@@ -321,7 +339,7 @@ impl State {
             }
         }
         if self.in_hidden == 0 {
-            self.text.boundary(known);
+            self.boundary(known);
         }
         if !can_have_content {
             return Ok(None);
@@ -342,6 +360,7 @@ impl State {
         }
         match known {
             "template" => self.in_template += 1,
+            "p" => self.open_p += 1,
             _ if is_preformatted(known) => self.in_pre += 1,
             _ => {}
         }
@@ -367,7 +386,7 @@ impl State {
         } else if known == "p" && self.in_hidden == 0 {
             // Closed already by an implied end tag. Only `</p>` does something then: html5ever
             // inserts an empty paragraph, which breaks the line.
-            self.text.boundary("p");
+            self.boundary("p");
         }
     }
 
@@ -407,7 +426,7 @@ impl State {
             }
             _ => {}
         }
-        if closes_p(known) {
+        if closes_p(known) && self.open_p > 0 {
             self.close_in_scope(&["p"], &["button"]);
         }
     }
@@ -439,6 +458,7 @@ impl State {
             }
             match o.name {
                 "template" => self.in_template -= 1,
+                "p" => self.open_p -= 1,
                 name if is_preformatted(name) => self.in_pre -= 1,
                 _ => {}
             }
@@ -446,7 +466,7 @@ impl State {
                 self.in_hidden -= 1;
             }
             if self.in_hidden == 0 {
-                self.text.boundary(o.name);
+                self.boundary(o.name);
             }
             if self.title.as_ref().is_some_and(|(s, _)| *s == o.serial)
                 && let Some((_, title)) = self.title.take()
@@ -472,7 +492,7 @@ impl State {
         }
         let target = if self.title.is_some() && self.in_hidden == 1 {
             Target::Title
-        } else if self.in_hidden > 0 || self.in_template > 0 || self.in_head > 0 {
+        } else if self.in_hidden > 0 || self.in_template > 0 || self.in_head > 0 || self.skip_text {
             self.pending.clear();
             return;
         } else {
@@ -523,6 +543,14 @@ impl State {
             entities::safe_end(&self.pending)
         };
         self.emit(end);
+    }
+
+    /// A line break or space in the text where an element opens or closes, if the text is
+    /// wanted.
+    fn boundary(&mut self, name: &str) {
+        if !self.skip_text {
+            self.text.boundary(name);
+        }
     }
 
     /// Sends everything held back on (at a tag or the end, no reference goes on).

@@ -39,8 +39,8 @@ use crate::extract::{ExtractLine, Extraction, Extractor};
 use crate::fetch::{FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch};
 use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
-use crate::parse::ParsedPage;
 use crate::parse::pool::ParsePool;
+use crate::parse::{ParsedPage, Text};
 use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
 use crate::snapshot::{
@@ -829,6 +829,12 @@ impl<F: Schedule> Coordinator<F> {
         let pool = self.parse_pool.clone();
         let extractor = self.extractor.clone();
         let hook = self.parse_hook.for_url(&url);
+        // Only the index reads a page's text, and only a crawl folder has one.
+        let text = if self.committer.is_some() {
+            Text::Extract
+        } else {
+            Text::Skip
+        };
         let handle = self.tasks.spawn(async move {
             let outcome = fetcher.get(&url, &cell).await;
             if hang {
@@ -839,7 +845,7 @@ impl<F: Schedule> Coordinator<F> {
                     if (200..300).contains(&f.status)
                         && crate::parse::is_html(f.content_type.as_deref()) =>
                 {
-                    match parse_in_pool(&pool, f, &cell, extractor, hook).await {
+                    match parse_in_pool(&pool, f, &cell, text, extractor, hook).await {
                         Ok((page, extracted)) => (Some(Ok(page)), extracted),
                         Err(e) => (Some(Err(e)), None),
                     }
@@ -1419,13 +1425,14 @@ fn phase_name(p: Phase) -> &'static str {
     }
 }
 
-/// Parses a fetched page on the parse pool, and runs `--extract` on it in the same job. The
-/// worker waits (blocked by parse) until a pool thread takes the job, then is busy parsing; the
-/// body is shared (`Bytes`), never copied.
+/// Parses a fetched page on the parse pool (its text only if `text` asks for it), and runs
+/// `--extract` on it in the same job. The worker waits (blocked by parse) until a pool thread
+/// takes the job, then is busy parsing; the body is shared (`Bytes`), never copied.
 async fn parse_in_pool(
     pool: &ParsePool,
     f: &Fetched,
     cell: &PhaseCell,
+    text: Text,
     extractor: Option<Arc<Extractor>>,
     hook: impl FnOnce() + Send + 'static,
 ) -> Result<(ParsedPage, Option<Extraction>), String> {
@@ -1437,7 +1444,7 @@ async fn parse_in_pool(
     let job = move || {
         running.set(Phase::Parsing);
         hook();
-        let page = crate::parse::parse_html(&body, ctype.as_deref(), &base);
+        let page = crate::parse::parse_html_with(&body, ctype.as_deref(), &base, text);
         let extracted = extractor.map(|x| x.run(&body, ctype.as_deref()));
         (page, extracted)
     };
