@@ -766,6 +766,8 @@ impl<F: Schedule> Coordinator<F> {
             );
             return;
         }
+        // Resolved here or elsewhere (skipped, a resume, another member of a shared crawl).
+        self.frontier.answered(site);
         loop {
             let Some(id) = self.frontier.take(site) else {
                 // Everything queued here was forbidden: the contact was not used.
@@ -1104,6 +1106,7 @@ impl<F: Schedule> Coordinator<F> {
                 }
                 let origin = s.origin.clone();
                 self.frontier.set_site_delay(site, own);
+                self.frontier.answered(site);
                 if let Some(c) = capped {
                     self.warn(format!(
                         "{origin}: Crawl-delay {} s capped to {} s",
