@@ -1777,3 +1777,33 @@ fn sites_that_never_answered_take_only_their_share_while_an_answered_site_has_wo
     let (unaware, _) = dead_contacts_before_the_live_site_is_done(false);
     assert!(unaware >= 100, "{unaware}");
 }
+
+#[test]
+fn seen_map_reserved_for_a_resume_does_not_grow_while_its_rows_come_in_and_keeps_what_it_had() {
+    let mut map = SeenMap::with_capacity(1_000);
+    let slots = map.slots();
+    assert!(
+        (1_000..=1_000 * 5 / 4 + 1).contains(&slots),
+        "{slots} slots"
+    );
+    let mut rng = Rng::new(4);
+    let keys: Vec<u64> = (0..1_000).map(|_| rng.next_u64()).collect();
+    for (id, &fp) in keys.iter().enumerate() {
+        assert_eq!(map.insert(fp, id as u32), None);
+    }
+    assert_eq!(map.slots(), slots, "no growth up to the capacity");
+    // Reserving more moves what is there once, and loses nothing.
+    map.reserve(2_000);
+    assert!(map.slots() >= 3_000 * 5 / 4);
+    let grown = map.slots();
+    for (id, &fp) in keys.iter().enumerate() {
+        assert_eq!(map.get(fp), Some(id as u32));
+    }
+    for id in 1_000..3_000u32 {
+        map.insert(rng.next_u64(), id);
+    }
+    assert_eq!((map.slots(), map.len()), (grown, 3_000));
+    // Room it already has: nothing moves.
+    map.reserve(0);
+    assert_eq!(map.slots(), grown);
+}

@@ -261,6 +261,8 @@ impl<F: Schedule> Coordinator<F> {
         // its run, not decoded again from its run's start per queued id).
         self.resources = resources;
         let mut take_back = Vec::new();
+        // Sized once for every row: grown by half at a time, 10 M rows moved the table ~30 times.
+        self.by_url.reserve(self.resources.len());
         let (by_url, counts) = (&mut self.by_url, &mut self.state_counts);
         let read = self.resources.for_each(|id, url, r| {
             by_url.insert(super::fingerprint(url), id);
