@@ -492,9 +492,7 @@ impl<T> Frontier<T> {
         self.unpark_due(now);
         loop {
             let standing = self.due_heap(now)?;
-            let Some(Reverse(top)) = self.heaps[standing as usize].pop() else {
-                return None;
-            };
+            let Reverse(top) = self.heaps[standing as usize].pop()?;
             if !self.is_live(top) {
                 continue;
             }

@@ -144,6 +144,11 @@ impl<T: Clone> Frontier<T> {
             }
         }
         assert!(self.heaps.iter().map(BinaryHeap::len).sum::<usize>() <= 2 * self.back.len() + 32);
+        self.check_standing_counts();
+    }
+
+    /// The counts of sites that never answered agree with the sites.
+    fn check_standing_counts(&self) {
         let unanswered = |s: &&Site| s.standing == Standing::Unanswered;
         assert_eq!(
             self.unanswered_owned,
@@ -925,7 +930,7 @@ fn random_operations_resizing(
                 f.defer(ids[s], now + ms(rng.below(40)));
                 // Half the sites answer at their first defer (no extra draw: the sequence
                 // stays the same).
-                if s % 2 == 0 {
+                if s.is_multiple_of(2) {
                     f.answered(ids[s]);
                 }
             }

@@ -176,11 +176,7 @@ impl<F: Schedule> Coordinator<F> {
         };
         // Rows whose last change a committed checkpoint holds may leave memory now.
         self.resources.committed(committed);
-        if let Some(e) = self.resources.take_read_error() {
-            self.warn(format!(
-                "URL rows could not be read back from the state file: {e}"
-            ));
-        }
+        self.check_read_back();
         let (url_blocks, url_rows) = self.resources.checkpoint_rows();
         let start_wall = self.start_wall();
         let sites = std::mem::take(&mut self.dirty_sites)
