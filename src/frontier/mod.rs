@@ -255,6 +255,8 @@ pub struct Frontier<T> {
     unanswered_owned: usize,
     /// Contacts in flight of sites that never answered.
     unanswered_in_flight: usize,
+    /// Contacts in flight of sites that answered.
+    answered_in_flight: usize,
     next_seq: u64,
     sites: Vec<Site>,
     by_origin: HashMap<Box<str>, SiteId>,
@@ -358,6 +360,7 @@ impl<T> Frontier<T> {
             heaps: [BinaryHeap::new(), BinaryHeap::new()],
             unanswered_owned: 0,
             unanswered_in_flight: 0,
+            answered_in_flight: 0,
             next_seq: 0,
             sites: Vec::new(),
             by_origin: HashMap::new(),
@@ -463,10 +466,15 @@ impl<T> Frontier<T> {
         if self.spill_stalled() {
             return None;
         }
-        let scheduled = self
-            .heaps
-            .iter()
-            .filter_map(|h| h.peek().map(|Reverse(key)| key.ready_at))
+        let capped = self.first_contacts_capped();
+        let scheduled = [Standing::Answered, Standing::Unanswered]
+            .into_iter()
+            .filter(|&s| !capped || s == Standing::Answered)
+            .filter_map(|s| {
+                self.heaps[s as usize]
+                    .peek()
+                    .map(|Reverse(key)| key.ready_at)
+            })
             .min();
         let parked = self.parked_due.peek().map(|Reverse((due, _))| *due);
         match (scheduled, parked) {
@@ -479,7 +487,9 @@ impl<T> Frontier<T> {
     /// that site once, now. The site is never held, never at its `per_site` limit, never
     /// before its time, and always has an item in its back queue.
     ///
-    /// No slot at all while a spilled chunk cannot be read ([`Frontier::spill_error`]).
+    /// No slot at all while a spilled chunk cannot be read ([`Frontier::spill_error`]), and
+    /// none for a site that never answered while such sites have their share of contacts in
+    /// flight and sites that answered have work ([`Standing`]).
     pub fn next_site(&mut self, now: Tick) -> Option<SiteId> {
         // The engine calls this on every turn: a write that failed on the spill thread is
         // seen here even when nothing is pushed or taken.
@@ -506,8 +516,9 @@ impl<T> Frontier<T> {
             }
             let site = self.site_mut(id);
             site.in_flight += 1;
-            if site.standing == Standing::Unanswered {
-                self.unanswered_in_flight += 1;
+            match site.standing {
+                Standing::Unanswered => self.unanswered_in_flight += 1,
+                Standing::Answered => self.answered_in_flight += 1,
             }
             let site = self.site_mut(id);
             // A clock that went backwards must not make the next contact come sooner.
@@ -546,8 +557,9 @@ impl<T> Frontier<T> {
         }
         state.in_flight -= 1;
         state.last_end = Some(state.last_end.map_or(now, |t| t.max(now)));
-        if state.standing == Standing::Unanswered {
-            self.unanswered_in_flight -= 1;
+        match state.standing {
+            Standing::Unanswered => self.unanswered_in_flight -= 1,
+            Standing::Answered => self.answered_in_flight -= 1,
         }
         self.settle(site);
     }
@@ -587,6 +599,7 @@ impl<T> Frontier<T> {
         state.standing = Standing::Answered;
         let (back, in_flight) = (state.back, state.in_flight);
         self.unanswered_in_flight -= in_flight;
+        self.answered_in_flight += in_flight;
         if let Some(b) = back {
             self.unanswered_owned -= 1;
             // Its entry moves to the other heap: the old one goes stale.
@@ -1152,10 +1165,17 @@ impl<T> Frontier<T> {
         self.site_ref(site).standing as usize * self.priorities + priority.min(self.priorities - 1)
     }
 
+    /// Sites that never answered have their share of contacts in flight (B / 6: half the
+    /// workers, with the engine's B = 3 x workers) while sites that answered have work (a
+    /// contact in flight or a site scheduled): they get no further slot until one ends.
+    fn first_contacts_capped(&self) -> bool {
+        self.unanswered_in_flight >= (self.back_target / 6).max(1)
+            && (self.answered_in_flight > 0 || !self.heaps[Standing::Answered as usize].is_empty())
+    }
+
     /// Which heap gives the next slot at `now`, if any is due: the earlier entry (Mercator's
-    /// order), except that while sites that never answered have their share of contacts in
-    /// flight (B / 6: half the workers, with the engine's B = 3 x workers), a due site that
-    /// answered goes first.
+    /// order), but none of the sites that never answered while they are capped
+    /// ([`Frontier::first_contacts_capped`]).
     fn due_heap(&self, now: Tick) -> Option<Standing> {
         let due = |s: Standing| {
             self.heaps[s as usize]
@@ -1163,10 +1183,12 @@ impl<T> Frontier<T> {
                 .filter(|Reverse(k)| k.ready_at <= now)
                 .map(|Reverse(k)| (k.ready_at, k.seq))
         };
-        match (due(Standing::Answered), due(Standing::Unanswered)) {
-            (Some(_), Some(_)) if self.unanswered_in_flight >= (self.back_target / 6).max(1) => {
-                Some(Standing::Answered)
-            }
+        let unanswered = if self.first_contacts_capped() {
+            None
+        } else {
+            due(Standing::Unanswered)
+        };
+        match (due(Standing::Answered), unanswered) {
             (Some(a), Some(u)) => Some(if a <= u {
                 Standing::Answered
             } else {

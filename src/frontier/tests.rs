@@ -159,6 +159,14 @@ impl<T: Clone> Frontier<T> {
                 .count()
         );
         assert_eq!(
+            self.answered_in_flight,
+            self.sites
+                .iter()
+                .filter(|s| s.standing == Standing::Answered)
+                .map(|s| s.in_flight)
+                .sum::<usize>()
+        );
+        assert_eq!(
             self.unanswered_in_flight,
             self.sites
                 .iter()
