@@ -111,7 +111,13 @@ pub(super) fn write_all(
                 if let Some(id) = r.referrer
                     && referrer.as_ref().is_none_or(|(at, _)| *at != id)
                 {
-                    referrer = Some((id, resources.peek_url(id)));
+                    match resources.peek_url(id) {
+                        Ok(url) => referrer = Some((id, url)),
+                        Err(e) => {
+                            result = Err(std::io::Error::other(e));
+                            return;
+                        }
+                    }
                 }
                 let line = UrlLine {
                     url,

@@ -9,7 +9,9 @@
 
 mod coordinator;
 
-pub use coordinator::{HANG_ENV, PARSE_PANICS_ENV, PARSE_WAITS_ENV, URL_CACHE_ENV};
+pub use coordinator::{
+    HANG_ENV, PARSE_PANICS_ENV, PARSE_WAITS_ENV, URL_CACHE_ENV, URL_READ_FAILS_ENV,
+};
 pub mod export;
 mod model;
 mod url_table;

@@ -334,6 +334,8 @@ struct Cache {
     error: Option<String>,
     /// Chunks read back from the state file.
     loads: u64,
+    /// A test's fault: once this many chunks were read back, every read fails.
+    fail_reads_after: Option<u64>,
 }
 
 /// Every URL the crawl learned of, by dense id (the order they were learned in).
@@ -374,6 +376,11 @@ impl UrlTable {
     pub(super) fn committed(&mut self, n: u64) {
         self.cache.committed = n;
         self.evict();
+    }
+
+    /// Injects a fault for the tests: once `n` chunks were read back, every read back fails.
+    pub(super) fn fail_reads_after(&mut self, n: u64) {
+        self.cache.fail_reads_after = Some(n);
     }
 
     /// The first failure to read rows back since the last call.
@@ -455,6 +462,15 @@ impl UrlTable {
     /// Chunk `c`'s rows as the state file holds them: its block and the single rows after it.
     fn read_chunk(&self, c: usize) -> Result<Vec<(String, Resource)>, String> {
         let block = c as u32;
+        if self
+            .cache
+            .fail_reads_after
+            .is_some_and(|n| self.cache.loads >= n)
+        {
+            return Err(format!(
+                "URL block {block}: read failed (injected by a test)"
+            ));
+        }
         let reader = (self.cache.reader.as_ref())
             .ok_or_else(|| format!("URL block {block} left memory with no state file"))?;
         let (bytes, changed) = reader
@@ -474,7 +490,24 @@ impl UrlTable {
         Ok(rows)
     }
 
-    /// The URL of row `id` (empty for an id the table does not have).
+    /// The URL of row `id`, or why its row could not be read back (the error is also kept for
+    /// [`UrlTable::take_read_error`]): what a dispatch uses, so that no empty URL goes out.
+    pub(super) fn try_url(&mut self, id: u32) -> Result<String, String> {
+        let (c, i) = split(id);
+        if c >= self.chunks.len() {
+            return Err(format!("URL {id} does not exist"));
+        }
+        let mut out = Vec::new();
+        let Some(chunk) = self.chunk_mut(c) else {
+            let e = self.cache.error.clone();
+            return Err(e.unwrap_or_else(|| format!("URL {id} could not be read back")));
+        };
+        chunk.url_into(i, &mut out);
+        String::from_utf8(out).map_err(|_| format!("URL {id} is not UTF-8"))
+    }
+
+    /// The URL of row `id` (empty for an id the table does not have, or whose row cannot be
+    /// read back: the failure is kept for [`UrlTable::take_read_error`]).
     pub(super) fn url(&mut self, id: u32) -> String {
         let (c, i) = split(id);
         let mut out = Vec::new();
@@ -484,21 +517,23 @@ impl UrlTable {
         String::from_utf8(out).unwrap_or_default()
     }
 
-    /// The URL of row `id`, without keeping its chunk in memory if it was read back.
-    pub(super) fn peek_url(&self, id: u32) -> String {
+    /// The URL of row `id`, without keeping its chunk in memory if it was read back; an error
+    /// when it cannot be read back or does not exist (an export must not write it empty).
+    pub(super) fn peek_url(&self, id: u32) -> Result<String, String> {
         let (c, i) = split(id);
         match self.chunks.get(c) {
             Some(Some(chunk)) => {
                 let mut out = Vec::new();
                 chunk.url_into(i, &mut out);
-                String::from_utf8(out).unwrap_or_default()
+                String::from_utf8(out).map_err(|_| format!("URL {id} is not UTF-8"))
             }
-            Some(None) => self
-                .read_chunk(c)
-                .ok()
-                .and_then(|mut rows| (i < rows.len()).then(|| rows.swap_remove(i).0))
-                .unwrap_or_default(),
-            None => String::new(),
+            Some(None) => {
+                let mut rows = self.read_chunk(c)?;
+                (i < rows.len())
+                    .then(|| rows.swap_remove(i).0)
+                    .ok_or_else(|| format!("URL {id} is not in its block"))
+            }
+            None => Err(format!("URL {id} does not exist")),
         }
     }
 
@@ -1129,9 +1164,23 @@ mod tests {
         assert_eq!(urls, expected);
         assert_eq!(t.residency().0, 1, "an export keeps nothing");
         assert_eq!(t.url(300), reference.url(300));
-        assert_eq!(t.peek_url(5), reference.url(5));
+        assert_eq!(t.peek_url(5), Ok(reference.url(5)));
         assert_eq!(format!("{:?}", t.get(300)), format!("{fetched:?}"));
         assert_eq!(t.depth(9), 4);
+
+        // A read back that fails is an error wherever a URL is asked for, never an empty URL.
+        t.fail_reads_after(0);
+        let unread = 2 * BLOCK_ROWS + 1;
+        let e = t.try_url(unread).expect_err("a failed read is an error");
+        assert!(e.contains("URL block 2"), "{e}");
+        assert!(
+            t.take_read_error().is_some_and(|k| k == e),
+            "kept for the coordinator"
+        );
+        assert!(t.peek_url(unread).is_err());
+        assert!(t.for_each(|_, _, _| {}).is_err(), "an export fails");
+        // Rows in memory still read.
+        assert_eq!(t.try_url(n - 1), Ok(reference.url(n - 1)));
     }
 
     /// The memory a URL costs here, for the README's table: the fixed row plus the packed URL.

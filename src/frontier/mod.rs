@@ -169,6 +169,18 @@ struct Site {
     /// Retry-After, backoff, and the end of a hold: no contact before this.
     not_before: Tick,
     hold: HoldState,
+    standing: Standing,
+}
+
+/// Whether a site has ever answered (the engine says so: its robots.txt was resolved). While
+/// sites that answered have work, those that never did (first contacts, robots.txt retries of
+/// origins that may be dead) get only a share of the back queues and of the contacts in flight:
+/// with 100,000 dead origins in the seeds, they would otherwise take every queue and every slot
+/// and the sites that answer would wait behind all of them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Standing {
+    Unanswered = 0,
+    Answered = 1,
 }
 
 /// The live heap entry of a back queue. `seq` is unique over the frontier's life, so an entry
@@ -183,6 +195,14 @@ struct BackQueue<T> {
     owner: Option<SiteId>,
     items: SpillQueue<T>,
     armed: Option<Armed>,
+}
+
+/// What a refill found in one front queue.
+enum Refill {
+    Claimed,
+    Empty,
+    /// A spilled chunk cannot be read: the scan must stop there.
+    Blocked,
 }
 
 /// Ordered by ready time, then by arming order, so due sites are served first come, first
@@ -213,7 +233,11 @@ struct HeapKey {
 ///   to take would only waste a contact. A held site with nothing queued stays out of the
 ///   heap until the next `push`.
 pub struct Frontier<T> {
+    /// F front queues for sites that never answered, then F for sites that did
+    /// ([`Frontier::front_queue`]).
     front: Vec<SpillQueue<(SiteId, T)>>,
+    /// F.
+    priorities: usize,
     back: Vec<BackQueue<T>>,
     /// B as last set. Back queues at or beyond it are retired: each keeps its site until it
     /// empties, is never claimed again, and is dropped once no queue after it is owned.
@@ -224,8 +248,15 @@ pub struct Frontier<T> {
     /// front item belongs to a site that owns a back queue (a site without one would have
     /// claimed it).
     free: Vec<usize>,
-    /// Invariant: the top, if any, is live, so `next_ready_at` can peek without `&mut`.
-    heap: BinaryHeap<Reverse<HeapKey>>,
+    /// One ready heap per [`Standing`] (indexed by it): a site's entry is in the heap of its
+    /// standing. Invariant: each top, if any, is live, so `next_ready_at` can peek without `&mut`.
+    heaps: [BinaryHeap<Reverse<HeapKey>>; 2],
+    /// Back queues owned by sites that never answered.
+    unanswered_owned: usize,
+    /// Contacts in flight of sites that never answered.
+    unanswered_in_flight: usize,
+    /// Contacts in flight of sites that answered.
+    answered_in_flight: usize,
     next_seq: u64,
     sites: Vec<Site>,
     by_origin: HashMap<Box<str>, SiteId>,
@@ -311,10 +342,10 @@ impl<T> Frontier<T> {
     /// would hold items forever.
     pub fn new(cfg: FrontierConfig) -> Self {
         let back_queues = cfg.back_queues.max(1);
+        let priorities = cfg.front_queues.max(1);
         Self {
-            front: (0..cfg.front_queues.max(1))
-                .map(|_| SpillQueue::default())
-                .collect(),
+            front: (0..2 * priorities).map(|_| SpillQueue::default()).collect(),
+            priorities,
             back: (0..back_queues)
                 .map(|_| BackQueue {
                     owner: None,
@@ -326,7 +357,10 @@ impl<T> Frontier<T> {
             owned: 0,
             // Popped from the end: queue 0 is claimed first, which keeps runs reproducible.
             free: (0..back_queues).rev().collect(),
-            heap: BinaryHeap::new(),
+            heaps: [BinaryHeap::new(), BinaryHeap::new()],
+            unanswered_owned: 0,
+            unanswered_in_flight: 0,
+            answered_in_flight: 0,
             next_seq: 0,
             sites: Vec::new(),
             by_origin: HashMap::new(),
@@ -356,6 +390,7 @@ impl<T> Frontier<T> {
             delay: Duration::ZERO,
             not_before: Tick::ZERO,
             hold: HoldState::Open,
+            standing: Standing::Unanswered,
         });
         self.by_origin.insert(origin.into(), id);
         id
@@ -386,7 +421,6 @@ impl<T> Frontier<T> {
     /// Puts a counted item where its site's items go: with them if parked, in its back queue,
     /// in a free back queue it claims, or in the front queue of its priority.
     fn place(&mut self, site: SiteId, priority: usize, item: T) {
-        let priority = priority.min(self.front.len() - 1);
         if let Some(items) = self.parked.get_mut(&site) {
             items.push_back(item);
         } else if let Some(b) = self.site_ref(site).back {
@@ -396,8 +430,9 @@ impl<T> Frontier<T> {
         } else if let Some(b) = self.free.pop() {
             self.claim(b, site, item);
         } else {
+            let q = self.front_queue(site, priority);
             let ctx = self.spill.as_mut().map(Spill::front);
-            self.front[priority].push_back((site, item), ctx);
+            self.front[q].push_back((site, item), ctx);
             self.site_mut(site).in_front += 1;
         }
     }
@@ -415,7 +450,8 @@ impl<T> Frontier<T> {
         } else if let Some(b) = self.free.pop() {
             self.claim(b, site, item);
         } else {
-            self.front[0].push_front((site, item));
+            let q = self.front_queue(site, 0);
+            self.front[q].push_front((site, item));
             self.site_mut(site).in_front += 1;
         }
         self.tidy_heap();
@@ -430,7 +466,16 @@ impl<T> Frontier<T> {
         if self.spill_stalled() {
             return None;
         }
-        let scheduled = self.heap.peek().map(|Reverse(key)| key.ready_at);
+        let capped = self.first_contacts_capped();
+        let scheduled = [Standing::Answered, Standing::Unanswered]
+            .into_iter()
+            .filter(|&s| !capped || s == Standing::Answered)
+            .filter_map(|s| {
+                self.heaps[s as usize]
+                    .peek()
+                    .map(|Reverse(key)| key.ready_at)
+            })
+            .min();
         let parked = self.parked_due.peek().map(|Reverse((due, _))| *due);
         match (scheduled, parked) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -442,7 +487,9 @@ impl<T> Frontier<T> {
     /// that site once, now. The site is never held, never at its `per_site` limit, never
     /// before its time, and always has an item in its back queue.
     ///
-    /// No slot at all while a spilled chunk cannot be read ([`Frontier::spill_error`]).
+    /// No slot at all while a spilled chunk cannot be read ([`Frontier::spill_error`]), and
+    /// none for a site that never answered while such sites have their share of contacts in
+    /// flight and sites that answered have work ([`Standing`]).
     pub fn next_site(&mut self, now: Tick) -> Option<SiteId> {
         // The engine calls this on every turn: a write that failed on the spill thread is
         // seen here even when nothing is pushed or taken.
@@ -454,11 +501,8 @@ impl<T> Frontier<T> {
         }
         self.unpark_due(now);
         loop {
-            let &Reverse(top) = self.heap.peek()?;
-            if top.ready_at > now {
-                return None;
-            }
-            self.heap.pop();
+            let standing = self.due_heap(now)?;
+            let Reverse(top) = self.heaps[standing as usize].pop()?;
             if !self.is_live(top) {
                 continue;
             }
@@ -472,6 +516,11 @@ impl<T> Frontier<T> {
             }
             let site = self.site_mut(id);
             site.in_flight += 1;
+            match site.standing {
+                Standing::Unanswered => self.unanswered_in_flight += 1,
+                Standing::Answered => self.answered_in_flight += 1,
+            }
+            let site = self.site_mut(id);
             // A clock that went backwards must not make the next contact come sooner.
             site.last_start = Some(site.last_start.map_or(now, |t| t.max(now)));
             // With per_site > 1 the site goes straight back into the heap at last_start + delay.
@@ -508,6 +557,10 @@ impl<T> Frontier<T> {
         }
         state.in_flight -= 1;
         state.last_end = Some(state.last_end.map_or(now, |t| t.max(now)));
+        match state.standing {
+            Standing::Unanswered => self.unanswered_in_flight -= 1,
+            Standing::Answered => self.answered_in_flight -= 1,
+        }
         self.settle(site);
     }
 
@@ -531,6 +584,28 @@ impl<T> Frontier<T> {
         state.hold = HoldState::Open;
         state.not_before = state.not_before.max(now);
         self.rearm(site);
+        self.tidy_heap();
+    }
+
+    /// The site answered (its robots.txt was resolved): from now on it is served among the sites
+    /// that did, which first contacts and retries of sites that never answered cannot crowd out
+    /// (see [`Standing`]). Its items already waiting in the front queues stay where they are and
+    /// reach it as before. Idempotent.
+    pub fn answered(&mut self, site: SiteId) {
+        let state = self.site_mut(site);
+        if state.standing == Standing::Answered {
+            return;
+        }
+        state.standing = Standing::Answered;
+        let (back, in_flight) = (state.back, state.in_flight);
+        self.unanswered_in_flight -= in_flight;
+        self.answered_in_flight += in_flight;
+        if let Some(b) = back {
+            self.unanswered_owned -= 1;
+            // Its entry moves to the other heap: the old one goes stale.
+            self.back[b].armed = None;
+            self.rearm(site);
+        }
         self.tidy_heap();
     }
 
@@ -624,7 +699,7 @@ impl<T> Frontier<T> {
                 self.parked_due.push(Reverse((not_before, site)));
                 continue;
             }
-            let last = self.front.len() - 1;
+            let last = self.priorities - 1;
             for item in items {
                 self.place(site, last, item);
             }
@@ -959,7 +1034,8 @@ impl<T> Frontier<T> {
                 let seq = self.next_seq;
                 self.next_seq += 1;
                 queue.armed = Some(Armed { ready_at, seq });
-                self.heap.push(Reverse(HeapKey {
+                let standing = self.site_ref(site).standing as usize;
+                self.heaps[standing].push(Reverse(HeapKey {
                     ready_at,
                     seq,
                     back: b,
@@ -988,6 +1064,9 @@ impl<T> Frontier<T> {
         queue
             .items
             .push_back(item, self.spill.as_mut().map(Spill::back));
+        if self.site_ref(site).standing == Standing::Unanswered {
+            self.unanswered_owned += 1;
+        }
         self.site_mut(site).back = Some(b);
         self.rearm(site);
     }
@@ -1001,6 +1080,9 @@ impl<T> Frontier<T> {
         queue.armed = None;
         self.site_mut(owner).back = None;
         self.owned -= 1;
+        if self.site_ref(owner).standing == Standing::Unanswered {
+            self.unanswered_owned -= 1;
+        }
         if self.owned + self.free.len() < self.back_target {
             if b < self.back_target {
                 self.free.push(b);
@@ -1020,32 +1102,27 @@ impl<T> Frontier<T> {
     /// own a back queue move to it, and the first item of a site without one claims the free
     /// back queue. Stops when no queue is free or the front queues are empty, or at a spilled
     /// chunk it cannot read (the scan must not pass an item; [`Frontier::retry_spill`] resumes).
+    ///
+    /// Sites that answered come first at each priority. Once sites that never answered own half
+    /// of B, a free queue goes to a site that answered if one waits (a first pass over their
+    /// queues alone), so first contacts never hold more than their share while answering sites
+    /// wait.
     fn refill(&mut self) {
         'free: while let Some(&b) = self.free.last() {
-            for priority in 0..self.front.len() {
-                loop {
-                    let ctx = self.spill.as_mut().map(Spill::front);
-                    let (site, item) = match self.front[priority].pop_front(ctx) {
-                        Ok(Some(entry)) => entry,
-                        Ok(None) => break,
-                        Err(queue::Blocked) => return,
-                    };
-                    let state = self.site_mut(site);
-                    state.in_front -= 1;
-                    if let Some(parked) = self.parked.get_mut(&site) {
-                        // An older item of a parked site: it waits with the others.
-                        parked.push_back(item);
-                        continue;
-                    }
-                    let state = self.site_mut(site);
-                    if let Some(owned) = state.back {
-                        let ctx = self.spill.as_mut().map(Spill::back);
-                        self.back[owned].items.push_back(item, ctx);
-                        self.rearm(site);
-                    } else {
-                        self.free.pop();
-                        self.claim(b, site, item);
-                        continue 'free;
+            let capped = self.unanswered_owned >= self.back_target.div_ceil(2);
+            let passes: &[bool] = if capped { &[true, false] } else { &[false] };
+            for &answered_only in passes {
+                for priority in 0..self.priorities {
+                    for standing in [Standing::Answered, Standing::Unanswered] {
+                        if answered_only && standing == Standing::Unanswered {
+                            continue;
+                        }
+                        let q = standing as usize * self.priorities + priority;
+                        match self.refill_from(q, b) {
+                            Refill::Claimed => continue 'free,
+                            Refill::Blocked => return,
+                            Refill::Empty => {}
+                        }
                     }
                 }
             }
@@ -1053,36 +1130,104 @@ impl<T> Frontier<T> {
         }
     }
 
+    /// Moves the items of front queue `q` to their sites' back queues until one of a site
+    /// without a back queue claims `b`.
+    fn refill_from(&mut self, q: usize, b: usize) -> Refill {
+        loop {
+            let ctx = self.spill.as_mut().map(Spill::front);
+            let (site, item) = match self.front[q].pop_front(ctx) {
+                Ok(Some(entry)) => entry,
+                Ok(None) => return Refill::Empty,
+                Err(queue::Blocked) => return Refill::Blocked,
+            };
+            let state = self.site_mut(site);
+            state.in_front -= 1;
+            if let Some(parked) = self.parked.get_mut(&site) {
+                // An older item of a parked site: it waits with the others.
+                parked.push_back(item);
+                continue;
+            }
+            if let Some(owned) = self.site_ref(site).back {
+                let ctx = self.spill.as_mut().map(Spill::back);
+                self.back[owned].items.push_back(item, ctx);
+                self.rearm(site);
+            } else {
+                self.free.pop();
+                self.claim(b, site, item);
+                return Refill::Claimed;
+            }
+        }
+    }
+
+    /// The front queue of `site`'s items at `priority`: by its standing, then by priority
+    /// (priorities beyond the last share it).
+    fn front_queue(&self, site: SiteId, priority: usize) -> usize {
+        self.site_ref(site).standing as usize * self.priorities + priority.min(self.priorities - 1)
+    }
+
+    /// Sites that never answered have their share of contacts in flight (B / 6: half the
+    /// workers, with the engine's B = 3 x workers) while sites that answered have work (a
+    /// contact in flight or a site scheduled): they get no further slot until one ends.
+    fn first_contacts_capped(&self) -> bool {
+        self.unanswered_in_flight >= (self.back_target / 6).max(1)
+            && (self.answered_in_flight > 0 || !self.heaps[Standing::Answered as usize].is_empty())
+    }
+
+    /// Which heap gives the next slot at `now`, if any is due: the earlier entry (Mercator's
+    /// order), but none of the sites that never answered while they are capped
+    /// ([`Frontier::first_contacts_capped`]).
+    fn due_heap(&self, now: Tick) -> Option<Standing> {
+        let due = |s: Standing| {
+            self.heaps[s as usize]
+                .peek()
+                .filter(|Reverse(k)| k.ready_at <= now)
+                .map(|Reverse(k)| (k.ready_at, k.seq))
+        };
+        let unanswered = if self.first_contacts_capped() {
+            None
+        } else {
+            due(Standing::Unanswered)
+        };
+        match (due(Standing::Answered), unanswered) {
+            (Some(a), Some(u)) => Some(if a <= u {
+                Standing::Answered
+            } else {
+                Standing::Unanswered
+            }),
+            (Some(_), None) => Some(Standing::Answered),
+            (None, Some(_)) => Some(Standing::Unanswered),
+            (None, None) => None,
+        }
+    }
+
     /// Restores the invariant that the heap's top is live, and keeps stale entries from
     /// outgrowing the live ones (at most one per back queue).
     fn tidy_heap(&mut self) {
-        while let Some(&Reverse(top)) = self.heap.peek() {
-            if self.is_live(top) {
-                break;
+        for standing in 0..self.heaps.len() {
+            while let Some(&Reverse(top)) = self.heaps[standing].peek() {
+                if self.is_live(top) {
+                    break;
+                }
+                self.heaps[standing].pop();
             }
-            self.heap.pop();
         }
-        if self.heap.len() > 2 * self.back.len() + 32 {
+        if self.heaps.iter().map(BinaryHeap::len).sum::<usize>() > 2 * self.back.len() + 32 {
             self.rebuild_heap();
         }
     }
 
     fn rebuild_heap(&mut self) {
-        let live: Vec<_> = self
-            .back
-            .iter()
-            .enumerate()
-            .filter_map(|(b, q)| {
-                q.armed.map(|a| {
-                    Reverse(HeapKey {
-                        ready_at: a.ready_at,
-                        seq: a.seq,
-                        back: b,
-                    })
-                })
-            })
-            .collect();
-        self.heap = BinaryHeap::from(live);
+        let mut live: [Vec<_>; 2] = [Vec::new(), Vec::new()];
+        for (b, q) in self.back.iter().enumerate() {
+            if let (Some(a), Some(owner)) = (q.armed, q.owner) {
+                live[self.site_ref(owner).standing as usize].push(Reverse(HeapKey {
+                    ready_at: a.ready_at,
+                    seq: a.seq,
+                    back: b,
+                }));
+            }
+        }
+        self.heaps = live.map(BinaryHeap::from);
     }
 }
 

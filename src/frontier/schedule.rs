@@ -58,6 +58,9 @@ pub trait Schedule {
     /// is being fetched).
     fn hold(&mut self, site: SiteId);
     fn unhold(&mut self, site: SiteId, now: Tick);
+    /// The site answered (its robots.txt was resolved, or is skipped): a frontier may keep
+    /// first contacts of sites that never answered from crowding it out. Idempotent.
+    fn answered(&mut self, _site: SiteId) {}
     /// A contact of `site` ended at `now` ("site done at t").
     fn complete(&mut self, site: SiteId, now: Tick);
 
@@ -141,6 +144,9 @@ impl Schedule for Frontier<u32> {
     }
     fn unhold(&mut self, site: SiteId, now: Tick) {
         Frontier::unhold(self, site, now);
+    }
+    fn answered(&mut self, site: SiteId) {
+        Frontier::answered(self, site);
     }
     #[inline]
     fn complete(&mut self, site: SiteId, now: Tick) {

@@ -156,6 +156,29 @@ impl SeenMap {
         Self::default()
     }
 
+    /// Room for `capacity` fingerprints before the table grows: a resume knows how many rows
+    /// it will insert.
+    pub fn with_capacity(capacity: usize) -> Self {
+        let mut map = Self::new();
+        map.reserve(capacity);
+        map
+    }
+
+    /// Room for `additional` more fingerprints before the table grows: one move of what it
+    /// holds instead of one per growth by half on the way.
+    pub fn reserve(&mut self, additional: usize) {
+        let (num, den) = SeenSet::MAX_LOAD;
+        let wanted = self.in_slots.saturating_add(additional).saturating_mul(den) / num + 1;
+        if wanted > self.keys.len() {
+            self.resize(wanted);
+        }
+    }
+
+    /// Slots the table has, for measurements and tests.
+    pub fn slots(&self) -> usize {
+        self.keys.len()
+    }
+
     /// The id stored for `fingerprint`, if it was seen.
     pub fn get(&self, fingerprint: u64) -> Option<u32> {
         if fingerprint == 0 {
@@ -205,7 +228,10 @@ impl SeenMap {
     }
 
     fn grow(&mut self) {
-        let size = (self.keys.len() + self.keys.len() / 2).max(64);
+        self.resize((self.keys.len() + self.keys.len() / 2).max(64));
+    }
+
+    fn resize(&mut self, size: usize) {
         let keys = std::mem::replace(&mut self.keys, vec![0; size]);
         let ids = std::mem::replace(&mut self.ids, vec![0; size]);
         for (fp, id) in keys.into_iter().zip(ids).filter(|(fp, _)| *fp != 0) {

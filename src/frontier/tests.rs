@@ -109,8 +109,8 @@ impl<T: Clone> Frontier<T> {
                 );
             }
             if let Some(armed) = queue.armed {
-                let entries = self
-                    .heap
+                let owner = queue.owner.expect("an armed queue has an owner");
+                let entries = self.heaps[self.site_ref(owner).standing as usize]
                     .iter()
                     .filter(|Reverse(k)| k.back == b && k.seq == armed.seq)
                     .count();
@@ -138,10 +138,42 @@ impl<T: Clone> Frontier<T> {
                 );
             }
         }
-        if let Some(&Reverse(top)) = self.heap.peek() {
-            assert!(self.is_live(top), "the heap top is live");
+        for heap in &self.heaps {
+            if let Some(&Reverse(top)) = heap.peek() {
+                assert!(self.is_live(top), "the heap top is live");
+            }
         }
-        assert!(self.heap.len() <= 2 * self.back.len() + 32);
+        assert!(self.heaps.iter().map(BinaryHeap::len).sum::<usize>() <= 2 * self.back.len() + 32);
+        self.check_standing_counts();
+    }
+
+    /// The counts of sites that never answered agree with the sites.
+    fn check_standing_counts(&self) {
+        let unanswered = |s: &&Site| s.standing == Standing::Unanswered;
+        assert_eq!(
+            self.unanswered_owned,
+            self.sites
+                .iter()
+                .filter(unanswered)
+                .filter(|s| s.back.is_some())
+                .count()
+        );
+        assert_eq!(
+            self.answered_in_flight,
+            self.sites
+                .iter()
+                .filter(|s| s.standing == Standing::Answered)
+                .map(|s| s.in_flight)
+                .sum::<usize>()
+        );
+        assert_eq!(
+            self.unanswered_in_flight,
+            self.sites
+                .iter()
+                .filter(unanswered)
+                .map(|s| s.in_flight)
+                .sum::<usize>()
+        );
     }
 }
 
@@ -902,7 +934,14 @@ fn random_operations_resizing(
                 f.hold(ids[s]);
                 held[s] = true;
             }
-            8 => f.defer(ids[s], now + ms(rng.below(40))),
+            8 => {
+                f.defer(ids[s], now + ms(rng.below(40)));
+                // Half the sites answer at their first defer (no extra draw: the sequence
+                // stays the same).
+                if s.is_multiple_of(2) {
+                    f.answered(ids[s]);
+                }
+            }
             9 => {
                 per_site = 1 + rng.index(3);
                 f.set_per_site(per_site);
@@ -1678,4 +1717,106 @@ fn a_deferred_site_keeps_its_back_queue_when_no_site_waits_for_one() {
     assert_eq!(f.heap_top(1).first().map(|h| h.site), Some(only));
     assert_eq!(f.next_site(ms(4_999)), None);
     assert_eq!(f.next_site(ms(5_000)), Some(only));
+}
+
+/// Two workers: each step gives out slots while fewer than two contacts are in flight, then
+/// ends the oldest. A dead site's contact is a robots.txt fetch refused at once (retried after
+/// a long backoff); the live site's first contact is its robots.txt, which answers, and each of its pages links to two new ones, pushed
+/// when the contact ends (as the engine admits links after completing the slot). Returns how
+/// many dead contacts went out before the live site's last page did.
+fn dead_contacts_before_the_live_site_is_done(mark_answered: bool) -> (usize, usize) {
+    const PAGES: u32 = 30;
+    // B = 6: while an answered site waits, sites that never answered own at most 3 back
+    // queues and have at most 1 contact in flight.
+    let mut f: Frontier<u32> = Frontier::new(config(6, 1, 0));
+    let live = f.site("http://live.test");
+    f.push(live, 0, 0);
+    for i in 0..100 {
+        let dead = f.site(&format!("http://dead{i}.test"));
+        f.push(dead, 0, 1_000 + i);
+    }
+    let now = ms(0);
+    let (mut pushed, mut served, mut dead_contacts) = (1u32, 0u32, 0usize);
+    let mut robots_done = false;
+    let mut in_flight: VecDeque<(SiteId, Option<u32>)> = VecDeque::new();
+    while served < PAGES {
+        while in_flight.len() < 2 {
+            let Some(site) = f.next_site(now) else { break };
+            if site == live && robots_done {
+                served += 1;
+                in_flight.push_back((site, f.take(site)));
+            } else {
+                dead_contacts += 1;
+                f.hold(site);
+                in_flight.push_back((site, None));
+            }
+        }
+        let (site, page) = in_flight.pop_front().expect("a contact in flight");
+        f.complete(site, now);
+        if site == live && !robots_done {
+            robots_done = true;
+            if mark_answered {
+                f.answered(live);
+            }
+            f.unhold(live, now);
+        } else if site == live {
+            let depth = page.map_or(0, |p| (p + 1).ilog2() as usize + 1);
+            for _ in 0..2 {
+                if pushed < PAGES {
+                    f.push(live, depth, pushed);
+                    pushed += 1;
+                }
+            }
+        } else {
+            f.defer(site, ms(1_000_000));
+            f.unhold(site, now);
+        }
+        f.check_invariants();
+    }
+    (dead_contacts, served as usize)
+}
+
+#[test]
+fn sites_that_never_answered_take_only_their_share_while_an_answered_site_has_work() {
+    let (dead, pages) = dead_contacts_before_the_live_site_is_done(true);
+    // One dead contact beside each live one, give or take the first few: not the 100 first
+    // contacts of the dead sites, which are ready earlier and hold the first queues.
+    assert!(
+        dead <= pages + 6,
+        "{dead} dead contacts for {pages} live pages"
+    );
+    // The same frontier, never told that the live site answered, serves every dead site first:
+    // the comparison this test stands on.
+    let (unaware, _) = dead_contacts_before_the_live_site_is_done(false);
+    assert!(unaware >= 100, "{unaware}");
+}
+
+#[test]
+fn seen_map_reserved_for_a_resume_does_not_grow_while_its_rows_come_in_and_keeps_what_it_had() {
+    let mut map = SeenMap::with_capacity(1_000);
+    let slots = map.slots();
+    assert!(
+        (1_000..=1_000 * 5 / 4 + 1).contains(&slots),
+        "{slots} slots"
+    );
+    let mut rng = Rng::new(4);
+    let keys: Vec<u64> = (0..1_000).map(|_| rng.next_u64()).collect();
+    for (id, &fp) in keys.iter().enumerate() {
+        assert_eq!(map.insert(fp, id as u32), None);
+    }
+    assert_eq!(map.slots(), slots, "no growth up to the capacity");
+    // Reserving more moves what is there once, and loses nothing.
+    map.reserve(2_000);
+    assert!(map.slots() >= 3_000 * 5 / 4);
+    let grown = map.slots();
+    for (id, &fp) in keys.iter().enumerate() {
+        assert_eq!(map.get(fp), Some(id as u32));
+    }
+    for id in 1_000..3_000u32 {
+        map.insert(rng.next_u64(), id);
+    }
+    assert_eq!((map.slots(), map.len()), (grown, 3_000));
+    // Room it already has: nothing moves.
+    map.reserve(0);
+    assert_eq!(map.slots(), grown);
 }

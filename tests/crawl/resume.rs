@@ -10,7 +10,7 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::serve::SlowPages;
 use crawltop::testweb::{GenOptions, SplitMix64, TestWeb};
 
-use crate::util::{PATIENCE, bin, read_warc, stats_after_a_failure_pause};
+use crate::util::{PATIENCE, bin, read_stderr_until, read_warc, stats_after_a_failure_pause};
 
 /// The crawl every run of a test makes: slow enough to be killed several times, with
 /// checkpoints often enough that each run leaves some progress behind.
@@ -507,4 +507,73 @@ async fn a_crawl_whose_url_rows_leave_memory_stores_and_exports_each_url_once() 
         totals(&stats(&dir.path().join("evicted.json"))),
         totals(&stats(&dir.path().join("kept.json")))
     );
+}
+
+#[tokio::test]
+async fn a_url_row_that_cannot_be_read_back_pauses_the_crawl_and_is_never_fetched_or_exported_empty()
+ {
+    // Rows leave memory as soon as a checkpoint holds them, and the first read back fails: as
+    // a state file whose disk fails, or a block gone missing, would.
+    let web = TestWeb::start(GenOptions::new(3, 150).seed(29).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stats = dir.path().join("stats.json");
+    let urls = dir.path().join("urls.jsonl");
+    let mut cmd = crawl_command(&web, &dir.path().join("crawl"), &stats);
+    cmd.arg("--urls-out")
+        .arg(&urls)
+        .env(crawltop::engine::URL_CACHE_ENV, "0")
+        .env(crawltop::engine::URL_READ_FAILS_ENV, "0")
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut stderr = child.stderr.take().expect("stderr");
+    read_stderr_until(&mut stderr, |s| s.contains(" paused ")).await;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("exits")
+        .expect("status");
+    let mut rest = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut rest)
+        .await
+        .expect("stderr");
+    // The URL list cannot be read back either: the export fails with the reason instead of
+    // writing empty URLs.
+    assert_eq!(status.code(), Some(2), "{rest}");
+    assert!(rest.contains("URL block"), "{rest}");
+    assert!(!urls.exists(), "a URL list was written");
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+
+    let log: Vec<&str> = stats["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .filter_map(|l| l["message"].as_str())
+        .collect();
+    assert!(
+        log.iter().any(|m| m.contains("could not be read back")
+            && m.contains("paused")
+            && m.contains("URL block")),
+        "{log:?}"
+    );
+    // No URL ended as an error for want of its row (the errors are the server's 4xx), and
+    // none was asked twice.
+    let records = web.log().records();
+    let refused = records
+        .iter()
+        .filter(|r| r.status >= 400 && r.path != "/robots.txt")
+        .count();
+    assert_eq!(
+        stats["resources"]["fetch_error"], refused,
+        "{}",
+        stats["resources"]
+    );
+    let mut asked = BTreeMap::new();
+    for r in &records {
+        *asked.entry((r.site.clone(), r.path.clone())).or_insert(0) += 1;
+    }
+    assert!(asked.values().all(|&n| n == 1), "{asked:?}");
 }

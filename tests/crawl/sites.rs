@@ -1,6 +1,7 @@
 //! The live site table from outside: `GET /sites` and `crawltop ctl sites` against what the
 //! test web's request log says each site was asked, the robots.txt wording of a site whose
-//! file speaks only to other agents, and a seeds file of a million lines.
+//! file speaks only to other agents, a seeds file of a million lines, and a site that answers
+//! among thousands of dead origins.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -9,7 +10,7 @@ use crawltop::config::CrawlConfig;
 use crawltop::control::{ControlOptions, client_request, serve};
 use crawltop::testweb::{GenOptions, TestWeb};
 
-use crate::util::bin;
+use crate::util::{PATIENCE, bin};
 
 /// Per origin, what the server answered for pages (robots.txt aside): (2xx/3xx, 4xx/5xx).
 fn seen_by_server(web: &TestWeb, sites: &[&str]) -> BTreeMap<String, (u64, u64)> {
@@ -269,4 +270,86 @@ async fn a_seeds_file_of_a_million_lines_names_its_bad_lines_and_crawls_the_rest
             .count();
         assert_eq!(asked, 1, "{seed} fetched once");
     }
+}
+
+/// Crawls `seeds` until the live site's server has answered `requests` requests in all, pauses,
+/// and returns how many sites have never been contacted once nothing is in flight.
+async fn untried_sites_when_the_live_site_is_done(
+    web: &TestWeb,
+    seeds: Vec<String>,
+    requests: usize,
+) -> usize {
+    use crawltop::engine::Command;
+    use crawltop::robots::RobotsState;
+    use crawltop::snapshot::{CommandSource, RunState};
+
+    let cfg = CrawlConfig {
+        seeds,
+        workers: 8,
+        delay_ms: 0,
+        ..CrawlConfig::default()
+    };
+    let handle = crawltop::engine::spawn(cfg).expect("starts");
+    let cmd = handle.commander();
+    let mut snaps = handle.snapshots();
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= requests))
+        .await
+        .expect("the live site crawled");
+    // The order of events, not speed: at this moment, which dead sites were still untried?
+    cmd.send(Command::Pause, CommandSource::Library);
+    tokio::time::timeout(
+        PATIENCE,
+        snaps.wait_for(|s| s.state == RunState::Paused && s.scheduler.assigned == 0),
+    )
+    .await
+    .expect("paused in time")
+    .expect("the crawl is running");
+    // The table is written in the same tick as that snapshot, so it is as settled as it.
+    let untried = handle
+        .sites()
+        .rows()
+        .iter()
+        .filter(|r| r.robots_state == RobotsState::Discovered)
+        .count();
+    cmd.send(Command::Stop, CommandSource::Library);
+    handle.finished().await.expect("stops");
+    untried
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_site_that_answers_is_crawled_before_thousands_of_dead_origins_are_first_tried() {
+    const DEAD: usize = 5_000;
+    let web = TestWeb::start(GenOptions::new(1, 20).seed(12).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let live = web.url("site00", "/");
+    // Alone, to learn what the live site's crawl asks of its server.
+    let alone = CrawlConfig {
+        seeds: vec![live.clone()],
+        delay_ms: 0,
+        ..CrawlConfig::default()
+    };
+    let summary = crawltop::engine::spawn(alone)
+        .expect("starts")
+        .finished()
+        .await
+        .expect("crawl");
+    assert!(summary.completed);
+    let requests = web.log().len() as usize;
+    // Nothing listens on this port but on 127.0.0.1: a connection to 127.0.x.y there is
+    // refused at once, and each such origin's robots.txt is retried with backoff.
+    let guard = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = guard.local_addr().expect("its address").port();
+    let mut seeds = vec![live];
+    seeds
+        .extend((0..DEAD).map(|i| format!("http://127.0.{}.{}:{port}/", 1 + i / 250, 1 + i % 250)));
+    let untried = untried_sites_when_the_live_site_is_done(&web, seeds, 2 * requests).await;
+    // The live site's links are at depth 1 and more, the dead seeds at depth 0: in Mercator's
+    // order every dead origin gets its first contact before the live site's second page
+    // (untried: 0). Sites that answered go first while those that never did hold their share.
+    assert!(
+        untried >= DEAD / 2,
+        "{untried} of {DEAD} dead origins untried when the live site was done"
+    );
+    drop(guard);
 }

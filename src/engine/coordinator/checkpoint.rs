@@ -176,11 +176,7 @@ impl<F: Schedule> Coordinator<F> {
         };
         // Rows whose last change a committed checkpoint holds may leave memory now.
         self.resources.committed(committed);
-        if let Some(e) = self.resources.take_read_error() {
-            self.warn(format!(
-                "URL rows could not be read back from the state file: {e}"
-            ));
-        }
+        self.check_read_back();
         let (url_blocks, url_rows) = self.resources.checkpoint_rows();
         let start_wall = self.start_wall();
         let sites = std::mem::take(&mut self.dirty_sites)
@@ -261,6 +257,8 @@ impl<F: Schedule> Coordinator<F> {
         // its run, not decoded again from its run's start per queued id).
         self.resources = resources;
         let mut take_back = Vec::new();
+        // Sized once for every row: grown by half at a time, 10 M rows moved the table ~30 times.
+        self.by_url.reserve(self.resources.len());
         let (by_url, counts) = (&mut self.by_url, &mut self.state_counts);
         let read = self.resources.for_each(|id, url, r| {
             by_url.insert(super::fingerprint(url), id);
