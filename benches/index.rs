@@ -4,6 +4,9 @@
 //! `INDEX_HOSTILE=1` instead indexes the hostile pages of issue 11 (10 MiB of one word, a
 //! million distinct words), each in a fresh folder, and prints the process's peak RSS after
 //! each: run it once per page kind (`INDEX_HOSTILE=one-word` or `distinct`) for a clean peak.
+//! `INDEX_DISTINCT_WORDS=N` makes the `distinct` page N words long (default a million): how
+//! the cost of one page grows with its distinct words, below and above
+//! `index::MAX_DISTINCT_WORDS`.
 
 use std::time::{Duration, Instant};
 
@@ -58,7 +61,7 @@ fn cpu_seconds() -> f64 {
 fn hostile(kind: &str, memory_mb: usize) {
     let text = match kind {
         "one-word" => "rabbit ".repeat((10 << 20) / 7),
-        "distinct" => (0..1_000_000)
+        "distinct" => (0..distinct_words())
             .map(|i| format!("w{i}"))
             .collect::<Vec<_>>()
             .join(" "),
@@ -69,7 +72,7 @@ fn hostile(kind: &str, memory_mb: usize) {
     let started = Instant::now();
     let mut writer =
         IndexWriter::open_with_memory(&dir.path().join("index"), memory_mb).expect("index");
-    writer
+    let added = writer
         .add(&IndexedPage {
             seq: 1,
             url: "http://127.0.0.1:8000/hostile",
@@ -84,6 +87,7 @@ fn hostile(kind: &str, memory_mb: usize) {
         .word_count()
         .expect("wc")
         .words;
+    println!("{added:?}");
     println!(
         "hostile page {kind:?}: {:.1} MB of text, {words} words, indexed in {:.2} s; \
          peak RSS {:.1} MB ({:.1} MB before the index was opened, the text included), budget {memory_mb} MB",
@@ -92,6 +96,14 @@ fn hostile(kind: &str, memory_mb: usize) {
         peak_rss_kib() as f64 / 1024.0,
         baseline_kib as f64 / 1024.0,
     );
+}
+
+/// Words of the `distinct` page (`INDEX_DISTINCT_WORDS`, default a million).
+fn distinct_words() -> usize {
+    std::env::var("INDEX_DISTINCT_WORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000)
 }
 
 fn main() {

@@ -4,7 +4,8 @@
 //! before the mark is written.
 //!
 //! It owns the crawl's [`IndexWriter`] for the crawl's life. It must never reorder pages, skip
-//! one silently or decide what is committed. An index error ends the thread; the committer
+//! or cut one silently (a page cut at [`super::MAX_DISTINCT_WORDS`] is a warning in the crawl's
+//! log, naming its URL) or decide what is committed. An index error ends the thread; the committer
 //! learns it at its next hand-over or checkpoint (the error, not a hang) and stops, which
 //! pauses the crawl with the message.
 //!
@@ -17,7 +18,7 @@
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use super::{IndexError, IndexWriter, OwnedPage};
+use super::{Added, IndexError, IndexWriter, OwnedPage};
 
 /// Pages a batch holds at most before it is handed over.
 pub const BATCH_PAGES: usize = 64;
@@ -151,7 +152,10 @@ fn run(
                             ),
                         });
                     }
-                    writer.add(&page.as_indexed())?;
+                    if let Added::Cut(cut) = writer.add(&page.as_indexed())? {
+                        // The crawl's log (`--log`); the page is indexed, only less of it.
+                        tracing::warn!("{}: {cut}", page.url);
+                    }
                     added += 1;
                 }
             }

@@ -20,6 +20,13 @@
 //! - Resume: the highest seq in the committed index is read back on open; `add` refuses any seq
 //!   at or below it, so re-feeding pages from the store never duplicates. Uncommitted pages are
 //!   lost in a crash, which is why the committer re-feeds everything above that mark.
+//! - One page's share: the index takes a page's text only up to the first word that would be its
+//!   [`MAX_DISTINCT_WORDS`]` + 1`-th distinct word (words as above, distinct once lowercased):
+//!   the text is cut at that word's first byte, and everything before it stays (repeats and
+//!   separators included). A page with at most that many distinct words is whole. `search`,
+//!   `maxcount`, `mincount` and `wc` answer for the cut text, and the index thread says so in
+//!   the crawl's log. Why: tantivy checks its memory budget between documents, so one
+//!   document's terms all go to its arena, whatever `--index-memory-mb` says.
 //! - Cost: the text is tokenized once, on tantivy's indexing thread. The exact counts `wc` sums (bytes, lines,
 //!   words) come from one scan of the text by the analyzer's rules that makes no token
 //!   ([`text_counts`]); `maxcount`/`mincount` read tantivy's own term frequencies. The writer
@@ -49,7 +56,7 @@ use tantivy::{
     DocAddress, DocId, DocSet, Document, Index, IndexSettings, ReloadPolicy, Score, Searcher,
     SegmentReader, TERMINATED, TantivyDocument, TantivyError, Term,
 };
-use words::{MAX_WORD_BYTES, WordTokenizer, word_char_at};
+use words::{MAX_WORD_BYTES, WordTokenizer, distinct_words_cut, word_char_at};
 
 /// Longest query (or word) accepted, in bytes. Real queries are a few words; the cap keeps the
 /// query parser's recursion and the term count bounded whatever a user pastes.
@@ -64,6 +71,13 @@ pub const DEFAULT_MEMORY_MB: usize = 32;
 
 /// The least a tantivy indexing thread accepts (its `MEMORY_BUDGET_NUM_BYTES_MIN`, 15 MB).
 pub const MIN_MEMORY_MB: usize = 15;
+
+/// The most distinct words the index takes of one page (see the Decisions above). Measured
+/// (`INDEX_HOSTILE=distinct cargo bench --bench index`, README): indexing one page took 95 MB
+/// above its text at a million distinct words, 49 MB at 500,000, 25 MB at 200,000 and 19 MB at
+/// 100,000, of which about 17 MB is what any first page costs the writer. A page of prose holds
+/// a few tens of thousands of distinct words; a source listing adds one per line number.
+pub const MAX_DISTINCT_WORDS: usize = 100_000;
 
 const SEQ: &str = "seq";
 const URL: &str = "url";
@@ -122,6 +136,43 @@ pub struct IndexedPage<'a> {
     pub title: &'a str,
     /// Visible text, one line per block element, lines separated by `\n`.
     pub text: &'a str,
+}
+
+/// What [`IndexWriter::add`] did with a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Added {
+    /// Not added: its seq is not above every seq added before (a resume re-feeding the store).
+    Refused,
+    /// Added with its whole text.
+    Whole,
+    /// Added with its text cut at [`MAX_DISTINCT_WORDS`] distinct words.
+    Cut(Cut),
+}
+
+impl Added {
+    /// Whether the page went to the index, whole or cut.
+    pub fn is_added(self) -> bool {
+        self != Added::Refused
+    }
+}
+
+/// How much of a page's text the index kept when it cut it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// Words in the text the index kept (what `wc` counts for the page).
+    pub kept_words: u64,
+    /// Words in the whole text.
+    pub words: u64,
+}
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "text cut at {MAX_DISTINCT_WORDS} distinct words for the index ({} words of {} kept)",
+            self.kept_words, self.words
+        )
+    }
 }
 
 /// A committed page on its way to the index thread ([`feed`]).
@@ -618,32 +669,41 @@ impl IndexWriter {
         })
     }
 
-    /// Adds a page; searchable after the next `commit`. Returns `false`, adding nothing, when
-    /// `page.seq` is not above every seq already added: a resumed crawl re-feeding the store.
-    /// Waits while tantivy's indexing thread is [`IN_FLIGHT_BYTES`] behind.
-    pub fn add(&mut self, page: &IndexedPage<'_>) -> Result<bool, IndexError> {
+    /// Adds a page; searchable after the next `commit`. [`Added::Refused`], adding nothing,
+    /// when `page.seq` is not above every seq already added: a resumed crawl re-feeding the
+    /// store. A text of more than [`MAX_DISTINCT_WORDS`] distinct words is cut there
+    /// ([`Added::Cut`]). Waits while tantivy's indexing thread is [`IN_FLIGHT_BYTES`] behind.
+    pub fn add(&mut self, page: &IndexedPage<'_>) -> Result<Added, IndexError> {
         if self.highest_seq.is_some_and(|highest| page.seq <= highest) {
-            return Ok(false);
+            return Ok(Added::Refused);
         }
         let f = self.fields;
-        let counts = text_counts(page.text);
+        let cut = distinct_words_cut(page.text, MAX_DISTINCT_WORDS);
+        let text = cut.map_or(page.text, |at| &page.text[..at]);
+        let counts = text_counts(text);
         let mut doc = TantivyDocument::new();
         doc.add_u64(f.seq, page.seq);
         doc.add_text(f.url, page.url);
         doc.add_text(f.title, page.title);
-        doc.add_text(f.text, page.text);
+        doc.add_text(f.text, text);
         doc.add_u64(f.bytes, counts.bytes);
         doc.add_u64(f.lines, counts.lines);
         doc.add_u64(f.words, counts.words);
         let ticket = self
             .in_flight
-            .take(page.url.len() + page.title.len() + page.text.len());
+            .take(page.url.len() + page.title.len() + text.len());
         self.writer.add_document(PageDoc {
             doc,
             _ticket: ticket,
         })?;
         self.highest_seq = Some(page.seq);
-        Ok(true)
+        Ok(match cut {
+            None => Added::Whole,
+            Some(_) => Added::Cut(Cut {
+                kept_words: counts.words,
+                words: count_words(page.text),
+            }),
+        })
     }
 
     /// A resume: forgets every page at or above `seq` (they were indexed after the checkpoint
@@ -1078,7 +1138,7 @@ mod tests {
         let mut writer = IndexWriter::open(dir).expect("open writer");
         for chunk in pages.chunks(7) {
             for page in chunk {
-                assert!(writer.add(&page.as_indexed()).expect("add"));
+                assert!(writer.add(&page.as_indexed()).expect("add").is_added());
             }
             writer.commit().expect("commit");
         }
@@ -1177,7 +1237,7 @@ mod tests {
     fn index_of(dir: &Path, pages: &[Page]) -> (IndexReader, usize) {
         let mut writer = IndexWriter::open(dir).expect("writer");
         for page in pages {
-            assert!(writer.add(&page.as_indexed()).expect("add"));
+            assert!(writer.add(&page.as_indexed()).expect("add").is_added());
         }
         writer.commit().expect("commit");
         let peak = writer.peak_in_flight_bytes();
@@ -1240,19 +1300,91 @@ mod tests {
     }
 
     #[test]
-    fn a_page_of_a_million_distinct_words_is_indexed() {
+    fn a_page_of_a_million_distinct_words_is_indexed_up_to_the_cap() {
         let dir = tempfile::tempdir().expect("tempdir");
         let text = (0..1_000_000)
             .map(|i| format!("w{i}"))
             .collect::<Vec<_>>()
             .join(" ");
-        let (reader, _) = index_of(dir.path(), &[one_page(7, text)]);
-        assert_eq!(reader.word_count().expect("wc").words, 1_000_000);
-        for word in ["w0", "w500000", "w999999"] {
+        let first_cut = format!(" w{MAX_DISTINCT_WORDS} ");
+        let kept_bytes = text.find(&first_cut).expect("the word after the cap") + 1;
+        let mut writer = IndexWriter::open(dir.path()).expect("writer");
+        let added = writer.add(&one_page(7, text).as_indexed()).expect("add");
+        let cut = Cut {
+            kept_words: MAX_DISTINCT_WORDS as u64,
+            words: 1_000_000,
+        };
+        assert_eq!(added, Added::Cut(cut));
+        writer.commit().expect("commit");
+        writer.close().expect("close");
+        let reader = IndexReader::open(dir.path()).expect("reader");
+        let wc = reader.word_count().expect("wc");
+        assert_eq!(
+            (wc.pages, wc.words, wc.bytes, wc.lines),
+            (1, MAX_DISTINCT_WORDS as u64, kept_bytes as u64, 1)
+        );
+        let last_kept = format!("w{}", MAX_DISTINCT_WORDS - 1);
+        for word in ["w0", "w50000", last_kept.as_str()] {
             let count = reader.max_count(word).expect("max").expect("indexed");
             assert_eq!((count.seq, count.count), (7, 1), "{word}");
         }
-        assert_eq!(reader.max_count("w1000000").expect("max"), None);
+        for word in [first_cut.trim(), "w999999"] {
+            assert_eq!(reader.max_count(word).expect("max"), None, "{word}");
+            assert!(
+                reader.search(word, 10).expect("search").is_empty(),
+                "{word}"
+            );
+        }
+        assert_eq!(
+            cut.to_string(),
+            format!(
+                "text cut at {MAX_DISTINCT_WORDS} distinct words for the index \
+                 ({MAX_DISTINCT_WORDS} words of 1000000 kept)"
+            )
+        );
+    }
+
+    #[test]
+    fn a_page_at_the_cap_is_whole_and_one_word_more_is_cut_before_it() {
+        // n distinct words (`W0` is `w0`), each followed by a repeat, so the text is long
+        // enough to be scanned.
+        let words = |n: usize| {
+            (0..n)
+                .map(|i| format!("W{i} w0"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = IndexWriter::open(dir.path()).expect("writer");
+        let below = words(MAX_DISTINCT_WORDS - 1);
+        let at_cap = words(MAX_DISTINCT_WORDS);
+        let above = format!("{at_cap} Über w1");
+        for (seq, text) in [(1, &below), (2, &at_cap)] {
+            let added = writer.add(&one_page(seq, text.clone()).as_indexed());
+            assert_eq!(added.expect("add"), Added::Whole, "page {seq}");
+        }
+        let cut = writer.add(&one_page(3, above).as_indexed()).expect("add");
+        let at_cap_words = 2 * MAX_DISTINCT_WORDS as u64;
+        assert_eq!(
+            cut,
+            Added::Cut(Cut {
+                kept_words: at_cap_words,
+                words: at_cap_words + 2
+            })
+        );
+        writer.commit().expect("commit");
+        writer.close().expect("close");
+        let reader = IndexReader::open(dir.path()).expect("reader");
+        assert!(reader.search("über", 10).expect("search").is_empty());
+        // `w1` after the cut is not counted on page 3: it ties with pages 1 and 2.
+        let most = reader.max_count("w1").expect("max").expect("indexed");
+        assert_eq!((most.seq, most.count), (1, 1));
+        let wc = reader.word_count().expect("wc");
+        assert_eq!(wc.words, 3 * at_cap_words - 2);
+        assert_eq!(
+            wc.bytes,
+            (below.len() + at_cap.len() + at_cap.len() + " ".len()) as u64
+        );
     }
 
     #[test]
@@ -1474,7 +1606,7 @@ mod tests {
         let mut writer = IndexWriter::open(dir.path()).expect("reopen writer");
         assert_eq!(writer.highest_seq(), Some(97));
         for page in &pages {
-            assert!(!writer.add(&page.as_indexed()).expect("add"));
+            assert!(!writer.add(&page.as_indexed()).expect("add").is_added());
         }
         writer.commit().expect("commit");
         writer.close().expect("close");
@@ -1505,7 +1637,7 @@ mod tests {
         assert_eq!(writer.highest_seq(), Some(pages[9].seq));
         let added: Vec<bool> = pages
             .iter()
-            .map(|p| writer.add(&p.as_indexed()).expect("add"))
+            .map(|p| writer.add(&p.as_indexed()).expect("add").is_added())
             .collect();
         assert_eq!(added, (0..30).map(|i| i >= 10).collect::<Vec<_>>());
         writer.commit().expect("commit");
@@ -1529,7 +1661,10 @@ mod tests {
         let reader = IndexReader::open(dir.path()).expect("reader");
         assert_eq!(reader.word_count().expect("wc").pages, 20);
         for page in &pages[20..] {
-            assert!(writer.add(&page.as_indexed()).expect("add"), "taken again");
+            assert!(
+                writer.add(&page.as_indexed()).expect("add").is_added(),
+                "taken again"
+            );
         }
         writer.commit().expect("commit");
         reader.reload().expect("reload");

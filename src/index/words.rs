@@ -1,5 +1,6 @@
 //! What a word is, in one place: the character test that both the exact counts
-//! ([`super::text_counts`]) and the index's tokenizer ([`WordTokenizer`]) use.
+//! ([`super::text_counts`]) and the index's tokenizer ([`WordTokenizer`]) use, and where a
+//! page's text is cut for holding too many distinct words ([`distinct_words_cut`]).
 //!
 //! The rules are tantivy's `default` analyzer's (runs of `char::is_alphanumeric`, runs of
 //! [`MAX_WORD_BYTES`] bytes or more dropped, lowercased), done in one pass per token instead of
@@ -9,7 +10,10 @@
 //! positions and offsets are tantivy's own. It must never change what a word is: indexes on
 //! disk and the brute-force checks depend on it.
 
+use std::collections::HashSet;
+
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 /// Runs of this many bytes or more are no word (tantivy's `RemoveLongFilter::limit(40)`).
 pub(super) const MAX_WORD_BYTES: usize = 40;
@@ -34,6 +38,35 @@ pub(super) fn word_char_at(text: &str, at: usize) -> (bool, usize) {
         !GENERAL_PUNCTUATION.contains(&c) && c.is_alphanumeric(),
         c.len_utf8(),
     )
+}
+
+/// Where `text` must be cut so that it holds at most `max` distinct words (words as the index
+/// makes them: lowercased runs, long runs dropped): the byte offset of the first word that
+/// would be the `max + 1`-th distinct one, or `None` when the whole text holds at most `max`.
+/// Everything before that word stays, repeats of earlier words and the separators included.
+///
+/// A text of `n` bytes holds at most `(n + 1) / 2` words (a word takes a byte and words need a
+/// separator between them), so a text of at most `2 * max` bytes cannot hold `max + 1` and is
+/// not scanned: ordinary pages pay one comparison.
+pub(super) fn distinct_words_cut(text: &str, max: usize) -> Option<usize> {
+    if text.len() <= max.saturating_mul(2) {
+        return None;
+    }
+    let mut seen: HashSet<Box<str>, Xxh3DefaultBuilder> =
+        HashSet::with_capacity_and_hasher(max.min(text.len() / 16), Xxh3DefaultBuilder);
+    let mut tokenizer = WordTokenizer::default();
+    let mut stream = tokenizer.token_stream(text);
+    while stream.advance() {
+        let token = stream.token();
+        if seen.contains(token.text.as_str()) {
+            continue;
+        }
+        if seen.len() == max {
+            return Some(token.offset_from);
+        }
+        seen.insert(token.text.as_str().into());
+    }
+    None
 }
 
 /// The index's tokenizer: tantivy's `default` analyzer in one pass.
@@ -128,6 +161,90 @@ mod tests {
             out.push((t.text.clone(), t.position, t.offset_from, t.offset_to));
         });
         out
+    }
+
+    /// The cut rule written apart from the tokenizer: runs of `char::is_alphanumeric`,
+    /// lowercased per character, runs of 40 bytes or more no word, and no length shortcut.
+    fn brute_cut(text: &str, max: usize) -> Option<usize> {
+        let mut seen = std::collections::HashSet::new();
+        let mut start = None;
+        let end = std::iter::once((text.len(), ' '));
+        for (at, c) in text.char_indices().chain(end) {
+            if c.is_alphanumeric() {
+                start.get_or_insert(at);
+                continue;
+            }
+            let Some(from) = start.take() else { continue };
+            if at - from >= MAX_WORD_BYTES {
+                continue;
+            }
+            let word: String = text[from..at]
+                .chars()
+                .flat_map(char::to_lowercase)
+                .collect();
+            if !seen.contains(&word) {
+                if seen.len() == max {
+                    return Some(from);
+                }
+                seen.insert(word);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_text_is_cut_before_the_word_past_the_cap_and_kept_whole_up_to_it() {
+        let long = "x".repeat(MAX_WORD_BYTES);
+        let cases: &[(&str, usize, Option<usize>)] = &[
+            // one below the cap, exactly at it, one above (cut at the fourth word's first byte)
+            ("a b a b a b a", 3, None),
+            ("a b c a b c a", 3, None),
+            ("a b c a b d c", 3, Some(10)),
+            // distinct once lowercased, ASCII and not
+            ("A b C a B c D", 3, Some(12)),
+            ("Straße STRASSE straße ÉTÉ été x", 3, Some(36)),
+            ("Über ÜBER über, ünd", 1, Some(19)),
+            ("漢字 漢字 かな 漢字 カナ", 2, Some(28)),
+            // the cut is at the word, whatever precedes it
+            ("a\nb\n\nc", 2, Some(5)),
+            // the threshold: 2 * max bytes cannot hold max + 1 words; one byte more can
+            ("ab c d", 3, None),
+            ("a b c d", 3, Some(6)),
+            ("", 0, None),
+            ("a", 0, Some(0)),
+        ];
+        for &(text, max, want) in cases {
+            assert_eq!(distinct_words_cut(text, max), want, "{text:?} at {max}");
+            assert_eq!(brute_cut(text, max), want, "brute force: {text:?} at {max}");
+        }
+        // Runs too long to be words are no distinct words.
+        let text = format!("a {long} b {long} {long}");
+        assert_eq!(distinct_words_cut(&text, 2), None);
+        assert_eq!(
+            distinct_words_cut(&format!("{text} c"), 2),
+            Some(text.len() + 1)
+        );
+    }
+
+    #[test]
+    fn the_cut_agrees_with_a_brute_force_scan_on_random_texts() {
+        let alphabet: Vec<char> = "aAbB9 \n.,-'’ßẞÉé漢ü\u{301}🦀\u{200b}İΣ".chars().collect();
+        let mut rng = crate::testweb::rng::SplitMix64::new(31);
+        let mut cuts = 0;
+        for _ in 0..3000 {
+            let len = rng.below(60);
+            let text: String = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect();
+            let max = rng.below(8) as usize;
+            let want = brute_cut(&text, max);
+            cuts += usize::from(want.is_some());
+            assert_eq!(distinct_words_cut(&text, max), want, "{text:?} at {max}");
+        }
+        assert!(
+            cuts > 300,
+            "the texts must be cut often enough to test it: {cuts}"
+        );
     }
 
     #[test]

@@ -323,3 +323,82 @@ async fn an_index_error_pauses_the_crawl_with_its_message() {
     let index = IndexReader::open(&out.path().join("crawl").join("index")).expect("index");
     assert!(index.word_count().expect("wc").pages <= 5);
 }
+
+/// Issue 11's bad input "a page of a million distinct words", made smaller: a page of more
+/// distinct words than the index takes of one page. The crawl indexes it up to the word that
+/// would pass the cap, answers for the words before the cut only, and its log says so.
+#[tokio::test]
+async fn a_page_of_more_distinct_words_than_the_cap_is_indexed_up_to_it_and_the_log_says_so() {
+    let cap = crawltop::index::MAX_DISTINCT_WORDS;
+    let words = cap + 20_000;
+    let lines: Vec<String> = (0..words)
+        .collect::<Vec<_>>()
+        .chunks(1000)
+        .map(|line| {
+            let line: Vec<String> = line.iter().map(|i| format!("w{i}")).collect();
+            format!("<p>{}</p>\n", line.join(" "))
+        })
+        .collect();
+    let body = format!(
+        "<!DOCTYPE html><html><head><title>Many words</title></head><body>\n{}</body></html>\n",
+        lines.concat()
+    );
+    let web = TestWeb::start_with(GenOptions::new(1, 5).seed(2), |o| {
+        std::fs::write(o.dir.join("site00").join("distinct-words.html"), &body)
+            .expect("write the page");
+    })
+    .await
+    .expect("web");
+    let url = web.url("site00", "/distinct-words.html");
+    let out = tempfile::tempdir().expect("tempdir");
+    let log = out.path().join("crawl.log");
+    let o = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &url,
+            "--depth",
+            "0",
+            "--delay-ms",
+            "0",
+            "--headless",
+        ])
+        .arg("--out")
+        .arg(out.path().join("crawl"))
+        .arg("--log")
+        .arg(&log)
+        .output()
+        .await
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let served: Vec<u64> = web
+        .log()
+        .records()
+        .iter()
+        .filter(|r| r.path == "/distinct-words.html")
+        .map(|r| r.bytes)
+        .collect();
+    assert_eq!(served, vec![body.len() as u64], "served whole, once");
+
+    let reader = IndexReader::open(&out.path().join("crawl").join("index")).expect("index");
+    let found = |word: &str| -> Vec<String> {
+        let hits = reader.search(word, 10).expect("search");
+        hits.into_iter().map(|h| h.url).collect()
+    };
+    for word in ["w0", "w54321", &format!("w{}", cap - 1), "many"] {
+        assert_eq!(found(word), vec![url.clone()], "{word} is before the cut");
+    }
+    for word in [format!("w{cap}"), format!("w{}", words - 1)] {
+        assert_eq!(
+            found(&word),
+            Vec::<String>::new(),
+            "{word} is after the cut"
+        );
+    }
+    assert_eq!(reader.word_count().expect("wc").words, cap as u64);
+
+    let log = std::fs::read_to_string(&log).expect("the crawl's log");
+    let said = format!(
+        "{url}: text cut at {cap} distinct words for the index ({cap} words of {words} kept)"
+    );
+    assert!(log.contains(&said), "{said:?} not in the log:\n{log}");
+}
