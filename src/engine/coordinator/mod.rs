@@ -209,6 +209,8 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     live: publish::LiveSites,
     /// The shared crawl this member works on (`--cluster`), through its agent.
     cluster: Option<cluster::Link>,
+    /// The site [`Coordinator::site_for`] answered last.
+    last_site: Option<SiteId>,
 }
 
 /// Added to a fetch's patience (`--timeout-ms`) before its result counts as overdue.
@@ -279,6 +281,15 @@ impl ParseHook {
             assert!(!panic, "injected parser panic");
         }
     }
+}
+
+/// Whether `url` has the origin of `site` (a site's origin URL): for http(s), what comparing
+/// their `origin()`s says, without building either.
+fn same_origin(site: &Url, url: &Url) -> bool {
+    matches!(url.scheme(), "http" | "https")
+        && site.scheme() == url.scheme()
+        && site.host_str() == url.host_str()
+        && site.port_or_known_default() == url.port_or_known_default()
 }
 
 fn fingerprint(url: &str) -> u64 {
@@ -382,6 +393,7 @@ impl<F: Schedule> Coordinator<F> {
             resuming: None,
             live: publish::LiveSites::new(),
             cluster: None,
+            last_site: None,
             runs: checkpoint::Runs {
                 run: 1,
                 ..checkpoint::Runs::default()
@@ -620,6 +632,16 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     fn site_for(&mut self, url: &Url) -> SiteId {
+        // The links of one page mostly share its origin: the last site answers most of them
+        // without building the origin's text.
+        if let Some(site) = self.last_site
+            && self
+                .sites
+                .get(site.index())
+                .is_some_and(|s| same_origin(&s.origin, url))
+        {
+            return site;
+        }
         let origin = url.origin().ascii_serialization();
         let id = self.frontier.site(&origin);
         if id.index() == self.sites.len() {
@@ -628,6 +650,7 @@ impl<F: Schedule> Coordinator<F> {
             o.set_query(None);
             self.sites.push(Site::new(o, self.cfg.ignore_robots));
         }
+        self.last_site = Some(id);
         id
     }
 
@@ -643,20 +666,22 @@ impl<F: Schedule> Coordinator<F> {
         if self.cluster.is_some() && self.admit_shared(&url, key, depth, referrer, hops) {
             return;
         }
-        let r = Resource::discovered(depth, referrer, hops);
+        // Decided before the row is written, so that a new URL's row is written once.
+        let verdict = if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
+            Err(IgnoreReason::TooManyRedirects)
+        } else {
+            (self.scope.check(&url, depth)).and_then(|()| self.placement(&url))
+        };
+        let mut r = Resource::discovered(depth, referrer, hops);
+        r.site = verdict.ok();
         self.state_counts.add(&r);
         let id = self.resources.push(url.as_str(), &r);
         self.by_url.insert(key, id);
         self.touch(id);
-        if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
-            self.ignore(id, IgnoreReason::TooManyRedirects);
-            return;
+        match verdict {
+            Ok(site) => self.queue(id, site, &url, depth),
+            Err(reason) => self.ignore(id, reason),
         }
-        if let Err(reason) = self.scope.check(&url, depth) {
-            self.ignore(id, reason);
-            return;
-        }
-        self.enqueue(id, &url);
     }
 
     /// A URL seen before, found again: a shorter path lowers its depth, and a URL cut as too
@@ -685,10 +710,24 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
+    /// Queues row `id` (written before) under the limits, or ignores it.
     fn enqueue(&mut self, id: u32, url: &Url) {
+        match self.placement(url) {
+            Ok(site) => {
+                let depth = self.resources.update(id, |r| {
+                    r.site = Some(site);
+                    r.depth
+                });
+                self.queue(id, site, url, depth);
+            }
+            Err(reason) => self.ignore(id, reason),
+        }
+    }
+
+    /// The site a URL in scope is queued under, or the limit that stops it.
+    fn placement(&mut self, url: &Url) -> Result<SiteId, IgnoreReason> {
         if self.cfg.max_pages.is_some_and(|max| self.admitted >= max) {
-            self.ignore(id, IgnoreReason::PageLimit);
-            return;
+            return Err(IgnoreReason::PageLimit);
         }
         let site = self.site_for(url);
         if self
@@ -696,15 +735,15 @@ impl<F: Schedule> Coordinator<F> {
             .max_pages_per_site
             .is_some_and(|max| self.sites[site.index()].admitted >= max)
         {
-            self.ignore(id, IgnoreReason::SitePageLimit);
-            return;
+            return Err(IgnoreReason::SitePageLimit);
         }
+        Ok(site)
+    }
+
+    /// Queues row `id`, whose row already names `site`.
+    fn queue(&mut self, id: u32, site: SiteId, url: &Url, depth: u32) {
         self.admitted += 1;
         self.sites[site.index()].admitted += 1;
-        let depth = self.resources.update(id, |r| {
-            r.site = Some(site);
-            r.depth
-        });
         let queued = Queued {
             id,
             url: url.as_str(),
@@ -1503,5 +1542,53 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use url::Url;
+
+    use super::same_origin;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).expect("test URL parses")
+    }
+
+    /// The last-site shortcut answers exactly when the origins' texts are equal.
+    #[test]
+    fn same_origin_agrees_with_the_origins_text() {
+        let site = url("http://127.0.0.1:8001/");
+        let cases = [
+            "http://127.0.0.1:8001/a?b#c",
+            "http://user:pw@127.0.0.1:8001/x",
+            "http://127.0.0.1:8002/a",
+            "https://127.0.0.1:8001/a",
+            "http://127.0.0.2:8001/a",
+            "ftp://127.0.0.1:8001/a",
+            "http://example.com/",
+            "http://example.com:80/",
+            "https://example.com:443/",
+            "http://EXAMPLE.com/a",
+            "http://ex%41mple.com/a",
+            "http://xn--bcher-kva.example/",
+            "http://bücher.example/",
+            "http://[::1]:8001/",
+            "mailto:a@example.com",
+        ];
+        for s in cases {
+            let u = url(s);
+            let by_text = site.origin().ascii_serialization() == u.origin().ascii_serialization();
+            assert_eq!(same_origin(&site, &u), by_text, "{s}");
+            for t in cases {
+                let site = url(t);
+                if !matches!(site.scheme(), "http" | "https") {
+                    continue;
+                }
+                let by_text =
+                    site.origin().ascii_serialization() == u.origin().ascii_serialization();
+                assert_eq!(same_origin(&site, &u), by_text, "{t} and {s}");
+            }
+        }
     }
 }
