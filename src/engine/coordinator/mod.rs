@@ -658,19 +658,31 @@ impl<F: Schedule> Coordinator<F> {
     fn admit(&mut self, mut url: Url, depth: u32, referrer: Option<u32>, hops: u8) {
         canonicalize(&mut url);
         let key = fingerprint(url.as_str());
+        self.admit_canonical(&url, key, depth, referrer, hops);
+    }
+
+    /// [`Coordinator::admit`] for a canonical URL and its fingerprint.
+    fn admit_canonical(
+        &mut self,
+        url: &Url,
+        key: u64,
+        depth: u32,
+        referrer: Option<u32>,
+        hops: u8,
+    ) {
         if let Some(id) = self.by_url.get(key) {
             self.rediscover(id, depth);
             return;
         }
         // Shared: it becomes a row here when this member pulls it (or is ignored, below).
-        if self.cluster.is_some() && self.admit_shared(&url, key, depth, referrer, hops) {
+        if self.cluster.is_some() && self.admit_shared(url, key, depth, referrer, hops) {
             return;
         }
         // Decided before the row is written, so that a new URL's row is written once.
         let verdict = if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
             Err(IgnoreReason::TooManyRedirects)
         } else {
-            (self.scope.check(&url, depth)).and_then(|()| self.placement(&url))
+            (self.scope.check(url, depth)).and_then(|()| self.placement(url))
         };
         let mut r = Resource::discovered(depth, referrer, hops);
         r.site = verdict.ok();
@@ -679,7 +691,7 @@ impl<F: Schedule> Coordinator<F> {
         self.by_url.insert(key, id);
         self.touch(id);
         match verdict {
-            Ok(site) => self.queue(id, site, &url, depth),
+            Ok(site) => self.queue(id, site, url, depth),
             Err(reason) => self.ignore(id, reason),
         }
     }
@@ -1321,10 +1333,20 @@ impl<F: Schedule> Coordinator<F> {
         self.resources.update(id, |r| r.reason = reason);
         self.mailto.extend(page.mailto);
         let depth = self.resources.depth(id) + 1;
-        for link in page.links {
-            if !link.nofollow {
-                self.admit(link.url, depth, Some(id), 0);
-            }
+        let links: Vec<(Url, u64)> = (page.links.into_iter())
+            .filter(|link| !link.nofollow)
+            .map(|link| {
+                let mut url = link.url;
+                canonicalize(&mut url);
+                let key = fingerprint(url.as_str());
+                (url, key)
+            })
+            .collect();
+        // A page's links are mostly new URLs, each one a miss in the exactly-once map: its
+        // memory is read for all of them at once before they are admitted one by one.
+        self.by_url.warm(links.iter().map(|&(_, key)| key));
+        for (url, key) in links {
+            self.admit_canonical(&url, key, depth, Some(id), 0);
         }
     }
 
