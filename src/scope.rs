@@ -6,7 +6,7 @@
 //! crawl and per site, redirects), but their reasons live in [`IgnoreReason`] so every
 //! "not fetched" is one type.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use regex::Regex;
@@ -73,9 +73,10 @@ pub const REPEATED_SEGMENT_LIMIT: usize = 3;
 #[derive(Debug, Clone)]
 pub struct ScopeRules {
     kind: ScopeKind,
-    /// One entry per seed, in the form `kind` compares: (scheme, host, port) for Origin,
-    /// the host for Host, the registrable domain for Domain.
-    origins: HashSet<(String, String, u16)>,
+    /// One entry per seed, in the form `kind` compares: host to its (scheme, port) pairs for
+    /// Origin (keyed by host so that a check looks up the URL's own text, no `String` built
+    /// per link), the host for Host, the registrable domain for Domain.
+    origins: HashMap<String, Vec<(String, u16)>>,
     hosts: HashSet<String>,
     domains: HashSet<String>,
     include: Vec<Regex>,
@@ -95,7 +96,7 @@ impl ScopeRules {
     ) -> Self {
         let mut rules = ScopeRules {
             kind,
-            origins: HashSet::new(),
+            origins: HashMap::new(),
             hosts: HashSet::new(),
             domains: HashSet::new(),
             include,
@@ -111,14 +112,17 @@ impl ScopeRules {
     pub fn widen(&mut self, seeds: &[Url]) {
         let rules = self;
         for seed in seeds.iter().filter(|s| is_http(s)) {
-            if let Some(origin) = origin_key(seed) {
-                rules.origins.insert(origin);
+            if let (Some(host), Some(port)) = (seed.host_str(), seed.port_or_known_default()) {
+                let pairs = rules.origins.entry(host.to_owned()).or_default();
+                if !pairs.iter().any(|(s, p)| s == seed.scheme() && *p == port) {
+                    pairs.push((seed.scheme().to_owned(), port));
+                }
             }
             if let Some(host) = seed.host_str() {
                 rules.hosts.insert(host.to_owned());
             }
             if let Some(domain) = domain_key(seed) {
-                rules.domains.insert(domain);
+                rules.domains.insert(domain.to_owned());
             }
         }
     }
@@ -162,9 +166,15 @@ impl ScopeRules {
 
     fn in_scope(&self, url: &Url) -> bool {
         match self.kind {
-            ScopeKind::Origin => origin_key(url).is_some_and(|o| self.origins.contains(&o)),
+            ScopeKind::Origin => {
+                let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+                    return false;
+                };
+                (self.origins.get(host))
+                    .is_some_and(|pairs| pairs.iter().any(|(s, p)| s == url.scheme() && *p == port))
+            }
             ScopeKind::Host => url.host_str().is_some_and(|h| self.hosts.contains(h)),
-            ScopeKind::Domain => domain_key(url).is_some_and(|d| self.domains.contains(&d)),
+            ScopeKind::Domain => domain_key(url).is_some_and(|d| self.domains.contains(d)),
             ScopeKind::Any => true,
         }
     }
@@ -174,48 +184,43 @@ fn is_http(url: &Url) -> bool {
     matches!(url.scheme(), "http" | "https")
 }
 
-fn origin_key(url: &Url) -> Option<(String, String, u16)> {
-    Some((
-        url.scheme().to_owned(),
-        url.host_str()?.to_owned(),
-        url.port_or_known_default()?,
-    ))
-}
-
 /// The registrable domain (eTLD+1) of a URL's host. IP addresses, `localhost` and names that
 /// are themselves public suffixes or single labels have none, so they stand for themselves.
-fn domain_key(url: &Url) -> Option<String> {
+fn domain_key(url: &Url) -> Option<&str> {
     match url.host()? {
         Host::Domain(name) => {
             let name = name.strip_suffix('.').unwrap_or(name);
             if name == "localhost" {
-                return Some(name.to_owned());
+                return Some(name);
             }
-            Some(psl::domain_str(name).unwrap_or(name).to_owned())
+            Some(psl::domain_str(name).unwrap_or(name))
         }
-        Host::Ipv4(_) | Host::Ipv6(_) => url.host_str().map(str::to_owned),
+        Host::Ipv4(_) | Host::Ipv6(_) => url.host_str(),
     }
 }
 
 /// Path segments, not counting the empty one after a trailing slash: `/a/b/` is two
 /// segments, like `/a/b`. Empty segments inside the path (`/a//b`) do count, so a path that
 /// grows by slashes is caught as a repeat.
-fn segments(url: &Url) -> Vec<&str> {
+fn segments(url: &Url) -> impl Iterator<Item = &str> {
     let path = url.path();
     let path = path.strip_prefix('/').unwrap_or(path);
     let path = path.strip_suffix('/').unwrap_or(path);
-    if path.is_empty() {
-        Vec::new()
-    } else {
-        path.split('/').collect()
-    }
+    path.split('/').filter(move |_| !path.is_empty())
 }
 
 fn check_traps(url: &Url) -> Result<(), IgnoreReason> {
-    let segments = segments(url);
-    if segments.len() > MAX_PATH_SEGMENTS {
-        return Err(IgnoreReason::PathTooDeep);
+    // On the stack: this runs for every link found.
+    let mut segments = [""; MAX_PATH_SEGMENTS];
+    let mut n = 0;
+    for segment in self::segments(url) {
+        let Some(slot) = segments.get_mut(n) else {
+            return Err(IgnoreReason::PathTooDeep);
+        };
+        *slot = segment;
+        n += 1;
     }
+    let segments = &segments[..n];
     // At most 16 segments here, so comparing pairs is cheaper than hashing.
     for (i, segment) in segments.iter().enumerate() {
         let count = 1 + segments[i + 1..].iter().filter(|s| *s == segment).count();
@@ -526,9 +531,11 @@ mod tests {
 
     #[test]
     fn root_path_has_no_segments() {
-        assert!(segments(&url("http://example.com/")).is_empty());
-        assert_eq!(segments(&url("http://example.com/a/b/")), ["a", "b"]);
-        assert_eq!(segments(&url("http://example.com/a//b")), ["a", "", "b"]);
+        let all = |s: &str| segments(&url(s)).map(str::to_owned).collect::<Vec<_>>();
+        assert!(all("http://example.com/").is_empty());
+        assert_eq!(all("http://example.com/a/b/"), ["a", "b"]);
+        assert_eq!(all("http://example.com/a//b"), ["a", "", "b"]);
+        assert!(all("http://example.com//").is_empty());
     }
 
     #[test]

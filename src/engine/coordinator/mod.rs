@@ -209,6 +209,8 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     live: publish::LiveSites,
     /// The shared crawl this member works on (`--cluster`), through its agent.
     cluster: Option<cluster::Link>,
+    /// The site [`Coordinator::site_for`] answered last.
+    last_site: Option<SiteId>,
 }
 
 /// Added to a fetch's patience (`--timeout-ms`) before its result counts as overdue.
@@ -279,6 +281,15 @@ impl ParseHook {
             assert!(!panic, "injected parser panic");
         }
     }
+}
+
+/// Whether `url` has the origin of `site` (a site's origin URL): for http(s), what comparing
+/// their `origin()`s says, without building either.
+fn same_origin(site: &Url, url: &Url) -> bool {
+    matches!(url.scheme(), "http" | "https")
+        && site.scheme() == url.scheme()
+        && site.host_str() == url.host_str()
+        && site.port_or_known_default() == url.port_or_known_default()
 }
 
 fn fingerprint(url: &str) -> u64 {
@@ -382,6 +393,7 @@ impl<F: Schedule> Coordinator<F> {
             resuming: None,
             live: publish::LiveSites::new(),
             cluster: None,
+            last_site: None,
             runs: checkpoint::Runs {
                 run: 1,
                 ..checkpoint::Runs::default()
@@ -620,6 +632,16 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     fn site_for(&mut self, url: &Url) -> SiteId {
+        // The links of one page mostly share its origin: the last site answers most of them
+        // without building the origin's text.
+        if let Some(site) = self.last_site
+            && self
+                .sites
+                .get(site.index())
+                .is_some_and(|s| same_origin(&s.origin, url))
+        {
+            return site;
+        }
         let origin = url.origin().ascii_serialization();
         let id = self.frontier.site(&origin);
         if id.index() == self.sites.len() {
@@ -628,6 +650,7 @@ impl<F: Schedule> Coordinator<F> {
             o.set_query(None);
             self.sites.push(Site::new(o, self.cfg.ignore_robots));
         }
+        self.last_site = Some(id);
         id
     }
 
@@ -635,28 +658,42 @@ impl<F: Schedule> Coordinator<F> {
     fn admit(&mut self, mut url: Url, depth: u32, referrer: Option<u32>, hops: u8) {
         canonicalize(&mut url);
         let key = fingerprint(url.as_str());
+        self.admit_canonical(&url, key, depth, referrer, hops);
+    }
+
+    /// [`Coordinator::admit`] for a canonical URL and its fingerprint.
+    fn admit_canonical(
+        &mut self,
+        url: &Url,
+        key: u64,
+        depth: u32,
+        referrer: Option<u32>,
+        hops: u8,
+    ) {
         if let Some(id) = self.by_url.get(key) {
             self.rediscover(id, depth);
             return;
         }
         // Shared: it becomes a row here when this member pulls it (or is ignored, below).
-        if self.cluster.is_some() && self.admit_shared(&url, key, depth, referrer, hops) {
+        if self.cluster.is_some() && self.admit_shared(url, key, depth, referrer, hops) {
             return;
         }
-        let r = Resource::discovered(depth, referrer, hops);
+        // Decided before the row is written, so that a new URL's row is written once.
+        let verdict = if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
+            Err(IgnoreReason::TooManyRedirects)
+        } else {
+            (self.scope.check(url, depth)).and_then(|()| self.placement(url))
+        };
+        let mut r = Resource::discovered(depth, referrer, hops);
+        r.site = verdict.ok();
         self.state_counts.add(&r);
         let id = self.resources.push(url.as_str(), &r);
         self.by_url.insert(key, id);
         self.touch(id);
-        if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
-            self.ignore(id, IgnoreReason::TooManyRedirects);
-            return;
+        match verdict {
+            Ok(site) => self.queue(id, site, url, depth),
+            Err(reason) => self.ignore(id, reason),
         }
-        if let Err(reason) = self.scope.check(&url, depth) {
-            self.ignore(id, reason);
-            return;
-        }
-        self.enqueue(id, &url);
     }
 
     /// A URL seen before, found again: a shorter path lowers its depth, and a URL cut as too
@@ -685,10 +722,24 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
+    /// Queues row `id` (written before) under the limits, or ignores it.
     fn enqueue(&mut self, id: u32, url: &Url) {
+        match self.placement(url) {
+            Ok(site) => {
+                let depth = self.resources.update(id, |r| {
+                    r.site = Some(site);
+                    r.depth
+                });
+                self.queue(id, site, url, depth);
+            }
+            Err(reason) => self.ignore(id, reason),
+        }
+    }
+
+    /// The site a URL in scope is queued under, or the limit that stops it.
+    fn placement(&mut self, url: &Url) -> Result<SiteId, IgnoreReason> {
         if self.cfg.max_pages.is_some_and(|max| self.admitted >= max) {
-            self.ignore(id, IgnoreReason::PageLimit);
-            return;
+            return Err(IgnoreReason::PageLimit);
         }
         let site = self.site_for(url);
         if self
@@ -696,15 +747,15 @@ impl<F: Schedule> Coordinator<F> {
             .max_pages_per_site
             .is_some_and(|max| self.sites[site.index()].admitted >= max)
         {
-            self.ignore(id, IgnoreReason::SitePageLimit);
-            return;
+            return Err(IgnoreReason::SitePageLimit);
         }
+        Ok(site)
+    }
+
+    /// Queues row `id`, whose row already names `site`.
+    fn queue(&mut self, id: u32, site: SiteId, url: &Url, depth: u32) {
         self.admitted += 1;
         self.sites[site.index()].admitted += 1;
-        let depth = self.resources.update(id, |r| {
-            r.site = Some(site);
-            r.depth
-        });
         let queued = Queued {
             id,
             url: url.as_str(),
@@ -1282,10 +1333,20 @@ impl<F: Schedule> Coordinator<F> {
         self.resources.update(id, |r| r.reason = reason);
         self.mailto.extend(page.mailto);
         let depth = self.resources.depth(id) + 1;
-        for link in page.links {
-            if !link.nofollow {
-                self.admit(link.url, depth, Some(id), 0);
-            }
+        let links: Vec<(Url, u64)> = (page.links.into_iter())
+            .filter(|link| !link.nofollow)
+            .map(|link| {
+                let mut url = link.url;
+                canonicalize(&mut url);
+                let key = fingerprint(url.as_str());
+                (url, key)
+            })
+            .collect();
+        // A page's links are mostly new URLs, each one a miss in the exactly-once map: its
+        // memory is read for all of them at once before they are admitted one by one.
+        self.by_url.warm(links.iter().map(|&(_, key)| key));
+        for (url, key) in links {
+            self.admit_canonical(&url, key, depth, Some(id), 0);
         }
     }
 
@@ -1503,5 +1564,53 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use url::Url;
+
+    use super::same_origin;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).expect("test URL parses")
+    }
+
+    /// The last-site shortcut answers exactly when the origins' texts are equal.
+    #[test]
+    fn same_origin_agrees_with_the_origins_text() {
+        let site = url("http://127.0.0.1:8001/");
+        let cases = [
+            "http://127.0.0.1:8001/a?b#c",
+            "http://user:pw@127.0.0.1:8001/x",
+            "http://127.0.0.1:8002/a",
+            "https://127.0.0.1:8001/a",
+            "http://127.0.0.2:8001/a",
+            "ftp://127.0.0.1:8001/a",
+            "http://example.com/",
+            "http://example.com:80/",
+            "https://example.com:443/",
+            "http://EXAMPLE.com/a",
+            "http://ex%41mple.com/a",
+            "http://xn--bcher-kva.example/",
+            "http://bücher.example/",
+            "http://[::1]:8001/",
+            "mailto:a@example.com",
+        ];
+        for s in cases {
+            let u = url(s);
+            let by_text = site.origin().ascii_serialization() == u.origin().ascii_serialization();
+            assert_eq!(same_origin(&site, &u), by_text, "{s}");
+            for t in cases {
+                let site = url(t);
+                if !matches!(site.scheme(), "http" | "https") {
+                    continue;
+                }
+                let by_text =
+                    site.origin().ascii_serialization() == u.origin().ascii_serialization();
+                assert_eq!(same_origin(&site, &u), by_text, "{t} and {s}");
+            }
+        }
     }
 }
