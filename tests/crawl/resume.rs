@@ -10,7 +10,7 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::serve::SlowPages;
 use crawltop::testweb::{GenOptions, SplitMix64, TestWeb};
 
-use crate::util::{PATIENCE, bin, read_stderr_until, read_warc, stats_after_a_failure_pause};
+use crate::util::{PATIENCE, bin, read_warc, stats_after_a_failure_pause, stop_when_paused};
 
 /// The crawl every run of a test makes: slow enough to be killed several times, with
 /// checkpoints often enough that each run leaves some progress behind.
@@ -526,19 +526,7 @@ async fn a_url_row_that_cannot_be_read_back_pauses_the_crawl_and_is_never_fetche
         .env(crawltop::engine::URL_CACHE_ENV, "0")
         .env(crawltop::engine::URL_READ_FAILS_ENV, "0")
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn");
-    let mut stderr = child.stderr.take().expect("stderr");
-    read_stderr_until(&mut stderr, |s| s.contains(" paused ")).await;
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .expect("exits")
-        .expect("status");
-    let mut rest = String::new();
-    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut rest)
-        .await
-        .expect("stderr");
+    let (status, rest) = stop_when_paused(cmd.spawn().expect("spawn")).await;
     // The URL list cannot be read back either: the export fails with the reason instead of
     // writing empty URLs.
     assert_eq!(status.code(), Some(2), "{rest}");

@@ -183,9 +183,19 @@ pub fn crawl_with_fault(
 /// A crawl that must pause on a store failure: waits for "paused" on its progress line, stops
 /// it with SIGTERM, checks it exits 1 (a failure is not a success), and returns its stats file.
 pub async fn stats_after_a_failure_pause(
-    mut child: tokio::process::Child,
+    child: tokio::process::Child,
     stats: &std::path::Path,
 ) -> serde_json::Value {
+    let (status, _) = stop_when_paused(child).await;
+    assert_eq!(status.code(), Some(1), "a store failure is not a success");
+    serde_json::from_str(&std::fs::read_to_string(stats).expect("stats")).expect("json")
+}
+
+/// Waits for "paused" on a crawl's progress line, stops it with SIGTERM, and returns how it
+/// exited and what it wrote to stderr after the pause.
+pub async fn stop_when_paused(
+    mut child: tokio::process::Child,
+) -> (std::process::ExitStatus, String) {
     let mut stderr = child.stderr.take().expect("stderr");
     read_stderr_until(&mut stderr, |s| s.contains(" paused ")).await;
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
@@ -194,6 +204,9 @@ pub async fn stats_after_a_failure_pause(
         .await
         .expect("exits")
         .expect("status");
-    assert_eq!(status.code(), Some(1), "a store failure is not a success");
-    serde_json::from_str(&std::fs::read_to_string(stats).expect("stats")).expect("json")
+    let mut rest = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut rest)
+        .await
+        .expect("stderr");
+    (status, rest)
 }
