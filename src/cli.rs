@@ -811,7 +811,7 @@ fn confirm_fresh(dir: &std::path::Path) -> anyhow::Result<bool> {
 
 /// `crawltop-stats-20261121-063000.json`: the stats file's name when none was given.
 pub fn default_stats_path() -> PathBuf {
-    let secs = std::time::SystemTime::now()
+    let secs = crate::clock::wall()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);

@@ -26,6 +26,7 @@
 pub mod backoff;
 pub mod canonical;
 pub mod cli;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod control;

@@ -129,6 +129,8 @@ pub(super) async fn route(h: &Hostile, uri: &hyper::Uri) -> Option<Reply> {
             );
         }
         "/retry/503.html" if h.refuse(path) => {
+            // The site's own clock, not a crawler's.
+            #[allow(clippy::disallowed_methods)]
             let when = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
             let mut reply = Reply::text(StatusCode::SERVICE_UNAVAILABLE, "come back later");
             if let Ok(v) = HeaderValue::from_str(&when) {

@@ -22,7 +22,13 @@ const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
 
 /// A member of crawl `id` on `nodes`: `--headless`, stats to `stats`, then `extra`.
 fn member(nodes: &[String], id: &str, stats: &Path, extra: &[&str]) -> Child {
+    member_skewed(nodes, id, stats, extra, 0)
+}
+
+/// [`member`] whose wall clock is `skew_ms` off (`crawltop::clock::OFFSET_ENV`).
+fn member_skewed(nodes: &[String], id: &str, stats: &Path, extra: &[&str], skew_ms: i64) -> Child {
     Command::new(bin())
+        .env(crawltop::clock::OFFSET_ENV, skew_ms.to_string())
         .arg("crawl")
         .args(["--cluster", &nodes.join(","), "--crawl-id", id])
         .args(["--headless", "--workers", "4", "--per-site", "1"])
@@ -339,6 +345,25 @@ async fn a_member_holding_every_site_gives_a_fair_share_to_one_that_joins() {
     if !redis_here("a_member_holding_every_site_gives_a_fair_share...") {
         return;
     }
+    fair_share("fair", [0, 0]).await;
+}
+
+/// Issue 13's bad input: members whose clocks are off by minutes, one ahead and one behind.
+/// Sites go from one to the other (the fair share), with their next contact times, and
+/// heartbeats decide who is gone: all on Redis's clock, so the crawl is as polite and as
+/// complete as with clocks that agree.
+#[tokio::test]
+async fn members_whose_clocks_are_ten_minutes_apart_share_sites_as_politely_and_lose_nothing() {
+    if !redis_here("members_whose_clocks_are_ten_minutes_apart...") {
+        return;
+    }
+    fair_share("skew", [300_000, -300_000]).await;
+}
+
+/// Member a (wall clock `skew_ms[0]` off) takes every site of six; member b (`skew_ms[1]`)
+/// joins and gets its share. Judged at the server: nothing twice, polite, every site of a,
+/// half of them b's.
+async fn fair_share(id: &str, skew_ms: [i64; 2]) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let cluster = three_masters(&tmp.path().join("redis"));
     let nodes = cluster.urls();
@@ -349,11 +374,12 @@ async fn a_member_holding_every_site_gives_a_fair_share_to_one_that_joins() {
         .expect("web");
     let seeds = seeds_file(&web, tmp.path());
     let (stats_a, stats_b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
-    let a = member(
+    let a = member_skewed(
         &nodes,
-        "fair",
+        id,
         &stats_a,
         &["--seeds-file", seeds.to_str().expect("utf8")],
+        skew_ms[0],
     );
     // Alone, member a takes every site with work: each one's robots.txt is asked.
     let sites = web.manifest().normal_sites().count();
@@ -367,7 +393,7 @@ async fn a_member_holding_every_site_gives_a_fair_share_to_one_that_joins() {
     .await
     .expect("member a crawls every site");
     let joined_at = web.log().records().len();
-    let b = member(&nodes, "fair", &stats_b, &[]);
+    let b = member_skewed(&nodes, id, &stats_b, &[], skew_ms[1]);
     ends_well(a, "member a").await;
     ends_well(b, "member b").await;
 

@@ -241,7 +241,7 @@ impl<F: Schedule> Coordinator<F> {
             refetched: 0,
             elapsed_before_s: engine.elapsed_s,
         };
-        let now_wall = SystemTime::now();
+        let now_wall = crate::clock::wall();
         let mut ids = Vec::with_capacity(sites.len());
         for row in &sites {
             let Ok(origin) = url::Url::parse(&row.origin) else {

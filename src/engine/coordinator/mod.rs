@@ -597,7 +597,7 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     fn start_wall(&self) -> SystemTime {
-        SystemTime::now() - self.now()
+        crate::clock::wall() - self.now()
     }
 
     fn warn(&mut self, message: String) {
@@ -1072,7 +1072,7 @@ impl<F: Schedule> Coordinator<F> {
         CommitItem {
             seq,
             url: url.clone(),
-            date: SystemTime::now() - f.elapsed,
+            date: crate::clock::wall() - f.elapsed,
             request: request.into_bytes(),
             status: f.status,
             headers: f.headers.clone(),
@@ -1145,7 +1145,7 @@ impl<F: Schedule> Coordinator<F> {
 
     fn on_robots(&mut self, site: SiteId, fetch: RobotsFetch, now: Duration) {
         self.touch_site(site);
-        let wall = SystemTime::now();
+        let wall = crate::clock::wall();
         let s = &mut self.sites[site.index()];
         let outcome = match fetch {
             RobotsFetch::Response {
@@ -1353,7 +1353,7 @@ impl<F: Schedule> Coordinator<F> {
     /// 429 or 503: the site backs off (Retry-After or exponential), the URL is tried again a
     /// bounded number of times.
     fn pushback(&mut self, id: u32, site: SiteId, f: &Fetched, now: Duration) {
-        let wall = SystemTime::now();
+        let wall = crate::clock::wall();
         let retry_after = f
             .retry_after
             .as_deref()
@@ -1448,7 +1448,12 @@ fn committer(cfg: &CrawlConfig, start: &Start) -> Result<Option<Committer>, Engi
         index_memory_mb: cfg.index_memory_mb,
         extract_out: cfg.extract_out.clone(),
     };
-    Ok(Some(Committer::start(dir, opts, SystemTime::now(), start)?))
+    Ok(Some(Committer::start(
+        dir,
+        opts,
+        crate::clock::wall(),
+        start,
+    )?))
 }
 
 fn parse_pool(cfg: &CrawlConfig) -> Result<Arc<ParsePool>, EngineError> {
