@@ -725,6 +725,101 @@ async fn a_pause_from_ctl_holds_every_member_and_a_resume_from_one_members_api_f
     drop(cluster);
 }
 
+/// Issue 13's bad input: a member killed while it holds the crawl-wide stop. The stop is an
+/// entry in the crawl's command log, not a lock: the member that gave it can die at once (its
+/// sites still leased, fetches under way) and the others still stop; a member that joins later
+/// is not stopped by it, takes the dead member's sites when their leases run out, and ends the
+/// crawl with nothing lost.
+#[tokio::test]
+async fn a_member_killed_right_after_it_gave_the_crawl_wide_stop_stops_the_others_and_loses_nothing()
+ {
+    if !redis_here("a_member_killed_right_after_it_gave_the_crawl_wide_stop...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(4, 40).seed(18).crawl_delay_s(0.03))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let (stats_a, stats_b, stats_c) = (
+        tmp.path().join("a.json"),
+        tmp.path().join("b.json"),
+        tmp.path().join("c.json"),
+    );
+    let base = ["--lease-ms", "1000", "--control", "127.0.0.1:0"];
+    let b = member(&nodes, "halt", &stats_b, &base);
+    let mut with_seeds = base.to_vec();
+    with_seeds.extend(["--seeds-file", seeds.to_str().expect("utf8")]);
+    let mut a = member(&nodes, "halt", &stats_a, &with_seeds);
+    let addr_a = control_addr(&mut a).await;
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 16))
+        .await
+        .expect("the members crawl");
+
+    let http = crate::util::client();
+    let stopped = http
+        .post(format!("http://{addr_a}/stop"))
+        .send()
+        .await
+        .expect("stop");
+    assert!(stopped.status().is_success());
+    // Killed the moment its stop is in the crawl's command log.
+    let port = nodes[0].rsplit(':').next().expect("port");
+    let in_log = async {
+        loop {
+            let out = std::process::Command::new("redis-cli")
+                .args(["-c", "-h", "127.0.0.1", "-p", port])
+                .args(["LRANGE", "ct:{halt}:commands", "0", "-1"])
+                .output()
+                .expect("redis-cli runs");
+            if String::from_utf8_lossy(&out.stdout).contains("stop") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    };
+    tokio::time::timeout(CRAWL_PATIENCE, in_log)
+        .await
+        .expect("the stop reaches the command log");
+    let a_pid = a.id().expect("pid");
+    a.kill().await.expect("SIGKILL");
+
+    // The other member stops at the dead one's word, and says whose it was.
+    ends_well(b, "member b").await;
+    let b = stats(&stats_b);
+    assert_eq!(b["totals"]["completed"], false, "b stopped before the end");
+    let stop = b["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .find(|c| c["command"] == "stop")
+        .cloned()
+        .unwrap_or_else(|| panic!("a stop in {}", b["commands"]));
+    assert_eq!(stop["source"], "cluster", "{stop}");
+    assert!(
+        stop["by"]
+            .as_str()
+            .is_some_and(|by| by.ends_with(&format!(":{a_pid} (api)"))),
+        "{stop}"
+    );
+
+    // A member that comes later finishes the crawl: the stop ended that run, not the crawl.
+    let before = web.log().records().len();
+    let c = member(&nodes, "halt", &stats_c, &["--lease-ms", "1000"]);
+    ends_well(c, "member c").await;
+    let records = web.log().records();
+    assert!(records.len() > before, "member c went on");
+    let repeats = covered(&web, &records);
+    // Repeats only of what member a had in flight or unstored when it was killed (4 workers
+    // each way), as for any killed member.
+    assert!(repeats <= 8, "{repeats} pages fetched twice");
+    polite(&web, &records, Duration::from_millis(20));
+    assert_eq!(stats(&stats_c)["totals"]["completed"], true);
+    drop(cluster);
+}
+
 /// Whether the node on `port` says the cluster is whole.
 fn cluster_ok(port: u16) -> bool {
     std::process::Command::new("redis-cli")
