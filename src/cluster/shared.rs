@@ -22,7 +22,7 @@
 //! scripts and their atomicity; it never decides what is in scope, never fetches, and never
 //! reads a member's clock for anything another member relies on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
@@ -252,9 +252,9 @@ const NOW_MS: &str = "
 struct Scripts {
     join: Script,
     push: Script,
+    push_done: Script,
     lease: Script,
     pull: Script,
-    done: Script,
     release: Script,
     heartbeat: Script,
     members: Script,
@@ -292,6 +292,29 @@ impl Scripts {
                 return added
                 ",
             ),
+            // KEYS: seen, q, lease, flight, pol. ARGV: member, ms to the next contact (or -1),
+            // the number of pushed entries n, then n (fingerprint, entry) pairs, then the ended
+            // entries. `push` then `done` in one atomic call: a site's own links are queued
+            // before the pages that led to them are finished, and on a replica in that order.
+            // Returns {added, ended (-1: the lease is not ours)}.
+            push_done: Script::new(&format!(
+                r"{NOW_MS}
+                local added = 0
+                local last = 3 + 2 * tonumber(ARGV[3])
+                for i = 4, last, 2 do
+                  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
+                    redis.call('RPUSH', KEYS[2], ARGV[i + 1])
+                    added = added + 1
+                  end
+                end
+                if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {{added, -1}} end
+                local next_in = tonumber(ARGV[2])
+                if next_in >= 0 then redis.call('HSET', KEYS[5], 'next_ms', ms + next_in) end
+                local n = 0
+                for i = last + 1, #ARGV do n = n + redis.call('SREM', KEYS[4], ARGV[i]) end
+                return {{added, n}}
+                "
+            )),
             // KEYS: lease, flight, q. ARGV: member, ms. Returns {0} held, {1, n} taken, {2} renewed.
             lease: Script::new(
                 r"
@@ -318,18 +341,6 @@ impl Scripts {
                 return got
                 ",
             ),
-            // KEYS: lease, flight, pol. ARGV: member, ms to the next contact (or -1: unchanged),
-            // entries. Only the holder finishes; the next contact travels with the site.
-            done: Script::new(&format!(
-                r"{NOW_MS}
-                if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-                local next_in = tonumber(ARGV[2])
-                if next_in >= 0 then redis.call('HSET', KEYS[3], 'next_ms', ms + next_in) end
-                local n = 0
-                for i = 3, #ARGV do n = n + redis.call('SREM', KEYS[2], ARGV[i]) end
-                return n
-                "
-            )),
             // KEYS: lease, flight, q. ARGV: member. Hands back what was pulled, then the lease.
             release: Script::new(
                 r"
@@ -386,6 +397,8 @@ impl Scripts {
 /// One member's connection to a shared crawl.
 pub struct SharedCrawl {
     conn: Conn,
+    /// The seed nodes given (for [`SharedCrawl::reconnect`]).
+    nodes: Vec<String>,
     crawl: CrawlId,
     member: String,
     lease_for: Duration,
@@ -435,40 +448,13 @@ impl SharedCrawl {
                 }
             })?;
         }
-        let unreachable = |reason: String| SharedError::Unreachable {
-            nodes: nodes.join(","),
-            reason,
-        };
-        let conn = match cluster_enabled(&nodes[0]).await {
-            Ok(true) => {
-                let client =
-                    redis::cluster::ClusterClient::builder(nodes.iter().map(String::as_str))
-                        .connection_timeout(PATIENCE)
-                        .response_timeout(PATIENCE)
-                        .build()?;
-                ConnKind::Cluster(
-                    client
-                        .get_async_connection()
-                        .await
-                        .map_err(|e| unreachable(e.to_string()))?,
-                )
-            }
-            Ok(false) => {
-                let client = redis::Client::open(nodes[0].as_str())?;
-                ConnKind::Single(
-                    client
-                        .get_multiplexed_async_connection()
-                        .await
-                        .map_err(|e| unreachable(e.to_string()))?,
-                )
-            }
-            Err(e) => return Err(unreachable(e.to_string())),
-        };
+        let conn = open(nodes).await?;
         let mut shared = SharedCrawl {
             conn: Conn {
                 kind: conn,
                 trips: 0,
             },
+            nodes: nodes.to_vec(),
             crawl,
             member: member.to_string(),
             lease_for,
@@ -480,8 +466,18 @@ impl SharedCrawl {
         shared.replicas = shared
             .count_replicas()
             .await
-            .map_err(|e| unreachable(e.to_string()))?;
+            .map_err(|e| SharedError::Unreachable {
+                nodes: nodes.join(","),
+                reason: e.to_string(),
+            })?;
         Ok(shared)
+    }
+
+    /// A new connection to the same Redis, whose tasks run on the current runtime (the
+    /// agent's own thread): what was sent on the old one is answered or dropped with it.
+    pub async fn reconnect(&mut self) -> Result<(), SharedError> {
+        self.conn.kind = open(&self.nodes).await?;
+        Ok(())
     }
 
     /// Replicas of the master with the fewest: `CLUSTER NODES` on a cluster, `INFO
@@ -631,13 +627,138 @@ impl SharedCrawl {
     /// [`SharedCrawl::push`] for several sites in one round trip (plus one the first time this
     /// member pushes to a site: the crawl's set of sites has it before its queue does).
     pub async fn push_many(&mut self, batch: &[(String, Vec<Entry>)]) -> Result<u64, SharedError> {
-        let batch: Vec<&(String, Vec<Entry>)> = batch.iter().filter(|b| !b.1.is_empty()).collect();
-        if batch.is_empty() {
+        let (added, _) = self.push_and_finish(batch, &[]).await?;
+        Ok(added)
+    }
+
+    /// A round's pushes and ends in as few round trips as their order allows: in effect
+    /// [`SharedCrawl::push_many`], then [`SharedCrawl::done`] for each site, so a page is never finished
+    /// while a URL it led to could be lost. A site's own links (entries whose referrer is a page
+    /// of that site, or that have none) go in one atomic script call with its ends: queued
+    /// first, on the master and on its replica alike. Links to another site go first, in calls
+    /// of their own (and, with replicas, to a replica) before any end. Returns how many pushed
+    /// entries were new, and whether each end's site was still this member's.
+    pub async fn push_and_finish(
+        &mut self,
+        pushes: &[(String, Vec<Entry>)],
+        dones: &[(String, Vec<Entry>, Option<Duration>)],
+    ) -> Result<(u64, Vec<bool>), SharedError> {
+        let pushes: Vec<&(String, Vec<Entry>)> =
+            pushes.iter().filter(|b| !b.1.is_empty()).collect();
+        self.note_sites(pushes.iter().map(|(site, _)| site.as_str()))
+            .await?;
+        // Sites some of whose links come from other sites' pages: alone, first.
+        let (first, own): (Vec<_>, Vec<_>) = pushes.into_iter().partition(|(site, entries)| {
+            entries
+                .iter()
+                .any(|e| e.referrer.as_deref().is_some_and(|r| !of_site(r, site)))
+        });
+        let mut added = self.push_across(&first).await?;
+        // Then each site's own links with its ends (or alone, as a site with no ends here).
+        let mut jobs: Vec<SiteRound<'_>> = dones
+            .iter()
+            .map(|(site, ended, next_in)| SiteRound {
+                site,
+                pushed: &[],
+                ended,
+                next_in: *next_in,
+            })
+            .collect();
+        let mut by_site: HashMap<&str, usize> = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, job)| (job.site, i))
+            .collect();
+        for (site, entries) in own {
+            if let Some(&i) = by_site.get(site.as_str()) {
+                jobs[i].pushed = entries;
+            } else {
+                by_site.insert(site, jobs.len());
+                jobs.push(SiteRound {
+                    site,
+                    pushed: entries,
+                    ended: &[],
+                    next_in: None,
+                });
+            }
+        }
+        let keys: Vec<[String; 5]> = jobs
+            .iter()
+            .map(|job| {
+                ["seen", "q", "lease", "flight", "pol"].map(|what| self.site_key(job.site, what))
+            })
+            .collect();
+        let (scripts, conn, member) = (&self.scripts, &mut self.conn, &self.member);
+        let calls: Vec<_> = jobs
+            .iter()
+            .zip(&keys)
+            .map(|(job, keys)| {
+                let mut call = scripts.push_done.prepare_invoke();
+                for key in keys {
+                    call.key(key);
+                }
+                let next_in = job
+                    .next_in
+                    .map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                call.arg(member).arg(next_in).arg(job.pushed.len());
+                push_args(&mut call, job.pushed);
+                for e in job.ended {
+                    call.arg(e.encode());
+                }
+                call
+            })
+            .collect();
+        let answers: Vec<(u64, i64)> = invoke_all(conn, &calls).await?;
+        added += answers.iter().map(|(n, _)| n).sum::<u64>();
+        if added > 0 && !self.started {
+            // After the queue has it: a crawl is never seen started with nothing queued.
+            let _: i64 = redis::cmd("HSETNX")
+                .arg(self.crawl_key("meta"))
+                .arg("started")
+                .arg(1)
+                .query_async(&mut self.conn)
+                .await?;
+            self.started = true;
+        }
+        let ours = answers[..dones.len()]
+            .iter()
+            .map(|(_, n)| *n >= 0)
+            .collect();
+        Ok((added, ours))
+    }
+
+    /// Pushes of sites some of whose links come from other sites' pages, before any end of the
+    /// round: with replicas, on one of them too. Returns how many entries were new.
+    async fn push_across(&mut self, first: &[&(String, Vec<Entry>)]) -> Result<u64, SharedError> {
+        if first.is_empty() {
             return Ok(0);
         }
-        let new: Vec<&str> = batch
+        let keys: Vec<[String; 2]> = first
             .iter()
-            .map(|(site, _)| site.as_str())
+            .map(|(site, _)| [self.site_key(site, "seen"), self.site_key(site, "q")])
+            .collect();
+        let (scripts, conn) = (&self.scripts, &mut self.conn);
+        let calls: Vec<_> = first
+            .iter()
+            .zip(&keys)
+            .map(|((_, entries), [seen, q])| {
+                let mut call = scripts.push.prepare_invoke();
+                call.key(seen).key(q);
+                push_args(&mut call, entries);
+                call
+            })
+            .collect();
+        let got: Vec<u64> = invoke_all(conn, &calls).await?;
+        self.replicated().await?;
+        Ok(got.iter().sum())
+    }
+
+    /// Adds the sites this member had not pushed to yet to the crawl's set of sites.
+    async fn note_sites<'a>(
+        &mut self,
+        sites: impl Iterator<Item = &'a str>,
+    ) -> Result<(), SharedError> {
+        let new: Vec<&str> = sites
             .filter(|site| !self.known_sites.contains(*site))
             .collect();
         if !new.is_empty() {
@@ -649,75 +770,7 @@ impl SharedCrawl {
             self.known_sites
                 .extend(new.iter().map(|s| (*s).to_string()));
         }
-        let keys: Vec<[String; 2]> = batch
-            .iter()
-            .map(|(site, _)| [self.site_key(site, "seen"), self.site_key(site, "q")])
-            .collect();
-        let (scripts, conn) = (&self.scripts, &mut self.conn);
-        let calls: Vec<redis::ScriptInvocation<'_>> = batch
-            .iter()
-            .zip(&keys)
-            .map(|((_, entries), [seen, q])| {
-                let mut call = scripts.push.prepare_invoke();
-                call.key(seen).key(q);
-                for e in entries {
-                    let fp = crate::frontier::fingerprint(&e.url).to_le_bytes();
-                    call.arg(&fp[..]).arg(e.encode());
-                }
-                call
-            })
-            .collect();
-        let added: Vec<u64> = invoke_all(conn, &calls).await?;
-        let added: u64 = added.iter().sum();
-        if added > 0 && !self.started {
-            // After the queue has it: a crawl is never seen started with nothing queued.
-            let _: i64 = redis::cmd("HSETNX")
-                .arg(self.crawl_key("meta"))
-                .arg("started")
-                .arg(1)
-                .query_async(&mut self.conn)
-                .await?;
-            self.started = true;
-        }
-        Ok(added)
-    }
-
-    /// [`SharedCrawl::done`] for several sites in one round trip: whether each lease was ours.
-    pub async fn done_many(
-        &mut self,
-        batch: &[(String, Vec<Entry>, Option<Duration>)],
-    ) -> Result<Vec<bool>, SharedError> {
-        if batch.is_empty() {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<[String; 3]> = batch
-            .iter()
-            .map(|(site, _, _)| {
-                [
-                    self.site_key(site, "lease"),
-                    self.site_key(site, "flight"),
-                    self.site_key(site, "pol"),
-                ]
-            })
-            .collect();
-        let (scripts, conn, member) = (&self.scripts, &mut self.conn, &self.member);
-        let calls: Vec<redis::ScriptInvocation<'_>> =
-            batch
-                .iter()
-                .zip(&keys)
-                .map(|((_, entries, next_in), [lease, flight, pol])| {
-                    let mut call = scripts.done.prepare_invoke();
-                    call.key(lease).key(flight).key(pol).arg(member).arg(
-                        next_in.map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-                    );
-                    for e in entries {
-                        call.arg(e.encode());
-                    }
-                    call
-                })
-                .collect();
-        let answers: Vec<i64> = invoke_all(conn, &calls).await?;
-        Ok(answers.iter().map(|n| *n >= 0).collect())
+        Ok(())
     }
 
     /// Takes (or renews) the lease of `site` for `--lease-ms`.
@@ -766,8 +819,8 @@ impl SharedCrawl {
         entries: &[Entry],
         next_in: Option<Duration>,
     ) -> Result<bool, SharedError> {
-        let ours = self
-            .done_many(&[(site.to_string(), entries.to_vec(), next_in)])
+        let (_, ours) = self
+            .push_and_finish(&[], &[(site.to_string(), entries.to_vec(), next_in)])
             .await?;
         Ok(ours.first().copied().unwrap_or(false))
     }
@@ -1011,6 +1064,29 @@ impl SharedCrawl {
     }
 }
 
+/// One site's part of a round: its own links to queue, then its ends.
+struct SiteRound<'a> {
+    site: &'a str,
+    pushed: &'a [Entry],
+    ended: &'a [Entry],
+    next_in: Option<Duration>,
+}
+
+/// A push's arguments: each entry's fingerprint (the seen set's member) and the entry.
+fn push_args(call: &mut redis::ScriptInvocation<'_>, entries: &[Entry]) {
+    for e in entries {
+        let fp = crate::frontier::fingerprint(&e.url).to_le_bytes();
+        call.arg(&fp[..]).arg(e.encode());
+    }
+}
+
+/// Whether `url` is on `site` (an origin, as the sites' keys have it): a different origin
+/// that merely starts the same (`http://a.test:8080` against `http://a.test`) is not.
+fn of_site(url: &str, site: &str) -> bool {
+    url.strip_prefix(site)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// Sends script calls all at once (each on its site's slot; they travel together and are
 /// answered together) and returns the answers in order.
 async fn invoke_all<T: redis::FromRedisValue + Send>(
@@ -1025,7 +1101,6 @@ async fn invoke_all<T: redis::FromRedisValue + Send>(
     Ok(futures::future::try_join_all(sent).await?)
 }
 
-/// Whether the server at `url` runs in cluster mode (`INFO cluster`).
 /// The fewest live replicas any master with slots has, from `CLUSTER NODES`' lines (`id addr
 /// flags master-id ping pong epoch link slot...`).
 fn fewest_replicas(nodes: &str) -> usize {
@@ -1047,6 +1122,43 @@ fn fewest_replicas(nodes: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// A connection to the Redis at `nodes`: a cluster client when the first node runs in
+/// cluster mode, a plain connection to it otherwise.
+async fn open(nodes: &[String]) -> Result<ConnKind, SharedError> {
+    let unreachable = |reason: String| SharedError::Unreachable {
+        nodes: nodes.join(","),
+        reason,
+    };
+    let Some(first) = nodes.first() else {
+        return Err(SharedError::NoNodes);
+    };
+    Ok(match cluster_enabled(first).await {
+        Ok(true) => {
+            let client = redis::cluster::ClusterClient::builder(nodes.iter().map(String::as_str))
+                .connection_timeout(PATIENCE)
+                .response_timeout(PATIENCE)
+                .build()?;
+            ConnKind::Cluster(
+                client
+                    .get_async_connection()
+                    .await
+                    .map_err(|e| unreachable(e.to_string()))?,
+            )
+        }
+        Ok(false) => {
+            let client = redis::Client::open(first.as_str())?;
+            ConnKind::Single(
+                client
+                    .get_multiplexed_async_connection()
+                    .await
+                    .map_err(|e| unreachable(e.to_string()))?,
+            )
+        }
+        Err(e) => return Err(unreachable(e.to_string())),
+    })
+}
+
+/// Whether the server at `url` runs in cluster mode (`INFO cluster`).
 async fn cluster_enabled(url: &str) -> redis::RedisResult<bool> {
     let client = redis::Client::open(url)?;
     let mut conn = tokio::time::timeout(PATIENCE, client.get_multiplexed_async_connection())
@@ -1095,6 +1207,27 @@ r3 127.0.0.1:7005@17005 slave a3 0 0 3 connected
         assert_eq!(fewest_replicas(&failed), 0);
         assert_eq!(fewest_replicas("x 1:1@1 master - 0 0 1 connected\n"), 0);
         assert_eq!(fewest_replicas(""), 0);
+    }
+
+    #[test]
+    fn a_referrer_is_of_a_site_only_on_its_very_origin() {
+        let site = "http://127.0.0.1:8080";
+        for on in [
+            "http://127.0.0.1:8080",
+            "http://127.0.0.1:8080/",
+            "http://127.0.0.1:8080/a?b",
+        ] {
+            assert!(of_site(on, site), "{on}");
+        }
+        for off in [
+            "http://127.0.0.1:80801/",
+            "http://127.0.0.1:8080.evil/",
+            "https://127.0.0.1:8080/",
+            "http://127.0.0.1/",
+            "http://user@127.0.0.1:8080/",
+        ] {
+            assert!(!of_site(off, site), "{off}");
+        }
     }
 
     #[test]

@@ -801,7 +801,7 @@ mod agents {
             }
             tokio::task::yield_now().await;
         }
-        dead.task.abort();
+        dead.kill.abort();
         let _ = dead.task.await;
 
         let mut heir = agent::spawn(joined(&urls, "g2", "heir", 5_000).await, config(5_000));
