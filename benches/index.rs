@@ -78,6 +78,7 @@ fn hostile(kind: &str, memory_mb: usize) {
             url: "http://127.0.0.1:8000/hostile",
             title: kind,
             text: &text,
+            committed_ms: 1,
         })
         .expect("add");
     writer.commit().expect("commit");
@@ -142,6 +143,7 @@ fn main() {
                 url: &url,
                 title: "a page",
                 text: &text,
+                committed_ms: seq,
             })
             .expect("add");
         // The committer commits about once a second; here every 10,000 pages.

@@ -479,6 +479,7 @@ mod tests {
                     url: &format!("http://127.0.0.1:8000/{i}.html"),
                     title: "A page",
                     text,
+                    committed_ms: i as u64,
                 })
                 .expect("add");
         }
@@ -523,6 +524,7 @@ mod tests {
                 url: "http://127.0.0.1:8000/5.html",
                 title: "Down the Rabbit-Hole",
                 text: "Alice\nthe White Rabbit ran by",
+                committed_ms: 5,
             })
             .expect("add");
         writer.commit().expect("commit");

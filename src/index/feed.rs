@@ -188,6 +188,7 @@ mod tests {
                 "rabbit number {seq}\nwhite rabbit {}",
                 "hole ".repeat(seq as usize % 7)
             ),
+            committed_ms: 1_700_000_000_000 + seq,
         }
     }
 

@@ -16,7 +16,12 @@
 //! - `wc` covers the page text only (the title is kept apart): bytes are UTF-8 bytes, lines are
 //!   `str::lines` (a final line without `\n` counts, an empty text has none).
 //! - Ties: `maxcount`/`mincount` pick the lowest seq (the page committed first); `search` orders
-//!   by BM25 score, then by lowest seq.
+//!   by BM25 score, then by lowest seq. Over several crawls' folders ([`Crawls`]) a seq orders
+//!   nothing, so each page also carries its commit time (`committed_ms`, a fast field the
+//!   committer stamps with its wall clock; the index itself reads no clock): equal scores and
+//!   counts go to the earlier commit time, then to the folder named first, then to the lower
+//!   seq. An index written before the field existed opens as it is (read and resumed without
+//!   it); its pages count as committed after every stamped page.
 //! - Resume: the highest seq in the committed index is read back on open; `add` refuses any seq
 //!   at or below it, so re-feeding pages from the store never duplicates. Uncommitted pages are
 //!   lost in a crash, which is why the committer re-feeds everything above that mark.
@@ -86,6 +91,7 @@ const TEXT_FIELD: &str = "text";
 const BYTES: &str = "bytes";
 const LINES: &str = "lines";
 const WORDS: &str = "words";
+const COMMITTED_MS: &str = "committed_ms";
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -136,6 +142,9 @@ pub struct IndexedPage<'a> {
     pub title: &'a str,
     /// Visible text, one line per block element, lines separated by `\n`.
     pub text: &'a str,
+    /// When the committer took the page, in milliseconds since the Unix epoch by its wall
+    /// clock: the tie-breaker across several crawls' folders ([`Crawls`]).
+    pub committed_ms: u64,
 }
 
 /// What [`IndexWriter::add`] did with a page.
@@ -182,6 +191,7 @@ pub struct OwnedPage {
     pub url: String,
     pub title: String,
     pub text: String,
+    pub committed_ms: u64,
 }
 
 impl OwnedPage {
@@ -191,6 +201,7 @@ impl OwnedPage {
             url: &self.url,
             title: &self.title,
             text: &self.text,
+            committed_ms: self.committed_ms,
         }
     }
 }
@@ -230,8 +241,11 @@ pub struct WordCount {
 
 /// Several crawls' indexes read as one crawl: the folders of a shared crawl's members
 /// (`search|maxcount|mincount|wc DIR [DIR...]`). One ranking: every index is scored with the
-/// BM25 statistics of all of them together. Equal scores and equal counts go to the crawl
-/// named first, then to its lower seq (a seq orders one crawl's commits, not several's).
+/// BM25 statistics of all of them together. Equal scores and equal counts go to the page
+/// committed earlier (its `committed_ms`; a page of an index older than that field counts as
+/// committed after every stamped one), then to the crawl named first, then to the lower seq
+/// (a seq orders one crawl's commits, not several's). Commit times are each member's wall
+/// clock: members whose clocks disagree break ties by their clocks, as they read.
 pub struct Crawls {
     readers: Vec<IndexReader>,
 }
@@ -252,8 +266,61 @@ pub struct CrawlCount {
     pub count: Count,
 }
 
-/// A page in a ranking: its score, its seq and where its document is.
-type Ranked = (Score, u64, DocAddress);
+/// A page in a ranking: its score, its tie key and where its document is.
+type Ranked = (Score, TieKey, DocAddress);
+
+/// How one index breaks ties between pages of equal score or count, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tie {
+    /// The lower seq: one crawl's commit order.
+    Seq,
+    /// The earlier commit time, then the lower seq: comparable across crawls.
+    CommitTime,
+}
+
+/// A page's place among equals: (commit time, seq), the time 0 under [`Tie::Seq`] and
+/// `u64::MAX` for a page without one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct TieKey {
+    committed_ms: u64,
+    seq: u64,
+}
+
+impl TieKey {
+    /// The tie key of `doc` in a segment whose fast fields are `keys`.
+    fn of(keys: &TieColumns, doc: DocId) -> TieKey {
+        TieKey {
+            committed_ms: match &keys.committed {
+                None => 0,
+                Some(None) => u64::MAX,
+                Some(Some(c)) => c.first(doc).unwrap_or(u64::MAX),
+            },
+            // A page without a seq cannot exist (add always sets it); rank it last.
+            seq: keys
+                .seq
+                .as_ref()
+                .and_then(|c| c.first(doc))
+                .unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// The fast fields a segment's tie keys are read from: `committed` is `None` under
+/// [`Tie::Seq`], `Some(None)` for an index without commit times.
+struct TieColumns {
+    seq: Option<tantivy::columnar::Column<u64>>,
+    committed: Option<Option<tantivy::columnar::Column<u64>>>,
+}
+
+impl TieColumns {
+    fn of(segment: &SegmentReader, tie: Tie) -> TieColumns {
+        let fast = segment.fast_fields();
+        TieColumns {
+            seq: fast.u64(SEQ).ok(),
+            committed: (tie == Tie::CommitTime).then(|| fast.u64(COMMITTED_MS).ok()),
+        }
+    }
+}
 
 /// BM25 statistics of several indexes summed: scores comparable across them.
 struct Together(Vec<tantivy::Searcher>);
@@ -295,20 +362,23 @@ impl Crawls {
         let mut total = 0;
         let mut all = Vec::new();
         for (crawl, r) in self.readers.iter().enumerate() {
-            let (n, top) = r.top(parsed.as_ref(), limit, &together)?;
+            let (n, top) = r.top(parsed.as_ref(), limit, &together, Tie::CommitTime)?;
             total += n;
             all.extend(top.into_iter().map(|t| (crawl, t)));
         }
-        all.sort_by(|(ca, (sa, qa, _)), (cb, (sb, qb, _))| {
-            sb.total_cmp(sa).then(ca.cmp(cb)).then(qa.cmp(qb))
+        all.sort_by(|(ca, (sa, ka, _)), (cb, (sb, kb, _))| {
+            sb.total_cmp(sa)
+                .then(ka.committed_ms.cmp(&kb.committed_ms))
+                .then(ca.cmp(cb))
+                .then(ka.seq.cmp(&kb.seq))
         });
         all.truncate(limit);
         let hits = all
             .into_iter()
-            .map(|(crawl, (score, seq, address))| {
+            .map(|(crawl, (score, key, address))| {
                 let searcher = &together.0[crawl];
                 let hit =
-                    self.readers[crawl].hit(parsed.as_ref(), searcher, score, seq, address)?;
+                    self.readers[crawl].hit(parsed.as_ref(), searcher, score, key.seq, address)?;
                 Ok(CrawlHit { crawl, hit })
             })
             .collect::<Result<_, IndexError>>()?;
@@ -326,21 +396,27 @@ impl Crawls {
     }
 
     fn extreme(&self, word: &str, extreme: Extreme) -> Result<Option<CrawlCount>, IndexError> {
-        let mut best: Option<CrawlCount> = None;
+        let mut best: Option<(CrawlCount, u64)> = None;
         for (crawl, r) in self.readers.iter().enumerate() {
-            let Some(count) = r.extreme_count(word, extreme)? else {
+            let Some((count, key)) = r.extreme_keyed(word, extreme, Tie::CommitTime)? else {
                 continue;
             };
-            let better = best.as_ref().is_none_or(|b| match extreme {
-                // Strictly better only: equal counts stay with the crawl named first.
-                Extreme::Most => count.count > b.count.count,
-                Extreme::Least => count.count < b.count.count,
+            let better = best.as_ref().is_none_or(|(b, b_ms)| {
+                let c = count.count.cmp(&b.count.count);
+                let c = if extreme == Extreme::Most {
+                    c
+                } else {
+                    c.reverse()
+                };
+                // Equal counts: the earlier commit; at the same time, the crawl named first
+                // (it came first in this loop: strictly earlier only).
+                c.then(b_ms.cmp(&key.committed_ms)).is_gt()
             });
             if better {
-                best = Some(CrawlCount { crawl, count });
+                best = Some((CrawlCount { crawl, count }, key.committed_ms));
             }
         }
-        Ok(best)
+        Ok(best.map(|(count, _)| count))
     }
 
     /// Pages, bytes, words and lines of all the crawls together.
@@ -365,13 +441,13 @@ enum Extreme {
 }
 
 impl Extreme {
-    /// Whether `(count, seq)` beats the current best; equal counts go to the lower seq.
-    fn beats(self, count: u32, seq: u64, best: (u32, u64)) -> bool {
+    /// Whether `(count, key)` beats the current best; equal counts go to the lower key.
+    fn beats(self, count: u32, key: TieKey, best: (u32, TieKey)) -> bool {
         let better_count = match self {
             Extreme::Most => count > best.0,
             Extreme::Least => count < best.0,
         };
-        better_count || (count == best.0 && seq < best.1)
+        better_count || (count == best.0 && key < best.1)
     }
 }
 
@@ -384,9 +460,17 @@ struct Fields {
     bytes: Field,
     lines: Field,
     words: Field,
+    /// `None` in an index written before commit times were stamped.
+    committed: Option<Field>,
 }
 
 fn schema() -> (Schema, Fields) {
+    schema_with(true)
+}
+
+/// The schema, with or without the `committed_ms` field (added last, so every other field keeps
+/// its id and an older index reads as the same schema without it).
+fn schema_with(commit_time: bool) -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let fields = Fields {
         seq: builder.add_u64_field(SEQ, INDEXED | FAST | STORED),
@@ -397,6 +481,7 @@ fn schema() -> (Schema, Fields) {
         bytes: builder.add_u64_field(BYTES, FAST),
         lines: builder.add_u64_field(LINES, FAST),
         words: builder.add_u64_field(WORDS, FAST),
+        committed: commit_time.then(|| builder.add_u64_field(COMMITTED_MS, FAST)),
     };
     (builder.build(), fields)
 }
@@ -429,9 +514,15 @@ fn open_index(dir: &Path, create: bool) -> Result<(Index, Fields), IndexError> {
         return Ok((index, fields));
     }
     let index = Index::open(directory)?;
-    if index.schema() != schema {
-        return Err(IndexError::ForeignIndex(dir.to_path_buf()));
-    }
+    let fields = if index.schema() == schema {
+        fields
+    } else {
+        let (older, older_fields) = schema_with(false);
+        if index.schema() != older {
+            return Err(IndexError::ForeignIndex(dir.to_path_buf()));
+        }
+        older_fields
+    };
     register_words(&index);
     Ok((index, fields))
 }
@@ -689,6 +780,9 @@ impl IndexWriter {
         doc.add_u64(f.bytes, counts.bytes);
         doc.add_u64(f.lines, counts.lines);
         doc.add_u64(f.words, counts.words);
+        if let Some(committed) = f.committed {
+            doc.add_u64(committed, page.committed_ms);
+        }
         let ticket = self
             .in_flight
             .take(page.url.len() + page.title.len() + text.len());
@@ -790,10 +884,12 @@ impl IndexReader {
         // rather than guessed around.
         let parsed = self.parse(query)?;
         let searcher = self.reader.searcher();
-        let (total, top) = self.top(parsed.as_ref(), limit, &searcher)?;
+        let (total, top) = self.top(parsed.as_ref(), limit, &searcher, Tie::Seq)?;
         let hits = top
             .into_iter()
-            .map(|(score, seq, address)| self.hit(parsed.as_ref(), &searcher, score, seq, address))
+            .map(|(score, key, address)| {
+                self.hit(parsed.as_ref(), &searcher, score, key.seq, address)
+            })
             .collect::<Result<_, IndexError>>()?;
         Ok(SearchResults { total, hits })
     }
@@ -811,13 +907,15 @@ impl IndexReader {
         Ok(parsed)
     }
 
-    /// How many pages match and the best `limit`, as (score, seq, address), scored with the
-    /// BM25 statistics of `stats` (this index's searcher, or several crawls' together).
+    /// How many pages match and the best `limit`, as (score, tie key, address), scored with
+    /// the BM25 statistics of `stats` (this index's searcher, or several crawls' together),
+    /// equal scores by `tie`.
     fn top(
         &self,
         query: &dyn Query,
         limit: usize,
         stats: &dyn tantivy::query::Bm25StatisticsProvider,
+        tie: Tie,
     ) -> Result<(usize, Vec<Ranked>), IndexError> {
         let searcher = self.reader.searcher();
         if limit == 0 {
@@ -826,13 +924,9 @@ impl IndexReader {
                 Vec::new(),
             ));
         }
-        let collector = TopDocs::with_limit(limit).tweak_score(|segment: &SegmentReader| {
-            let seqs = segment.fast_fields().u64(SEQ).ok();
-            move |doc: DocId, score: Score| {
-                // A page without a seq cannot exist (add always sets it); rank it last.
-                let seq = seqs.as_ref().and_then(|c| c.first(doc)).unwrap_or(u64::MAX);
-                (score, Reverse(seq))
-            }
+        let collector = TopDocs::with_limit(limit).tweak_score(move |segment: &SegmentReader| {
+            let keys = TieColumns::of(segment, tie);
+            move |doc: DocId, score: Score| (score, Reverse(TieKey::of(&keys, doc)))
         });
         let (total, top) = searcher.search_with_statistics_provider(
             query,
@@ -841,7 +935,7 @@ impl IndexReader {
         )?;
         let top = top
             .into_iter()
-            .map(|((score, Reverse(seq)), address)| (score, seq, address))
+            .map(|((score, Reverse(key)), address)| (score, key, address))
             .collect();
         Ok((total, top))
     }
@@ -900,6 +994,18 @@ impl IndexReader {
     }
 
     fn extreme_count(&self, word: &str, extreme: Extreme) -> Result<Option<Count>, IndexError> {
+        Ok(self
+            .extreme_keyed(word, extreme, Tie::Seq)?
+            .map(|(count, _)| count))
+    }
+
+    /// The page where `word` occurs most or least, equal counts by `tie`, with its tie key.
+    fn extreme_keyed(
+        &self,
+        word: &str,
+        extreme: Extreme,
+        tie: Tie,
+    ) -> Result<Option<(Count, TieKey)>, IndexError> {
         check_query(word)?;
         let mut analyzer = analyzer(&self.index, self.fields)?;
         let token = match tokens(&mut analyzer, word).as_slice() {
@@ -913,7 +1019,7 @@ impl IndexReader {
         };
         let term = Term::from_field_text(self.fields.text, &token);
         let searcher = self.reader.searcher();
-        let mut best: Option<(u32, u64, DocAddress)> = None;
+        let mut best: Option<(u32, TieKey, DocAddress)> = None;
         for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
             let inverted = segment.inverted_index(self.fields.text)?;
             let Some(mut postings) = inverted
@@ -922,29 +1028,30 @@ impl IndexReader {
             else {
                 continue;
             };
-            let seqs = segment.fast_fields().u64(SEQ)?;
+            let keys = TieColumns::of(segment, tie);
             let alive = segment.alive_bitset();
             let mut doc = postings.doc();
             while doc != TERMINATED {
                 if alive.is_none_or(|bits| bits.is_alive(doc)) {
                     let count = postings.term_freq();
-                    let seq = seqs.first(doc).unwrap_or(u64::MAX);
-                    if best.is_none_or(|(c, s, _)| extreme.beats(count, seq, (c, s))) {
-                        best = Some((count, seq, DocAddress::new(ordinal as u32, doc)));
+                    let key = TieKey::of(&keys, doc);
+                    if best.is_none_or(|(c, k, _)| extreme.beats(count, key, (c, k))) {
+                        best = Some((count, key, DocAddress::new(ordinal as u32, doc)));
                     }
                 }
                 doc = postings.advance();
             }
         }
-        let Some((count, seq, address)) = best else {
+        let Some((count, key, address)) = best else {
             return Ok(None);
         };
         let doc: TantivyDocument = searcher.doc(address)?;
-        Ok(Some(Count {
-            seq,
+        let count = Count {
+            seq: key.seq,
             url: stored_str(&doc, self.fields.url).to_owned(),
             count: u64::from(count),
-        }))
+        };
+        Ok(Some((count, key)))
     }
 
     /// The lowercased words of the query on the text field; an error when the query has no
@@ -1059,6 +1166,8 @@ mod tests {
                 url: &self.url,
                 title: &self.title,
                 text: &self.text,
+                // One crawl commits in seq order.
+                committed_ms: 1_700_000_000_000 + self.seq,
             }
         }
     }
@@ -1859,5 +1968,104 @@ mod tests {
         assert!(matches!(err, IndexError::ForeignIndex(_)), "{err}");
         let err = IndexWriter::open(dir.path()).err().expect("foreign");
         assert!(matches!(err, IndexError::ForeignIndex(_)), "{err}");
+    }
+
+    /// A crawl folder whose index holds `pages` as (seq, text, commit time), all of them with the
+    /// title "t"; `stamped: false` makes the index as crawltop wrote it before commit times.
+    fn crawl_folder(root: &Path, name: &str, stamped: bool, pages: &[(u64, &str, u64)]) -> PathBuf {
+        let folder = root.join(name);
+        let dir = folder.join("index");
+        if !stamped {
+            std::fs::create_dir_all(&dir).expect("index dir");
+            Index::create_in_dir(&dir, schema_with(false).0).expect("an index of the old format");
+        }
+        let mut writer = IndexWriter::open(&dir).expect("open writer");
+        for &(seq, text, committed_ms) in pages {
+            let url = format!("http://127.0.0.1:8000/{seq}");
+            let page = IndexedPage {
+                seq,
+                url: &url,
+                title: "t",
+                text,
+                committed_ms,
+            };
+            assert!(writer.add(&page).expect("add").is_added());
+        }
+        writer.commit().expect("commit");
+        writer.close().expect("close");
+        folder
+    }
+
+    /// Which crawl answers `maxcount`, `mincount` and the top hit of `search` for `rabbit`.
+    fn winners(folders: &[PathBuf]) -> (usize, usize, usize) {
+        let crawls = Crawls::open(folders).expect("open");
+        let most = crawls.max_count("rabbit").expect("max").expect("found");
+        let least = crawls.min_count("rabbit").expect("min").expect("found");
+        let (_, hits) = crawls.search("rabbit", 10).expect("search");
+        (most.crawl, least.crawl, hits[0].crawl)
+    }
+
+    #[test]
+    fn across_crawls_equal_scores_and_counts_go_to_the_earlier_commit_then_the_folder_named_first()
+    {
+        let root = tempfile::tempdir().expect("tempdir");
+        let same = [(1, "white rabbit", 0), (2, "rabbit rabbit hole", 0)];
+        let at = |ms: u64| same.map(|(seq, text, _)| (seq, text, ms + seq));
+        let early = crawl_folder(root.path(), "early", true, &at(1_000));
+        let late = crawl_folder(root.path(), "late", true, &at(2_000));
+        assert_eq!(winners(&[early.clone(), late.clone()]), (0, 0, 0));
+        assert_eq!(winners(&[late.clone(), early.clone()]), (1, 1, 1));
+        // The same commit times: the folder named first.
+        let twin = crawl_folder(root.path(), "twin", true, &at(1_000));
+        assert_eq!(winners(&[early.clone(), twin.clone()]), (0, 0, 0));
+        assert_eq!(winners(&[twin, early.clone()]), (0, 0, 0));
+        // A higher seq committed earlier (another member's crawl) still wins on time.
+        let other = crawl_folder(
+            root.path(),
+            "other",
+            true,
+            &[(70, "white rabbit", 500), (71, "rabbit rabbit hole", 501)],
+        );
+        assert_eq!(winners(&[early, other]), (1, 1, 1));
+    }
+
+    #[test]
+    fn an_index_without_commit_times_opens_and_resumes_and_its_pages_tie_after_stamped_ones() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let same = [(1, "white rabbit", 5), (2, "rabbit rabbit hole", 6)];
+        let old = crawl_folder(root.path(), "old", false, &same);
+        // Resumed by today's writer: it adds pages to the old format, which it keeps.
+        let mut writer = IndexWriter::open(&old.join("index")).expect("resume the old index");
+        let page = IndexedPage {
+            seq: 3,
+            url: "http://127.0.0.1:8000/3",
+            title: "t",
+            text: "the end",
+            committed_ms: 7,
+        };
+        assert!(writer.add(&page).expect("add").is_added());
+        writer.commit().expect("commit");
+        writer.close().expect("close");
+        let reader = IndexReader::open(&old.join("index")).expect("reads the old index");
+        assert_eq!(reader.pages(), 3);
+        assert_eq!(reader.search("end", 10).expect("search")[0].seq, 3);
+        assert!(reader.fields.committed.is_none(), "the old format stays");
+
+        // Against a stamped crawl committed at any time, the stamped pages win the ties...
+        let new = crawl_folder(
+            root.path(),
+            "new",
+            true,
+            &[
+                (1, "white rabbit", u64::MAX - 1),
+                (2, "rabbit rabbit hole", u64::MAX - 1),
+            ],
+        );
+        assert_eq!(winners(&[old.clone(), new.clone()]), (1, 1, 1));
+        assert_eq!(winners(&[new, old.clone()]), (0, 0, 0));
+        // ...and between two old ones, the folder named first, as before.
+        let old2 = crawl_folder(root.path(), "old2", false, &same);
+        assert_eq!(winners(&[old.clone(), old2.clone()]), (0, 0, 0));
+        assert_eq!(winners(&[old2, old]), (0, 0, 0));
     }
 }

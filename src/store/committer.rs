@@ -593,6 +593,9 @@ fn write_loop(
                 url: item.url.as_str().to_owned(),
                 title,
                 text,
+                committed_ms: crate::clock::wall()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             })?;
         }
         if let (Some(x), Some(line)) = (stores.extract.as_deref_mut(), &item.extract) {

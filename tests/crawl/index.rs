@@ -170,6 +170,85 @@ async fn search_counts_and_wc_agree_with_a_brute_force_scan() {
     }
 }
 
+/// `crawltop VERB ARGS --json`'s answer.
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = std::process::Command::new(bin())
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("crawltop runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Issue 13 point 5: over several folders, equal scores and counts go to the earlier commit
+/// time. The same web crawled twice, one crawl after the other: every page scores and counts
+/// the same in both folders, and every tie goes to the folder crawled first, whichever folder
+/// is named first.
+#[tokio::test]
+async fn over_two_folders_ties_go_to_the_folder_crawled_first_whichever_is_named_first() {
+    let web = TestWeb::start(GenOptions::new(2, 12).seed(31).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (early, late) = (tmp.path().join("early"), tmp.path().join("late"));
+    for dir in [&early, &late] {
+        let mut cfg = config(seeds(&web, SiteKind::Normal));
+        cfg.delay_ms = 0;
+        cfg.out = Some(dir.clone());
+        cfg.store = StoreKind::Warc;
+        crawl(cfg).await;
+    }
+    let (early, late) = (
+        early.to_str().expect("utf8").to_string(),
+        late.to_str().expect("utf8").to_string(),
+    );
+    for (named, early_at) in [([&early, &late], 0), ([&late, &early], 1)] {
+        let [first, second] = named.map(String::as_str);
+        for verb in ["maxcount", "mincount"] {
+            for word in ["rabbit", "alice", "the"] {
+                let found = json_of(&[verb, first, second, word]);
+                assert_eq!(
+                    found["crawl"], early_at,
+                    "{verb} {word} over {named:?}: {found}"
+                );
+            }
+        }
+        for word in ["rabbit", "queen"] {
+            let hits = json_of(&["search", first, second, word, "--limit", "1000"]);
+            let hits = hits.as_array().expect("hits");
+            // url -> (place, crawl, score) of each of its two hits.
+            let mut by_url: BTreeMap<&str, Vec<(usize, u64, f64)>> = BTreeMap::new();
+            for (place, h) in hits.iter().enumerate() {
+                let url = h["url"].as_str().expect("url");
+                let crawl = h["crawl"].as_u64().expect("crawl");
+                by_url.entry(url).or_default().push((
+                    place,
+                    crawl,
+                    h["score"].as_f64().expect("score"),
+                ));
+            }
+            assert!(by_url.len() > 5, "{word}: {} pages", by_url.len());
+            for (url, both) in by_url {
+                let [(place_a, crawl_a, score_a), (_, crawl_b, score_b)] = both[..] else {
+                    panic!("{url} is not in both folders: {both:?}");
+                };
+                assert_eq!(score_a, score_b, "{url}: the same page, the same score");
+                assert_eq!(
+                    (crawl_a, crawl_b),
+                    (early_at, 1 - early_at),
+                    "search {word} over {named:?}: {url}'s early copy comes first \
+                     (places {place_a} and after)"
+                );
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn pages_are_searchable_while_the_crawl_runs() {
     let web = TestWeb::start(GenOptions::new(1, 200).seed(3))
