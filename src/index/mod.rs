@@ -291,9 +291,9 @@ impl TieKey {
     fn of(keys: &TieColumns, doc: DocId) -> TieKey {
         TieKey {
             committed_ms: match &keys.committed {
-                None => 0,
-                Some(None) => u64::MAX,
-                Some(Some(c)) => c.first(doc).unwrap_or(u64::MAX),
+                Times::Ignored => 0,
+                Times::Missing => u64::MAX,
+                Times::Read(c) => c.first(doc).unwrap_or(u64::MAX),
             },
             // A page without a seq cannot exist (add always sets it); rank it last.
             seq: keys
@@ -305,11 +305,19 @@ impl TieKey {
     }
 }
 
-/// The fast fields a segment's tie keys are read from: `committed` is `None` under
-/// [`Tie::Seq`], `Some(None)` for an index without commit times.
+/// The fast fields a segment's tie keys are read from.
 struct TieColumns {
     seq: Option<tantivy::columnar::Column<u64>>,
-    committed: Option<Option<tantivy::columnar::Column<u64>>>,
+    committed: Times,
+}
+
+/// Where a segment's commit times come from.
+enum Times {
+    /// Not asked for ([`Tie::Seq`]).
+    Ignored,
+    /// Asked for, and the index has none (written before the field existed).
+    Missing,
+    Read(tantivy::columnar::Column<u64>),
 }
 
 impl TieColumns {
@@ -317,7 +325,10 @@ impl TieColumns {
         let fast = segment.fast_fields();
         TieColumns {
             seq: fast.u64(SEQ).ok(),
-            committed: (tie == Tie::CommitTime).then(|| fast.u64(COMMITTED_MS).ok()),
+            committed: match tie {
+                Tie::Seq => Times::Ignored,
+                Tie::CommitTime => fast.u64(COMMITTED_MS).map_or(Times::Missing, Times::Read),
+            },
         }
     }
 }
