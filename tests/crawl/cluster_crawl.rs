@@ -15,7 +15,7 @@ use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 use tokio::process::{Child, Command};
 
 use crate::cluster::{redis_here, three_masters};
-use crate::util::bin;
+use crate::util::{bin, json_of};
 
 /// Long enough for a loaded machine; a member that never ends fails the test here.
 const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
@@ -1084,20 +1084,6 @@ async fn two_members_on_one_plain_redis_server_crawl_as_on_a_cluster_and_share_n
     polite(&web, &records, Duration::from_millis(20));
     let _ = server.kill();
     let _ = server.wait();
-}
-
-/// `crawltop ARGS`' stdout as JSON.
-fn json_of(args: &[&str]) -> serde_json::Value {
-    let out = std::process::Command::new(bin())
-        .args(args)
-        .output()
-        .expect("crawltop runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
 #[tokio::test]

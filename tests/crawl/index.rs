@@ -9,7 +9,7 @@ use crawltop::testweb::manifest::{ContentKind, SiteKind};
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{bin, client, crawl_with_fault, read_warc, stats_after_a_failure_pause};
+use crate::util::{bin, client, crawl_with_fault, json_of, read_warc, stats_after_a_failure_pause};
 
 /// Tokens as the index makes them: runs of letters and digits, lowercased, under 40 bytes.
 fn tokens(text: &str) -> Vec<String> {
@@ -170,21 +170,6 @@ async fn search_counts_and_wc_agree_with_a_brute_force_scan() {
     }
 }
 
-/// `crawltop VERB ARGS --json`'s answer.
-fn json_of(args: &[&str]) -> serde_json::Value {
-    let out = std::process::Command::new(bin())
-        .args(args)
-        .arg("--json")
-        .output()
-        .expect("crawltop runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
 /// Issue 13 point 5: over several folders, equal scores and counts go to the earlier commit
 /// time. The same web crawled twice, one crawl after the other: every page scores and counts
 /// the same in both folders, and every tie goes to the folder crawled first, whichever folder
@@ -211,7 +196,7 @@ async fn over_two_folders_ties_go_to_the_folder_crawled_first_whichever_is_named
         let [first, second] = named.map(String::as_str);
         for verb in ["maxcount", "mincount"] {
             for word in ["rabbit", "alice", "the"] {
-                let found = json_of(&[verb, first, second, word]);
+                let found = json_of(&[verb, first, second, word, "--json"]);
                 assert_eq!(
                     found["crawl"], early_at,
                     "{verb} {word} over {named:?}: {found}"
@@ -219,7 +204,7 @@ async fn over_two_folders_ties_go_to_the_folder_crawled_first_whichever_is_named
             }
         }
         for word in ["rabbit", "queen"] {
-            let hits = json_of(&["search", first, second, word, "--limit", "1000"]);
+            let hits = json_of(&["search", first, second, word, "--limit", "1000", "--json"]);
             let hits = hits.as_array().expect("hits");
             // url -> (place, crawl, score) of each of its two hits.
             let mut by_url: BTreeMap<&str, Vec<(usize, u64, f64)>> = BTreeMap::new();

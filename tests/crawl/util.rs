@@ -56,6 +56,20 @@ pub fn bin() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_BIN_EXE_crawltop"))
 }
 
+/// `crawltop ARGS`' stdout as JSON.
+pub fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = std::process::Command::new(bin())
+        .args(args)
+        .output()
+        .expect("crawltop runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
