@@ -11,7 +11,8 @@
 //!
 //! A look costs a bounded number of requests whatever the number of sites: the count of sites
 //! with work and a random sample of them (the crawl's list of active sites), then at most
-//! [`LOOK_TRIES`] leases tried; a site whose queue ran dry here is retired from that list. Once
+//! [`LOOK_TRIES`] leases tried (two when the members' heartbeats say every site with work is
+//! held); a site whose queue ran dry here is retired from that list. Once
 //! a second it also sweeps [`SWEEP_SITES`] sites of the crawl for work the list lost (a member
 //! that died between a push and its listing), and only with nothing held and nothing listed
 //! does it ask whether the crawl ended (a pass over every site, once at the end).
@@ -268,6 +269,8 @@ struct Share {
     others_room: bool,
     /// The members hold at least as many sites as have work: none is left to take.
     all_held: bool,
+    /// Sites the other live members hold, by their last heartbeats.
+    others_hold: usize,
 }
 
 /// How often the counters are read and the members passed on (the members are read at every
@@ -278,6 +281,11 @@ const MEMBERS_EVERY: Duration = Duration::from_secs(1);
 /// look's cost does not grow with the crawl. (The sample may hold sites other members hold;
 /// with more sites with work than that, each look samples others.)
 pub const LOOK_TRIES: usize = 16;
+
+/// Leases a look tries when the live members' heartbeats say they hold every site with work:
+/// a few, as a heartbeat may be a second old (a site given back since), and a member that
+/// died is not counted.
+const LOOK_TRIES_ALL_HELD: usize = 2;
 
 /// Sites of the crawl whose backlog the sweep reads each [`MEMBERS_EVERY`] (about; `SSCAN`'s
 /// count is a hint): a pass over S sites takes about S / (16 x members) seconds.
@@ -427,8 +435,8 @@ impl Inner {
         self.share.live = live.len() + 1;
         let fair = self.fair_share();
         self.share.others_room = live.iter().any(|m| (m.beat.sites_leased as usize) < fair);
-        let leased: usize = live.iter().map(|m| m.beat.sites_leased as usize).sum();
-        self.share.all_held = leased + self.held.len() >= self.share.active;
+        self.share.others_hold = live.iter().map(|m| m.beat.sites_leased as usize).sum();
+        self.share.all_held = self.share.others_hold + self.held.len() >= self.share.active;
     }
 
     /// The sites with work divided by the live members, rounded up: what each should hold.
@@ -598,15 +606,23 @@ impl Inner {
         }
         self.scanned = Some(Instant::now());
         // Sampled past the sites held here, which the list has too.
-        let sample = LOOK_TRIES + self.held.len().min(LOOK_TRIES);
-        let (active, sampled) = retry!(self, self.shared.look(sample));
+        let (active, sampled) = retry!(
+            self,
+            self.shared
+                .look(LOOK_TRIES + self.held.len().min(LOOK_TRIES))
+        );
         let active = usize::try_from(active).unwrap_or(usize::MAX);
         self.share.active = active.max(self.held.len());
+        let tries = if self.share.others_hold + self.held.len() >= self.share.active {
+            LOOK_TRIES_ALL_HELD
+        } else {
+            LOOK_TRIES
+        };
         let target = self.target();
         let waiting: Vec<String> = sampled
             .into_iter()
             .filter(|site| !self.held.contains_key(site))
-            .take(LOOK_TRIES)
+            .take(tries)
             .collect();
         let mut took = false;
         for site in waiting {

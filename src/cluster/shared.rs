@@ -828,7 +828,11 @@ impl SharedCrawl {
     pub async fn look(&mut self, n: usize) -> Result<(u64, Vec<String>), SharedError> {
         let key = self.crawl_key("active");
         let mut pipe = redis::pipe();
-        pipe.cmd("SCARD").arg(&key).cmd("SRANDMEMBER").arg(&key).arg(n.max(1));
+        pipe.cmd("SCARD")
+            .arg(&key)
+            .cmd("SRANDMEMBER")
+            .arg(&key)
+            .arg(n.max(1));
         let (count, sample): (u64, Vec<String>) = pipe.query_async(&mut self.conn).await?;
         Ok((count, sample))
     }
