@@ -892,6 +892,45 @@ mod agents {
         drop(cluster);
     }
 
+    #[tokio::test]
+    async fn a_site_left_off_the_list_of_sites_with_work_is_still_crawled_before_the_end() {
+        if !redis_here("a_site_left_off_the_list...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let urls = cluster.urls();
+        // A member queued two sites and died before it listed the second as having work (the
+        // list is on the crawl's slot, a request of its own after the site's push).
+        let mut dead = joined(&urls, "g6", "dead", 5_000).await;
+        let work = urls_of(2, 3);
+        dead.push_many(&work).await.expect("pushes");
+        let client = redis::cluster::ClusterClient::new(urls.clone()).expect("client");
+        let mut raw = client.get_async_connection().await.expect("connects");
+        let removed: i64 = redis::cmd("SREM")
+            .arg("ct:{g6}:active")
+            .arg(&work[1].0)
+            .query_async(&mut raw)
+            .await
+            .expect("SREM");
+        assert_eq!(removed, 1, "the site was listed");
+        drop(dead);
+
+        let mut heir = agent::spawn(joined(&urls, "g6", "heir", 5_000).await, config(5_000));
+        let _kill = Killed(heir.kill.clone());
+        let mut got = fetch_all(&mut heir).await;
+        got.sort();
+        let mut want: Vec<String> = work
+            .iter()
+            .flat_map(|(_, es)| es.iter().map(|e| e.url.clone()))
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "the unlisted site's URLs too, before the end");
+        heir.to.send(ToAgent::Stop).expect("agent runs");
+        heir.task.await.expect("joins").expect("stops cleanly");
+        drop(cluster);
+    }
+
     /// Kills an agent when dropped.
     struct Killed(futures::future::AbortHandle);
 
