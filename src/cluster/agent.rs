@@ -8,6 +8,14 @@
 //! site and its unfinished URLs back at once. When Redis stops answering it says so, waits with
 //! backoff and goes on with the same request: nothing is dropped. It never fetches, never
 //! decides scope, and never blocks the member: all traffic is by channel.
+//!
+//! A look costs a bounded number of requests whatever the number of sites: the count of sites
+//! with work and a random sample of them (the crawl's list of active sites), then at most
+//! [`LOOK_TRIES`] leases tried (two when the members' heartbeats say every site with work is
+//! held); a site whose queue ran dry here is retired from that list. Once
+//! a second it also sweeps [`SWEEP_SITES`] sites of the crawl for work the list lost (a member
+//! that died between a push and its listing), and only with nothing held and nothing listed
+//! does it ask whether the crawl ended (a pass over every site, once at the end).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -163,6 +171,7 @@ pub fn spawn(mut shared: SharedCrawl, cfg: AgentConfig) -> Agent {
                 floor: cfg.max_sites,
                 members: Vec::new(),
                 scanned: None,
+                swept: 0,
                 share: Share::default(),
                 faulted: false,
                 commands_read: 0,
@@ -223,6 +232,8 @@ struct Inner {
     /// When the sites were last counted: a member that holds its share counts them once a
     /// second, not at every look.
     scanned: Option<Instant>,
+    /// Where the sweep of the crawl's sites goes on from (`SSCAN`'s cursor).
+    swept: u64,
     /// What this member's fair share is made of.
     share: Share,
     faulted: bool,
@@ -258,11 +269,27 @@ struct Share {
     others_room: bool,
     /// The members hold at least as many sites as have work: none is left to take.
     all_held: bool,
+    /// Sites the other live members hold, by their last heartbeats.
+    others_hold: usize,
 }
 
 /// How often the counters are read and the members passed on (the members are read at every
 /// look).
 const MEMBERS_EVERY: Duration = Duration::from_secs(1);
+
+/// Most sites a look samples from the crawl's sites with work, and most leases it tries: a
+/// look's cost does not grow with the crawl. (The sample may hold sites other members hold;
+/// with more sites with work than that, each look samples others.)
+pub const LOOK_TRIES: usize = 16;
+
+/// Leases a look tries when the live members' heartbeats say they hold every site with work:
+/// a few, as a heartbeat may be a second old (a site given back since), and a member that
+/// died is not counted.
+const LOOK_TRIES_ALL_HELD: usize = 2;
+
+/// Sites of the crawl whose backlog the sweep reads each [`MEMBERS_EVERY`] (about; `SSCAN`'s
+/// count is a hint): a pass over S sites takes about S / (16 x members) seconds.
+pub const SWEEP_SITES: usize = 16;
 
 impl Inner {
     async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<ToAgent>) -> Result<(), SharedError> {
@@ -306,6 +333,8 @@ impl Inner {
                     self.rebalance();
                 }
                 _ = members.tick() => {
+                    let (next, _) = retry!(self, self.shared.sweep(self.swept, SWEEP_SITES));
+                    self.swept = next;
                     let counters = retry!(self, self.shared.counters());
                     let round_trips = self.shared.round_trips();
                     let _ = self.outbox.send(FromAgent::Members {
@@ -406,8 +435,8 @@ impl Inner {
         self.share.live = live.len() + 1;
         let fair = self.fair_share();
         self.share.others_room = live.iter().any(|m| (m.beat.sites_leased as usize) < fair);
-        let leased: usize = live.iter().map(|m| m.beat.sites_leased as usize).sum();
-        self.share.all_held = leased + self.held.len() >= self.share.active;
+        self.share.others_hold = live.iter().map(|m| m.beat.sites_leased as usize).sum();
+        self.share.all_held = self.share.others_hold + self.held.len() >= self.share.active;
     }
 
     /// The sites with work divided by the live members, rounded up: what each should hold.
@@ -524,6 +553,9 @@ impl Inner {
             None => self.lost(&site),
             Some(entries) if entries.is_empty() && left == 0 => {
                 self.held.remove(&site);
+                // Off the crawl's list of sites with work first (it comes back on if a push
+                // lands meanwhile), so that no one leases it for nothing.
+                retry!(self, self.shared.retire(&site));
                 let _ = retry!(self, self.shared.release(&site));
                 let _ = self.outbox.send(FromAgent::Released { site });
             }
@@ -564,29 +596,34 @@ impl Inner {
         }
     }
 
-    /// Counts the sites with work and takes them while this member holds less than its fair
-    /// share; with none held and none found, asks whether the whole crawl has ended.
+    /// Counts the sites with work and takes some of them (a bounded sample) while this member
+    /// holds less than its fair share; with none held and none listed, asks whether the whole
+    /// crawl has ended.
     async fn look(&mut self) {
         let room = self.held.len() < self.target();
         if !room && self.scanned.is_some_and(|t| t.elapsed() < MEMBERS_EVERY) {
             return;
         }
         self.scanned = Some(Instant::now());
-        let sites = retry!(self, self.shared.sites());
-        let mut waiting = Vec::new();
-        let mut backlog_all_empty = true;
-        for site in sites {
-            if self.held.contains_key(&site) {
-                continue;
-            }
-            let (queued, flight) = retry!(self, self.shared.backlog(&site));
-            if queued > 0 || flight > 0 {
-                backlog_all_empty = false;
-                waiting.push(site);
-            }
-        }
-        self.share.active = self.held.len() + waiting.len();
+        // Sampled past the sites held here, which the list has too.
+        let (active, sampled) = retry!(
+            self,
+            self.shared
+                .look(LOOK_TRIES + self.held.len().min(LOOK_TRIES))
+        );
+        let active = usize::try_from(active).unwrap_or(usize::MAX);
+        self.share.active = active.max(self.held.len());
+        let tries = if self.share.others_hold + self.held.len() >= self.share.active {
+            LOOK_TRIES_ALL_HELD
+        } else {
+            LOOK_TRIES
+        };
         let target = self.target();
+        let waiting: Vec<String> = sampled
+            .into_iter()
+            .filter(|site| !self.held.contains_key(site))
+            .take(tries)
+            .collect();
         let mut took = false;
         for site in waiting {
             if self.held.len() >= target {
@@ -612,7 +649,7 @@ impl Inner {
         if took {
             retry!(self, self.shared.replicated());
         }
-        if self.held.is_empty() && backlog_all_empty {
+        if self.held.is_empty() && active == 0 {
             let ended = retry!(self, self.shared.finished());
             if ended {
                 let _ = self.outbox.send(FromAgent::Finished);

@@ -7,7 +7,8 @@
 //! | key | what |
 //! | --- | --- |
 //! | `ct:{C}:meta` | hash: `format` (this module's [`FORMAT`]), `settings` (JSON, named values), `started` once a URL was queued |
-//! | `ct:{C}:sites` | set of every site's origin (the crawl-wide list to lease from) |
+//! | `ct:{C}:sites` | set of every site's origin (every site the crawl ever queued for: the sweeps read it) |
+//! | `ct:{C}:active` | set of the sites with work (queued or in-flight URLs): the crawl-wide list a look samples |
 //! | `ct:{C}:members` | hash: member id to `ms TAB heartbeat JSON` (ms by Redis's clock) |
 //! | `ct:{C}:counters` | hash: crawl-wide counters |
 //! | `ct:{C}:commands` | list: commands to the whole crawl, `ms TAB who TAB command` |
@@ -18,7 +19,19 @@
 //! | `ct:{C\|S}:pol` | hash: `state` (the site's politeness: robots.txt, delays; opaque here), `next_ms` (its next contact, Redis's clock) |
 //!
 //! A new lease first puts back what an earlier holder had pulled and not finished (it died, or
-//! its lease ran out): at least once, and at most once more for what was in flight. It owns the
+//! its lease ran out): at least once, and at most once more for what was in flight.
+//!
+//! Finding work costs a bounded number of requests whatever the number of sites: a look reads
+//! the count of `active` and a random sample of it ([`SharedCrawl::look`]). A site's scripts
+//! run on its slot and `active` is on the crawl's, so the set is kept in a second call, ordered
+//! so that no race forgets a site: a push that finds the site empty adds it to `active` after
+//! the push (and before any end of the round); a site leaves it only through
+//! [`SharedCrawl::retire`], which removes it and then looks at its queue again, adding it back if
+//! anything came. A site held by a member that died stays in `active` (it has work), so its
+//! expired lease is found by a look like any other. A member that dies between the two calls
+//! can leave a site with work out of the set: [`SharedCrawl::sweep`] checks a few sites of
+//! `sites` a second and puts such a site back, and [`SharedCrawl::finished`] checks every site
+//! before it says the crawl ended. It owns the
 //! scripts and their atomicity; it never decides what is in scope, never fetches, and never
 //! reads a member's clock for anything another member relies on.
 
@@ -279,9 +292,11 @@ impl Scripts {
                         redis.call('HGET', KEYS[1], 'settings') or ''}
                 ",
             ),
-            // KEYS: seen, q. ARGV: fingerprint, entry, fingerprint, entry, ...
+            // KEYS: seen, q, flight. ARGV: fingerprint, entry, fingerprint, entry, ...
+            // Returns {added, 1 when the site had no work before and has now}.
             push: Script::new(
                 r"
+                local idle = redis.call('LLEN', KEYS[2]) == 0 and redis.call('SCARD', KEYS[3]) == 0
                 local added = 0
                 for i = 1, #ARGV, 2 do
                   if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
@@ -289,16 +304,19 @@ impl Scripts {
                     added = added + 1
                   end
                 end
-                return added
+                if idle and added > 0 then return {added, 1} end
+                return {added, 0}
                 ",
             ),
             // KEYS: seen, q, lease, flight, pol. ARGV: member, ms to the next contact (or -1),
             // the number of pushed entries n, then n (fingerprint, entry) pairs, then the ended
             // entries. `push` then `done` in one atomic call: a site's own links are queued
             // before the pages that led to them are finished, and on a replica in that order.
-            // Returns {added, ended (-1: the lease is not ours)}.
+            // Returns {added, ended (-1: the lease is not ours), 1 when the site had no work
+            // before and has now}.
             push_done: Script::new(&format!(
                 r"{NOW_MS}
+                local idle = redis.call('LLEN', KEYS[2]) == 0 and redis.call('SCARD', KEYS[4]) == 0
                 local added = 0
                 local last = 3 + 2 * tonumber(ARGV[3])
                 for i = 4, last, 2 do
@@ -307,12 +325,14 @@ impl Scripts {
                     added = added + 1
                   end
                 end
-                if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {{added, -1}} end
+                local woke = 0
+                if idle and added > 0 then woke = 1 end
+                if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {{added, -1, woke}} end
                 local next_in = tonumber(ARGV[2])
                 if next_in >= 0 then redis.call('HSET', KEYS[5], 'next_ms', ms + next_in) end
                 local n = 0
                 for i = last + 1, #ARGV do n = n + redis.call('SREM', KEYS[4], ARGV[i]) end
-                return {{added, n}}
+                return {{added, n, woke}}
                 "
             )),
             // KEYS: lease, flight, q. ARGV: member, ms. Returns {0} held, {1, n} taken, {2} renewed.
@@ -708,8 +728,17 @@ impl SharedCrawl {
                 call
             })
             .collect();
-        let answers: Vec<(u64, i64)> = invoke_all(conn, &calls).await?;
-        added += answers.iter().map(|(n, _)| n).sum::<u64>();
+        let answers: Vec<(u64, i64, i64)> = invoke_all(conn, &calls).await?;
+        added += answers.iter().map(|(n, _, _)| n).sum::<u64>();
+        // Sites that had no work before this round: listed as active after their queue has
+        // something (and before the crawl counts as started).
+        let woke: Vec<&str> = jobs
+            .iter()
+            .zip(&answers)
+            .filter(|(_, (_, _, woke))| *woke == 1)
+            .map(|(job, _)| job.site)
+            .collect();
+        self.activate(&woke).await?;
         if added > 0 && !self.started {
             // After the queue has it: a crawl is never seen started with nothing queued.
             let _: i64 = redis::cmd("HSETNX")
@@ -722,35 +751,43 @@ impl SharedCrawl {
         }
         let ours = answers[..dones.len()]
             .iter()
-            .map(|(_, n)| *n >= 0)
+            .map(|(_, n, _)| *n >= 0)
             .collect();
         Ok((added, ours))
     }
 
     /// Pushes of sites some of whose links come from other sites' pages, before any end of the
-    /// round: with replicas, on one of them too. Returns how many entries were new.
+    /// round (and the sites they woke listed as active before it too): with replicas, on one of
+    /// them too. Returns how many entries were new.
     async fn push_across(&mut self, first: &[&(String, Vec<Entry>)]) -> Result<u64, SharedError> {
         if first.is_empty() {
             return Ok(0);
         }
-        let keys: Vec<[String; 2]> = first
+        let keys: Vec<[String; 3]> = first
             .iter()
-            .map(|(site, _)| [self.site_key(site, "seen"), self.site_key(site, "q")])
+            .map(|(site, _)| ["seen", "q", "flight"].map(|what| self.site_key(site, what)))
             .collect();
         let (scripts, conn) = (&self.scripts, &mut self.conn);
         let calls: Vec<_> = first
             .iter()
             .zip(&keys)
-            .map(|((_, entries), [seen, q])| {
+            .map(|((_, entries), [seen, q, flight])| {
                 let mut call = scripts.push.prepare_invoke();
-                call.key(seen).key(q);
+                call.key(seen).key(q).key(flight);
                 push_args(&mut call, entries);
                 call
             })
             .collect();
-        let got: Vec<u64> = invoke_all(conn, &calls).await?;
+        let got: Vec<(u64, i64)> = invoke_all(conn, &calls).await?;
+        let woke: Vec<&str> = first
+            .iter()
+            .zip(&got)
+            .filter(|(_, (_, woke))| *woke == 1)
+            .map(|((site, _), _)| site.as_str())
+            .collect();
+        self.activate(&woke).await?;
         self.replicated().await?;
-        Ok(got.iter().sum())
+        Ok(got.iter().map(|(n, _)| n).sum())
     }
 
     /// Adds the sites this member had not pushed to yet to the crawl's set of sites.
@@ -771,6 +808,98 @@ impl SharedCrawl {
                 .extend(new.iter().map(|s| (*s).to_string()));
         }
         Ok(())
+    }
+
+    /// Lists `sites` as having work (one request; none when there are none).
+    async fn activate(&mut self, sites: &[&str]) -> Result<(), SharedError> {
+        if !sites.is_empty() {
+            let _: i64 = redis::cmd("SADD")
+                .arg(self.crawl_key("active"))
+                .arg(sites)
+                .query_async(&mut self.conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// How many sites have work crawl-wide, and up to `n` of them at random (one round trip
+    /// of two requests, whatever the number of sites). The count and the sample may include a
+    /// site whose work just ended (its holder retires it) and sites held by other members.
+    pub async fn look(&mut self, n: usize) -> Result<(u64, Vec<String>), SharedError> {
+        let key = self.crawl_key("active");
+        let mut pipe = redis::pipe();
+        pipe.cmd("SCARD")
+            .arg(&key)
+            .cmd("SRANDMEMBER")
+            .arg(&key)
+            .arg(n.max(1));
+        let (count, sample): (u64, Vec<String>) = pipe.query_async(&mut self.conn).await?;
+        Ok((count, sample))
+    }
+
+    /// Takes `site` off the list of sites with work after its holder found its queue empty
+    /// with nothing in flight: off the list first, then its backlog read again, and back on
+    /// the list if a push came in between (whose own listing may have come before the removal).
+    /// Returns whether it stayed off.
+    pub async fn retire(&mut self, site: &str) -> Result<bool, SharedError> {
+        let _: i64 = redis::cmd("SREM")
+            .arg(self.crawl_key("active"))
+            .arg(site)
+            .query_async(&mut self.conn)
+            .await?;
+        if self.backlog(site).await? == (0, 0) {
+            return Ok(true);
+        }
+        self.activate(&[site]).await?;
+        Ok(false)
+    }
+
+    /// The safety net for a member that died between a push and its listing: the backlog of
+    /// up to about `count` sites of the crawl's set of sites from `cursor` on (`SSCAN`), those
+    /// with work listed as active again. Returns the cursor to go on from (0: a full pass
+    /// ended) and how many sites with work it found (listed already, or not).
+    pub async fn sweep(&mut self, cursor: u64, count: usize) -> Result<(u64, usize), SharedError> {
+        let (next, sites): (u64, Vec<String>) = redis::cmd("SSCAN")
+            .arg(self.crawl_key("sites"))
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(count.max(1))
+            .query_async(&mut self.conn)
+            .await?;
+        let busy = self.busy(&sites).await?;
+        let refs: Vec<&str> = busy.iter().map(String::as_str).collect();
+        self.activate(&refs).await?;
+        Ok((next, busy.len()))
+    }
+
+    /// Those of `sites` with anything queued or in flight, their backlogs read a few hundred at
+    /// a time (sent at once, one request each).
+    async fn busy(&mut self, sites: &[String]) -> Result<Vec<String>, SharedError> {
+        let mut busy = Vec::new();
+        for chunk in sites.chunks(256) {
+            let keys: Vec<[String; 2]> = chunk
+                .iter()
+                .map(|site| [self.site_key(site, "q"), self.site_key(site, "flight")])
+                .collect();
+            self.conn.trips += keys.len() as u64;
+            let sent = keys.iter().map(|[q, flight]| {
+                let mut handle = self.conn.kind.clone();
+                async move {
+                    let mut pipe = redis::pipe();
+                    pipe.cmd("LLEN").arg(q).cmd("SCARD").arg(flight);
+                    pipe.query_async::<(u64, u64)>(&mut handle).await
+                }
+            });
+            let got = futures::future::try_join_all(sent).await?;
+            busy.extend(
+                chunk
+                    .iter()
+                    .zip(got)
+                    .filter(|(_, backlog)| *backlog != (0, 0))
+                    .map(|(site, _)| site.clone()),
+            );
+        }
+        Ok(busy)
     }
 
     /// Takes (or renews) the lease of `site` for `--lease-ms`.
@@ -873,7 +1002,8 @@ impl SharedCrawl {
         Ok(n)
     }
 
-    /// Every site the crawl has queued anything for.
+    /// Every site the crawl has queued anything for (one request, but an answer as long as the
+    /// crawl's sites: the agent never asks it).
     pub async fn sites(&mut self) -> Result<Vec<String>, SharedError> {
         let mut sites: Vec<String> = redis::cmd("SMEMBERS")
             .arg(self.crawl_key("sites"))
@@ -896,7 +1026,13 @@ impl SharedCrawl {
 
     /// The crawl-wide end: something was queued once, and now no site has anything queued or
     /// in flight, whoever holds it. (Before the first URL is queued, a crawl has not ended: a
-    /// member without seeds waits for one that has them.)
+    /// member without seeds waits for one that has them.) It reads every site's backlog (a
+    /// request a site, sent a few hundred at once: the agent asks only when no site is listed
+    /// as active), puts any site found with work back on the list, then empties the list of
+    /// what is left on it (sites whose holder did not retire them) the way
+    /// [`SharedCrawl::retire`] does. A push that lands during the pass cannot slip through: it
+    /// lists its site before the page that led to it is finished, so either the pass sees that
+    /// page still in flight or the list has the site when it is read after the pass.
     pub async fn finished(&mut self) -> Result<bool, SharedError> {
         let started: Option<String> = redis::cmd("HGET")
             .arg(self.crawl_key("meta"))
@@ -906,12 +1042,39 @@ impl SharedCrawl {
         if started.is_none() {
             return Ok(false);
         }
-        for site in self.sites().await? {
-            if self.backlog(&site).await? != (0, 0) {
+        let mut cursor = 0;
+        loop {
+            let (next, found) = self.sweep(cursor, 1000).await?;
+            if found > 0 {
+                return Ok(false);
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        let listed: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.crawl_key("active"))
+            .query_async(&mut self.conn)
+            .await?;
+        if !listed.is_empty() {
+            let _: i64 = redis::cmd("SREM")
+                .arg(self.crawl_key("active"))
+                .arg(&listed)
+                .query_async(&mut self.conn)
+                .await?;
+            let busy = self.busy(&listed).await?;
+            if !busy.is_empty() {
+                let refs: Vec<&str> = busy.iter().map(String::as_str).collect();
+                self.activate(&refs).await?;
                 return Ok(false);
             }
         }
-        Ok(true)
+        let left: u64 = redis::cmd("SCARD")
+            .arg(self.crawl_key("active"))
+            .query_async(&mut self.conn)
+            .await?;
+        Ok(left == 0)
     }
 
     /// Stores a held site's politeness state (robots.txt, delays: opaque here) and when it may

@@ -611,7 +611,7 @@ mod agents {
     use std::time::Duration;
 
     use crawltop::cluster::agent::{self, Agent, AgentConfig, FromAgent, ToAgent};
-    use crawltop::cluster::shared::{CrawlId, Entry, SharedCrawl};
+    use crawltop::cluster::shared::{CrawlId, Entry, Heartbeat, Lease, SharedCrawl};
 
     use super::{redis_here, three_masters};
 
@@ -889,6 +889,171 @@ mod agents {
             assert!(got.contains(&e.url), "{} handed back", e.url);
         }
         second.to.send(ToAgent::Stop).expect("agent runs");
+        drop(cluster);
+    }
+
+    #[tokio::test]
+    async fn a_site_left_off_the_list_of_sites_with_work_is_still_crawled_before_the_end() {
+        if !redis_here("a_site_left_off_the_list...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let urls = cluster.urls();
+        // A member queued two sites and died before it listed the second as having work (the
+        // list is on the crawl's slot, a request of its own after the site's push).
+        let mut dead = joined(&urls, "g6", "dead", 5_000).await;
+        let work = urls_of(2, 3);
+        dead.push_many(&work).await.expect("pushes");
+        let client = redis::cluster::ClusterClient::new(urls.clone()).expect("client");
+        let mut raw = client.get_async_connection().await.expect("connects");
+        let removed: i64 = redis::cmd("SREM")
+            .arg("ct:{g6}:active")
+            .arg(&work[1].0)
+            .query_async(&mut raw)
+            .await
+            .expect("SREM");
+        assert_eq!(removed, 1, "the site was listed");
+        drop(dead);
+
+        let mut heir = agent::spawn(joined(&urls, "g6", "heir", 5_000).await, config(5_000));
+        let _kill = Killed(heir.kill.clone());
+        let mut got = fetch_all(&mut heir).await;
+        got.sort();
+        let mut want: Vec<String> = work
+            .iter()
+            .flat_map(|(_, es)| es.iter().map(|e| e.url.clone()))
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "the unlisted site's URLs too, before the end");
+        heir.to.send(ToAgent::Stop).expect("agent runs");
+        heir.task.await.expect("joins").expect("stops cleanly");
+        drop(cluster);
+    }
+
+    /// Kills an agent when dropped.
+    struct Killed(futures::future::AbortHandle);
+
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+
+    /// Requests the Redis nodes at `ports` served so far, by their own count (`INFO
+    /// commandstats`), the `INFO` requests that ask not counted.
+    async fn served(ports: &[u16]) -> u64 {
+        let mut total = 0;
+        for port in ports {
+            let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("url");
+            let mut conn = client
+                .get_multiplexed_async_connection()
+                .await
+                .expect("node answers");
+            let info: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query_async(&mut conn)
+                .await
+                .expect("INFO");
+            // cmdstat_llen:calls=4000,usec=...
+            for line in info.lines() {
+                let Some((name, rest)) = line.split_once(':') else {
+                    continue;
+                };
+                if !name.starts_with("cmdstat_") || name == "cmdstat_info" {
+                    continue;
+                }
+                let calls = rest
+                    .split(',')
+                    .find_map(|kv| kv.strip_prefix("calls="))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .expect("calls=N");
+                total += calls;
+                if std::env::var_os("LOOK_DEBUG").is_some() {
+                    eprintln!("{port} {name} {calls}");
+                }
+            }
+        }
+        total
+    }
+
+    #[tokio::test]
+    async fn an_idle_members_looks_cost_redis_a_few_requests_however_many_sites_have_work() {
+        if !redis_here("an_idle_members_looks_cost_redis...") {
+            return;
+        }
+        // LOOK_SITES=10000 for the README's measurement.
+        let sites: usize = std::env::var("LOOK_SITES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2_000);
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let urls = cluster.urls();
+        // Another member holds the sites, each with work, for ten minutes, and says so.
+        let mut holder = joined(&urls, "g5", "holder", 600_000).await;
+        let work = urls_of(sites, 1);
+        for chunk in work.chunks(1_000) {
+            let added = holder.push_many(chunk).await.expect("pushes");
+            assert_eq!(added, chunk.len() as u64);
+        }
+        for (site, _) in &work {
+            let lease = holder.lease(site).await.expect("lease");
+            assert_eq!(lease, Lease::Taken { requeued: 0 }, "{site}");
+        }
+        holder
+            .heartbeat(&Heartbeat {
+                sites_leased: sites as u64,
+                ..Heartbeat::default()
+            })
+            .await
+            .expect("beats");
+        // A member with room looks every 200 ms (the default) and finds nothing free to take.
+        let cfg = AgentConfig {
+            idle_poll: Duration::from_millis(200),
+            ..config(600_000)
+        };
+        let mut idle = agent::spawn(joined(&urls, "g5", "idle", 600_000).await, cfg);
+        // Should the test fail, the agent goes with it (it would retry the stopped cluster
+        // forever, and the test's runtime waits for its thread).
+        let _kill = Killed(idle.kill.clone());
+        // Judged by Redis's count over three of the agent's seconds (it reports once a second).
+        let mut seconds = 0;
+        let mut start = None;
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(60), idle.from.recv())
+                .await
+                .expect("the agent says something within a minute")
+                .expect("agent runs");
+            match msg {
+                FromAgent::Members { .. } => {}
+                FromAgent::Seeds(_) | FromAgent::Command { .. } => continue,
+                other => panic!("nothing to take, yet {other:?}"),
+            }
+            match start {
+                None => start = Some((std::time::Instant::now(), served(cluster.ports()).await)),
+                Some(_) => seconds += 1,
+            }
+            if seconds == 3 {
+                break;
+            }
+        }
+        let Some((at, before)) = start else {
+            unreachable!("set at the first report")
+        };
+        let per_s = (served(cluster.ports()).await - before) as f64 / at.elapsed().as_secs_f64();
+        eprintln!("an idle member among {sites} sites: {per_s:.0} requests a second to Redis");
+        // A look: the command log, the seeds' count, the members, the sites with work (count
+        // and sample), two leases tried (the heartbeats say every site is held); five a second.
+        // Once a second: the counters and a sweep of about 16 sites. About 100 a second in all
+        // (Redis counts the calls inside scripts too); one request a site would be thousands a
+        // look.
+        assert!(
+            per_s < 200.0,
+            "{per_s:.0} requests a second to Redis from an idle member among {sites} sites"
+        );
+        idle.to.send(ToAgent::Stop).expect("agent runs");
+        idle.task.await.expect("joins").expect("stops cleanly");
         drop(cluster);
     }
 }
