@@ -100,6 +100,31 @@ pub const MAX_DEPTH: usize = 512;
 /// parse ([`Coverage::CutAtMemory`]) instead of growing with the hostile page.
 pub const MAX_PARSE_MEMORY: usize = 8 << 20;
 
+/// The most bytes of a title kept: a title is cut there, at a character boundary (never inside
+/// a UTF-8 sequence), and a space left at the cut is dropped.
+///
+/// Real titles are a line (browsers show about 60 characters of one); a hostile page's title of
+/// megabytes would otherwise be held whole by the parse, the reorder window, the index and the
+/// searches that show it. The streaming parse stops collecting past the cap, so what it holds
+/// for a title is bounded too, not only what it returns.
+pub const MAX_TITLE_BYTES: usize = 1024;
+
+/// `title` (already collapsed) cut to [`MAX_TITLE_BYTES`]: both parsers end a title with this.
+fn cap_title(mut title: String) -> String {
+    if title.len() > MAX_TITLE_BYTES {
+        let mut end = MAX_TITLE_BYTES;
+        while !title.is_char_boundary(end) {
+            end -= 1;
+        }
+        title.truncate(end);
+        // Collapsed text has single spaces only, so one may now end it.
+        if title.ends_with(' ') {
+            title.pop();
+        }
+    }
+    title
+}
+
 /// Directives from `<meta name="robots">` and `<meta name="crawltop">`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetaRobots {
@@ -540,6 +565,22 @@ impl TextBuilder {
         }
         if let Some(start) = word_start {
             self.word(&s[start..]);
+        }
+    }
+
+    /// [`TextBuilder::push`] while the text holds at most `cap` bytes: past that, nothing more
+    /// is taken (not even scanned), so the text stays under `cap` plus a piece of `cap` bytes
+    /// whatever comes. What it holds is always the start of what `push` alone would make.
+    fn push_capped(&mut self, mut s: &str, cap: usize) {
+        while !s.is_empty() && self.out.len() <= cap {
+            // The text grows by at most a byte per byte pushed: pieces this long take it past
+            // `cap` as soon as they can, and never by much.
+            let mut end = (cap + 1 - self.out.len()).min(s.len());
+            while !s.is_char_boundary(end) {
+                end += 1;
+            }
+            self.push(&s[..end], false);
+            s = &s[end..];
         }
     }
 
