@@ -519,6 +519,7 @@ mod tests {
             finished: false,
             runs: 1,
             extract: None,
+            text_cut: 0,
         }
     }
 
@@ -571,6 +572,22 @@ mod tests {
         let rows: Vec<(u32, &[u8])> = l.url_rows.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         assert_eq!(rows, vec![(0, &b"a"[..]), (1, &b"b2"[..]), (2, &b"c"[..])]);
         assert_eq!(l.engine, b"engine at 7");
+    }
+
+    #[test]
+    fn the_index_cut_count_is_on_the_mark_and_goes_on_after_a_reopen() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        cp.set_text_cut(3);
+        cp.write(&delta(5, &[(0, "a")]), None, None).expect("write");
+        drop(cp);
+        let mark = unfinished(dir.path()).mark;
+        assert_eq!(mark.text_cut, 3);
+        // A resume reopens with the mark's count; a checkpoint that sets none keeps it.
+        let mut cp = Checkpoint::reopen(dir.path(), &mark).expect("reopen");
+        cp.write(&delta(6, &[(1, "b")]), None, None).expect("write");
+        drop(cp);
+        assert_eq!(unfinished(dir.path()).mark.text_cut, 3);
     }
 
     #[test]
