@@ -1519,26 +1519,36 @@ mod tests {
     fn a_long_title_is_cut_at_the_cap_and_never_inside_a_character() {
         // ASCII: exactly at the cap, then a space left at the cut is dropped.
         let ascii = "abc ".repeat(MAX_TITLE_BYTES);
-        let title = parse(&format!("<title>{ascii}</title>")).title.expect("title");
+        let title = parse(&format!("<title>{ascii}</title>"))
+            .title
+            .expect("title");
         assert_eq!(title.len(), MAX_TITLE_BYTES - 1, "{title:?}");
         assert_eq!(title, ascii[..MAX_TITLE_BYTES - 1]);
         let exact = "x".repeat(MAX_TITLE_BYTES);
-        let title = parse(&format!("<title>{exact}y</title>")).title.expect("title");
+        let title = parse(&format!("<title>{exact}y</title>"))
+            .title
+            .expect("title");
         assert_eq!(title, exact);
         // Multibyte: "tïtle " is 7 bytes, so the 1024th byte is inside the 147th word's "ï"
         // (bytes 1023 and 1024): the cut falls before it.
         let word = "tïtle ";
         let long = word.repeat(3 * MAX_TITLE_BYTES);
-        let title = parse(&format!("<title>{long}</title>")).title.expect("title");
+        let title = parse(&format!("<title>{long}</title>"))
+            .title
+            .expect("title");
         assert_eq!(title.len(), MAX_TITLE_BYTES - 1);
         assert_eq!(title, format!("{}t", word.repeat(MAX_TITLE_BYTES / 7)));
         // A 4-byte character across the cap: cut before it, nothing of it kept.
         let emoji = format!("{}🦀🦀", "a".repeat(MAX_TITLE_BYTES - 2));
-        let title = parse(&format!("<title>{emoji}</title>")).title.expect("title");
+        let title = parse(&format!("<title>{emoji}</title>"))
+            .title
+            .expect("title");
         assert_eq!(title, "a".repeat(MAX_TITLE_BYTES - 2));
         // A title at the cap, or under it, is whole.
         let whole = format!("{}é", "a".repeat(MAX_TITLE_BYTES - 2));
-        let title = parse(&format!("<title>{whole}</title>")).title.expect("title");
+        let title = parse(&format!("<title>{whole}</title>"))
+            .title
+            .expect("title");
         assert_eq!(title, whole);
     }
 
@@ -1552,7 +1562,11 @@ mod tests {
         for _ in 0..10_000 {
             capped.push_capped(piece, MAX_TITLE_BYTES);
             whole.push(piece, false);
-            assert!(capped.out.len() <= MAX_TITLE_BYTES + 8, "{}", capped.out.len());
+            assert!(
+                capped.out.len() <= MAX_TITLE_BYTES + 8,
+                "{}",
+                capped.out.len()
+            );
         }
         let (capped, whole) = (capped.finish(), whole.finish());
         assert!(whole.starts_with(&capped), "a prefix");

@@ -503,7 +503,10 @@ mod tests {
         let old = br#"{"seq":12,"warc":null,"finished":false,"runs":2}"#;
         let mark: Mark = serde_json::from_slice(old).expect("an older mark reads");
         assert_eq!(mark.extract, None);
-        assert_eq!(mark.text_cut, 0, "a state from before the count starts it at 0");
+        assert_eq!(
+            mark.text_cut, 0,
+            "a state from before the count starts it at 0"
+        );
         assert_eq!(mark.seq, 12);
         let text = serde_json::to_string(&mark).expect("writes");
         assert!(!text.contains("extract"), "{text}");

@@ -427,7 +427,14 @@ async fn a_page_cut_for_the_index_is_counted_and_says_so_and_a_huge_title_is_kep
     let distinct = web.url("hostile", "/distinct.html");
     let long_title = web.url("hostile", "/long-title.html");
     let o = tokio::process::Command::new(bin())
-        .args(["crawl", &distinct, &long_title, "--headless", "--delay-ms", "0"])
+        .args([
+            "crawl",
+            &distinct,
+            &long_title,
+            "--headless",
+            "--delay-ms",
+            "0",
+        ])
         .args(["--out", &path(&out), "--stats-out", &path(&stats)])
         .args(["--urls-out", &path(&urls)])
         .output()
@@ -443,7 +450,9 @@ async fn a_page_cut_for_the_index_is_counted_and_says_so_and_a_huge_title_is_kep
         serde_json::from_value(stats.clone()).expect("the stats file holds a snapshot");
     let metrics = crawltop::control::metrics_text(&std::sync::Arc::new(snapshot));
     assert!(
-        metrics.lines().any(|l| l == "crawltop_resources_text_cut_total 1"),
+        metrics
+            .lines()
+            .any(|l| l == "crawltop_resources_text_cut_total 1"),
         "{}",
         metrics
             .lines()
@@ -466,9 +475,7 @@ async fn a_page_cut_for_the_index_is_counted_and_says_so_and_a_huge_title_is_kep
     let all = crawltop::testweb::DISTINCT_WORDS;
     assert_eq!(
         reason_of(&distinct),
-        format!(
-            "text cut at {max} distinct words for the index ({max} words of {all} kept)"
-        )
+        format!("text cut at {max} distinct words for the index ({max} words of {all} kept)")
     );
     assert_eq!(reason_of(&long_title), serde_json::Value::Null);
 
@@ -483,7 +490,13 @@ async fn a_page_cut_for_the_index_is_counted_and_says_so_and_a_huge_title_is_kep
     assert_eq!(title, format!("{}t", "tïtle ".repeat(146)));
     assert_eq!(hits[0]["url"], long_title.as_str());
     let last_kept = format!("w{}", max - 1);
-    assert_eq!(json_of(&["search", &dir, &last_kept])[0]["url"], distinct.as_str());
+    assert_eq!(
+        json_of(&["search", &dir, &last_kept])[0]["url"],
+        distinct.as_str()
+    );
     let first_cut = format!("w{max}");
-    assert_eq!(json_of(&["search", &dir, &first_cut]), serde_json::json!([]));
+    assert_eq!(
+        json_of(&["search", &dir, &first_cut]),
+        serde_json::json!([])
+    );
 }

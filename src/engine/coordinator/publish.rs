@@ -17,11 +17,11 @@ use crate::engine::model::ResourceState;
 use crate::fetch::Phase;
 use crate::frontier::{Schedule, SiteId};
 use crate::site_table::SiteTable;
-use crate::store::committer::CommitStatus;
 use crate::snapshot::{
     BlockedBy, BusyBy, Commit, HeapRow, Politeness, Rates, Resources, RunState, Scheduler, Shares,
     SiteRow, Snapshot, TaskCounts, WorkerState, Workers,
 };
+use crate::store::committer::CommitStatus;
 
 /// Samples kept for the 10-second averages (one per snapshot).
 const SAMPLES_10S: usize = 100;
