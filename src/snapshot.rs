@@ -224,6 +224,11 @@ pub struct Resources {
     pub fetch_forbidden: u64,
     pub parse_error: u64,
     pub parse_ignored: u64,
+    /// Parsed pages whose text the index took only in part (more than
+    /// [`crate::index::MAX_DISTINCT_WORDS`] distinct words); each URL's record says how much.
+    /// Only a crawl with a crawl folder (`--out`) indexes, so only it counts.
+    #[serde(default)]
+    pub text_cut: u64,
 }
 
 /// Errors by class.

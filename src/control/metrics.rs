@@ -327,6 +327,11 @@ fn scheduler_metrics(e: &mut Families, s: &Snapshot) -> std::fmt::Result {
             r.parse_ignored,
             "Fetched URLs not parsed (not HTML).",
         ),
+        (
+            "text_cut",
+            r.text_cut,
+            "Parsed pages whose text the index took only in part (too many distinct words).",
+        ),
     ] {
         e.one(
             &format!("crawltop_resources_{key}"),

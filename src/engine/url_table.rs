@@ -1101,6 +1101,7 @@ mod tests {
             finished: false,
             runs: 1,
             extract: None,
+            text_cut: 0,
         };
         let mut cp = Checkpoint::create(dir.path(), &mark).expect("state");
         let reader = cp.url_reader();

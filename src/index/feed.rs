@@ -5,7 +5,8 @@
 //!
 //! It owns the crawl's [`IndexWriter`] for the crawl's life. It must never reorder pages, skip
 //! or cut one silently (a page cut at [`super::MAX_DISTINCT_WORDS`] is a warning in the crawl's
-//! log, naming its URL) or decide what is committed. An index error ends the thread; the committer
+//! log, naming its URL, and goes to [`Cuts`]: counted for the stats, and reported so that the
+//! engine can write the reason on the URL's record) or decide what is committed. An index error ends the thread; the committer
 //! learns it at its next hand-over or checkpoint (the error, not a hang) and stops, which
 //! pauses the crawl with the message.
 //!
@@ -15,10 +16,12 @@
 //! store's backlog does), then the writer's own bound on pages waiting inside tantivy
 //! ([`super::IN_FLIGHT_BYTES`]), then tantivy's arena (`--index-memory-mb`).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use super::{Added, IndexError, IndexWriter, OwnedPage};
+use super::{Added, Cut, IndexError, IndexWriter, OwnedPage};
 
 /// Pages a batch holds at most before it is handed over.
 pub const BATCH_PAGES: usize = 64;
@@ -28,6 +31,45 @@ pub const BATCH_BYTES: usize = 1 << 20;
 
 /// Batches waiting for the index thread before the committer waits too.
 pub const BATCHES_QUEUED: usize = 4;
+
+/// The pages the index thread cut, as it cuts them: a count for the crawl's stats and the
+/// URLs not yet taken by whoever writes the URLs' records. Shared with the thread; read from
+/// any thread.
+#[derive(Debug, Default)]
+pub struct Cuts {
+    count: AtomicU64,
+    /// Reported and not taken yet; the engine takes them every snapshot tick, so this holds a
+    /// tick's worth (each entry stands for a page of more than 200,000 bytes of text).
+    untaken: Mutex<Vec<(String, Cut)>>,
+}
+
+impl Cuts {
+    /// A count going on from `count` (a resume: the pages cut below its mark).
+    pub fn starting_at(count: u64) -> Cuts {
+        Cuts {
+            count: AtomicU64::new(count),
+            untaken: Mutex::default(),
+        }
+    }
+
+    /// Pages cut so far, the earlier runs' included.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// The URLs cut since the last call, in commit order, with how much of each was kept.
+    pub fn take(&self) -> Vec<(String, Cut)> {
+        std::mem::take(&mut *self.untaken.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn record(&self, url: &str, cut: Cut) {
+        self.untaken
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((url.to_owned(), cut));
+        self.count.fetch_add(1, Ordering::AcqRel);
+    }
+}
 
 enum Message {
     Pages(Vec<OwnedPage>),
@@ -47,10 +89,19 @@ impl IndexFeed {
     /// Starts the thread, which owns `writer` from now on. With `fail_after` set (tests only),
     /// the thread fails instead of adding its page number `fail_after + 1`.
     pub fn start(writer: IndexWriter, fail_after: Option<u64>) -> Result<IndexFeed, IndexError> {
+        Self::start_counting(writer, fail_after, Arc::default())
+    }
+
+    /// [`IndexFeed::start`], the pages it cuts going to `cuts`.
+    pub fn start_counting(
+        writer: IndexWriter,
+        fail_after: Option<u64>,
+        cuts: Arc<Cuts>,
+    ) -> Result<IndexFeed, IndexError> {
         let (tx, rx) = sync_channel(BATCHES_QUEUED);
         let thread = std::thread::Builder::new()
             .name("crawltop-index".into())
-            .spawn(move || run(writer, &rx, fail_after))
+            .spawn(move || run(writer, &rx, fail_after, &cuts))
             .map_err(|source| IndexError::Thread(source.to_string()))?;
         Ok(IndexFeed {
             tx: Some(tx),
@@ -137,6 +188,7 @@ fn run(
     mut writer: IndexWriter,
     rx: &Receiver<Message>,
     fail_after: Option<u64>,
+    cuts: &Cuts,
 ) -> Result<(), IndexError> {
     let mut added = 0u64;
     while let Ok(message) = rx.recv() {
@@ -155,6 +207,7 @@ fn run(
                     if let Added::Cut(cut) = writer.add(&page.as_indexed())? {
                         // The crawl's log (`--log`); the page is indexed, only less of it.
                         tracing::warn!("{}: {cut}", page.url);
+                        cuts.record(&page.url, cut);
                     }
                     added += 1;
                 }

@@ -429,3 +429,22 @@ fn a_charset_label_that_does_not_exist_means_utf8() {
     assert_eq!(page.encoding, "UTF-8");
     assert_eq!(page.text, "café");
 }
+
+#[test]
+fn both_parsers_cut_a_title_of_megabytes_alike() {
+    // Five megabytes of title: it spans many of the stream's write chunks and entity
+    // references; both parsers end it at the same byte, on a character boundary.
+    let title = "Tïtle &amp; more\u{3000}wörds ".repeat(200_000);
+    let body =
+        format!("<html><head><title>{title}</title></head><body><p>needle</p></body></html>");
+    let page = compare(body.as_bytes(), Some("text/html"), &url(), "a 5 MB title");
+    let got = page.title.expect("a title");
+    assert!(got.len() <= super::MAX_TITLE_BYTES, "{} bytes", got.len());
+    assert!(
+        got.len() > super::MAX_TITLE_BYTES - 8,
+        "{} bytes",
+        got.len()
+    );
+    assert!(got.starts_with("Tïtle & more wörds Tïtle"), "{got:?}");
+    assert_eq!(page.text, "needle");
+}

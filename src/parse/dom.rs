@@ -14,8 +14,8 @@ use url::Url;
 
 use super::charset::decode;
 use super::{
-    Collected, Coverage, MAX_DEPTH, ParsedPage, TextBuilder, collapse, finish, is_hidden,
-    is_preformatted,
+    Collected, Coverage, MAX_DEPTH, ParsedPage, TextBuilder, cap_title, collapse, finish,
+    is_hidden, is_preformatted,
 };
 
 /// Text fed to the parser between two depth checks. Smaller chunks catch a runaway page
@@ -148,7 +148,7 @@ impl Walk {
         if element.name() == "title" {
             if element.name.ns == html5ever::ns!(html) && !self.title_seen {
                 self.title_seen = true;
-                let title = collapse(&element_ref.text().collect::<String>());
+                let title = cap_title(collapse(&element_ref.text().collect::<String>()));
                 self.out.title = (!title.is_empty()).then_some(title);
             }
             return;

@@ -100,6 +100,31 @@ pub const MAX_DEPTH: usize = 512;
 /// parse ([`Coverage::CutAtMemory`]) instead of growing with the hostile page.
 pub const MAX_PARSE_MEMORY: usize = 8 << 20;
 
+/// The most bytes of a title kept: a title is cut there, at a character boundary (never inside
+/// a UTF-8 sequence), and a space left at the cut is dropped.
+///
+/// Real titles are a line (browsers show about 60 characters of one); a hostile page's title of
+/// megabytes would otherwise be held whole by the parse, the reorder window, the index and the
+/// searches that show it. The streaming parse stops collecting past the cap, so what it holds
+/// for a title is bounded too, not only what it returns.
+pub const MAX_TITLE_BYTES: usize = 1024;
+
+/// `title` (already collapsed) cut to [`MAX_TITLE_BYTES`]: both parsers end a title with this.
+fn cap_title(mut title: String) -> String {
+    if title.len() > MAX_TITLE_BYTES {
+        let mut end = MAX_TITLE_BYTES;
+        while !title.is_char_boundary(end) {
+            end -= 1;
+        }
+        title.truncate(end);
+        // Collapsed text has single spaces only, so one may now end it.
+        if title.ends_with(' ') {
+            title.pop();
+        }
+    }
+    title
+}
+
 /// Directives from `<meta name="robots">` and `<meta name="crawltop">`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetaRobots {
@@ -540,6 +565,22 @@ impl TextBuilder {
         }
         if let Some(start) = word_start {
             self.word(&s[start..]);
+        }
+    }
+
+    /// [`TextBuilder::push`] while the text holds at most `cap` bytes: past that, nothing more
+    /// is taken (not even scanned), so the text stays under `cap` plus a piece of `cap` bytes
+    /// whatever comes. What it holds is always the start of what `push` alone would make.
+    fn push_capped(&mut self, mut s: &str, cap: usize) {
+        while !s.is_empty() && self.out.len() <= cap {
+            // The text grows by at most a byte per byte pushed: pieces this long take it past
+            // `cap` as soon as they can, and never by much.
+            let mut end = (cap + 1 - self.out.len()).min(s.len());
+            while !s.is_char_boundary(end) {
+                end += 1;
+            }
+            self.push(&s[..end], false);
+            s = &s[end..];
         }
     }
 
@@ -1470,6 +1511,66 @@ mod tests {
         let html = format!("<p>{}</p>", "é€😀".repeat(3 * PARSE_CHUNK));
         let page = parse(&html);
         assert_eq!(page.text.chars().count(), 9 * PARSE_CHUNK);
+    }
+
+    // --- title cap ---
+
+    #[test]
+    fn a_long_title_is_cut_at_the_cap_and_never_inside_a_character() {
+        // ASCII: exactly at the cap, then a space left at the cut is dropped.
+        let ascii = "abc ".repeat(MAX_TITLE_BYTES);
+        let title = parse(&format!("<title>{ascii}</title>"))
+            .title
+            .expect("title");
+        assert_eq!(title.len(), MAX_TITLE_BYTES - 1, "{title:?}");
+        assert_eq!(title, ascii[..MAX_TITLE_BYTES - 1]);
+        let exact = "x".repeat(MAX_TITLE_BYTES);
+        let title = parse(&format!("<title>{exact}y</title>"))
+            .title
+            .expect("title");
+        assert_eq!(title, exact);
+        // Multibyte: "tïtle " is 7 bytes, so the 1024th byte is inside the 147th word's "ï"
+        // (bytes 1023 and 1024): the cut falls before it.
+        let word = "tïtle ";
+        let long = word.repeat(3 * MAX_TITLE_BYTES);
+        let title = parse(&format!("<title>{long}</title>"))
+            .title
+            .expect("title");
+        assert_eq!(title.len(), MAX_TITLE_BYTES - 1);
+        assert_eq!(title, format!("{}t", word.repeat(MAX_TITLE_BYTES / 7)));
+        // A 4-byte character across the cap: cut before it, nothing of it kept.
+        let emoji = format!("{}🦀🦀", "a".repeat(MAX_TITLE_BYTES - 2));
+        let title = parse(&format!("<title>{emoji}</title>"))
+            .title
+            .expect("title");
+        assert_eq!(title, "a".repeat(MAX_TITLE_BYTES - 2));
+        // A title at the cap, or under it, is whole.
+        let whole = format!("{}é", "a".repeat(MAX_TITLE_BYTES - 2));
+        let title = parse(&format!("<title>{whole}</title>"))
+            .title
+            .expect("title");
+        assert_eq!(title, whole);
+    }
+
+    #[test]
+    fn the_title_builder_stops_taking_text_past_the_cap() {
+        // Whitespace collapses: what the builder holds is always the start of what it would
+        // make of everything, and it never grows far past the cap, whatever is pushed.
+        let mut capped = TextBuilder::default();
+        let mut whole = TextBuilder::default();
+        let piece = "  ünïcödé\t wörds \n\n";
+        for _ in 0..10_000 {
+            capped.push_capped(piece, MAX_TITLE_BYTES);
+            whole.push(piece, false);
+            assert!(
+                capped.out.len() <= MAX_TITLE_BYTES + 8,
+                "{}",
+                capped.out.len()
+            );
+        }
+        let (capped, whole) = (capped.finish(), whole.finish());
+        assert!(whole.starts_with(&capped), "a prefix");
+        assert_eq!(cap_title(capped), cap_title(whole));
     }
 
     // --- is_html ---

@@ -1,6 +1,7 @@
 //! The hot path: one pass of `lol_html` over a page's bytes, collecting links, the title and
 //! the text as the tags and text go by. No tree: a parse holds the token being read (bounded
-//! by [`MAX_PARSE_MEMORY`]), the open elements (bounded by [`MAX_DEPTH`]) and what it collects.
+//! by [`MAX_PARSE_MEMORY`]), the open elements (bounded by [`MAX_DEPTH`]) and what it collects
+//! (the title stops growing at [`MAX_TITLE_BYTES`]).
 //!
 //! `lol_html` tokenizes as a browser does (raw text in `<script>`, RCDATA in `<title>`, foreign
 //! content) but builds no tree, so this module keeps a small mirror of the stack of open
@@ -27,8 +28,8 @@ use lol_html::{
 use super::charset::decode_with;
 use super::entities::{self, Mode, Nul};
 use super::{
-    Collected, Coverage, MAX_DEPTH, MAX_PARSE_MEMORY, Text, TextBuilder, is_heading, is_hidden,
-    is_preformatted,
+    Collected, Coverage, MAX_DEPTH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES, Text, TextBuilder,
+    is_heading, is_hidden, is_preformatted,
 };
 
 /// Bytes handed to `lol_html` at a time. A token cut by a chunk's end is buffered by `lol_html`
@@ -471,7 +472,7 @@ impl State {
             if self.title.as_ref().is_some_and(|(s, _)| *s == o.serial)
                 && let Some((_, title)) = self.title.take()
             {
-                let title = title.finish();
+                let title = super::cap_title(title.finish());
                 self.out.title = (!title.is_empty()).then_some(title);
             }
         }
@@ -611,7 +612,7 @@ fn deliver(
     match target {
         Target::Title => {
             if let Some((_, title)) = title {
-                title.push(decoded, false);
+                title.push_capped(decoded, MAX_TITLE_BYTES);
             }
         }
         Target::Text { preformatted } => text.push(decoded, preformatted),

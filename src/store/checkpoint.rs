@@ -93,6 +93,11 @@ pub struct Mark {
     /// resume cuts it back here). Absent in states written without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extract: Option<u64>,
+    /// Pages below the mark whose text the index cut ([`crate::index::feed::Cuts`]): counted
+    /// by the index, so stamped here, where the index is durable, rather than with the
+    /// engine's counters (which may run ahead of the mark). 0 in states written before it.
+    #[serde(default)]
+    pub text_cut: u64,
 }
 
 /// What one checkpoint changes, built by the engine.
@@ -135,6 +140,8 @@ pub struct Checkpoint {
     db: std::sync::Arc<redb::Database>,
     path: PathBuf,
     runs: u64,
+    /// Pages the index has cut, as of the next mark ([`Checkpoint::set_text_cut`]).
+    text_cut: u64,
     /// Checkpoints written by this value; see [`FAIL_AFTER_ENV`].
     written: u64,
     fail_after: Option<u64>,
@@ -197,6 +204,7 @@ impl Checkpoint {
             db: std::sync::Arc::new(db),
             path,
             runs: first.runs,
+            text_cut: first.text_cut,
             written: 0,
             fail_after: fail_after(),
         };
@@ -213,6 +221,7 @@ impl Checkpoint {
             db: std::sync::Arc::new(db),
             path,
             runs: mark.runs,
+            text_cut: mark.text_cut,
             written: 0,
             fail_after: fail_after(),
         };
@@ -226,6 +235,12 @@ impl Checkpoint {
             db: self.db.clone(),
             path: self.path.clone(),
         }
+    }
+
+    /// The index's count of cut pages for the next mark: set by the committer once the index is
+    /// durable up to it.
+    pub fn set_text_cut(&mut self, text_cut: u64) {
+        self.text_cut = text_cut;
     }
 
     /// Writes one checkpoint, durably: the rows of `delta`, the engine's blob and the mark with
@@ -270,6 +285,7 @@ impl Checkpoint {
                 finished: delta.finished,
                 runs: self.runs,
                 extract,
+                text_cut: self.text_cut,
             };
             let bytes = serde_json::to_vec(&mark).map_err(|e| err(&e))?;
             meta.insert(KEY_MARK, bytes.as_slice())
@@ -487,6 +503,10 @@ mod tests {
         let old = br#"{"seq":12,"warc":null,"finished":false,"runs":2}"#;
         let mark: Mark = serde_json::from_slice(old).expect("an older mark reads");
         assert_eq!(mark.extract, None);
+        assert_eq!(
+            mark.text_cut, 0,
+            "a state from before the count starts it at 0"
+        );
         assert_eq!(mark.seq, 12);
         let text = serde_json::to_string(&mark).expect("writes");
         assert!(!text.contains("extract"), "{text}");
@@ -502,6 +522,7 @@ mod tests {
             finished: false,
             runs: 1,
             extract: None,
+            text_cut: 0,
         }
     }
 
@@ -554,6 +575,22 @@ mod tests {
         let rows: Vec<(u32, &[u8])> = l.url_rows.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         assert_eq!(rows, vec![(0, &b"a"[..]), (1, &b"b2"[..]), (2, &b"c"[..])]);
         assert_eq!(l.engine, b"engine at 7");
+    }
+
+    #[test]
+    fn the_index_cut_count_is_on_the_mark_and_goes_on_after_a_reopen() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        cp.set_text_cut(3);
+        cp.write(&delta(5, &[(0, "a")]), None, None).expect("write");
+        drop(cp);
+        let mark = unfinished(dir.path()).mark;
+        assert_eq!(mark.text_cut, 3);
+        // A resume reopens with the mark's count; a checkpoint that sets none keeps it.
+        let mut cp = Checkpoint::reopen(dir.path(), &mark).expect("reopen");
+        cp.write(&delta(6, &[(1, "b")]), None, None).expect("write");
+        drop(cp);
+        assert_eq!(unfinished(dir.path()).mark.text_cut, 3);
     }
 
     #[test]

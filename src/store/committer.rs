@@ -6,7 +6,8 @@
 //! (and the index thread's), never on the async workers. It never reorders anything (the
 //! reorder window in [`super::commit`] does that before handing items over) and never decides
 //! what is fetched. At a checkpoint it syncs the WARC file, waits for the index thread to commit
-//! everything handed to it, and only then writes the mark: the one place it waits for the index.
+//! everything handed to it, and only then writes the mark (with the index's count of pages it
+//! cut, which is exact there): the one place it waits for the index.
 
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
@@ -22,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::checkpoint::{Checkpoint, CheckpointError, Delta, Mark, UrlReader, WarcMark};
 use super::commit::Seq;
 use super::warc::{Exchange, Truncation, WarcWriter};
-use crate::index::feed::IndexFeed;
+use crate::index::feed::{Cuts, IndexFeed};
 
 /// Which page stores a crawl writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
@@ -155,6 +156,8 @@ pub struct CommitStatus {
     /// Told when the backlog falls to half of [`BACKLOG_LIMIT`].
     drained: tokio::sync::Notify,
     error: Mutex<Option<String>>,
+    /// Pages whose text the index cut, shared with the index thread.
+    cuts: Arc<Cuts>,
 }
 
 impl CommitStatus {
@@ -182,6 +185,17 @@ impl CommitStatus {
     /// Checkpoints written by this run.
     pub fn checkpoints(&self) -> u64 {
         self.checkpoints.load(Ordering::Relaxed)
+    }
+
+    /// Pages whose text the index cut ([`crate::index::MAX_DISTINCT_WORDS`]), this crawl's
+    /// earlier runs included.
+    pub fn text_cut(&self) -> u64 {
+        self.cuts.count()
+    }
+
+    /// The URLs the index cut since the last call, each with what it kept.
+    pub fn take_text_cuts(&self) -> Vec<(String, crate::index::Cut)> {
+        self.cuts.take()
     }
 
     pub fn error(&self) -> Option<String> {
@@ -290,6 +304,7 @@ impl Committer {
                     finished: false,
                     runs: 1,
                     extract: extract_mark,
+                    text_cut: 0,
                 },
             )?,
             Start::Resume(mark) => {
@@ -302,16 +317,27 @@ impl Committer {
                         finished: false,
                         runs: mark.runs + 1,
                         extract: extract_mark,
+                        text_cut: mark.text_cut,
                     },
                 )?
             }
         };
         let url_reader = checkpoint.url_reader();
-        let status = Arc::new(CommitStatus::default());
+        // The pages above a resume's mark were rolled back out of the index; they are cut (and
+        // counted) again when they come back.
+        let cut_before = match start {
+            Start::Fresh => 0,
+            Start::Resume(mark) => mark.text_cut,
+        };
+        let status = Arc::new(CommitStatus {
+            cuts: Arc::new(Cuts::starting_at(cut_before)),
+            ..CommitStatus::default()
+        });
         let fail_after = env_number(FAIL_AFTER_ENV);
-        let mut index = Some(IndexFeed::start(
+        let mut index = Some(IndexFeed::start_counting(
             index,
             env_number(crate::index::feed::FAIL_AFTER_ENV),
+            status.cuts.clone(),
         )?);
         let (tx, rx) = mpsc::channel::<Job>();
         let st = status.clone();
@@ -537,6 +563,8 @@ fn write_loop(
                 };
                 if let Some(ix) = stores.index.as_deref_mut() {
                     ix.commit()?;
+                    // Every page below the mark has been through the index thread.
+                    stores.checkpoint.set_text_cut(status.text_cut());
                 }
                 let extract = match stores.extract.as_deref_mut() {
                     Some(x) => {

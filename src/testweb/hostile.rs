@@ -1,12 +1,14 @@
 //! The hostile site's dynamic paths: each misbehaves in one way a crawler must survive.
 //!
 //! It owns those behaviours (redirect loop and chain, endless calendar, huge, trickling, stalled
-//! and gzip-bomb bodies, 429/503 with Retry-After). Every endless behaviour ends when the server
+//! and gzip-bomb bodies, 429/503 with Retry-After, a page of more distinct words than the index
+//! takes, a title of megabytes). Every endless behaviour ends when the server
 //! shuts down, so a shutdown never waits on it. It never serves files: what it does not claim
 //! falls through to the static files. It never imports the server ([`super::serve`]): it hands
 //! back a [`Reply`], and the server puts it on the wire.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -99,6 +101,9 @@ pub(super) async fn route(h: &Hostile, uri: &hyper::Uri) -> Option<Reply> {
             });
         }
         "/trickle.html" => return Some(trickle(h)),
+        // Not linked from the site (a crawl of it stays small): tests and measurements seed them.
+        "/distinct.html" => return Some(html(distinct_words_page(DISTINCT_WORDS))),
+        "/long-title.html" => return Some(html(long_title_page(LONG_TITLE_BYTES))),
         "/stall.html" => {
             tokio::select! {
                 () = tokio::time::sleep(h.opts.stall) => {}
@@ -168,6 +173,42 @@ pub(super) async fn route(h: &Hostile, uri: &hyper::Uri) -> Option<Reply> {
         )));
     }
     None
+}
+
+/// Distinct words on `/distinct.html`: more than the index takes of one page
+/// ([`crate::index::MAX_DISTINCT_WORDS`]), so the page is indexed cut.
+pub const DISTINCT_WORDS: usize = 100_500;
+
+/// The size of `/long-title.html`'s title: thousands of times what a title may keep
+/// ([`crate::parse::MAX_TITLE_BYTES`]).
+pub const LONG_TITLE_BYTES: usize = 5_000_000;
+
+/// A page of `words` distinct words (`w0 w1 ...`), eight to a paragraph: about 7 bytes a word.
+fn distinct_words_page(words: usize) -> String {
+    let mut body = String::with_capacity(words * 8 + 128);
+    body.push_str("<html><head><title>Distinct words</title></head><body>\n");
+    for i in 0..words {
+        if i % 8 == 0 {
+            body.push_str("<p>");
+        }
+        let _ = write!(body, "w{i} ");
+        if i % 8 == 7 {
+            body.push_str("</p>\n");
+        }
+    }
+    body.push_str("</body></html>\n");
+    body
+}
+
+/// A page whose title is `bytes` bytes of `tïtle ` (7 bytes a word, so a cut at a round number
+/// of bytes can fall inside the `ï`), with the word `needle` in its text.
+fn long_title_page(bytes: usize) -> String {
+    let word = "tïtle ";
+    let title = word.repeat(bytes / word.len());
+    format!(
+        "<html><head><title>{title}</title></head><body><p>A needle in a long title.</p>\
+         </body></html>\n"
+    )
 }
 
 fn trickle(h: &Hostile) -> Reply {

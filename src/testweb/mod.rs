@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use farm::LinkFarm;
 pub use generator::{GenError, GenOptions, HeavyOptions, generate};
-pub use hostile::HostileOptions;
+pub use hostile::{DISTINCT_WORDS, HostileOptions, LONG_TITLE_BYTES};
 pub use log::{RequestLog, RequestRecord, ServerStats, SiteStats};
 pub use manifest::{Manifest, SiteKind, SiteManifest};
 pub use rng::SplitMix64;

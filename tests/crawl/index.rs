@@ -470,3 +470,90 @@ async fn a_page_of_more_distinct_words_than_the_cap_is_indexed_up_to_it_and_the_
     );
     assert!(log.contains(&said), "{said:?} not in the log:\n{log}");
 }
+
+#[tokio::test]
+async fn a_page_cut_for_the_index_is_counted_and_says_so_and_a_huge_title_is_kept_short() {
+    let web = TestWeb::start(GenOptions::new(1, 2).hostile(true))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("crawl");
+    let stats = tmp.path().join("stats.json");
+    let urls = tmp.path().join("urls.jsonl");
+    let path = |p: &std::path::Path| p.to_str().expect("utf8").to_string();
+    let distinct = web.url("hostile", "/distinct.html");
+    let long_title = web.url("hostile", "/long-title.html");
+    let o = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &distinct,
+            &long_title,
+            "--headless",
+            "--delay-ms",
+            "0",
+        ])
+        .args(["--out", &path(&out), "--stats-out", &path(&stats)])
+        .args(["--urls-out", &path(&urls)])
+        .output()
+        .await
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // The stats file and the metrics made of the same snapshot count the one page cut.
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(stats["resources"]["text_cut"], 1, "{}", stats["resources"]);
+    let snapshot: crawltop::snapshot::Snapshot =
+        serde_json::from_value(stats.clone()).expect("the stats file holds a snapshot");
+    let metrics = crawltop::control::metrics_text(&std::sync::Arc::new(snapshot));
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "crawltop_resources_text_cut_total 1"),
+        "{}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("resources"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // The URL's record says what the index kept; the other page has no reason.
+    let lines = std::fs::read_to_string(&urls).expect("urls");
+    let reason_of = |url: &str| -> serde_json::Value {
+        lines
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+            .find(|v| v["url"] == url)
+            .unwrap_or_else(|| panic!("no line for {url} in {lines}"))["reason"]
+            .clone()
+    };
+    let max = crawltop::index::MAX_DISTINCT_WORDS;
+    let all = crawltop::testweb::DISTINCT_WORDS;
+    assert_eq!(
+        reason_of(&distinct),
+        format!("text cut at {max} distinct words for the index ({max} words of {all} kept)")
+    );
+    assert_eq!(reason_of(&long_title), serde_json::Value::Null);
+
+    // What the index answers: the cut text's words, and the title cut at 1024 bytes, at a
+    // character boundary ("tïtle " is 7 bytes: the 147th word's "ï" straddles the cap).
+    let dir = path(&out);
+    let wc = json_of(&["wc", &dir, "--json"]);
+    assert_eq!(wc["pages"], 2);
+    let hits = json_of(&["search", &dir, "needle", "--json"]);
+    let title = hits[0]["title"].as_str().expect("a title").to_string();
+    assert_eq!(title.len(), 1023, "{} bytes", title.len());
+    assert_eq!(title, format!("{}t", "tïtle ".repeat(146)));
+    assert_eq!(hits[0]["url"], long_title.as_str());
+    let last_kept = format!("w{}", max - 1);
+    assert_eq!(
+        json_of(&["search", &dir, &last_kept, "--json"])[0]["url"],
+        distinct.as_str()
+    );
+    let first_cut = format!("w{max}");
+    assert_eq!(
+        json_of(&["search", &dir, &first_cut, "--json"]),
+        serde_json::json!([])
+    );
+}

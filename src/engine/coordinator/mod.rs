@@ -464,6 +464,8 @@ impl<F: Schedule> Coordinator<F> {
                 // (a page of a thousand links, a slow build), a later arm would never fire, and
                 // the snapshots, checkpoints and overdue checks would stop.
                 _ = tick.tick() => {
+                    // Before the checkpoint, so that its rows carry the reasons.
+                    self.note_text_cuts();
                     if self.last_checkpoint.elapsed() >= self.cfg.checkpoint_every() {
                         self.last_checkpoint = Instant::now();
                         self.checkpoint(false);
@@ -509,6 +511,9 @@ impl<F: Schedule> Coordinator<F> {
             }
             self.committer_final = Some(status);
         }
+        // The index has seen every page now: the last cuts reach the records the URL file and
+        // the stats are written from.
+        self.note_text_cuts();
         self.sample();
         let mut last = self.snapshot_full();
         last.state = RunState::Finished;
@@ -1347,6 +1352,32 @@ impl<F: Schedule> Coordinator<F> {
         self.by_url.warm(links.iter().map(|&(_, key)| key));
         for (url, key) in links {
             self.admit_canonical(&url, key, depth, Some(id), 0);
+        }
+    }
+
+    /// Writes on each URL whose text the index cut since the last call how much it kept (the
+    /// parse is long done: the index sees a page only once it is committed). The row is
+    /// touched, so the next checkpoint holds the reason; the count itself is the committer's,
+    /// stamped on the mark.
+    fn note_text_cuts(&mut self) {
+        let Some(status) = self.commit_status() else {
+            return;
+        };
+        for (url, cut) in status.take_text_cuts() {
+            // The committed URL is the one asked for, canonical, as the row has it.
+            let Some(id) = self.by_url.get(fingerprint(&url)) else {
+                continue;
+            };
+            if self.resources.try_url(id).is_ok_and(|known| known == url) {
+                self.resources.update(id, |r| {
+                    r.reason = Some(match r.reason.take() {
+                        // A parse cut came first: both are said.
+                        Some(parse) => format!("{parse}; {cut}").into(),
+                        None => cut.to_string().into(),
+                    });
+                });
+                self.touch(id);
+            }
         }
     }
 

@@ -21,6 +21,7 @@ use crate::snapshot::{
     BlockedBy, BusyBy, Commit, HeapRow, Politeness, Rates, Resources, RunState, Scheduler, Shares,
     SiteRow, Snapshot, TaskCounts, WorkerState, Workers,
 };
+use crate::store::committer::CommitStatus;
 
 /// Samples kept for the 10-second averages (one per snapshot).
 const SAMPLES_10S: usize = 100;
@@ -297,6 +298,7 @@ impl<F: Schedule> Coordinator<F> {
                 fetch_forbidden: st(ResourceState::FetchForbidden),
                 parse_error: st(ResourceState::ParseError),
                 parse_ignored: st(ResourceState::ParseIgnored),
+                text_cut: self.commit_status().map_or(0, |c| c.text_cut()),
             },
             errors: self.errors,
             http: self.http.clone(),
@@ -395,12 +397,16 @@ impl<F: Schedule> Coordinator<F> {
         snap
     }
 
-    fn commit_view(&self) -> Commit {
-        let status = self
-            .committer
+    /// The committer's status, while it runs or once it has finished.
+    pub(super) fn commit_status(&self) -> Option<Arc<CommitStatus>> {
+        self.committer
             .as_ref()
             .map(|c| c.status().clone())
-            .or_else(|| self.committer_final.clone());
+            .or_else(|| self.committer_final.clone())
+    }
+
+    fn commit_view(&self) -> Commit {
+        let status = self.commit_status();
         Commit {
             store: match (&self.cfg.out, self.cfg.store) {
                 (None, _) => "none".into(),
