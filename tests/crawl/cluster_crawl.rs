@@ -1005,6 +1005,80 @@ async fn a_master_dies_mid_crawl(replicas: usize, id: &str) {
     drop(cluster);
 }
 
+/// A member stopped while Redis is gone for good cannot hand its sites back: it says so and
+/// exits after its patience (its leases run out by themselves) instead of waiting forever on
+/// its agent, whose thread retries Redis.
+#[tokio::test]
+async fn a_member_stopped_while_redis_is_gone_for_good_exits_saying_its_sites_were_not_handed_back()
+{
+    if !redis_here("a_member_stopped_while_redis_is_gone_for_good...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let mut server = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .arg("--dir")
+        .arg(tmp.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    let answering = async {
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(CRAWL_PATIENCE, answering)
+        .await
+        .expect("redis-server answers");
+    let nodes = vec![format!("redis://127.0.0.1:{port}")];
+    // Slow enough that the crawl is still going when Redis goes.
+    let web = TestWeb::start(GenOptions::new(4, 200).seed(23).crawl_delay_s(0.05))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let a = member(
+        &nodes,
+        "gone",
+        &tmp.path().join("a.json"),
+        &["--seeds-file", seeds.to_str().expect("utf8")],
+    );
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 5))
+        .await
+        .expect("the member crawls");
+    server.kill().expect("redis-server killed");
+    let _ = server.wait();
+    let pid = a.id().expect("pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let out = tokio::time::timeout(CRAWL_PATIENCE, a.wait_with_output())
+        .await
+        .expect("the member exits, though Redis never comes back")
+        .expect("waits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{err}", out.status);
+    // Its stats say why its sites went back only by running out.
+    let stats = std::fs::read_to_string(tmp.path().join("a.json")).expect("the member's stats");
+    assert!(
+        stats.contains("could not hand this member's sites back"),
+        "{stats}"
+    );
+}
+
 #[tokio::test]
 async fn two_members_on_one_plain_redis_server_crawl_as_on_a_cluster_and_share_no_folder() {
     if !redis_here("two_members_on_one_plain_redis_server...") {

@@ -53,6 +53,10 @@ pub(in crate::engine) struct Link {
     to: mpsc::UnboundedSender<ToAgent>,
     from: mpsc::UnboundedReceiver<FromAgent>,
     task: Option<JoinHandle<Result<(), SharedError>>>,
+    /// Stops the agent where it is. It runs on a thread of its own, which the runtime's
+    /// shutdown waits for: a link dropped before its agent ended (an error, a hand-back that
+    /// ran out of patience while Redis is away) must not hold the process forever.
+    kill: futures::future::AbortHandle,
     crawl_id: String,
     member: String,
     /// Discovered URLs waiting to go to their sites' shared queues, by origin.
@@ -83,12 +87,20 @@ pub(in crate::engine) struct Link {
     unacked: usize,
 }
 
+impl Drop for Link {
+    fn drop(&mut self) {
+        // A no-op once the agent has ended (the usual way out: `leave_cluster`).
+        self.kill.abort();
+    }
+}
+
 impl Link {
     pub(in crate::engine) fn new(agent: Agent, crawl_id: &str, member: &str) -> Link {
         Link {
             to: agent.to,
             from: agent.from,
             task: Some(agent.task),
+            kill: agent.kill,
             crawl_id: crawl_id.to_string(),
             member: member.to_string(),
             push: HashMap::new(),
@@ -637,7 +649,10 @@ impl<F: Schedule> Coordinator<F> {
             Ok(Ok(Ok(()))) => None,
             Ok(Ok(Err(e))) => Some(e.to_string()),
             Ok(Err(e)) => Some(e.to_string()),
-            Err(_) => Some("no answer in time".to_string()),
+            Err(_) => {
+                link.kill.abort();
+                Some("no answer in time".to_string())
+            }
         };
         if let Some(e) = failed {
             self.warn(format!(
