@@ -267,10 +267,16 @@ struct Share {
     active: usize,
     /// Another live member holds fewer sites than the fair share.
     others_room: bool,
-    /// The members hold at least as many sites as have work: none is left to take.
-    all_held: bool,
     /// Sites the other live members hold, by their last heartbeats.
     others_hold: usize,
+}
+
+impl Share {
+    /// The members (this one holding `held`) hold at least as many sites as have work: none
+    /// is left to take.
+    fn all_held(&self, held: usize) -> bool {
+        self.others_hold + held >= self.active
+    }
 }
 
 /// How often the counters are read and the members passed on (the members are read at every
@@ -436,7 +442,6 @@ impl Inner {
         let fair = self.fair_share();
         self.share.others_room = live.iter().any(|m| (m.beat.sites_leased as usize) < fair);
         self.share.others_hold = live.iter().map(|m| m.beat.sites_leased as usize).sum();
-        self.share.all_held = self.share.others_hold + self.held.len() >= self.share.active;
     }
 
     /// The sites with work divided by the live members, rounded up: what each should hold.
@@ -452,7 +457,7 @@ impl Inner {
     /// None hoards: holding more than the fair share while another member has room and no
     /// site is left to take, this member gives the surplus back (after it drained them).
     fn rebalance(&mut self) {
-        if !self.share.others_room || !self.share.all_held {
+        if !self.share.others_room || !self.share.all_held(self.held.len()) {
             return;
         }
         let staying = self.held.values().filter(|h| !h.leaving).count();
@@ -613,7 +618,7 @@ impl Inner {
         );
         let active = usize::try_from(active).unwrap_or(usize::MAX);
         self.share.active = active.max(self.held.len());
-        let tries = if self.share.others_hold + self.held.len() >= self.share.active {
+        let tries = if self.share.all_held(self.held.len()) {
             LOOK_TRIES_ALL_HELD
         } else {
             LOOK_TRIES
