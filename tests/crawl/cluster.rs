@@ -514,25 +514,8 @@ mod shared {
             return;
         }
         let tmp = tempfile::tempdir().expect("temp dir");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let mut server = std::process::Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .arg("--dir")
-            .arg(tmp.path())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
-        let url = format!("redis://127.0.0.1:{port}");
+        let (mut server, nodes) = crate::util::plain_redis(tmp.path()).await;
+        let url = nodes[0].clone();
         let mut m = None;
         for _ in 0..500 {
             match SharedCrawl::connect(

@@ -55,39 +55,6 @@ async fn ends_well(child: Child, who: &str) -> String {
     err
 }
 
-/// A plain (not cluster) `redis-server` on a free loopback port, its data in `dir`, answering;
-/// and its URL as the members' nodes.
-async fn plain_redis(dir: &Path) -> (std::process::Child, Vec<String>) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let server = std::process::Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .arg("--dir")
-        .arg(dir)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server starts");
-    let answering = async {
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(CRAWL_PATIENCE, answering)
-        .await
-        .expect("redis-server answers");
-    (server, vec![format!("redis://127.0.0.1:{port}")])
-}
-
 fn stats(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("stats are JSON")
@@ -1048,7 +1015,7 @@ async fn a_member_stopped_while_redis_is_gone_for_good_exits_saying_its_sites_we
         return;
     }
     let tmp = tempfile::tempdir().expect("temp dir");
-    let (mut server, nodes) = plain_redis(tmp.path()).await;
+    let (mut server, nodes) = crate::util::plain_redis(tmp.path()).await;
     // Slow enough that the crawl is still going when Redis goes.
     let web = TestWeb::start(GenOptions::new(4, 200).seed(23).crawl_delay_s(0.05))
         .await
@@ -1091,7 +1058,7 @@ async fn two_members_on_one_plain_redis_server_crawl_as_on_a_cluster_and_share_n
         return;
     }
     let tmp = tempfile::tempdir().expect("temp dir");
-    let (mut server, nodes) = plain_redis(tmp.path()).await;
+    let (mut server, nodes) = crate::util::plain_redis(tmp.path()).await;
     let web = TestWeb::start(GenOptions::new(4, 40).seed(19).crawl_delay_s(0.02))
         .await
         .expect("web");

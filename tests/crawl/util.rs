@@ -224,3 +224,36 @@ pub async fn stop_when_paused(
         .expect("stderr");
     (status, rest)
 }
+
+/// A plain (not cluster) `redis-server` on a free loopback port, its data in `dir`, answering;
+/// and its URL as the members' nodes.
+pub async fn plain_redis(dir: &std::path::Path) -> (std::process::Child, Vec<String>) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let server = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    let answering = async {
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(PATIENCE * 4, answering)
+        .await
+        .expect("redis-server answers");
+    (server, vec![format!("redis://127.0.0.1:{port}")])
+}
