@@ -31,7 +31,13 @@
 //! expired lease is found by a look like any other. A member that dies between the two calls
 //! can leave a site with work out of the set: [`SharedCrawl::sweep`] checks a few sites of
 //! `sites` a second and puts such a site back, and [`SharedCrawl::finished`] checks every site
-//! before it says the crawl ended. It owns the
+//! before it says the crawl ended.
+//!
+//! A round's script calls (one a site) travel as one pipeline a master: the member reads where
+//! the slots are (`CLUSTER SLOTS`, again after any failed pipeline) and groups the calls by the
+//! node that serves them, so a round costs a request a master, not a request a site. A call a
+//! node refuses inside a pipeline (a script it does not know, a slot that moved) goes again on
+//! its own through the cluster client, which loads scripts and follows redirects. It owns the
 //! scripts and their atomicity; it never decides what is in scope, never fetches, and never
 //! reads a member's clock for anything another member relies on.
 
@@ -197,6 +203,48 @@ pub struct SharedCommand {
 struct Conn {
     kind: ConnKind,
     trips: u64,
+    /// Where a cluster's slots are: how a round's calls are grouped by node.
+    slots: SlotMap,
+}
+
+impl Conn {
+    fn new(kind: ConnKind) -> Conn {
+        Conn {
+            kind,
+            trips: 0,
+            slots: SlotMap {
+                stale: true,
+                ..SlotMap::default()
+            },
+        }
+    }
+
+    /// `calls` grouped by the node that serves their slot, in call order within a group: one
+    /// group on a plain server; on a cluster, the map is read first when it is out of date (a
+    /// map that cannot be read leaves every call a group of its own).
+    async fn group(&mut self, calls: &[Call<'_>]) -> Vec<Vec<usize>> {
+        let ConnKind::Cluster(_) = self.kind else {
+            return vec![(0..calls.len()).collect()];
+        };
+        if self.slots.stale {
+            self.trips += 1;
+            let answer = redis::cmd("CLUSTER")
+                .arg("SLOTS")
+                .query_async::<Value>(&mut self.kind)
+                .await;
+            self.slots = answer.map(|a| SlotMap::parse(&a)).unwrap_or_default();
+        }
+        let mut by_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        let mut groups = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            match self.slots.node(call.slot) {
+                Some(node) => by_node.entry(node).or_default().push(i),
+                None => groups.push(vec![i]),
+            }
+        }
+        groups.extend(by_node.into_values());
+        groups
+    }
 }
 
 /// A handle on the connection: cheap to clone, and clones share it (requests sent at once
@@ -205,6 +253,30 @@ struct Conn {
 enum ConnKind {
     Cluster(redis::cluster_async::ClusterConnection),
     Single(redis::aio::MultiplexedConnection),
+}
+
+impl ConnKind {
+    /// `pipe` (`count` commands) on the node that serves `slot` (on a cluster), answered as
+    /// one value a command, errors included.
+    async fn pipeline_on(
+        &mut self,
+        pipe: Pipeline,
+        count: usize,
+        slot: u16,
+    ) -> redis::RedisResult<Vec<Value>> {
+        match self {
+            ConnKind::Cluster(c) => {
+                let route = redis::cluster_routing::SingleNodeRoutingInfo::SpecificNode(
+                    redis::cluster_routing::Route::new(
+                        slot,
+                        redis::cluster_routing::SlotAddr::Master,
+                    ),
+                );
+                c.route_pipeline(pipe, 0, count, route).await
+            }
+            ConnKind::Single(c) => c.req_packed_commands(&pipe, 0, count).await,
+        }
+    }
 }
 
 impl ConnectionLike for ConnKind {
@@ -470,10 +542,7 @@ impl SharedCrawl {
         }
         let conn = open(nodes).await?;
         let mut shared = SharedCrawl {
-            conn: Conn {
-                kind: conn,
-                trips: 0,
-            },
+            conn: Conn::new(conn),
             nodes: nodes.to_vec(),
             crawl,
             member: member.to_string(),
@@ -497,6 +566,7 @@ impl SharedCrawl {
     /// agent's own thread): what was sent on the old one is answered or dropped with it.
     pub async fn reconnect(&mut self) -> Result<(), SharedError> {
         self.conn.kind = open(&self.nodes).await?;
+        self.conn.slots.stale = true;
         Ok(())
     }
 
@@ -560,7 +630,8 @@ impl SharedCrawl {
     }
 
     /// Requests sent to Redis so far (a pipeline or a script call is one; a script Redis did
-    /// not know yet is two, counted once; calls sent at once count one each).
+    /// not know yet is two, counted once; calls sent at once count one a node: they travel as
+    /// one pipeline, and a call a node refused there counts again when it goes alone).
     pub fn round_trips(&self) -> u64 {
         self.conn.trips
     }
@@ -711,12 +782,9 @@ impl SharedCrawl {
         let (scripts, conn, member) = (&self.scripts, &mut self.conn, &self.member);
         let calls: Vec<_> = jobs
             .iter()
-            .zip(&keys)
+            .zip(keys)
             .map(|(job, keys)| {
-                let mut call = scripts.push_done.prepare_invoke();
-                for key in keys {
-                    call.key(key);
-                }
+                let mut call = Call::new(&scripts.push_done, keys.into());
                 let next_in = job
                     .next_in
                     .map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
@@ -770,10 +838,9 @@ impl SharedCrawl {
         let (scripts, conn) = (&self.scripts, &mut self.conn);
         let calls: Vec<_> = first
             .iter()
-            .zip(&keys)
-            .map(|((_, entries), [seen, q, flight])| {
-                let mut call = scripts.push.prepare_invoke();
-                call.key(seen).key(q).key(flight);
+            .zip(keys)
+            .map(|((_, entries), keys)| {
+                let mut call = Call::new(&scripts.push, keys.into());
                 push_args(&mut call, entries);
                 call
             })
@@ -1236,7 +1303,7 @@ struct SiteRound<'a> {
 }
 
 /// A push's arguments: each entry's fingerprint (the seen set's member) and the entry.
-fn push_args(call: &mut redis::ScriptInvocation<'_>, entries: &[Entry]) {
+fn push_args(call: &mut Call<'_>, entries: &[Entry]) {
     for e in entries {
         let fp = crate::frontier::fingerprint(&e.url).to_le_bytes();
         call.arg(&fp[..]).arg(e.encode());
@@ -1250,18 +1317,197 @@ fn of_site(url: &str, site: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
-/// Sends script calls all at once (each on its site's slot; they travel together and are
-/// answered together) and returns the answers in order.
+/// One script call on one site's slot (every key under the site's hash tag), kept as its
+/// parts so that it can travel in a pipeline with others and, when a node refuses it there,
+/// go again on its own.
+struct Call<'a> {
+    script: &'a Script,
+    slot: u16,
+    keys: Vec<String>,
+    args: Vec<Vec<u8>>,
+}
+
+impl<'a> Call<'a> {
+    fn new(script: &'a Script, keys: Vec<String>) -> Call<'a> {
+        let slot = keys.first().map_or(0, |k| key_slot(k.as_bytes()));
+        Call {
+            script,
+            slot,
+            keys,
+            args: Vec::new(),
+        }
+    }
+
+    fn arg(&mut self, arg: impl redis::ToRedisArgs) -> &mut Self {
+        arg.write_redis_args(&mut self.args);
+        self
+    }
+
+    /// `EVALSHA`: what a pipeline carries (a node that does not know the script says so).
+    fn eval(&self) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.get_hash()).arg(self.keys.len());
+        for key in &self.keys {
+            cmd.arg(key);
+        }
+        for arg in &self.args {
+            cmd.arg(arg.as_slice());
+        }
+        cmd
+    }
+
+    /// The call alone, routed by the client and loading the script where it is missing.
+    fn invocation(&self) -> redis::ScriptInvocation<'a> {
+        let mut call = self.script.prepare_invoke();
+        for key in &self.keys {
+            call.key(key);
+        }
+        for arg in &self.args {
+            call.arg(arg.as_slice());
+        }
+        call
+    }
+}
+
+/// The cluster slot of `key`: CRC16 (XMODEM) of its hash tag (the part between the first `{`
+/// and the next `}`, when not empty) or of the whole key, modulo 16,384 (Redis's rule).
+fn key_slot(key: &[u8]) -> u16 {
+    let tag = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            rest.iter()
+                .position(|&b| b == b'}')
+                .map(|close| &rest[..close])
+        })
+        .filter(|tag| !tag.is_empty())
+        .unwrap_or(key);
+    crc16::State::<crc16::XMODEM>::calculate(tag) % 16_384
+}
+
+/// Which master serves which slots, as `CLUSTER SLOTS` said at the last read: only how a
+/// round's calls are grouped into one pipeline per node. A map out of date costs a call a
+/// redirect (the client follows it) and a read of the map, never a wrong answer.
+#[derive(Debug, Default)]
+struct SlotMap {
+    /// Slot ranges (first, last, inclusive) and the index of their node in `nodes`.
+    ranges: Vec<(u16, u16, usize)>,
+    nodes: Vec<String>,
+    /// To be read again before the next grouping.
+    stale: bool,
+}
+
+impl SlotMap {
+    /// The map from a `CLUSTER SLOTS` answer (`[[first, last, [ip, port, ...], replicas...]]`);
+    /// an answer of another shape gives an empty map (every call its own group).
+    fn parse(answer: &Value) -> SlotMap {
+        let mut map = SlotMap::default();
+        let Value::Array(rows) = answer else {
+            return map;
+        };
+        for row in rows {
+            let Value::Array(row) = row else { continue };
+            let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(master))) =
+                (row.first(), row.get(1), row.get(2))
+            else {
+                continue;
+            };
+            let host = match master.first() {
+                Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+                Some(Value::SimpleString(s)) => s.clone(),
+                _ => continue,
+            };
+            let Some(Value::Int(port)) = master.get(1) else {
+                continue;
+            };
+            let (Ok(first), Ok(last)) = (u16::try_from(*first), u16::try_from(*last)) else {
+                continue;
+            };
+            let node = format!("{host}:{port}");
+            let i = map
+                .nodes
+                .iter()
+                .position(|n| *n == node)
+                .unwrap_or_else(|| {
+                    map.nodes.push(node);
+                    map.nodes.len() - 1
+                });
+            map.ranges.push((first, last, i));
+        }
+        map
+    }
+
+    /// The node serving `slot`, if the map knows it.
+    fn node(&self, slot: u16) -> Option<usize> {
+        self.ranges
+            .iter()
+            .find(|(first, last, _)| (*first..=*last).contains(&slot))
+            .map(|(_, _, node)| *node)
+    }
+}
+
+/// Sends script calls together, one pipeline per node (a call on a slot the map does not
+/// place goes alone), and returns the answers in order. A call a node refused in its pipeline
+/// (a script it does not know yet, after a restart or a failover) goes again on its own, where
+/// the client loads the script. Every call may run twice when a round is retried (each script
+/// is written so that it may), which is why a pipeline needs no transaction.
 async fn invoke_all<T: redis::FromRedisValue + Send>(
     conn: &mut Conn,
-    calls: &[redis::ScriptInvocation<'_>],
+    calls: &[Call<'_>],
 ) -> Result<Vec<T>, SharedError> {
-    conn.trips += calls.len() as u64;
-    let sent = calls.iter().map(|call| {
+    if calls.is_empty() {
+        return Ok(Vec::new());
+    }
+    let groups = conn.group(calls).await;
+    conn.trips += groups.len() as u64;
+    let sent = groups.iter().map(|group| {
+        let mut pipe = Pipeline::with_capacity(group.len());
+        for &i in group {
+            pipe.add_command(calls[i].eval());
+        }
+        let slot = calls[group[0]].slot;
         let mut handle = conn.kind.clone();
-        async move { call.invoke_async::<T>(&mut handle).await }
+        async move { handle.pipeline_on(pipe, group.len(), slot).await }
     });
-    Ok(futures::future::try_join_all(sent).await?)
+    let replies = match futures::future::try_join_all(sent).await {
+        Ok(replies) => replies,
+        Err(e) => {
+            // A slot that moved makes the client fail the whole pipeline: read the map again
+            // before the round is retried.
+            conn.slots.stale = true;
+            return Err(e.into());
+        }
+    };
+    let mut answers: Vec<Option<Value>> = vec![None; calls.len()];
+    let mut again = Vec::new();
+    for (group, values) in groups.iter().zip(replies) {
+        for (&i, value) in group.iter().zip(values) {
+            match value {
+                Value::ServerError(_) => again.push(i),
+                value => answers[i] = Some(value),
+            }
+        }
+    }
+    if !again.is_empty() {
+        conn.trips += again.len() as u64;
+        let alone = again.iter().map(|&i| {
+            let call = calls[i].invocation();
+            let mut handle = conn.kind.clone();
+            async move { call.invoke_async::<Value>(&mut handle).await }
+        });
+        let values = futures::future::try_join_all(alone).await?;
+        for (&i, value) in again.iter().zip(values) {
+            answers[i] = Some(value);
+        }
+    }
+    answers
+        .into_iter()
+        .map(|value| {
+            T::from_redis_value(value.unwrap_or(Value::Nil))
+                .map_err(|e| SharedError::from(redis::RedisError::from(e)))
+        })
+        .collect()
 }
 
 /// The fewest live replicas any master with slots has, from `CLUSTER NODES`' lines (`id addr
@@ -1420,5 +1666,59 @@ r3 127.0.0.1:7005@17005 slave a3 0 0 3 connected
         assert_eq!(Entry::decode(&seed.encode()), Some(seed));
         assert_eq!(Entry::decode("x\t1\thttp://a/\t"), None);
         assert_eq!(Entry::decode("1\t1\t\t"), None);
+    }
+
+    #[test]
+    fn a_key_lands_on_the_slot_redis_computes() {
+        // Each figure is what `CLUSTER KEYSLOT` answered on redis-server 7.
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"somekey"), 11058);
+        assert_eq!(key_slot(b"{ct:x:http://127.0.0.1:8080}:q"), 156);
+        // An empty tag is no tag: the whole key counts; only the first tag counts.
+        assert_eq!(key_slot(b"a{}b"), 13694);
+        assert_eq!(key_slot(b"{}{x}"), 3257);
+        // A site's keys share one slot, whatever follows the tag.
+        assert_eq!(
+            key_slot(b"ct:{c|http://a.test}:q"),
+            key_slot(b"ct:{c|http://a.test}:seen")
+        );
+    }
+
+    #[test]
+    fn the_slot_map_reads_cluster_slots_and_places_every_slot_it_names() {
+        let node = |host: &str, port: i64| {
+            Value::Array(vec![
+                Value::BulkString(host.as_bytes().to_vec()),
+                Value::Int(port),
+                Value::BulkString(b"id".to_vec()),
+            ])
+        };
+        let answer = Value::Array(vec![
+            Value::Array(vec![
+                Value::Int(0),
+                Value::Int(5460),
+                node("127.0.0.1", 7000),
+            ]),
+            Value::Array(vec![
+                Value::Int(5461),
+                Value::Int(10922),
+                node("127.0.0.1", 7001),
+                node("127.0.0.1", 7004),
+            ]),
+            Value::Array(vec![
+                Value::Int(10923),
+                Value::Int(16383),
+                node("127.0.0.1", 7000),
+            ]),
+            // Not a row: skipped.
+            Value::Int(3),
+        ]);
+        let map = SlotMap::parse(&answer);
+        assert_eq!(map.nodes, ["127.0.0.1:7000", "127.0.0.1:7001"]);
+        assert_eq!(map.node(0), Some(0));
+        assert_eq!(map.node(5461), Some(1));
+        assert_eq!(map.node(10922), Some(1));
+        assert_eq!(map.node(16383), Some(0));
+        assert_eq!(SlotMap::parse(&Value::Nil).node(0), None);
     }
 }

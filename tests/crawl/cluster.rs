@@ -559,6 +559,64 @@ mod shared {
         let _ = server.kill();
         let _ = server.wait();
     }
+
+    #[tokio::test]
+    async fn a_rounds_calls_to_many_sites_travel_as_one_pipeline_a_master() {
+        if !redis_here("a_rounds_calls_to_many_sites_travel_as_one_pipeline_a_master") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let mut m = member(&cluster.urls(), "t-pipe", "m", 10_000).await;
+        assert!(m.join(&settings("3")).await.expect("joins"));
+        // 40 sites, spread over the 3 masters' slots; each round brings every site a link
+        // found on its own pages, and every other site one found on another site's (those go
+        // first, in calls of their own).
+        let sites: Vec<String> = (0..40)
+            .map(|i| format!("http://127.0.0.1:{}", 5000 + i))
+            .collect();
+        let round = |n: usize| -> Vec<(String, Vec<Entry>)> {
+            sites
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let other = &sites[(i + 1) % sites.len()];
+                    let own = Entry {
+                        referrer: Some(format!("{s}/")),
+                        ..entry(&format!("{s}/own{n}"))
+                    };
+                    let across = Entry {
+                        referrer: Some(format!("{other}/")),
+                        ..entry(&format!("{s}/across{n}"))
+                    };
+                    let entries = if i % 2 == 0 {
+                        vec![own]
+                    } else {
+                        vec![own, across]
+                    };
+                    (s.clone(), entries)
+                })
+                .collect()
+        };
+        // The first round also lists the sites, loads the scripts on each master and reads
+        // where the slots are.
+        assert_eq!(m.push_many(&round(0)).await.expect("first round"), 60);
+        let before = m.round_trips();
+        assert_eq!(m.push_many(&round(1)).await.expect("second round"), 60);
+        let trips = m.round_trips() - before;
+        // One pipeline a master for the links across sites, one a master for the rest: 6 at
+        // most (a call a site would be 40).
+        assert!(
+            trips <= 6,
+            "40 sites' calls took {trips} requests, not one a master and kind"
+        );
+        // And every call did its work: each site has its URLs queued, once.
+        assert_eq!(m.push_many(&round(1)).await.expect("again"), 0);
+        for (i, s) in sites.iter().enumerate() {
+            let want = if i % 2 == 0 { 2 } else { 4 };
+            assert_eq!(m.backlog(s).await.expect("backlog"), (want, 0), "{s}");
+        }
+    }
 }
 
 #[tokio::test]
