@@ -390,13 +390,21 @@ impl Inner {
         // and its ends in one atomic call; links across sites first and, with replicas, on one
         // of them before any end: a failover must not lose a queued URL whose referrer is done).
         let (_, ours) = retry!(self, self.shared.push_and_finish(&pushes, &dones));
+        // The held sites running low, pulled together after the round's other messages.
+        let mut low = Vec::new();
         for ((site, entries, _), ours) in dones.iter().zip(ours) {
-            self.after_done(site, entries.len(), ours).await;
+            if self.after_done(site, entries.len(), ours) {
+                low.push(site.clone());
+            }
         }
         for msg in rest {
             match msg {
                 ToAgent::Capacity(n) => self.cfg.max_sites = n.max(self.floor).max(1),
-                ToAgent::Skipped { site, n } => self.after_done(&site, n, true).await,
+                ToAgent::Skipped { site, n } => {
+                    if self.after_done(&site, n, true) && !low.contains(&site) {
+                        low.push(site);
+                    }
+                }
                 ToAgent::Release { site } => {
                     if self.held.remove(&site).is_some() {
                         let _ = retry!(self, self.shared.release(&site));
@@ -422,6 +430,7 @@ impl Inner {
                 ToAgent::Push { .. } | ToAgent::Done { .. } | ToAgent::Stop => {}
             }
         }
+        self.pull_all(low).await;
         // Ends, pulls, politeness, leases: copied before the next round builds on them.
         retry!(self, self.shared.replicated());
         let ends: usize = dones.iter().map(|(_, entries, _)| entries.len()).sum();
@@ -531,21 +540,32 @@ impl Inner {
     }
 
     /// `n` pulled URLs of `site` were finished (`ours`: the lease was still this member's).
-    async fn after_done(&mut self, site: &str, n: usize, ours: bool) {
+    /// Returns whether the site wants its next batch now.
+    fn after_done(&mut self, site: &str, n: usize, ours: bool) -> bool {
         if !ours {
             self.lost(site);
+            return false;
+        }
+        let Some(held) = self.held.get_mut(site) else {
+            return false;
+        };
+        held.left = held.left.saturating_sub(n);
+        // The next batch before this one runs out, so the member's queue of the site never
+        // waits on a round trip; a site found dry is asked again only once it is done.
+        !held.leaving && (held.left == 0 || (held.left <= self.cfg.batch / 2 && !held.dry))
+    }
+
+    /// The next batch of each of `sites` (held), in one request a master.
+    async fn pull_all(&mut self, mut sites: Vec<String>) {
+        // Still held and staying (the round's other messages may have released or lost one).
+        sites.retain(|site| self.held.get(site).is_some_and(|h| !h.leaving));
+        if sites.is_empty() {
             return;
         }
-        if let Some(held) = self.held.get_mut(site) {
-            held.left = held.left.saturating_sub(n);
-            if held.leaving {
-                return;
-            }
-            // The next batch before this one runs out, so the member's queue of the site never
-            // waits on a round trip; a site found dry is asked again only once it is done.
-            if held.left == 0 || (held.left <= self.cfg.batch / 2 && !held.dry) {
-                self.pull(site.to_string()).await;
-            }
+        let batch = self.cfg.batch;
+        let got = retry!(self, self.shared.pull_many(&sites, batch));
+        for (site, got) in sites.into_iter().zip(got) {
+            self.pulled(site, got).await;
         }
     }
 
@@ -553,6 +573,12 @@ impl Inner {
     async fn pull(&mut self, site: String) {
         let batch = self.cfg.batch;
         let got = retry!(self, self.shared.pull(&site, batch));
+        self.pulled(site, got).await;
+    }
+
+    /// What a pull of a held site got: its URLs go to the member; none at all (and none out)
+    /// hands the site back; `None` (the lease was not ours) loses it.
+    async fn pulled(&mut self, site: String, got: Option<Vec<Entry>>) {
         let left = self.held.get(&site).map_or(0, |h| h.left);
         match got {
             None => self.lost(&site),

@@ -1006,6 +1006,37 @@ impl SharedCrawl {
         Ok(got.map(|items| items.iter().filter_map(|s| Entry::decode(s)).collect()))
     }
 
+    /// [`SharedCrawl::pull`] for several sites at once (one request a master); answers in the
+    /// order of `sites`.
+    pub async fn pull_many(
+        &mut self,
+        sites: &[String],
+        n: usize,
+    ) -> Result<Vec<Option<Vec<Entry>>>, SharedError> {
+        let keys: Vec<Vec<String>> = sites
+            .iter()
+            .map(|site| {
+                ["lease", "q", "flight"]
+                    .map(|what| self.site_key(site, what))
+                    .into()
+            })
+            .collect();
+        let (scripts, conn, member) = (&self.scripts, &mut self.conn, &self.member);
+        let calls: Vec<_> = keys
+            .into_iter()
+            .map(|keys| {
+                let mut call = Call::new(&scripts.pull, keys);
+                call.arg(member).arg(n.max(1));
+                call
+            })
+            .collect();
+        let got: Vec<Option<Vec<String>>> = invoke_all(conn, &calls).await?;
+        Ok(got
+            .into_iter()
+            .map(|items| items.map(|items| items.iter().filter_map(|s| Entry::decode(s)).collect()))
+            .collect())
+    }
+
     /// Finishes pulled entries (fetched, or ended otherwise) and, when given, stores when the
     /// site may next be contacted (a wait from now on Redis's clock); false when the lease is
     /// not ours.
