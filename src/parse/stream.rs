@@ -200,12 +200,9 @@ fn on_element(
     input: Input<'_>,
     el: &mut Element<'_, '_>,
 ) -> lol_html::HandlerResult {
-    // Nothing reads the rewritten output: an element removed with its content is not
-    // serialized, nor is anything inside it, while every handler still sees every token.
-    // Inside a removed element `lol_html` has marked the start tag removed already.
-    if !el.removed() {
-        el.remove();
-    }
+    // Nothing reads the rewritten output, and nothing is removed from it: `lol_html` hands the
+    // sink each token's own bytes, where a removed element would cost a boxed set of mutations
+    // for it and for every start tag inside it.
     let mut buf = [0; NAME_BUF];
     let source_name = input.tag_name(el, &mut buf);
     let owned;
