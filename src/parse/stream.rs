@@ -67,8 +67,14 @@ fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected
     };
     let on_text = {
         let state = Rc::clone(&state);
+        let input = Input {
+            body,
+            encoding: encoding.into(),
+        };
         move |chunk: &mut TextChunk<'_>| {
-            state.borrow_mut().text(chunk);
+            let mut state = state.borrow_mut();
+            state.settle(input);
+            state.text(chunk);
             Ok(())
         }
     };
@@ -112,10 +118,14 @@ fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected
     } else {
         drop(rewriter);
     }
-    let state = Rc::try_unwrap(state).map_or_else(
+    let mut state = Rc::try_unwrap(state).map_or_else(
         |shared| shared.replace(State::default()),
         RefCell::into_inner,
     );
+    state.settle(Input {
+        body,
+        encoding: encoding.into(),
+    });
     let coverage = match outcome {
         Ok(()) => Coverage::Whole,
         Err(RewritingError::MemoryLimitExceeded(_)) => Coverage::CutAtMemory { parsed_bytes: fed },
@@ -214,27 +224,69 @@ fn on_element(
     };
     let html = el.namespace_uri() == HTML_NS;
     let attr = |name: &str| input.attribute(el, name);
-    let opened = state.borrow_mut().start(
+    let mut shared = state.borrow_mut();
+    shared.settle(input);
+    let opened = shared.start(
         name,
         html,
         el.can_have_content(),
         el.source_location().bytes().start,
         attr,
     )?;
+    drop(shared);
     if let Some((depth, serial, known)) = opened {
         let state = Rc::clone(state);
-        let name = common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed);
+        let mut name =
+            common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed);
         el.on_end_tag(end_tag!(move |end| {
             // `lol_html` also calls this when another end tag closes the element (`</svg>` after
             // a `<p>` that left the SVG); html5ever decides that by its own rules, which the
-            // mirror keeps, so only the element's own end tag counts.
-            if end.name() == name {
-                state.borrow_mut().end(depth, serial, known);
-            }
+            // mirror keeps, so only the element's own end tag counts. Which end tag it is is
+            // read from the source when the next token comes ([`State::settle`]): this
+            // handler cannot borrow the page, and `end.name()` would be a `String` per element.
+            state.borrow_mut().ended.push(Ended {
+                at: end.source_location().bytes(),
+                // Called once (`end_tag!` asks for `FnMut`): the name moves out.
+                name: std::mem::take(&mut name),
+                depth,
+                serial,
+                known,
+            });
             Ok(())
         }))?;
     }
     Ok(())
+}
+
+/// An end tag `lol_html` gave an element's handler, not yet compared with the element's name.
+struct Ended {
+    /// The end tag in the source.
+    at: std::ops::Range<usize>,
+    /// The element's name, as `Element::tag_name` gives it.
+    name: Cow<'static, str>,
+    depth: usize,
+    serial: u32,
+    known: &'static str,
+}
+
+impl Input<'_> {
+    /// Whether the end tag at `at` is named `name`, as `EndTag::name() == name` says: its name
+    /// read from the source, compared without a copy when it is plain ASCII.
+    fn end_tag_is(self, at: std::ops::Range<usize>, name: &str) -> bool {
+        let Some(raw) = self.body.get(at).and_then(|raw| raw.strip_prefix(b"</")) else {
+            return false;
+        };
+        let len = raw
+            .iter()
+            .position(|b| matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ' | b'/' | b'>'))
+            .unwrap_or(raw.len());
+        let raw = &raw[..len];
+        if raw.is_ascii() {
+            raw.eq_ignore_ascii_case(name.as_bytes())
+        } else {
+            self.encoding.decode(raw).0.to_ascii_lowercase() == name
+        }
+    }
 }
 
 /// An element on the mirror of the stack of open elements.
@@ -275,6 +327,8 @@ struct State {
     cut: Option<Coverage>,
     /// The page's text is not wanted ([`Text::Skip`]): only the title's text is kept.
     skip_text: bool,
+    /// End tags seen since the last token, in the order `lol_html` gave them.
+    ended: Vec<Ended>,
 }
 
 /// Where a run of text goes.
@@ -290,6 +344,22 @@ enum Target {
 struct TooDeep;
 
 impl State {
+    /// Closes the elements whose own end tags came since the last token, before anything
+    /// else reads the mirror: the next start tag, text, or the end.
+    fn settle(&mut self, input: Input<'_>) {
+        if self.ended.is_empty() {
+            return;
+        }
+        let mut ended = std::mem::take(&mut self.ended);
+        for e in ended.drain(..) {
+            if input.end_tag_is(e.at, &e.name) {
+                self.end(e.depth, e.serial, e.known);
+            }
+        }
+        // Kept for its capacity: no allocation per end tag.
+        self.ended = ended;
+    }
+
     /// A start tag. Returns the element's place on the mirror when it was pushed there (it can
     /// have content), for its end tag.
     fn start(
