@@ -12,6 +12,12 @@
 //! see the tests. `lol_html` itself keeps every element never closed (a page of unclosed `<p>`s)
 //! on its stack, about 128 bytes each, so past about 65,000 of them the memory limit cuts the
 //! page. It must never fail: a limit cuts the parse and says so in the coverage.
+//!
+//! Per element, what `lol_html` costs is kept small: it stays in its lexer for the whole page
+//! (a no-op doctype handler; no switch to its tag scanner and back per tag), nothing is removed
+//! from the output nobody reads (a removed element costs boxed mutations for every start tag
+//! inside it), and an end tag's handler only records where the tag is: whether it is the
+//! element's own is read from the source when the next token comes ([`State::settle`]).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -236,8 +242,7 @@ fn on_element(
     drop(shared);
     if let Some((depth, serial, known)) = opened {
         let state = Rc::clone(state);
-        let mut name =
-            common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed);
+        let mut name = common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed);
         el.on_end_tag(end_tag!(move |end| {
             // `lol_html` also calls this when another end tag closes the element (`</svg>` after
             // a `<p>` that left the SVG); html5ever decides that by its own rules, which the
