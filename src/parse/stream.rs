@@ -34,7 +34,7 @@ use lol_html::{
 use super::charset::decode_with;
 use super::entities::{self, Mode, Nul};
 use super::{
-    Collected, Coverage, MAX_DEPTH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES, Text, TextBuilder,
+    Collected, Coverage, Href, MAX_DEPTH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES, Text, TextBuilder,
     is_heading, is_hidden, is_preformatted,
 };
 
@@ -49,34 +49,37 @@ const HTML_NS: &str = "http://www.w3.org/1999/xhtml";
 pub(super) fn parse(body: &[u8], encoding: &'static Encoding, text: Text) -> (Collected, Coverage) {
     // `lol_html` reads ASCII-compatible encodings itself; the others (UTF-16, ISO-2022-JP) are
     // decoded whole first, one copy of the body.
+    // Only links read from `body` itself may point into it ([`super::Href::Source`]).
     if let Some(ascii) = AsciiCompatibleEncoding::new(encoding) {
-        run(body, ascii, text)
+        run(body, ascii, text, true)
     } else {
         let decoded = decode_with(encoding, body);
         let utf8 = AsciiCompatibleEncoding::new(UTF_8).expect("UTF-8 is ASCII-compatible");
-        run(decoded.as_bytes(), utf8, text)
+        run(decoded.as_bytes(), utf8, text, false)
     }
 }
 
-fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected, Coverage) {
+fn run(
+    body: &[u8],
+    encoding: AsciiCompatibleEncoding,
+    text: Text,
+    in_place: bool,
+) -> (Collected, Coverage) {
+    let input = Input {
+        body,
+        encoding: encoding.into(),
+        in_place,
+    };
     let state = Rc::new(RefCell::new(State {
         skip_text: text == Text::Skip,
         ..State::default()
     }));
     let on_element = {
         let state = Rc::clone(&state);
-        let input = Input {
-            body,
-            encoding: encoding.into(),
-        };
         move |el: &mut Element<'_, '_>| on_element(&state, input, el)
     };
     let on_text = {
         let state = Rc::clone(&state);
-        let input = Input {
-            body,
-            encoding: encoding.into(),
-        };
         move |chunk: &mut TextChunk<'_>| {
             let mut state = state.borrow_mut();
             state.settle(input);
@@ -128,10 +131,7 @@ fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected
         |shared| shared.replace(State::default()),
         RefCell::into_inner,
     );
-    state.settle(Input {
-        body,
-        encoding: encoding.into(),
-    });
+    state.settle(input);
     let coverage = match outcome {
         Ok(()) => Coverage::Whole,
         Err(RewritingError::MemoryLimitExceeded(_)) => Coverage::CutAtMemory { parsed_bytes: fed },
@@ -149,6 +149,8 @@ fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected
 struct Input<'a> {
     body: &'a [u8],
     encoding: &'static Encoding,
+    /// `body` is the page the caller gave (not a decoded copy): a link may point into it.
+    in_place: bool,
 }
 
 impl Input<'_> {
@@ -168,6 +170,25 @@ impl Input<'_> {
                 },
             );
         Some(entities::attribute(value))
+    }
+
+    /// A link's attribute `name`: [`Input::attribute`]'s value, given as where it lies in the
+    /// page when its bytes are that value (no decoding, no character reference, no CR or NUL).
+    fn href(self, el: &Element<'_, '_>, name: &str) -> Option<Href> {
+        let attr = el.attributes().iter().find(|a| self.is_named(a, name))?;
+        if self.in_place
+            && let Some(at) = attr.value_source_location().map(|at| at.bytes())
+            && let Some(raw) = self.body.get(at.clone())
+            && memchr::memchr3(b'&', b'\r', b'\0', raw).is_none()
+            && (if self.encoding == UTF_8 {
+                std::str::from_utf8(raw).is_ok()
+            } else {
+                raw.is_ascii()
+            })
+        {
+            return Some(Href::Source(at));
+        }
+        self.attribute(el, name).map(Href::Owned)
     }
 }
 
@@ -230,6 +251,7 @@ fn on_element(
     };
     let html = el.namespace_uri() == HTML_NS;
     let attr = |name: &str| input.attribute(el, name);
+    let href = |name: &str| input.href(el, name);
     let mut shared = state.borrow_mut();
     shared.settle(input);
     let opened = shared.start(
@@ -238,6 +260,7 @@ fn on_element(
         el.can_have_content(),
         el.source_location().bytes().start,
         attr,
+        href,
     )?;
     drop(shared);
     if let Some((depth, serial, known)) = opened {
@@ -374,6 +397,7 @@ impl State {
         can_have_content: bool,
         at: usize,
         attr: impl Fn(&str) -> Option<String>,
+        href: impl Fn(&str) -> Option<Href>,
     ) -> Result<Option<(usize, u32, &'static str)>, TooDeep> {
         self.flush();
         let known = intern(name);
@@ -412,7 +436,7 @@ impl State {
                     self.title = Some((self.next_serial, TextBuilder::default()));
                 }
             } else {
-                self.out.element(name, attr);
+                self.out.element(name, attr, href);
             }
         }
         if self.in_hidden == 0 {
