@@ -14,7 +14,7 @@ use url::Url;
 
 use super::charset::decode;
 use super::{
-    Collected, Coverage, MAX_DEPTH, ParsedPage, TextBuilder, cap_title, collapse, finish,
+    Collected, Coverage, Href, MAX_DEPTH, ParsedPage, TextBuilder, cap_title, collapse, finish,
     is_hidden, is_preformatted,
 };
 
@@ -26,7 +26,7 @@ pub(super) const PARSE_CHUNK: usize = 4096;
 pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> ParsedPage {
     let (text, encoding) = decode(body, content_type);
     let (document, coverage) = parse_document(&text);
-    finish(Walk::run(&document), encoding, page_url, coverage)
+    finish(Walk::run(&document), &[], encoding, page_url, coverage)
 }
 
 /// `Html::parse_document`, fed in chunks so that a tree growing past [`MAX_DEPTH`] stops the
@@ -153,7 +153,10 @@ impl Walk {
             }
             return;
         }
-        self.out
-            .element(element.name(), |name| element.attr(name).map(str::to_owned));
+        self.out.element(
+            element.name(),
+            |name| element.attr(name).map(str::to_owned),
+            |name| element.attr(name).map(|v| Href::Owned(v.to_owned())),
+        );
     }
 }

@@ -190,12 +190,14 @@ pub fn parse_html_with(
 ) -> ParsedPage {
     let (encoding, bom_len) = charset::sniff(body, content_type);
     let (collected, coverage) = stream::parse(&body[bom_len..], encoding, text);
-    finish(collected, encoding, page_url, coverage)
+    finish(collected, &body[bom_len..], encoding, page_url, coverage)
 }
 
-/// Resolves, filters and deduplicates what a parser collected.
+/// Resolves, filters and deduplicates what a parser collected; `body` is what its
+/// [`Href::Source`] ranges point into.
 fn finish(
     walk: Collected,
+    body: &[u8],
     encoding: &'static encoding_rs::Encoding,
     page_url: &Url,
     coverage: Coverage,
@@ -214,10 +216,20 @@ fn finish(
     let mut mailto: Vec<String> = Vec::new();
     let mut mailto_seen: HashSet<String> = HashSet::new();
     for raw in walk.links {
-        let Ok(mut url) = resolve(
-            &base,
-            without_fragment(raw.href.trim_matches(is_html_space)),
-        ) else {
+        let href = match &raw.href {
+            Href::Owned(href) => href.as_str(),
+            Href::Source(at) => {
+                let Some(href) = body
+                    .get(at.clone())
+                    .and_then(|b| std::str::from_utf8(b).ok())
+                else {
+                    debug_assert!(false, "a link's range is UTF-8 in the body");
+                    continue;
+                };
+                href
+            }
+        };
+        let Ok(mut url) = resolve(&base, without_fragment(href.trim_matches(is_html_space))) else {
             continue;
         };
         match url.scheme() {
@@ -367,9 +379,18 @@ fn mailto_addresses(url: &Url) -> impl Iterator<Item = String> + '_ {
 
 /// A link as written, before resolution.
 struct RawLink {
-    href: String,
+    href: Href,
     kind: LinkKind,
     nofollow: bool,
+}
+
+/// A link's attribute value, decoded: a copy, or where it lies in the page when its bytes are
+/// the value itself (valid UTF-8, no character reference, no CR or NUL), which [`finish`]
+/// reads in place: no `String` per link on pages of hundreds.
+enum Href {
+    Owned(String),
+    /// The bytes of the page (after its byte order mark) that are the value.
+    Source(std::ops::Range<usize>),
 }
 
 /// What one pass over a page collects before its links are resolved; both parsers fill it.
@@ -384,8 +405,14 @@ struct Collected {
 
 impl Collected {
     /// Reads a link, the `<base>` or a robots `<meta>` from an element named `name` (lower
-    /// case), given its attribute values (decoded, the first of each name).
-    fn element(&mut self, name: &str, attr: impl Fn(&str) -> Option<String>) {
+    /// case), given its attribute values (decoded, the first of each name); `href` gives the
+    /// link's own attribute.
+    fn element(
+        &mut self,
+        name: &str,
+        attr: impl Fn(&str) -> Option<String>,
+        href: impl Fn(&str) -> Option<Href>,
+    ) {
         let rel = || attr("rel").unwrap_or_default();
         let (attr_name, kind) = match name {
             "a" => ("href", LinkKind::A),
@@ -410,7 +437,7 @@ impl Collected {
             }
             _ => return,
         };
-        if let Some(href) = attr(attr_name) {
+        if let Some(href) = href(attr_name) {
             self.links.push(RawLink {
                 href,
                 kind,

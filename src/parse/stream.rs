@@ -12,6 +12,12 @@
 //! see the tests. `lol_html` itself keeps every element never closed (a page of unclosed `<p>`s)
 //! on its stack, about 128 bytes each, so past about 65,000 of them the memory limit cuts the
 //! page. It must never fail: a limit cuts the parse and says so in the coverage.
+//!
+//! Per element, what `lol_html` costs is kept small: it stays in its lexer for the whole page
+//! (a no-op doctype handler; no switch to its tag scanner and back per tag), nothing is removed
+//! from the output nobody reads (a removed element costs boxed mutations for every start tag
+//! inside it), and an end tag's handler only records where the tag is: whether it is the
+//! element's own is read from the source when the next token comes ([`State::settle`]).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -21,14 +27,14 @@ use encoding_rs::{Encoding, UTF_8};
 use lol_html::errors::RewritingError;
 use lol_html::html_content::{Attribute, Element, TextChunk, TextType};
 use lol_html::{
-    AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings, doc_text, element, end_tag,
-    text,
+    AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings, doc_text, doctype, element,
+    end_tag, text,
 };
 
 use super::charset::decode_with;
 use super::entities::{self, Mode, Nul};
 use super::{
-    Collected, Coverage, MAX_DEPTH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES, Text, TextBuilder,
+    Collected, Coverage, Href, MAX_DEPTH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES, Text, TextBuilder,
     is_heading, is_hidden, is_preformatted,
 };
 
@@ -43,32 +49,41 @@ const HTML_NS: &str = "http://www.w3.org/1999/xhtml";
 pub(super) fn parse(body: &[u8], encoding: &'static Encoding, text: Text) -> (Collected, Coverage) {
     // `lol_html` reads ASCII-compatible encodings itself; the others (UTF-16, ISO-2022-JP) are
     // decoded whole first, one copy of the body.
+    // Only links read from `body` itself may point into it ([`super::Href::Source`]).
     if let Some(ascii) = AsciiCompatibleEncoding::new(encoding) {
-        run(body, ascii, text)
+        run(body, ascii, text, true)
     } else {
         let decoded = decode_with(encoding, body);
         let utf8 = AsciiCompatibleEncoding::new(UTF_8).expect("UTF-8 is ASCII-compatible");
-        run(decoded.as_bytes(), utf8, text)
+        run(decoded.as_bytes(), utf8, text, false)
     }
 }
 
-fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected, Coverage) {
+fn run(
+    body: &[u8],
+    encoding: AsciiCompatibleEncoding,
+    text: Text,
+    in_place: bool,
+) -> (Collected, Coverage) {
+    let input = Input {
+        body,
+        encoding: encoding.into(),
+        in_place,
+    };
     let state = Rc::new(RefCell::new(State {
         skip_text: text == Text::Skip,
         ..State::default()
     }));
     let on_element = {
         let state = Rc::clone(&state);
-        let input = Input {
-            body,
-            encoding: encoding.into(),
-        };
         move |el: &mut Element<'_, '_>| on_element(&state, input, el)
     };
     let on_text = {
         let state = Rc::clone(&state);
         move |chunk: &mut TextChunk<'_>| {
-            state.borrow_mut().text(chunk);
+            let mut state = state.borrow_mut();
+            state.settle(input);
+            state.text(chunk);
             Ok(())
         }
     };
@@ -76,9 +91,13 @@ fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected
     // text of every other element is skipped by the tokenizer, never decoded into chunks.
     let (element_content_handlers, document_content_handlers) = match text {
         Text::Extract => (vec![element!("*", on_element)], vec![doc_text!(on_text)]),
+        // The no-op doctype handler keeps `lol_html` in its lexer for the whole page. With
+        // nothing captured between tags it would drop to its tag scanner after every tag and
+        // back to the lexer at the next (every element is matched by `*`): each switch boxes an
+        // error and reads the tag's name twice, about four allocations per element.
         Text::Skip => (
             vec![element!("*", on_element), text!("title", on_text)],
-            vec![],
+            vec![doctype!(|_| Ok(()))],
         ),
     };
     let settings = Settings {
@@ -108,10 +127,11 @@ fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected
     } else {
         drop(rewriter);
     }
-    let state = Rc::try_unwrap(state).map_or_else(
+    let mut state = Rc::try_unwrap(state).map_or_else(
         |shared| shared.replace(State::default()),
         RefCell::into_inner,
     );
+    state.settle(input);
     let coverage = match outcome {
         Ok(()) => Coverage::Whole,
         Err(RewritingError::MemoryLimitExceeded(_)) => Coverage::CutAtMemory { parsed_bytes: fed },
@@ -129,6 +149,8 @@ fn run(body: &[u8], encoding: AsciiCompatibleEncoding, text: Text) -> (Collected
 struct Input<'a> {
     body: &'a [u8],
     encoding: &'static Encoding,
+    /// `body` is the page the caller gave (not a decoded copy): a link may point into it.
+    in_place: bool,
 }
 
 impl Input<'_> {
@@ -148,6 +170,25 @@ impl Input<'_> {
                 },
             );
         Some(entities::attribute(value))
+    }
+
+    /// A link's attribute `name`: [`Input::attribute`]'s value, given as where it lies in the
+    /// page when its bytes are that value (no decoding, no character reference, no CR or NUL).
+    fn href(self, el: &Element<'_, '_>, name: &str) -> Option<Href> {
+        let attr = el.attributes().iter().find(|a| self.is_named(a, name))?;
+        if self.in_place
+            && let Some(at) = attr.value_source_location().map(|at| at.bytes())
+            && let Some(raw) = self.body.get(at.clone())
+            && memchr::memchr3(b'&', b'\r', b'\0', raw).is_none()
+            && (if self.encoding == UTF_8 {
+                std::str::from_utf8(raw).is_ok()
+            } else {
+                raw.is_ascii()
+            })
+        {
+            return Some(Href::Source(at));
+        }
+        self.attribute(el, name).map(Href::Owned)
     }
 }
 
@@ -196,12 +237,9 @@ fn on_element(
     input: Input<'_>,
     el: &mut Element<'_, '_>,
 ) -> lol_html::HandlerResult {
-    // Nothing reads the rewritten output: an element removed with its content is not
-    // serialized, nor is anything inside it, while every handler still sees every token.
-    // Inside a removed element `lol_html` has marked the start tag removed already.
-    if !el.removed() {
-        el.remove();
-    }
+    // Nothing reads the rewritten output, and nothing is removed from it: `lol_html` hands the
+    // sink each token's own bytes, where a removed element would cost a boxed set of mutations
+    // for it and for every start tag inside it.
     let mut buf = [0; NAME_BUF];
     let source_name = input.tag_name(el, &mut buf);
     let owned;
@@ -213,27 +251,70 @@ fn on_element(
     };
     let html = el.namespace_uri() == HTML_NS;
     let attr = |name: &str| input.attribute(el, name);
-    let opened = state.borrow_mut().start(
+    let href = |name: &str| input.href(el, name);
+    let mut shared = state.borrow_mut();
+    shared.settle(input);
+    let opened = shared.start(
         name,
         html,
         el.can_have_content(),
         el.source_location().bytes().start,
         attr,
+        href,
     )?;
+    drop(shared);
     if let Some((depth, serial, known)) = opened {
         let state = Rc::clone(state);
-        let name = common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed);
+        let mut name = common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed);
         el.on_end_tag(end_tag!(move |end| {
             // `lol_html` also calls this when another end tag closes the element (`</svg>` after
             // a `<p>` that left the SVG); html5ever decides that by its own rules, which the
-            // mirror keeps, so only the element's own end tag counts.
-            if end.name() == name {
-                state.borrow_mut().end(depth, serial, known);
-            }
+            // mirror keeps, so only the element's own end tag counts. Which end tag it is is
+            // read from the source when the next token comes ([`State::settle`]): this
+            // handler cannot borrow the page, and `end.name()` would be a `String` per element.
+            state.borrow_mut().ended.push(Ended {
+                at: end.source_location().bytes(),
+                // Called once (`end_tag!` asks for `FnMut`): the name moves out.
+                name: std::mem::take(&mut name),
+                depth,
+                serial,
+                known,
+            });
             Ok(())
         }))?;
     }
     Ok(())
+}
+
+/// An end tag `lol_html` gave an element's handler, not yet compared with the element's name.
+struct Ended {
+    /// The end tag in the source.
+    at: std::ops::Range<usize>,
+    /// The element's name, as `Element::tag_name` gives it.
+    name: Cow<'static, str>,
+    depth: usize,
+    serial: u32,
+    known: &'static str,
+}
+
+impl Input<'_> {
+    /// Whether the end tag at `at` is named `name`, as `EndTag::name() == name` says: its name
+    /// read from the source, compared without a copy when it is plain ASCII.
+    fn end_tag_is(self, at: std::ops::Range<usize>, name: &str) -> bool {
+        let Some(raw) = self.body.get(at).and_then(|raw| raw.strip_prefix(b"</")) else {
+            return false;
+        };
+        let len = raw
+            .iter()
+            .position(|b| matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ' | b'/' | b'>'))
+            .unwrap_or(raw.len());
+        let raw = &raw[..len];
+        if raw.is_ascii() {
+            raw.eq_ignore_ascii_case(name.as_bytes())
+        } else {
+            self.encoding.decode(raw).0.to_ascii_lowercase() == name
+        }
+    }
 }
 
 /// An element on the mirror of the stack of open elements.
@@ -274,6 +355,8 @@ struct State {
     cut: Option<Coverage>,
     /// The page's text is not wanted ([`Text::Skip`]): only the title's text is kept.
     skip_text: bool,
+    /// End tags seen since the last token, in the order `lol_html` gave them.
+    ended: Vec<Ended>,
 }
 
 /// Where a run of text goes.
@@ -289,6 +372,22 @@ enum Target {
 struct TooDeep;
 
 impl State {
+    /// Closes the elements whose own end tags came since the last token, before anything
+    /// else reads the mirror: the next start tag, text, or the end.
+    fn settle(&mut self, input: Input<'_>) {
+        if self.ended.is_empty() {
+            return;
+        }
+        let mut ended = std::mem::take(&mut self.ended);
+        for e in ended.drain(..) {
+            if input.end_tag_is(e.at, &e.name) {
+                self.end(e.depth, e.serial, e.known);
+            }
+        }
+        // Kept for its capacity: no allocation per end tag.
+        self.ended = ended;
+    }
+
     /// A start tag. Returns the element's place on the mirror when it was pushed there (it can
     /// have content), for its end tag.
     fn start(
@@ -298,6 +397,7 @@ impl State {
         can_have_content: bool,
         at: usize,
         attr: impl Fn(&str) -> Option<String>,
+        href: impl Fn(&str) -> Option<Href>,
     ) -> Result<Option<(usize, u32, &'static str)>, TooDeep> {
         self.flush();
         let known = intern(name);
@@ -336,7 +436,7 @@ impl State {
                     self.title = Some((self.next_serial, TextBuilder::default()));
                 }
             } else {
-                self.out.element(name, attr);
+                self.out.element(name, attr, href);
             }
         }
         if self.in_hidden == 0 {
