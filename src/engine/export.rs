@@ -42,6 +42,33 @@ pub struct Totals {
     pub requests: u64,
 }
 
+/// Checks, before a crawl starts, that each file the configuration asks for can be made where
+/// it goes (a temporary file is created beside it and removed): a mistyped folder is an error
+/// at the start, not after a crawl whose statistics then have nowhere to go.
+pub(super) fn check_writable(cfg: &CrawlConfig) -> Result<(), EngineError> {
+    for path in [&cfg.stats_out, &cfg.sites_out, &cfg.urls_out]
+        .into_iter()
+        .flatten()
+    {
+        tempfile::Builder::new()
+            .prefix(".crawltop-")
+            .tempfile_in(dir_of(path))
+            .map_err(|error| EngineError::Write {
+                path: path.clone(),
+                error,
+            })?;
+    }
+    Ok(())
+}
+
+/// The folder a file of `path` goes in (the working folder for a bare name).
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
 /// Writes every file the configuration asks for.
 pub(super) fn write_all(
     cfg: &CrawlConfig,
@@ -183,13 +210,9 @@ fn atomically(
         path: path.to_path_buf(),
         error,
     };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
     let tmp = tempfile::Builder::new()
         .prefix(".crawltop-")
-        .tempfile_in(dir)
+        .tempfile_in(dir_of(path))
         .map_err(err)?;
     let mut w = std::io::BufWriter::new(tmp.reopen().map_err(err)?);
     write(&mut w).map_err(err)?;

@@ -154,6 +154,34 @@ async fn a_crawl_writes_its_files_and_reports_progress() {
     }
 }
 
+#[tokio::test]
+async fn an_export_file_that_cannot_be_written_is_refused_before_any_request() {
+    let web = TestWeb::start(GenOptions::new(1, 4).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let missing = tmp.path().join("no-such-folder");
+    let seed = web.url("site00", "/");
+    for flag in ["--stats-out", "--sites-out", "--urls-out"] {
+        let path = missing.join("file");
+        let path = path.to_str().expect("utf8");
+        let out = tokio::process::Command::new(bin())
+            .args(["crawl", &seed, "--headless", "--delay-ms", "0", flag, path])
+            .output()
+            .await
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(
+            err.contains(&format!("cannot write {path}")),
+            "{flag}: {err}"
+        );
+    }
+    // Refused at the start: the site never heard from the crawler.
+    assert_eq!(web.log().len(), 0, "{:?}", web.log().records());
+    assert!(!missing.exists());
+}
+
 async fn wait_for_requests(web: &TestWeb, n: usize) {
     tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= n))
         .await

@@ -310,6 +310,8 @@ impl<F: Schedule> Coordinator<F> {
         mut cfg: CrawlConfig,
         make: impl FnOnce(&CrawlConfig, Duration) -> Result<F, EngineError>,
     ) -> Result<Coordinator<F>, EngineError> {
+        // Nowhere to put the stats is known now, not after the crawl.
+        super::export::check_writable(&cfg)?;
         // The crawl folder first: a resume brings its own seeds.
         let (lock, restored, start) = match &cfg.out {
             Some(dir) => {
