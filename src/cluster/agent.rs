@@ -160,7 +160,7 @@ pub fn spawn(mut shared: SharedCrawl, cfg: AgentConfig) -> Agent {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| SharedError::Redis(e.into()))?;
+            .map_err(SharedError::Runtime)?;
         let agent = async move {
             shared.reconnect().await?;
             Inner {

@@ -87,6 +87,8 @@ pub enum SharedError {
     },
     #[error("Redis: {0}")]
     Redis(#[from] redis::RedisError),
+    #[error("cannot start the thread that talks to Redis: {0}")]
+    Runtime(std::io::Error),
     #[error("no replica confirmed the last writes within {} ms", REPLICA_PATIENCE.as_millis())]
     NotReplicated,
 }
