@@ -223,7 +223,8 @@ impl Conn {
 
     /// `calls` grouped by the node that serves their slot, in call order within a group: one
     /// group on a plain server; on a cluster, the map is read first when it is out of date (a
-    /// map that cannot be read leaves every call a group of its own).
+    /// map that cannot be read leaves every call a group of its own, and is read again at the next
+    /// round).
     async fn group(&mut self, calls: &[Call<'_>]) -> Vec<Vec<usize>> {
         let ConnKind::Cluster(_) = self.kind else {
             return vec![(0..calls.len()).collect()];
@@ -234,7 +235,14 @@ impl Conn {
                 .arg("SLOTS")
                 .query_async::<Value>(&mut self.kind)
                 .await;
-            self.slots = answer.map(|a| SlotMap::parse(&a)).unwrap_or_default();
+            // Unread (Redis away): every call alone this time, and the map asked for again.
+            self.slots = answer.map_or_else(
+                |_| SlotMap {
+                    stale: true,
+                    ..SlotMap::default()
+                },
+                |a| SlotMap::parse(&a),
+            );
         }
         let mut by_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         let mut groups = Vec::new();
