@@ -23,12 +23,15 @@
 //! chunk is read back, with its chunk, from the state file through a [`UrlReader`]. What stays
 //! in memory is the table's tail, the chunks changed since the last committed checkpoint and
 //! the budget's worth of others. That read is this module's one kind of I/O, a bounded one (a
-//! block of [`BLOCK_ROWS`] rows at a time); without a crawl folder it never happens.
+//! block of [`BLOCK_ROWS`] rows at a time); without a crawl folder it never happens. When it
+//! fails (a failing disk) the error is kept for the coordinator, which pauses the crawl; a row
+//! written meanwhile is kept beside the table, read from there, written by the next checkpoint
+//! as a single row, and moved into its chunk once that reads again: no write is lost.
 //!
 //! It must never know the coordinator: it holds values and turns them into bytes and back. It
 //! never decides a row's state (the coordinator does, through the model's rules).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::model::{Failure, Resource, ResourceState};
@@ -353,6 +356,10 @@ pub(super) struct UrlTable {
     /// Rows `..written` are in blocks of the checkpoint already.
     written: u32,
     cache: Cache,
+    /// Rows written while their chunk could not be read back (a failing disk): kept here, read
+    /// from here, in the next checkpoint as single rows, and moved into the chunk when it
+    /// reads again. Empty but for that.
+    pending: BTreeMap<u32, Resource>,
 }
 
 fn split(id: u32) -> (usize, usize) {
@@ -432,7 +439,23 @@ impl UrlTable {
                     return None;
                 }
             };
-            let chunk = self.chunk_of(&rows);
+            let mut chunk = self.chunk_of(&rows);
+            // Rows written while it could not be read: theirs is the newer value, and the
+            // chunk stays until a checkpoint holds them (they are dirty already).
+            let first = c as u32 * BLOCK_ROWS;
+            let written: Vec<u32> = (self.pending.range(first..first + BLOCK_ROWS))
+                .map(|(&id, _)| id)
+                .collect();
+            for id in &written {
+                if let Some(r) = self.pending.remove(id) {
+                    chunk.set(split(*id).1, &r, &mut self.texts);
+                }
+            }
+            if !written.is_empty()
+                && let Some(at) = self.cache.changed_at.get_mut(c)
+            {
+                *at = self.cache.built + 1;
+            }
             self.chunks[c] = Some(Box::new(chunk));
             self.cache.order.push_back(c as u32);
             self.cache.resident += 1;
@@ -539,16 +562,19 @@ impl UrlTable {
 
     pub(super) fn depth(&mut self, id: u32) -> u32 {
         let (c, i) = split(id);
-        self.chunk_mut(c)
-            .and_then(|chunk| chunk.rows.get(i))
-            .map_or(0, |r| r.depth)
+        match self.chunk_mut(c) {
+            Some(chunk) => chunk.rows.get(i).map_or(0, |r| r.depth),
+            None => self.pending.get(&id).map_or(0, |r| r.depth),
+        }
     }
 
-    /// Row `id`'s fields (a default row for an id the table does not have).
+    /// Row `id`'s fields (a default row for an id the table does not have; the last written,
+    /// for a row written while its chunk could not be read back).
     pub(super) fn get(&mut self, id: u32) -> Resource {
         let (c, i) = split(id);
         if self.chunk_mut(c).is_none() {
-            return Resource::discovered(0, None, 0);
+            return (self.pending.get(&id).cloned())
+                .unwrap_or_else(|| Resource::discovered(0, None, 0));
         }
         match self.chunks.get(c) {
             Some(Some(chunk)) => chunk.get(i, &self.texts),
@@ -559,7 +585,14 @@ impl UrlTable {
     /// Writes row `id`'s fields.
     pub(super) fn set(&mut self, id: u32, r: &Resource) {
         let (c, i) = split(id);
+        if c >= self.chunks.len() {
+            return;
+        }
         if self.chunk_mut(c).is_none() {
+            // Its chunk cannot be read back now (the crawl pauses on that): the write waits
+            // here rather than being lost, and the next checkpoint holds it.
+            self.pending.insert(id, r.clone());
+            self.touch(id);
             return;
         }
         if let Some(Some(chunk)) = self.chunks.get_mut(c) {
@@ -594,7 +627,8 @@ impl UrlTable {
                 }),
                 None => {
                     for (i, (url, r)) in self.read_chunk(c)?.iter().enumerate() {
-                        f(first + i as u32, url, r);
+                        let id = first + i as u32;
+                        f(id, url, self.pending.get(&id).unwrap_or(r));
                     }
                 }
             }
@@ -635,7 +669,10 @@ impl UrlTable {
             if block >= first_open {
                 continue;
             }
-            if group.len() > REWRITE_BLOCK_AT {
+            // A block is rewritten whole only from its chunk in memory (a chunk that could not
+            // be read back has its changed rows pending: they go as single rows).
+            let resident = matches!(self.chunks.get(block as usize), Some(Some(_)));
+            if group.len() > REWRITE_BLOCK_AT && resident {
                 blocks.push((block, self.encode_block(block)));
             } else {
                 for &id in group {
@@ -1182,6 +1219,81 @@ mod tests {
         assert!(t.for_each(|_, _, _| {}).is_err(), "an export fails");
         // Rows in memory still read.
         assert_eq!(t.try_url(n - 1), Ok(reference.url(n - 1)));
+    }
+
+    /// A row written while its chunk cannot be read back (a failing disk) is not lost: it
+    /// reads as written, the next checkpoint holds it, and it is in the chunk once that reads
+    /// again.
+    #[test]
+    fn a_row_written_while_its_chunk_cannot_be_read_back_is_kept_and_checkpointed() {
+        use crate::store::checkpoint::{Checkpoint, Delta, Mark};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mark = Mark {
+            seq: 0,
+            warc: None,
+            finished: false,
+            runs: 1,
+            extract: None,
+            text_cut: 0,
+        };
+        let mut cp = Checkpoint::create(dir.path(), &mark).expect("state");
+        let reader = cp.url_reader();
+        let mut write = |t: &mut UrlTable| {
+            let (url_blocks, url_rows) = t.checkpoint_rows();
+            let delta = Delta {
+                url_blocks,
+                url_rows,
+                urls: t.len() as u64,
+                ..Delta::default()
+            };
+            cp.write(&delta, None, None).expect("checkpoint");
+        };
+        let mut t = UrlTable::default();
+        let n = BLOCK_ROWS * 4 + 3;
+        for i in 0..n {
+            t.push(&format!("http://127.0.0.1:8000/p/{i}"), &row(i % 5, None));
+        }
+        t.read_back_from(reader, 0);
+        write(&mut t);
+        t.committed(1);
+        assert_eq!(t.residency().0, 1, "only the tail stays");
+
+        // The disk fails; a fetch of a row whose chunk left memory ends meanwhile.
+        t.fail_reads_after(0);
+        let id = BLOCK_ROWS + 7;
+        let mut fetched = t.get(id);
+        assert!(t.take_read_error().is_some(), "the read failed");
+        fetched.state = ResourceState::Fetched;
+        fetched.status = Some(200);
+        fetched.seq = Some(9);
+        t.update(id, |r| *r = fetched.clone());
+        assert_eq!(format!("{:?}", t.get(id)), format!("{fetched:?}"), "kept");
+        assert_eq!(t.depth(id), fetched.depth);
+
+        // The next checkpoint holds it (as a single row: its block is not rewritten from
+        // nothing), and a table read from that checkpoint has it.
+        write(&mut t);
+        let mut got = None;
+        cp.url_reader()
+            .block(1)
+            .expect("reads")
+            .map(|(bytes, changed)| {
+                let rows = decode_block(1, &bytes).expect("block decodes");
+                assert_eq!(rows.len(), BLOCK_ROWS as usize, "the block is whole");
+                for (row_id, b) in changed {
+                    if row_id == id {
+                        got = decode_fields(&mut b.as_slice(), 0);
+                    }
+                }
+            })
+            .expect("block 1 is in the state file");
+        assert_eq!(format!("{got:?}"), format!("{:?}", Some(&fetched)));
+
+        // The disk heals: the chunk reads back with the row as written, nothing pending.
+        t.fail_reads_after(u64::MAX);
+        assert_eq!(format!("{:?}", t.get(id)), format!("{fetched:?}"));
+        assert!(t.pending.is_empty());
+        assert_eq!(t.try_url(id), Ok(format!("http://127.0.0.1:8000/p/{id}")));
     }
 
     /// The memory a URL costs here, for the README's table: the fixed row plus the packed URL.
