@@ -1125,14 +1125,9 @@ mod tests {
         );
     }
 
-    /// With a state file, rows that a committed checkpoint holds leave memory and come back
-    /// as written, changes included; a row changed since the last committed checkpoint never
-    /// leaves before the next one holds it.
-    #[test]
-    fn rows_leave_memory_once_written_and_come_back_as_written() {
-        use crate::store::checkpoint::{Checkpoint, Delta, Mark};
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mark = Mark {
+    /// A new state file in `dir`, for the tests whose rows leave memory.
+    fn state_file(dir: &std::path::Path) -> crate::store::checkpoint::Checkpoint {
+        let mark = crate::store::checkpoint::Mark {
             seq: 0,
             warc: None,
             finished: false,
@@ -1140,18 +1135,30 @@ mod tests {
             extract: None,
             text_cut: 0,
         };
-        let mut cp = Checkpoint::create(dir.path(), &mark).expect("state");
-        let reader = cp.url_reader();
-        let mut write = |t: &mut UrlTable| {
-            let (url_blocks, url_rows) = t.checkpoint_rows();
-            let delta = Delta {
-                url_blocks,
-                url_rows,
-                urls: t.len() as u64,
-                ..Delta::default()
-            };
-            cp.write(&delta, None, None).expect("checkpoint");
+        crate::store::checkpoint::Checkpoint::create(dir, &mark).expect("state")
+    }
+
+    /// What changed in `t`, written as the next checkpoint of `cp`.
+    fn write_rows(cp: &mut crate::store::checkpoint::Checkpoint, t: &mut UrlTable) {
+        let (url_blocks, url_rows) = t.checkpoint_rows();
+        let delta = crate::store::checkpoint::Delta {
+            url_blocks,
+            url_rows,
+            urls: t.len() as u64,
+            ..Default::default()
         };
+        cp.write(&delta, None, None).expect("checkpoint");
+    }
+
+    /// With a state file, rows that a committed checkpoint holds leave memory and come back
+    /// as written, changes included; a row changed since the last committed checkpoint never
+    /// leaves before the next one holds it.
+    #[test]
+    fn rows_leave_memory_once_written_and_come_back_as_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = state_file(dir.path());
+        let reader = cp.url_reader();
+        let mut write = |t: &mut UrlTable| write_rows(&mut cp, t);
         let mut t = UrlTable::default();
         let mut reference = UrlTable::default();
         let n = BLOCK_ROWS * 10 + 3;
@@ -1226,28 +1233,10 @@ mod tests {
     /// again.
     #[test]
     fn a_row_written_while_its_chunk_cannot_be_read_back_is_kept_and_checkpointed() {
-        use crate::store::checkpoint::{Checkpoint, Delta, Mark};
         let dir = tempfile::tempdir().expect("tempdir");
-        let mark = Mark {
-            seq: 0,
-            warc: None,
-            finished: false,
-            runs: 1,
-            extract: None,
-            text_cut: 0,
-        };
-        let mut cp = Checkpoint::create(dir.path(), &mark).expect("state");
+        let mut cp = state_file(dir.path());
         let reader = cp.url_reader();
-        let mut write = |t: &mut UrlTable| {
-            let (url_blocks, url_rows) = t.checkpoint_rows();
-            let delta = Delta {
-                url_blocks,
-                url_rows,
-                urls: t.len() as u64,
-                ..Delta::default()
-            };
-            cp.write(&delta, None, None).expect("checkpoint");
-        };
+        let mut write = |t: &mut UrlTable| write_rows(&mut cp, t);
         let mut t = UrlTable::default();
         let n = BLOCK_ROWS * 4 + 3;
         for i in 0..n {
