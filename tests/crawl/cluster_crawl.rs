@@ -1044,6 +1044,17 @@ async fn a_member_stopped_while_redis_is_gone_for_good_exits_saying_its_sites_we
         .expect("waits");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{:?}\n{err}", out.status);
+    // While it waited for Redis (30 s), its progress lines said it was stopping, with the
+    // pages it had fetched (not the crawl's first, empty snapshot).
+    let progress: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
+    let [.., waiting, last] = progress[..] else {
+        panic!("a progress line while it waited, then the final one:\n{err}");
+    };
+    assert!(last.contains("finished"), "{err}");
+    assert!(
+        waiting.contains("stopping") && !waiting.contains(" pages 0 "),
+        "{err}"
+    );
     // Its stats say why its sites went back only by running out.
     let stats = std::fs::read_to_string(tmp.path().join("a.json")).expect("the member's stats");
     assert!(

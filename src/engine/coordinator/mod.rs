@@ -501,6 +501,10 @@ impl<F: Schedule> Coordinator<F> {
             self.window.skip(seq);
         }
         self.flush_window();
+        // Where the crawl stands while it winds down (a hand-back may take its patience's
+        // worth): observers see it stopping with its numbers, not an older snapshot.
+        self.sample();
+        snapshots.send_replace(Arc::new(self.snapshot_now()));
         // What ended is finished crawl-wide, the rest handed back, before the stats are final.
         self.leave_cluster().await;
         // No thread left behind: the pool's threads finish what they hold and are joined.
