@@ -1003,17 +1003,8 @@ impl SharedCrawl {
     /// Up to `n` queued entries of a site this member holds, now in flight; None when the
     /// lease is not ours (any more).
     pub async fn pull(&mut self, site: &str, n: usize) -> Result<Option<Vec<Entry>>, SharedError> {
-        let got: Option<Vec<String>> = self
-            .scripts
-            .pull
-            .key(self.site_key(site, "lease"))
-            .key(self.site_key(site, "q"))
-            .key(self.site_key(site, "flight"))
-            .arg(&self.member)
-            .arg(n.max(1))
-            .invoke_async(&mut self.conn)
-            .await?;
-        Ok(got.map(|items| items.iter().filter_map(|s| Entry::decode(s)).collect()))
+        let got = self.pull_many(&[site.to_string()], n).await?;
+        Ok(got.into_iter().next().flatten())
     }
 
     /// [`SharedCrawl::pull`] for several sites at once (one request a master); answers in the
