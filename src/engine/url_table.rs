@@ -1259,23 +1259,15 @@ mod tests {
         assert_eq!(format!("{:?}", t.get(id)), format!("{fetched:?}"), "kept");
         assert_eq!(t.depth(id), fetched.depth);
 
-        // The next checkpoint holds it (as a single row: its block is not rewritten from
-        // nothing), and a table read from that checkpoint has it.
+        // The next checkpoint holds it as a single row beside its block, which is not
+        // rewritten from nothing: the state file has the block whole and the row as written.
         write(&mut t);
-        let mut got = None;
-        cp.url_reader()
-            .block(1)
-            .expect("reads")
-            .map(|(bytes, changed)| {
-                let rows = decode_block(1, &bytes).expect("block decodes");
-                assert_eq!(rows.len(), BLOCK_ROWS as usize, "the block is whole");
-                for (row_id, b) in changed {
-                    if row_id == id {
-                        got = decode_fields(&mut b.as_slice(), 0);
-                    }
-                }
-            })
-            .expect("block 1 is in the state file");
+        let (bytes, changed) =
+            (cp.url_reader().block(1).expect("reads")).expect("block 1 is in the state file");
+        let rows = decode_block(1, &bytes).expect("block decodes");
+        assert_eq!(rows.len(), BLOCK_ROWS as usize, "the block is whole");
+        let got = (changed.iter().find(|(row_id, _)| *row_id == id))
+            .and_then(|(_, b)| decode_fields(&mut b.as_slice(), 0));
         assert_eq!(format!("{got:?}"), format!("{:?}", Some(&fetched)));
 
         // The disk heals: the chunk reads back with the row as written, nothing pending.
