@@ -1,6 +1,7 @@
 //! crawltop: a polite, fast web crawler with a live terminal dashboard.
 //!
 //! Module map:
+//! - [`allocator`]: glibc malloc's two settings, made by `main` before any thread.
 //! - [`cli`]: the command line, from arguments to the verbs below.
 //! - [`canonical`]: the one normal form of a URL that the seen set and every comparison use.
 //! - [`parse`]: HTML body and base URL to links, title and text (pure).
@@ -23,6 +24,7 @@
 //! - [`snapshot`]: the published state of a crawl, and the stats file's schema.
 //! - [`store`]: keeping what was crawled (WARC today).
 //! - [`testweb`]: the project's own web (`gen-site`, `serve`): generator, server, request log.
+pub mod allocator;
 pub mod backoff;
 pub mod canonical;
 pub mod cli;
