@@ -632,8 +632,9 @@ fn highest_committed_seq(searcher: &Searcher) -> Result<Option<u64>, IndexError>
 /// Most text (bytes) of pages handed to tantivy and not indexed yet. tantivy's own queue
 /// between `add_document` and its indexing thread holds up to 10,000 documents whatever their
 /// size; past this bound `add` waits for its indexing thread instead, so pages waiting for the
-/// index cost at most this much memory (one page larger than the bound goes alone).
-pub const IN_FLIGHT_BYTES: usize = 4 << 20;
+/// index cost at most this much memory (one page larger than the bound goes alone). 1 MiB keeps
+/// tantivy's thread fed (measured with [`feed::BATCHES_QUEUED`]).
+pub const IN_FLIGHT_BYTES: usize = 1 << 20;
 
 /// The text of pages handed to tantivy and not yet indexed, shared with the tickets their
 /// documents carry.
