@@ -1,16 +1,17 @@
-//! The process's two settings for its memory allocator (glibc's malloc), made once by `main`
-//! before any thread starts. It owns nothing else; it must never be called once threads run, and
-//! it never overrides a user's own malloc settings.
+//! The process's two settings for its memory allocator (glibc's malloc), made once by `cli` for
+//! a crawl that writes an index (`crawl --out`, `demo`), before any of its threads start. It owns
+//! nothing else; it must never be called once threads run, and it never overrides a user's own
+//! malloc settings.
 //!
 //! Why (measured, README "The eleventh session"): a crawl with `--out` peaked about 25 MB higher
-//! than the memory it holds. tantivy's indexing thread takes its arena in 1 MiB blocks and frees
+//! than it does with these settings. tantivy's indexing thread takes its arena in 1 MiB blocks and frees
 //! them at every commit. glibc maps a block that large on its own at first, but its mmap
 //! threshold then rises to the size of the first such block freed, so from the second commit on
 //! the blocks come from the thread's heap, and a heap is only given back down to its highest
 //! block still in use; and glibc gives up to eight heaps a core to the threads that contend for
 //! one. A fixed threshold of 1 MiB keeps every arena block mapped on its own (returned when
-//! freed), and two arenas bound what the heaps keep. Both cost nothing measurable in CPU on the
-//! 20 x 500 crawl, with or without `--out`.
+//! freed), and two arenas bound what the heaps keep. Other verbs and crawls without an index
+//! keep glibc's defaults: nothing measured there asks for a change.
 
 /// Blocks of at least this many bytes are mapped on their own and unmapped when freed.
 pub const MMAP_THRESHOLD: i32 = 1 << 20;
@@ -30,6 +31,21 @@ pub enum Tuned {
     Unsupported,
 }
 
+impl std::fmt::Display for Tuned {
+    /// The line a crawl's log (`--log`) gets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tuned::Set => write!(
+                f,
+                "malloc: mmap threshold {} KiB, {ARENAS} arenas",
+                MMAP_THRESHOLD >> 10
+            ),
+            Tuned::UserChoice => write!(f, "malloc: left as the environment sets it"),
+            Tuned::Unsupported => write!(f, "malloc: the allocator's defaults (not glibc)"),
+        }
+    }
+}
+
 /// The environment variables through which a user sets glibc's malloc options.
 const USER_SETTINGS: [&str; 3] = [
     "GLIBC_TUNABLES",
@@ -42,8 +58,8 @@ fn user_chose(is_set: impl Fn(&str) -> bool) -> bool {
     USER_SETTINGS.iter().any(|name| is_set(name))
 }
 
-/// Sets [`MMAP_THRESHOLD`] and [`ARENAS`], unless the user set malloc options. Call it first
-/// thing in `main`, before any thread exists: glibc applies the arena bound to arenas made later.
+/// Sets [`MMAP_THRESHOLD`] and [`ARENAS`], unless the user set malloc options. Call it before
+/// any thread but the main one exists: glibc applies the arena bound to arenas made later.
 pub fn tune() -> Tuned {
     if user_chose(|name| std::env::var_os(name).is_some()) {
         return Tuned::UserChoice;

@@ -1044,6 +1044,8 @@ fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
 
 fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     let cfg = crawl_config(args)?;
+    // A crawl that writes an index, before any of its threads start.
+    let tuned = cfg.out.is_some().then(crate::allocator::tune);
     if let Some(dir) = &cfg.out
         && cfg.fresh
         && !confirm_fresh(dir)?
@@ -1053,6 +1055,9 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.log {
         log_to(path)?;
+    }
+    if let Some(tuned) = tuned {
+        tracing::info!("{tuned}");
     }
     let headless = args.headless;
     let control = args.control;
@@ -1110,6 +1115,8 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         ..CrawlConfig::default()
     };
     let headless = args.headless;
+    // The demo always writes an index; no thread has started yet.
+    crate::allocator::tune();
     let result = runtime()?.block_on(async move {
         let mut serve = ServeOptions::new(&dir);
         serve.keep_records = false;

@@ -1,7 +1,7 @@
 //! crawltop: a polite, fast web crawler with a live terminal dashboard.
 //!
 //! Module map:
-//! - [`allocator`]: glibc malloc's two settings, made by `main` before any thread.
+//! - [`allocator`]: glibc malloc's two settings, made for a crawl that writes an index.
 //! - [`cli`]: the command line, from arguments to the verbs below.
 //! - [`canonical`]: the one normal form of a URL that the seen set and every comparison use.
 //! - [`parse`]: HTML body and base URL to links, title and text (pure).

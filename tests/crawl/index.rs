@@ -557,3 +557,51 @@ async fn a_page_cut_for_the_index_is_counted_and_says_so_and_a_huge_title_is_kep
         serde_json::json!([])
     );
 }
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[tokio::test]
+async fn a_crawl_that_writes_an_index_sets_the_allocator_unless_the_environment_does() {
+    let web = TestWeb::start(GenOptions::new(1, 5).seed(4).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let url = web.url("site00", "/");
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The crawl's log, for a crawl with or without `--out` and with GLIBC_TUNABLES set or not.
+    let log_of = |name: &str, out: bool, tunables: Option<&str>| {
+        let log = dir.path().join(format!("{name}.log"));
+        let mut command = tokio::process::Command::new(bin());
+        command
+            .args(["crawl", &url, "--delay-ms", "0", "--headless", "--log"])
+            .arg(&log)
+            .env_remove("GLIBC_TUNABLES")
+            .env_remove("MALLOC_ARENA_MAX")
+            .env_remove("MALLOC_MMAP_THRESHOLD_");
+        if out {
+            command.arg("--out").arg(dir.path().join(name));
+        }
+        if let Some(value) = tunables {
+            command.env("GLIBC_TUNABLES", value);
+        }
+        async move {
+            let o = command.output().await.expect("runs");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            std::fs::read_to_string(&log).expect("the crawl's log")
+        }
+    };
+    let set = "malloc: mmap threshold 1024 KiB, 2 arenas";
+    let left = "malloc: left as the environment sets it";
+
+    let indexed = log_of("indexed", true, None).await;
+    assert!(indexed.contains(set), "{set:?} not in the log:\n{indexed}");
+    let chosen = log_of("chosen", true, Some("")).await;
+    assert!(chosen.contains(left), "{left:?} not in the log:\n{chosen}");
+    assert!(!chosen.contains(set), "{chosen}");
+    let plain = log_of("plain", false, None).await;
+    assert!(
+        !plain.contains("malloc:"),
+        "a crawl without an index: {plain}"
+    );
+    // Every page was fetched in each of the three crawls.
+    let fetched = web.log().records().iter().filter(|r| r.path == "/").count();
+    assert_eq!(fetched, 3, "the seed once a crawl");
+}
