@@ -4,7 +4,7 @@
 //! malloc settings.
 //!
 //! Why (measured, README "The eleventh session"): a crawl with `--out` peaked about 25 MB higher
-//! than it does with these settings. tantivy's indexing thread takes its arena in 1 MiB blocks and frees
+//! without these settings. tantivy's indexing thread takes its arena in 1 MiB blocks and frees
 //! them at every commit. glibc maps a block that large on its own at first, but its mmap
 //! threshold then rises to the size of the first such block freed, so from the second commit on
 //! the blocks come from the thread's heap, and a heap is only given back down to its highest

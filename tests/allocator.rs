@@ -1,6 +1,6 @@
-//! The allocator settings `main` makes (`crawltop::allocator`), observed through glibc's own
-//! accounting. In a file of its own: the test runs alone in its process, so no other test's
-//! allocations move the figures it reads.
+//! The allocator settings a crawl that writes an index makes (`crawltop::allocator`), observed
+//! through glibc's own accounting. In a file of its own: the test runs alone in its process, so
+//! no other test's allocations move the figures it reads.
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
