@@ -535,6 +535,18 @@ async fn a_page_cut_for_the_index_is_counted_and_says_so_and_a_huge_title_is_kep
         format!("text cut at {max} distinct words for the index ({max} words of {all} kept)")
     );
     assert_eq!(reason_of(&long_title), serde_json::Value::Null);
+    // The snapshot's log (the dashboard's log pane) says it too, once.
+    let said = format!(
+        "{distinct}: text cut at {max} distinct words for the index ({max} words of {all} kept)"
+    );
+    let shown: Vec<&serde_json::Value> = stats["log"]
+        .as_array()
+        .expect("a log")
+        .iter()
+        .filter(|line| line["message"] == said.as_str())
+        .collect();
+    assert_eq!(shown.len(), 1, "{said:?} in {}", stats["log"]);
+    assert_eq!(shown[0]["level"], "warn");
 
     // What the index answers: the cut text's words, and the title cut at 1024 bytes, at a
     // character boundary ("tïtle " is 7 bytes: the 147th word's "ï" straddles the cap).

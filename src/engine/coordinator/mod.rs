@@ -613,6 +613,12 @@ impl<F: Schedule> Coordinator<F> {
 
     fn warn(&mut self, message: String) {
         tracing::warn!("{message}");
+        self.show_warning(message);
+    }
+
+    /// A warning for the snapshot's log (the dashboard's log pane, the stats file) only: for
+    /// what another thread already wrote to the crawl's log.
+    fn show_warning(&mut self, message: String) {
         self.log.push_back(LogLine {
             at_s: self.now().as_secs(),
             level: "warn".into(),
@@ -1362,9 +1368,9 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     /// Writes on each URL whose text the index cut since the last call how much it kept (the
-    /// parse is long done: the index sees a page only once it is committed). The row is
-    /// touched, so the next checkpoint holds the reason; the count itself is the committer's,
-    /// stamped on the mark.
+    /// parse is long done: the index sees a page only once it is committed), and shows it in
+    /// the snapshot's log. The row is touched, so the next checkpoint holds the reason; the
+    /// count itself is the committer's, stamped on the mark.
     fn note_text_cuts(&mut self) {
         let Some(status) = self.commit_status() else {
             return;
@@ -1375,6 +1381,8 @@ impl<F: Schedule> Coordinator<F> {
                 continue;
             };
             if self.resources.try_url(id).is_ok_and(|known| known == url) {
+                // The index thread wrote this line to the crawl's log (`--log`).
+                self.show_warning(format!("{url}: {cut}"));
                 self.resources.update(id, |r| {
                     r.reason = Some(match r.reason.take() {
                         // A parse cut came first: both are said.
