@@ -639,15 +639,24 @@ impl TextBuilder {
     }
 }
 
-/// The length of the separator (whitespace or control character) that starts at byte `i` of
-/// `s`, whose first byte is `b`; 0 when a word character starts there. `i` is a char boundary.
+/// Whether an ASCII byte separates words in the text: whitespace and controls, 0x00-0x20 and DEL.
+fn ascii_separator(b: u8) -> bool {
+    b <= b' ' || b == 0x7F
+}
+
+/// Whether a character separates words in the text: Unicode whitespace or a control character.
+fn separator(c: char) -> bool {
+    c.is_whitespace() || c.is_control()
+}
+
+/// The length of the separator that starts at byte `i` of `s`, whose first byte is `b`; 0 when
+/// a word character starts there. `i` is a char boundary.
 fn separator_len(s: &str, i: usize, b: u8) -> usize {
     if b.is_ascii() {
-        // ASCII whitespace and controls: 0x00-0x20 and DEL.
-        usize::from(b <= b' ' || b == 0x7F)
+        usize::from(ascii_separator(b))
     } else {
         match s[i..].chars().next() {
-            Some(c) if c.is_whitespace() || c.is_control() => c.len_utf8(),
+            Some(c) if separator(c) => c.len_utf8(),
             _ => 0,
         }
     }
@@ -658,13 +667,13 @@ fn word_end(s: &str, mut i: usize) -> usize {
     let bytes = s.as_bytes();
     while let Some(&b) = bytes.get(i) {
         if b.is_ascii() {
-            if b <= b' ' || b == 0x7F {
+            if ascii_separator(b) {
                 break;
             }
             i += 1;
         } else {
             match s[i..].chars().next() {
-                Some(c) if !(c.is_whitespace() || c.is_control()) => i += c.len_utf8(),
+                Some(c) if !separator(c) => i += c.len_utf8(),
                 _ => break,
             }
         }
