@@ -41,7 +41,10 @@ impl std::fmt::Display for Tuned {
                 MMAP_THRESHOLD >> 10
             ),
             Tuned::UserChoice => write!(f, "malloc: left as the environment sets it"),
-            Tuned::Unsupported => write!(f, "malloc: the allocator's defaults (not glibc)"),
+            Tuned::Unsupported => write!(
+                f,
+                "malloc: the allocator's defaults (not glibc, or glibc refused a setting)"
+            ),
         }
     }
 }
