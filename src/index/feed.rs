@@ -35,15 +35,26 @@ pub const BATCH_BYTES: usize = 1 << 20;
 /// session): the index sets the pace, and more waiting pages only wait longer.
 pub const BATCHES_QUEUED: usize = 1;
 
-/// The pages the index thread cut, as it cuts them: a count for the crawl's stats and the
-/// URLs not yet taken by whoever writes the URLs' records. Shared with the thread; read from
-/// any thread.
+/// A page the index cut: its place in the commit order, its URL, what was kept.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CutPage {
+    pub seq: u64,
+    pub url: String,
+    pub cut: Cut,
+}
+
+/// The pages the index thread cut, as it cuts them: a count for the crawl's stats, the URLs
+/// not yet taken by whoever writes the URLs' records, and the pages not yet written with a
+/// mark. Shared with the thread; read from any thread.
 #[derive(Debug, Default)]
 pub struct Cuts {
     count: AtomicU64,
     /// Reported and not taken yet; the engine takes them every snapshot tick, so this holds a
     /// tick's worth (each entry stands for a page of more than 200,000 bytes of text).
     untaken: Mutex<Vec<(String, Cut)>>,
+    /// Not yet in a checkpoint; the committer takes them once the index is durable up to the
+    /// mark, so the mark's state lists them even when no row it holds says so yet.
+    unmarked: Mutex<Vec<CutPage>>,
 }
 
 impl Cuts {
@@ -51,7 +62,7 @@ impl Cuts {
     pub fn starting_at(count: u64) -> Cuts {
         Cuts {
             count: AtomicU64::new(count),
-            untaken: Mutex::default(),
+            ..Cuts::default()
         }
     }
 
@@ -65,11 +76,25 @@ impl Cuts {
         std::mem::take(&mut *self.untaken.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    fn record(&self, url: &str, cut: Cut) {
+    /// The pages cut since the last call, in commit order: every one of them is below the
+    /// next mark when the index has committed (the committer hands pages over in order).
+    pub fn take_unmarked(&self) -> Vec<CutPage> {
+        std::mem::take(&mut *self.unmarked.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn record(&self, seq: u64, url: &str, cut: Cut) {
         self.untaken
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((url.to_owned(), cut));
+        self.unmarked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(CutPage {
+                seq,
+                url: url.to_owned(),
+                cut,
+            });
         self.count.fetch_add(1, Ordering::AcqRel);
     }
 }
@@ -210,7 +235,7 @@ fn run(
                     if let Added::Cut(cut) = writer.add(&page.as_indexed())? {
                         // The crawl's log (`--log`); the page is indexed, only less of it.
                         tracing::warn!("{}: {cut}", page.url);
-                        cuts.record(&page.url, cut);
+                        cuts.record(page.seq, &page.url, cut);
                     }
                     added += 1;
                 }

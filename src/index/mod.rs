@@ -166,7 +166,7 @@ impl Added {
 }
 
 /// How much of a page's text the index kept when it cut it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Cut {
     /// Words in the text the index kept (what `wc` counts for the page).
     pub kept_words: u64,

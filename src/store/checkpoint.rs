@@ -15,12 +15,16 @@
 //! The layout (format 2): URL rows come in blocks of [`BLOCK_ROWS`] ids (`url_blocks`, key: the
 //! block's number, `id / BLOCK_ROWS`), and a row that changed after its block was written is a
 //! row of its own (`url_rows`, key: its id) until its block is written again, which removes
-//! them. Format 1 kept one JSON row per URL; a state of format 1 is refused by name.
+//! them. Format 1 kept one JSON row per URL; a state of format 1 is refused by name. The
+//! `text_cuts` table lists the pages the index cut below the mark (added within format 2: a
+//! state without it lists none).
 
 use std::path::{Path, PathBuf};
 
 use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use serde::{Deserialize, Serialize};
+
+use crate::index::feed::CutPage;
 
 /// The state file's name inside the crawl folder.
 pub const STATE_FILE: &str = "state.redb";
@@ -41,6 +45,11 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const URL_BLOCKS: TableDefinition<u32, &[u8]> = TableDefinition::new("url_blocks");
 const URL_ROWS: TableDefinition<u32, &[u8]> = TableDefinition::new("url_rows");
 const SITES: TableDefinition<u32, &[u8]> = TableDefinition::new("sites");
+/// The pages the index cut below the mark (key: the page's sequence number; value: a JSON
+/// [`CutPage`]): the reason their URL rows must carry, kept here because the engine writes it
+/// on the row only after the index has cut the page, which may be after the checkpoint that
+/// holds the page. A state without the table (written before it) has no cuts listed.
+const TEXT_CUTS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_cuts");
 
 const KEY_FORMAT: &str = "format";
 const KEY_MARK: &str = "mark";
@@ -131,6 +140,8 @@ pub struct Loaded {
     /// In id order.
     pub sites: Vec<(u32, Vec<u8>)>,
     pub engine: Vec<u8>,
+    /// Every page the index cut below the mark, in commit order.
+    pub text_cuts: Vec<CutPage>,
 }
 
 /// The open state file; one per crawl folder (the folder's lock keeps other processes out).
@@ -142,6 +153,9 @@ pub struct Checkpoint {
     runs: u64,
     /// Pages the index has cut, as of the next mark ([`Checkpoint::set_text_cut`]).
     text_cut: u64,
+    /// Cut pages for the next checkpoint's `text_cuts` table ([`Checkpoint::add_text_cuts`]);
+    /// kept until a checkpoint holding them is committed.
+    cut_pages: Vec<CutPage>,
     /// Checkpoints written by this value; see [`FAIL_AFTER_ENV`].
     written: u64,
     fail_after: Option<u64>,
@@ -205,6 +219,7 @@ impl Checkpoint {
             path,
             runs: first.runs,
             text_cut: first.text_cut,
+            cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
         };
@@ -222,6 +237,7 @@ impl Checkpoint {
             path,
             runs: mark.runs,
             text_cut: mark.text_cut,
+            cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
         };
@@ -241,6 +257,12 @@ impl Checkpoint {
     /// durable up to it.
     pub fn set_text_cut(&mut self, text_cut: u64) {
         self.text_cut = text_cut;
+    }
+
+    /// Pages the index cut below the next mark, for its `text_cuts` table: set by the
+    /// committer with [`Checkpoint::set_text_cut`].
+    pub fn add_text_cuts(&mut self, cuts: Vec<CutPage>) {
+        self.cut_pages.extend(cuts);
     }
 
     /// Writes one checkpoint, durably: the rows of `delta`, the engine's blob and the mark with
@@ -274,6 +296,12 @@ impl Checkpoint {
             for (id, row) in &delta.sites {
                 sites.insert(*id, row.as_slice()).map_err(|e| err(&e))?;
             }
+            let mut cuts = txn.open_table(TEXT_CUTS).map_err(|e| err(&e))?;
+            for page in &self.cut_pages {
+                let bytes = serde_json::to_vec(page).map_err(|e| err(&e))?;
+                cuts.insert(page.seq, bytes.as_slice())
+                    .map_err(|e| err(&e))?;
+            }
             let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
             meta.insert(KEY_ENGINE, delta.engine.as_slice())
                 .map_err(|e| err(&e))?;
@@ -300,6 +328,7 @@ impl Checkpoint {
         }
         txn.commit().map_err(|e| err(&e))?;
         self.written += 1;
+        self.cut_pages.clear();
         Ok(())
     }
 
@@ -470,6 +499,26 @@ fn load(db: &mut redb::Database, path: &Path) -> Result<Loaded, CheckpointError>
     let url_blocks = rows(URL_BLOCKS)?;
     let url_rows = rows(URL_ROWS)?;
     let sites = rows(SITES)?;
+    let mut text_cuts = Vec::new();
+    match txn.open_table(TEXT_CUTS) {
+        Ok(table) => {
+            for entry in table.iter().map_err(|e| bad(&e))? {
+                let (seq, bytes) = entry.map_err(|e| bad(&e))?;
+                let page: CutPage = serde_json::from_slice(bytes.value()).map_err(|e| {
+                    corrupt(path, format!("cut page {} does not read: {e}", seq.value()))
+                })?;
+                if page.seq != seq.value() || page.seq >= mark.seq {
+                    return Err(corrupt(
+                        path,
+                        format!("cut page {} is not where it should be", seq.value()),
+                    ));
+                }
+                text_cuts.push(page);
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(bad(&e)),
+    }
     Ok(Loaded {
         mark,
         url_blocks,
@@ -477,6 +526,7 @@ fn load(db: &mut redb::Database, path: &Path) -> Result<Loaded, CheckpointError>
         urls,
         sites,
         engine,
+        text_cuts,
     })
 }
 
@@ -591,6 +641,59 @@ mod tests {
         cp.write(&delta(6, &[(1, "b")]), None, None).expect("write");
         drop(cp);
         assert_eq!(unfinished(dir.path()).mark.text_cut, 3);
+    }
+
+    fn cut_page(seq: u64) -> CutPage {
+        CutPage {
+            seq,
+            url: format!("http://127.0.0.1:1/{seq}.html"),
+            cut: crate::index::Cut {
+                kept_words: 100_000,
+                words: 100_000 + seq,
+            },
+        }
+    }
+
+    /// The pages the index cut are listed with the mark that holds them; a checkpoint that
+    /// fails keeps them for the next one; a state written before the list has none.
+    #[test]
+    fn the_index_cut_pages_are_listed_with_their_mark_and_survive_a_failed_write() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        drop(cp);
+        assert_eq!(unfinished(dir.path()).text_cuts, Vec::new(), "no table yet");
+
+        let mut cp = Checkpoint::reopen(dir.path(), &first()).expect("reopen");
+        cp.add_text_cuts(vec![cut_page(2)]);
+        cp.write(&delta(4, &[(0, "a")]), None, None).expect("write");
+        cp.add_text_cuts(vec![cut_page(5), cut_page(6)]);
+        cp.fail_after = Some(cp.written);
+        assert!(cp.write(&delta(8, &[]), None, None).is_err(), "refused");
+        cp.fail_after = None;
+        cp.add_text_cuts(vec![cut_page(7)]);
+        cp.write(&delta(9, &[]), None, None).expect("write");
+        drop(cp);
+        let l = unfinished(dir.path());
+        assert_eq!(
+            l.text_cuts,
+            vec![cut_page(2), cut_page(5), cut_page(6), cut_page(7)]
+        );
+    }
+
+    /// A listed page at or above its mark is not where the index put it: the state is corrupt.
+    #[test]
+    fn a_cut_page_above_the_mark_is_a_corrupt_state() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        cp.add_text_cuts(vec![cut_page(4)]);
+        cp.write(&delta(4, &[]), None, None).expect("write");
+        drop(cp);
+        let err = Checkpoint::find(dir.path()).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("cut page 4 is not where it should be"),
+            "{err}"
+        );
     }
 
     #[test]

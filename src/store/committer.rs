@@ -565,6 +565,7 @@ fn write_loop(
                     ix.commit()?;
                     // Every page below the mark has been through the index thread.
                     stores.checkpoint.set_text_cut(status.text_cut());
+                    stores.checkpoint.add_text_cuts(status.cuts.take_unmarked());
                 }
                 let extract = match stores.extract.as_deref_mut() {
                     Some(x) => {

@@ -15,7 +15,7 @@ use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 use tokio::process::{Child, Command};
 
 use crate::cluster::{redis_here, three_masters};
-use crate::util::{bin, json_of};
+use crate::util::{bin, json_of, sigterm};
 
 /// Long enough for a loaded machine; a member that never ends fails the test here.
 const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
@@ -257,12 +257,7 @@ async fn a_member_stopped_by_a_signal_hands_its_sites_back_at_once() {
     tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 12))
         .await
         .expect("member a crawls");
-    let pid = a.id().expect("pid");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid")),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("SIGTERM");
+    sigterm(&a);
     ends_well(a, "member a").await;
     let before = web.log().records().len();
     let b = member(&nodes, "stop", &stats_b, &lease);
@@ -1032,12 +1027,7 @@ async fn a_member_stopped_while_redis_is_gone_for_good_exits_saying_its_sites_we
         .expect("the member crawls");
     server.kill().expect("redis-server killed");
     let _ = server.wait();
-    let pid = a.id().expect("pid");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid")),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("SIGTERM");
+    sigterm(&a);
     let out = tokio::time::timeout(CRAWL_PATIENCE, a.wait_with_output())
         .await
         .expect("the member exits, though Redis never comes back")

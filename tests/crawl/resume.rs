@@ -10,7 +10,9 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::serve::SlowPages;
 use crawltop::testweb::{GenOptions, SplitMix64, TestWeb};
 
-use crate::util::{PATIENCE, bin, read_warc, stats_after_a_failure_pause, stop_when_paused};
+use crate::util::{
+    PATIENCE, bin, read_warc, sigterm, stats_after_a_failure_pause, stop_when_paused,
+};
 
 /// The crawl every run of a test makes: slow enough to be killed several times, with
 /// checkpoints often enough that each run leaves some progress behind.
@@ -120,12 +122,7 @@ async fn a_crawl_killed_at_random_moments_resumes_to_the_same_store_and_stats() 
                 if kills == 2 {
                     // Once a graceful stop (SIGTERM, as `q` on the dashboard): in-flight
                     // fetches are cut after the grace, and the crawl must resume as well.
-                    let pid = i32::try_from(child.id().expect("pid")).expect("pid");
-                    nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGTERM,
-                    )
-                    .expect("SIGTERM");
+                    sigterm(&child);
                     let status = tokio::time::timeout(PATIENCE, child.wait())
                         .await
                         .expect("stops")
@@ -564,4 +561,102 @@ async fn a_url_row_that_cannot_be_read_back_pauses_the_crawl_and_is_never_fetche
         *asked.entry((r.site.clone(), r.path.clone())).or_insert(0) += 1;
     }
     assert!(asked.values().all(|&n| n == 1), "{asked:?}");
+}
+
+/// The reason on the record of a page the index cut survives a stop and a resume. The index cuts
+/// a page when it takes its batch, which may be only at the checkpoint that holds the page; the
+/// engine writes the reason on the URL's row after that, so the row the checkpoint holds may not
+/// carry it yet, and the resumed run never fetches the page again to say it a second time.
+#[tokio::test]
+async fn a_page_cut_by_the_index_keeps_its_reason_on_its_record_across_a_resume() {
+    // The page on a web of its own (site00 of a hostile web links to its traps), beside a
+    // plain site that keeps the crawl going.
+    let web = TestWeb::start(GenOptions::new(1, 1).hostile(true))
+        .await
+        .expect("web");
+    let plain = TestWeb::start(GenOptions::new(1, 40).seed(5))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let distinct = web.url("hostile", "/distinct.html");
+    let run = |name: &str| {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.args(["crawl", &distinct, &plain.url("site00", "/")])
+            // No checkpoint but the one a stop writes: the page's batch goes to the index there.
+            .args([
+                "--headless",
+                "--delay-ms",
+                "40",
+                "--checkpoint-ms",
+                "3600000",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .arg("--stats-out")
+            .arg(dir.path().join(format!("{name}.json")))
+            .arg("--urls-out")
+            .arg(dir.path().join(format!("{name}.jsonl")))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    };
+    let served = |records: &[crawltop::testweb::log::RequestRecord]| {
+        records
+            .iter()
+            .position(|r| r.site == "hostile" && r.path == "/distinct.html")
+    };
+
+    // The first run is stopped (SIGTERM) while the plain site is still being crawled, a few
+    // of its pages after the page was served.
+    let mut child = run("first").spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| served(r).is_some()))
+        .await
+        .expect("the page is served");
+    let after = plain.log().records().len();
+    tokio::time::timeout(PATIENCE, plain.log().wait_until(|r| r.len() >= after + 5))
+        .await
+        .expect("the crawl goes on");
+    sigterm(&child);
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("stops")
+        .expect("status");
+    assert!(status.success(), "{status:?}");
+    let first = stats(&dir.path().join("first.json"));
+    assert_eq!(first["resources"]["text_cut"], 1, "cut in the first run");
+
+    // The second run resumes and ends the crawl without asking for the page again.
+    let status = tokio::time::timeout(PATIENCE * 2, run("second").status())
+        .await
+        .expect("ends")
+        .expect("status");
+    assert!(status.success(), "{status:?}");
+    let second = stats(&dir.path().join("second.json"));
+    assert_eq!(second["commit"]["run"], 2, "{}", second["commit"]);
+    assert_eq!(second["resources"]["text_cut"], 1);
+    let times = web
+        .log()
+        .records()
+        .iter()
+        .filter(|r| r.site == "hostile" && r.path == "/distinct.html")
+        .count();
+    assert_eq!(times, 1, "the page is fetched once");
+
+    let max = crawltop::index::MAX_DISTINCT_WORDS;
+    let all = crawltop::testweb::DISTINCT_WORDS;
+    let said =
+        format!("text cut at {max} distinct words for the index ({max} words of {all} kept)");
+    for name in ["first", "second"] {
+        let lines =
+            std::fs::read_to_string(dir.path().join(format!("{name}.jsonl"))).expect("urls-out");
+        let reason = lines
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+            .find(|v| v["url"] == distinct.as_str())
+            .unwrap_or_else(|| panic!("no line for {distinct} in the {name} run's file"))["reason"]
+            .clone();
+        assert_eq!(reason, said.as_str(), "the {name} run's record");
+    }
 }

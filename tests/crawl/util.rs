@@ -205,6 +205,12 @@ pub async fn stats_after_a_failure_pause(
     serde_json::from_str(&std::fs::read_to_string(stats).expect("stats")).expect("json")
 }
 
+/// Asks a running crawl to stop gracefully, as `q` on the dashboard does: SIGTERM.
+pub fn sigterm(child: &tokio::process::Child) {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+}
+
 /// Waits for "paused" on a crawl's progress line, stops it with SIGTERM, and returns how it
 /// exited and what it wrote to stderr after the pause.
 pub async fn stop_when_paused(
@@ -212,8 +218,7 @@ pub async fn stop_when_paused(
 ) -> (std::process::ExitStatus, String) {
     let mut stderr = child.stderr.take().expect("stderr");
     read_stderr_until(&mut stderr, |s| s.contains(" paused ")).await;
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    sigterm(&child);
     let status = tokio::time::timeout(PATIENCE, child.wait())
         .await
         .expect("exits")

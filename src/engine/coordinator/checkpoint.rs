@@ -60,6 +60,8 @@ pub(super) struct Restored {
     resources: UrlTable,
     sites: Vec<SiteRow>,
     engine: EngineRow,
+    /// Pages the index cut below the mark: their rows may not say so yet.
+    text_cuts: Vec<crate::index::feed::CutPage>,
 }
 
 /// What the snapshot says about the runs of this crawl.
@@ -131,6 +133,7 @@ impl Restored {
             resources,
             sites,
             engine,
+            text_cuts: loaded.text_cuts.clone(),
         })
     }
 
@@ -227,6 +230,7 @@ impl<F: Schedule> Coordinator<F> {
             resources,
             sites,
             engine,
+            text_cuts,
         } = restored;
         self.errors = engine.errors;
         self.http = engine.http;
@@ -295,6 +299,10 @@ impl<F: Schedule> Coordinator<F> {
         });
         for id in unreasoned {
             self.resources.update(id, |r| r.reason = None);
+        }
+        // The checkpoint may hold a cut page's row from before the engine wrote the reason.
+        for page in text_cuts {
+            self.write_cut(&page.url, page.cut);
         }
         if let Some(e) = read.err().or(queued.err()) {
             self.warn(format!("the crawl's URLs could not be read back: {e}"));

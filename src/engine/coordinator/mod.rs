@@ -1376,23 +1376,44 @@ impl<F: Schedule> Coordinator<F> {
             return;
         };
         for (url, cut) in status.take_text_cuts() {
-            // The committed URL is the one asked for, canonical, as the row has it.
-            let Some(id) = self.by_url.get(fingerprint(&url)) else {
-                continue;
-            };
-            if self.resources.try_url(id).is_ok_and(|known| known == url) {
+            if self.write_cut(&url, cut) {
                 // The index thread wrote this line to the crawl's log (`--log`).
                 self.show_warning(format!("{url}: {cut}"));
-                self.resources.update(id, |r| {
-                    r.reason = Some(match r.reason.take() {
-                        // A parse cut came first: both are said.
-                        Some(parse) => format!("{parse}; {cut}").into(),
-                        None => cut.to_string().into(),
-                    });
-                });
-                self.touch(id);
             }
         }
+    }
+
+    /// Writes on `url`'s row what the index kept of its text, unless the row says it already
+    /// (a resume writes again what its checkpoint lists); touches the row for the next
+    /// checkpoint. False when no row has the URL, or it said so already.
+    pub(super) fn write_cut(&mut self, url: &str, cut: crate::index::Cut) -> bool {
+        // The committed URL is the one asked for, canonical, as the row has it.
+        let Some(id) = self.by_url.get(fingerprint(url)) else {
+            return false;
+        };
+        if !self.resources.try_url(id).is_ok_and(|known| known == url) {
+            return false;
+        }
+        let said = cut.to_string();
+        let mut wrote = false;
+        self.resources.update(id, |r| {
+            r.reason = match r.reason.take() {
+                Some(before) if before.contains(said.as_str()) => Some(before),
+                // A parse cut came first: both are said.
+                Some(parse) => {
+                    wrote = true;
+                    Some(format!("{parse}; {said}").into())
+                }
+                None => {
+                    wrote = true;
+                    Some(said.clone().into())
+                }
+            };
+        });
+        if wrote {
+            self.touch(id);
+        }
+        wrote
     }
 
     /// 429 or 503: the site backs off (Retry-After or exponential), the URL is tried again a
