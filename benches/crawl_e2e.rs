@@ -9,13 +9,15 @@
 //! 3. hostile bodies: a 50 MB page and a 1 GiB gzip bomb under a 1 MiB body cap: peak memory;
 //! 4. index: the fast crawl (64 workers, 4 per site) without a crawl folder, with `--out DIR
 //!    --store none` (the full-text index only) and with `--out DIR --store warc` (WARC files and
-//!    the index), in rotated order over several rounds; each run's figures and the medians.
+//!    the index), and with `--out DIR --store warc --no-index` (WARC files only), in rotated
+//!    order over several rounds; each run's figures and the medians.
 //!
 //! `CRAWL_E2E_PARTS=index` (a comma list of fast, polite, hostile, index) runs only those parts;
 //! `CRAWL_E2E_ROUNDS` sets the index part's rounds (default 3). `CRAWL_E2E_BEFORE=PATH` (a
 //! crawltop binary built from an earlier commit) makes the index part run every configuration
 //! with that binary too, in the same rotation, so before and after are measured in one sitting
-//! against the same server binary.
+//! against the same server binary (but for `--no-index`, which a before build runs only with
+//! `CRAWL_E2E_BEFORE_NO_INDEX` set).
 //!
 //! How the figures are taken. Each client (crawltop or wget) runs under GNU time
 //! (`/usr/bin/time -f '%e %U %S %M'`), which waits for exactly that process with `wait4` and
@@ -452,12 +454,19 @@ fn part_fast(tmp: &Path) -> (Vec<FastRow>, usize) {
     (rows, reachable)
 }
 
-/// The fast crawl's three ways of keeping pages, by label: the flags after the crawl's own.
-const INDEX_CONFIGS: [(&str, &[&str]); 3] = [
+/// The fast crawl's ways of keeping pages, by label: the flags after the crawl's own.
+const INDEX_CONFIGS: [(&str, &[&str]); 4] = [
     ("no --out", &[]),
     ("--store none", &["--store", "none"]),
     ("--store warc", &["--store", "warc"]),
+    ("warc no index", &["--store", "warc", "--no-index"]),
 ];
+
+/// Whether a build given as `CRAWL_E2E_BEFORE` can run a configuration: `--no-index` is newer
+/// than most of them (it exits 2 on an unknown flag).
+fn before_knows(flags: &[&str]) -> bool {
+    !flags.contains(&"--no-index") || std::env::var_os("CRAWL_E2E_BEFORE_NO_INDEX").is_some()
+}
 
 /// One run of the index part: its row and the size of its crawl folder.
 struct IndexRun {
@@ -500,6 +509,9 @@ fn part_index(tmp: &Path, rounds: usize) -> (Vec<IndexRun>, usize) {
                 &builds[slot / INDEX_CONFIGS.len()],
             );
             let (name, flags) = INDEX_CONFIGS[config];
+            if *build == "before" && !before_knows(flags) {
+                continue;
+            }
             let label = format!("{build} {name} #{}", round + 1);
             let file_label = format!("index-{build}-{config}-{round}");
             let out = work.join(format!("{file_label}.out"));
@@ -719,12 +731,12 @@ fn print_index(runs: &[IndexRun], reachable: usize) {
         "\n4. index: the 20 x 500 web ({reachable} reachable URLs), --delay-ms 0 --per-site 4 --workers 64; runs in rotated order"
     );
     println!(
-        "{:<18} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9} {:>10}",
+        "{:<24} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9} {:>10}",
         "run", "pages", "wall s", "pages/s", "CPU s", "CPU/1k", "peak RSS", "folder"
     );
     for r in runs {
         println!(
-            "{:<18} {:>7} {:>7.2} {:>8.0} {:>7.2} {:>7.3} {:>6.1} MB {:>7.1} MB{}",
+            "{:<24} {:>7} {:>7.2} {:>8.0} {:>7.2} {:>7.3} {:>6.1} MB {:>7.1} MB{}",
             r.row.label,
             r.row.pages,
             r.row.usage.wall_s,

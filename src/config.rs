@@ -82,6 +82,9 @@ pub struct CrawlConfig {
     pub commit_window: usize,
     /// With `out`: what the index writer buffers before it writes a segment, in MB.
     pub index_memory_mb: usize,
+    /// With `out`: build the full-text index (`--no-index` turns it off; no page text is
+    /// extracted then).
+    pub index: bool,
     /// Threads of the parse pool (parsing and `--extract`); the machine's cores by default.
     pub parse_threads: usize,
     /// `NAME=CSS[@attr]` fields extracted from every HTML page as it is parsed.
@@ -134,6 +137,7 @@ impl Default for CrawlConfig {
             queue_memory: 4096,
             commit_window: 4096,
             index_memory_mb: crate::index::DEFAULT_MEMORY_MB,
+            index: true,
             parse_threads: default_parse_threads(),
             extract: Vec::new(),
             extract_out: None,

@@ -334,7 +334,8 @@ pub struct Rates {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Commit {
     /// Which stores are written: `warc`, `mirror`, `both`, `index` (`--store none` in a crawl
-    /// folder: the index and the checkpoint only), or `none` without `--out`.
+    /// folder: the index and the checkpoint only), `checkpoint` (`--store none --no-index`),
+    /// or `none` without `--out`.
     pub store: String,
     /// The next sequence number to commit: everything below it is decided (stored or skipped).
     pub next_seq: u64,
@@ -360,6 +361,10 @@ pub struct Commit {
     /// Checkpoints written by this run.
     #[serde(default)]
     pub checkpoints: u64,
+    /// Whether committed pages go to the full-text index: a crawl folder without
+    /// `--no-index`.
+    #[serde(default)]
+    pub index: bool,
 }
 
 /// Who gave a command.

@@ -39,7 +39,7 @@ impl IndexQuery {
 /// Why a query has no answer.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum QueryError {
-    #[error("this crawl keeps no index: start it with --out DIR")]
+    #[error("this crawl keeps no index: start it with --out DIR, without --no-index")]
     NoIndex,
     #[error("the index holds nothing yet")]
     Empty,

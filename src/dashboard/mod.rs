@@ -45,7 +45,7 @@ pub struct DashboardOptions {
     pub workers: usize,
     /// Where the stats file goes, shown on the final screen and after `e`.
     pub stats_path: Option<String>,
-    /// The crawl folder's `index/`, which `/` searches; `None` when the crawl keeps no folder.
+    /// The crawl folder's `index/`, which `/` searches; `None` when the crawl keeps no index.
     pub index_dir: Option<PathBuf>,
 }
 

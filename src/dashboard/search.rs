@@ -40,7 +40,7 @@ pub enum Outcome {
         indexed: u64,
         hits: Vec<Hit>,
     },
-    /// The crawl keeps no folder, so there is no index to search.
+    /// The crawl keeps no index (no folder, or `--no-index`): nothing to search.
     NoFolder,
     /// The index holds no page yet: nothing has been committed to it.
     NothingIndexed,
@@ -288,7 +288,7 @@ impl Search {
 
 /// Runs queries on a crawl folder's index; shared by the searches in flight.
 pub struct IndexSearch {
-    /// The crawl folder's `index/`; `None` when the crawl keeps no folder.
+    /// The crawl folder's `index/`; `None` when the crawl keeps no index.
     dir: Option<PathBuf>,
     /// Opened by the first query that finds an index; reloaded before each query.
     reader: Mutex<Option<Arc<IndexReader>>>,

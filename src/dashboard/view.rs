@@ -1657,7 +1657,7 @@ mod tests {
         let cases = [
             (
                 Outcome::NoFolder,
-                "search needs a crawl folder: run with --out DIR",
+                "search needs an index: run with --out DIR, without --no-index",
             ),
             (Outcome::NothingIndexed, "nothing indexed yet"),
             (

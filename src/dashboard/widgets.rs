@@ -517,9 +517,12 @@ impl SearchResults<'_> {
         let waiting = if r.waiting() { "  searching…" } else { "" };
         match outcome {
             Outcome::NoFolder => vec![
-                Line::styled("search needs a crawl folder: run with --out DIR", bad),
                 Line::styled(
-                    "this crawl keeps no pages, so there is no index to search",
+                    "search needs an index: run with --out DIR, without --no-index",
+                    bad,
+                ),
+                Line::styled(
+                    "this crawl builds no index of its pages, so there is nothing to search",
                     DIM,
                 ),
             ],

@@ -1134,6 +1134,7 @@ mod tests {
             runs: 1,
             extract: None,
             text_cut: 0,
+            index: true,
         };
         crate::store::checkpoint::Checkpoint::create(dir, &mark).expect("state")
     }

@@ -107,6 +107,14 @@ pub struct Mark {
     /// engine's counters (which may run ahead of the mark). 0 in states written before it.
     #[serde(default)]
     pub text_cut: u64,
+    /// The crawl builds the full-text index (not `--no-index`); every run of it must. True in
+    /// states written before the choice existed (they all did).
+    #[serde(default = "indexed")]
+    pub index: bool,
+}
+
+fn indexed() -> bool {
+    true
 }
 
 /// What one checkpoint changes, built by the engine.
@@ -153,6 +161,8 @@ pub struct Checkpoint {
     runs: u64,
     /// Pages the index has cut, as of the next mark ([`Checkpoint::set_text_cut`]).
     text_cut: u64,
+    /// Whether the crawl builds the index: every mark says it.
+    index: bool,
     /// Cut pages for the next checkpoint's `text_cuts` table ([`Checkpoint::add_text_cuts`]);
     /// kept until a checkpoint holding them is committed.
     cut_pages: Vec<CutPage>,
@@ -219,6 +229,7 @@ impl Checkpoint {
             path,
             runs: first.runs,
             text_cut: first.text_cut,
+            index: first.index,
             cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
@@ -237,6 +248,7 @@ impl Checkpoint {
             path,
             runs: mark.runs,
             text_cut: mark.text_cut,
+            index: mark.index,
             cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
@@ -314,6 +326,7 @@ impl Checkpoint {
                 runs: self.runs,
                 extract,
                 text_cut: self.text_cut,
+                index: self.index,
             };
             let bytes = serde_json::to_vec(&mark).map_err(|e| err(&e))?;
             meta.insert(KEY_MARK, bytes.as_slice())
@@ -558,6 +571,7 @@ mod tests {
             "a state from before the count starts it at 0"
         );
         assert_eq!(mark.seq, 12);
+        assert!(mark.index, "every crawl before --no-index built the index");
         let text = serde_json::to_string(&mark).expect("writes");
         assert!(!text.contains("extract"), "{text}");
     }
@@ -573,6 +587,7 @@ mod tests {
             runs: 1,
             extract: None,
             text_cut: 0,
+            index: true,
         }
     }
 

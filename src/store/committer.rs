@@ -69,6 +69,13 @@ pub enum StoreError {
     Index(#[from] crate::index::IndexError),
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    #[error(
+        "{} holds a crawl {}; resume it {}, or start over with --fresh",
+        dir.display(),
+        if *indexed { "with a full-text index" } else { "made with --no-index" },
+        if *indexed { "without --no-index" } else { "with --no-index" }
+    )]
+    IndexChoice { dir: PathBuf, indexed: bool },
 }
 
 /// The crawl folder's lock: held for the crawl's life, released by the OS on any exit.
@@ -142,6 +149,9 @@ pub struct StoreOptions {
     pub kind: StoreKind,
     pub warc_max_bytes: u64,
     pub index_memory_mb: usize,
+    /// Build the full-text index in `index/`; a resume must make the same choice as the crawl's
+    /// first run.
+    pub index: bool,
     pub extract_out: Option<PathBuf>,
 }
 
@@ -262,8 +272,18 @@ impl Committer {
             kind,
             warc_max_bytes,
             index_memory_mb,
+            index: indexed,
             extract_out,
         } = opts;
+        // Before anything in the folder is touched.
+        if let Start::Resume(mark) = start
+            && mark.index != indexed
+        {
+            return Err(StoreError::IndexChoice {
+                dir: dir.to_path_buf(),
+                indexed: mark.index,
+            });
+        }
         let mut extract = (extract_out.as_deref())
             .map(|path| ExtractFile::open(path, start))
             .transpose()?;
@@ -285,8 +305,11 @@ impl Committer {
             None
         };
         let pages = kind.mirror().then(|| dir.join("pages"));
-        let mut index =
-            crate::index::IndexWriter::open_with_memory(&dir.join("index"), index_memory_mb)?;
+        let mut index = indexed
+            .then(|| {
+                crate::index::IndexWriter::open_with_memory(&dir.join("index"), index_memory_mb)
+            })
+            .transpose()?;
         // The new file's warcinfo record is part of the first mark.
         let warc_mark = match warc.as_mut() {
             Some(w) => {
@@ -305,10 +328,13 @@ impl Committer {
                     runs: 1,
                     extract: extract_mark,
                     text_cut: 0,
+                    index: indexed,
                 },
             )?,
             Start::Resume(mark) => {
-                index.rollback_from(mark.seq)?;
+                if let Some(index) = index.as_mut() {
+                    index.rollback_from(mark.seq)?;
+                }
                 Checkpoint::reopen(
                     dir,
                     &Mark {
@@ -318,6 +344,7 @@ impl Committer {
                         runs: mark.runs + 1,
                         extract: extract_mark,
                         text_cut: mark.text_cut,
+                        index: indexed,
                     },
                 )?
             }
@@ -334,11 +361,15 @@ impl Committer {
             ..CommitStatus::default()
         });
         let fail_after = env_number(FAIL_AFTER_ENV);
-        let mut index = Some(IndexFeed::start_counting(
-            index,
-            env_number(crate::index::feed::FAIL_AFTER_ENV),
-            status.cuts.clone(),
-        )?);
+        let mut index = index
+            .map(|index| {
+                IndexFeed::start_counting(
+                    index,
+                    env_number(crate::index::feed::FAIL_AFTER_ENV),
+                    status.cuts.clone(),
+                )
+            })
+            .transpose()?;
         let (tx, rx) = mpsc::channel::<Job>();
         let st = status.clone();
         let thread = std::thread::Builder::new()

@@ -506,7 +506,7 @@ async fn slash_without_a_crawl_folder_says_what_is_needed() {
     screen.wait_for("running").await;
     type_keys(&mut keys, "/rabbit\r");
     screen
-        .wait_for("search needs a crawl folder: run with --out DIR")
+        .wait_for("search needs an index: run with --out DIR, without --no-index")
         .await;
     type_keys(&mut keys, "\x1b");
     screen.wait_for("sort: queued").await;

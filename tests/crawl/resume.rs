@@ -660,3 +660,117 @@ async fn a_page_cut_by_the_index_keeps_its_reason_on_its_record_across_a_resume(
         assert_eq!(reason, said.as_str(), "the {name} run's record");
     }
 }
+
+/// `--no-index`: every page goes to the WARC files and no index is built; the folder keeps the
+/// choice. A query says the folder was crawled without an index; a resume the other way is
+/// refused before anything is fetched, either way round; a resume the same way ends the crawl.
+#[tokio::test]
+async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choice_across_a_resume() {
+    let web = TestWeb::start(GenOptions::new(1, 40).seed(9).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |folder: &str, name: &str, no_index: bool| {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.args(["crawl", &web.url("site00", "/")])
+            .args(["--headless", "--delay-ms", "30", "--checkpoint-ms", "100"])
+            .arg("--out")
+            .arg(dir.path().join(folder))
+            .arg("--stats-out")
+            .arg(dir.path().join(format!("{name}.json")))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if no_index {
+            cmd.arg("--no-index");
+        }
+        cmd
+    };
+    // A first run, stopped (SIGTERM) a few pages in.
+    let stopped = |folder: &'static str, no_index: bool| {
+        let mut cmd = run(folder, folder, no_index);
+        let web = &web;
+        async move {
+            let seen = web.log().records().len();
+            let mut child = cmd.spawn().expect("spawn");
+            tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= seen + 8))
+                .await
+                .expect("the crawl runs");
+            sigterm(&child);
+            let status = tokio::time::timeout(PATIENCE, child.wait())
+                .await
+                .expect("stops")
+                .expect("status");
+            assert!(status.success(), "{status:?}");
+        }
+    };
+    // The other way round: refused with exit 2, naming the way to go on; nothing fetched.
+    let refused = |folder: &str, no_index: bool, says: &str| {
+        let mut cmd = run(folder, "refused", no_index);
+        let (web, says) = (&web, says.to_string());
+        async move {
+            let before = web.log().records().len();
+            let o = cmd.output().await.expect("runs");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{err}");
+            assert!(err.contains(&says), "{says:?} not in {err}");
+            assert_eq!(web.log().records().len(), before, "nothing fetched");
+        }
+    };
+
+    stopped("plain", true).await;
+    let first = stats(&dir.path().join("plain.json"));
+    assert_eq!(first["commit"]["index"], false, "{}", first["commit"]);
+    assert_eq!(first["commit"]["store"], "warc");
+    assert!(!dir.path().join("plain").join("index").exists(), "no index");
+    refused(
+        "plain",
+        false,
+        "holds a crawl made with --no-index; resume it with --no-index, or start over with --fresh",
+    )
+    .await;
+
+    let o = run("plain", "second", true)
+        .output()
+        .await
+        .expect("resumes");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let second = stats(&dir.path().join("second.json"));
+    assert_eq!(second["commit"]["run"], 2, "{}", second["commit"]);
+    assert!(
+        !dir.path().join("plain").join("index").exists(),
+        "still none"
+    );
+    let stored = read_warc(&dir.path().join("plain").join("warc"));
+    let site = web.manifest().normal_sites().next().expect("site00");
+    for page in &site.pages {
+        let url = web.url(&site.name, &page.path);
+        assert_eq!(stored.counts.get(&url), Some(&1), "{url}");
+    }
+
+    let o = std::process::Command::new(bin())
+        .arg("search")
+        .arg(dir.path().join("plain"))
+        .arg("rabbit")
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("was crawled with --no-index: it holds pages but no search index"),
+        "{err}"
+    );
+
+    // A crawl with the index, stopped, is not resumed without it.
+    stopped("indexed", false).await;
+    assert_eq!(
+        stats(&dir.path().join("indexed.json"))["commit"]["index"],
+        true
+    );
+    refused(
+        "indexed",
+        true,
+        "holds a crawl with a full-text index; resume it without --no-index, or start over with --fresh",
+    )
+    .await;
+}

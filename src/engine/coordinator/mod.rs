@@ -910,7 +910,7 @@ impl<F: Schedule> Coordinator<F> {
         let extractor = self.extractor.clone();
         let hook = self.parse_hook.for_url(&url);
         // Only the index reads a page's text, and only a crawl folder has one.
-        let text = if self.committer.is_some() {
+        let text = if self.committer.is_some() && self.cfg.index {
             Text::Extract
         } else {
             Text::Skip
@@ -1512,6 +1512,7 @@ fn committer(cfg: &CrawlConfig, start: &Start) -> Result<Option<Committer>, Engi
         kind: cfg.store,
         warc_max_bytes: cfg.warc_max_bytes,
         index_memory_mb: cfg.index_memory_mb,
+        index: cfg.index,
         extract_out: cfg.extract_out.clone(),
     };
     Ok(Some(Committer::start(

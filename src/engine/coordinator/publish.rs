@@ -411,7 +411,10 @@ impl<F: Schedule> Coordinator<F> {
             store: match (&self.cfg.out, self.cfg.store) {
                 (None, _) => "none".into(),
                 // A folder with no page store still gets the index and the checkpoint.
-                (Some(_), crate::store::committer::StoreKind::None) => "index".into(),
+                (Some(_), crate::store::committer::StoreKind::None) if self.cfg.index => {
+                    "index".into()
+                }
+                (Some(_), crate::store::committer::StoreKind::None) => "checkpoint".into(),
                 (Some(_), kind) => serde_json::to_value(kind)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
@@ -423,6 +426,7 @@ impl<F: Schedule> Coordinator<F> {
             rescheduled: self.window.reschedules(),
             committed: status.as_ref().map_or(0, |s| s.committed()),
             checkpoints: status.as_ref().map_or(0, |s| s.checkpoints()),
+            index: self.cfg.out.is_some() && self.cfg.index,
             error: status.and_then(|s| s.error()),
             run: self.runs.run,
             resumed_from: self.runs.resumed_from,
