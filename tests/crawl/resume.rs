@@ -11,7 +11,7 @@ use crawltop::testweb::serve::SlowPages;
 use crawltop::testweb::{GenOptions, SplitMix64, TestWeb};
 
 use crate::util::{
-    PATIENCE, bin, read_warc, sigterm, stats_after_a_failure_pause, stop_when_paused,
+    PATIENCE, bin, read_warc, stats_after_a_failure_pause, stop_gracefully, stop_when_paused,
 };
 
 /// The crawl every run of a test makes: slow enough to be killed several times, with
@@ -122,12 +122,7 @@ async fn a_crawl_killed_at_random_moments_resumes_to_the_same_store_and_stats() 
                 if kills == 2 {
                     // Once a graceful stop (SIGTERM, as `q` on the dashboard): in-flight
                     // fetches are cut after the grace, and the crawl must resume as well.
-                    sigterm(&child);
-                    let status = tokio::time::timeout(PATIENCE, child.wait())
-                        .await
-                        .expect("stops")
-                        .expect("status");
-                    assert!(status.success(), "a graceful stop is not a failure: {status:?}");
+                    stop_gracefully(&mut child).await;
                     assert_eq!(stats(&out_stats)["state"], "finished");
                 } else {
                     child.start_kill().expect("SIGKILL");
@@ -618,12 +613,7 @@ async fn a_page_cut_by_the_index_keeps_its_reason_on_its_record_across_a_resume(
     tokio::time::timeout(PATIENCE, plain.log().wait_until(|r| r.len() >= after + 5))
         .await
         .expect("the crawl goes on");
-    sigterm(&child);
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .expect("stops")
-        .expect("status");
-    assert!(status.success(), "{status:?}");
+    stop_gracefully(&mut child).await;
     let first = stats(&dir.path().join("first.json"));
     assert_eq!(first["resources"]["text_cut"], 1, "cut in the first run");
 
@@ -696,12 +686,7 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choice_across_
             tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= seen + 8))
                 .await
                 .expect("the crawl runs");
-            sigterm(&child);
-            let status = tokio::time::timeout(PATIENCE, child.wait())
-                .await
-                .expect("stops")
-                .expect("status");
-            assert!(status.success(), "{status:?}");
+            stop_gracefully(&mut child).await;
         }
     };
     // The other way round: refused with exit 2, naming the way to go on; nothing fetched.

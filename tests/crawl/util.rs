@@ -211,6 +211,20 @@ pub fn sigterm(child: &tokio::process::Child) {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
 }
 
+/// Stops a running crawl with SIGTERM and waits for it (at most [`PATIENCE`]): a graceful stop
+/// is a success.
+pub async fn stop_gracefully(child: &mut tokio::process::Child) {
+    sigterm(child);
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("stops")
+        .expect("status");
+    assert!(
+        status.success(),
+        "a graceful stop is not a failure: {status:?}"
+    );
+}
+
 /// Waits for "paused" on a crawl's progress line, stops it with SIGTERM, and returns how it
 /// exited and what it wrote to stderr after the pause.
 pub async fn stop_when_paused(
