@@ -1135,6 +1135,7 @@ mod tests {
             extract: None,
             text_cut: 0,
             index: true,
+            store: None,
         };
         crate::store::checkpoint::Checkpoint::create(dir, &mark).expect("state")
     }

@@ -25,6 +25,7 @@ use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 use crate::index::feed::CutPage;
+use crate::store::committer::StoreKind;
 
 /// The state file's name inside the crawl folder.
 pub const STATE_FILE: &str = "state.redb";
@@ -111,6 +112,10 @@ pub struct Mark {
     /// states written before the choice existed (they all did).
     #[serde(default = "indexed")]
     pub index: bool,
+    /// The page stores the crawl writes (`--store`); every run of it must write the same.
+    /// Absent in states written before it was kept (not checked then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreKind>,
 }
 
 fn indexed() -> bool {
@@ -161,8 +166,9 @@ pub struct Checkpoint {
     runs: u64,
     /// Pages the index has cut, as of the next mark ([`Checkpoint::set_text_cut`]).
     text_cut: u64,
-    /// Whether the crawl builds the index: every mark says it.
+    /// Whether the crawl builds the index, and which page stores it writes: every mark says it.
     index: bool,
+    store: Option<StoreKind>,
     /// Cut pages for the next checkpoint's `text_cuts` table ([`Checkpoint::add_text_cuts`]);
     /// kept until a checkpoint holding them is committed.
     cut_pages: Vec<CutPage>,
@@ -230,6 +236,7 @@ impl Checkpoint {
             runs: first.runs,
             text_cut: first.text_cut,
             index: first.index,
+            store: first.store,
             cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
@@ -249,6 +256,7 @@ impl Checkpoint {
             runs: mark.runs,
             text_cut: mark.text_cut,
             index: mark.index,
+            store: mark.store,
             cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
@@ -327,6 +335,7 @@ impl Checkpoint {
                 extract,
                 text_cut: self.text_cut,
                 index: self.index,
+                store: self.store,
             };
             let bytes = serde_json::to_vec(&mark).map_err(|e| err(&e))?;
             meta.insert(KEY_MARK, bytes.as_slice())
@@ -572,6 +581,7 @@ mod tests {
         );
         assert_eq!(mark.seq, 12);
         assert!(mark.index, "every crawl before --no-index built the index");
+        assert_eq!(mark.store, None, "not known, so not checked");
         let text = serde_json::to_string(&mark).expect("writes");
         assert!(!text.contains("extract"), "{text}");
     }
@@ -588,6 +598,7 @@ mod tests {
             extract: None,
             text_cut: 0,
             index: true,
+            store: Some(StoreKind::Warc),
         }
     }
 

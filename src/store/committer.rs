@@ -39,6 +39,16 @@ pub enum StoreKind {
 }
 
 impl StoreKind {
+    /// The value `--store` takes for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreKind::Warc => "warc",
+            StoreKind::Mirror => "mirror",
+            StoreKind::Both => "both",
+            StoreKind::None => "none",
+        }
+    }
+
     fn warc(self) -> bool {
         matches!(self, StoreKind::Warc | StoreKind::Both)
     }
@@ -76,6 +86,13 @@ pub enum StoreError {
         if *indexed { "without --no-index" } else { "with --no-index" }
     )]
     IndexChoice { dir: PathBuf, indexed: bool },
+    #[error(
+        "{} holds a crawl with --store {was}; resume it with --store {was}, or start over with \
+         --fresh",
+        dir.display(),
+        was = was.name()
+    )]
+    StoreChoice { dir: PathBuf, was: StoreKind },
 }
 
 /// The crawl folder's lock: held for the crawl's life, released by the OS on any exit.
@@ -275,14 +292,23 @@ impl Committer {
             index: indexed,
             extract_out,
         } = opts;
-        // Before anything in the folder is touched.
-        if let Start::Resume(mark) = start
-            && mark.index != indexed
-        {
-            return Err(StoreError::IndexChoice {
-                dir: dir.to_path_buf(),
-                indexed: mark.index,
-            });
+        // Before anything in the folder is touched: a run writes what the crawl's first run
+        // wrote, or the folder would hold some pages in one store and the rest in another.
+        if let Start::Resume(mark) = start {
+            if mark.index != indexed {
+                return Err(StoreError::IndexChoice {
+                    dir: dir.to_path_buf(),
+                    indexed: mark.index,
+                });
+            }
+            if let Some(was) = mark.store
+                && was != kind
+            {
+                return Err(StoreError::StoreChoice {
+                    dir: dir.to_path_buf(),
+                    was,
+                });
+            }
         }
         let mut extract = (extract_out.as_deref())
             .map(|path| ExtractFile::open(path, start))
@@ -329,6 +355,7 @@ impl Committer {
                     extract: extract_mark,
                     text_cut: 0,
                     index: indexed,
+                    store: Some(kind),
                 },
             )?,
             Start::Resume(mark) => {
@@ -345,6 +372,7 @@ impl Committer {
                         extract: extract_mark,
                         text_cut: mark.text_cut,
                         index: indexed,
+                        store: Some(kind),
                     },
                 )?
             }

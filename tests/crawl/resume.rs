@@ -652,10 +652,11 @@ async fn a_page_cut_by_the_index_keeps_its_reason_on_its_record_across_a_resume(
 }
 
 /// `--no-index`: every page goes to the WARC files and no index is built; the folder keeps the
-/// choice. A query says the folder was crawled without an index; a resume the other way is
-/// refused before anything is fetched, either way round; a resume the same way ends the crawl.
+/// choice, and its `--store`. A query says the folder was crawled without an index; a resume
+/// the other way is refused before anything is fetched, either way round, as is one with another
+/// `--store`; a resume the same way ends the crawl.
 #[tokio::test]
-async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choice_across_a_resume() {
+async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choices_across_a_resume() {
     let web = TestWeb::start(GenOptions::new(1, 40).seed(9).crawl_delay_s(0.0))
         .await
         .expect("web");
@@ -690,8 +691,9 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choice_across_
         }
     };
     // The other way round: refused with exit 2, naming the way to go on; nothing fetched.
-    let refused = |folder: &str, no_index: bool, says: &str| {
+    let refused = |folder: &str, no_index: bool, store: &str, says: &str| {
         let mut cmd = run(folder, "refused", no_index);
+        cmd.args(["--store", store]);
         let (web, says) = (&web, says.to_string());
         async move {
             let before = web.log().records().len();
@@ -711,9 +713,21 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choice_across_
     refused(
         "plain",
         false,
+        "warc",
         "holds a crawl made with --no-index; resume it with --no-index, or start over with --fresh",
     )
     .await;
+    refused(
+        "plain",
+        true,
+        "both",
+        "holds a crawl with --store warc; resume it with --store warc, or start over with --fresh",
+    )
+    .await;
+    assert!(
+        !dir.path().join("plain").join("pages").exists(),
+        "no mirror"
+    );
 
     let o = run("plain", "second", true)
         .output()
@@ -755,6 +769,7 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choice_across_
     refused(
         "indexed",
         true,
+        "warc",
         "holds a crawl with a full-text index; resume it without --no-index, or start over with --fresh",
     )
     .await;
