@@ -1219,11 +1219,15 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// A query's crawl folders: the first argument, then each next one that holds an index (the
-/// rest is the query).
+/// A query's crawl folders: the first argument, then each next one that is a crawl folder (an
+/// index or a checkpoint: one crawled with `--no-index` is named as such, not searched for as a
+/// word); the rest is the query.
 fn split_dirs(args: &[String]) -> (Vec<PathBuf>, &[String]) {
-    let holds_index = |a: &String| std::path::Path::new(a).join("index").is_dir();
-    let n = 1 + args[1..].iter().take_while(|a| holds_index(a)).count();
+    let crawl_folder = |a: &String| {
+        let dir = std::path::Path::new(a);
+        dir.join("index").is_dir() || dir.join(crate::store::checkpoint::STATE_FILE).is_file()
+    };
+    let n = 1 + args[1..].iter().take_while(|a| crawl_folder(a)).count();
     (args[..n].iter().map(PathBuf::from).collect(), &args[n..])
 }
 

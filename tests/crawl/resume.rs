@@ -747,18 +747,23 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choices_across
         assert_eq!(stored.counts.get(&url), Some(&1), "{url}");
     }
 
-    let o = std::process::Command::new(bin())
-        .arg("search")
-        .arg(dir.path().join("plain"))
-        .arg("rabbit")
-        .output()
-        .expect("runs");
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("was crawled with --no-index: it holds pages but no search index"),
-        "{err}"
+    let search = |folders: &[&str]| {
+        let o = std::process::Command::new(bin())
+            .arg("search")
+            .args(folders.iter().map(|f| dir.path().join(f)))
+            .arg("rabbit")
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        err
+    };
+    let said = format!(
+        "{} was crawled with --no-index: it holds pages but no search index",
+        dir.path().join("plain").display()
     );
+    let err = search(&["plain"]);
+    assert!(err.contains(&said), "{err}");
 
     // A crawl with the index, stopped, is not resumed without it.
     stopped("indexed", false).await;
@@ -766,6 +771,9 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choices_across
         stats(&dir.path().join("indexed.json"))["commit"]["index"],
         true
     );
+    // Named after a folder with an index, it is a folder too, not a word to search for.
+    let err = search(&["indexed", "plain"]);
+    assert!(err.contains(&said), "{err}");
     refused(
         "indexed",
         true,

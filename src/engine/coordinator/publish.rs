@@ -415,10 +415,7 @@ impl<F: Schedule> Coordinator<F> {
                     "index".into()
                 }
                 (Some(_), crate::store::committer::StoreKind::None) => "checkpoint".into(),
-                (Some(_), kind) => serde_json::to_value(kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
+                (Some(_), kind) => kind.name().into(),
             },
             next_seq: self.window.next_to_commit(),
             waiting: self.window.waiting() as u64,
