@@ -722,6 +722,29 @@ mod tests {
         );
     }
 
+    /// A listed page that does not read (bytes written by something else) makes the state
+    /// corrupt, named, never a resume without it.
+    #[test]
+    fn a_cut_page_that_does_not_read_is_a_corrupt_state() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        cp.write(&delta(4, &[]), None, None).expect("write");
+        drop(cp);
+        let db = redb::Database::open(dir.path().join(STATE_FILE)).expect("open");
+        let txn = db.begin_write().expect("txn");
+        txn.open_table(TEXT_CUTS)
+            .expect("table")
+            .insert(2, &b"{\"seq\":2,\"url\":"[..])
+            .expect("insert");
+        txn.commit().expect("commit");
+        drop(db);
+        let err = Checkpoint::find(dir.path()).expect_err("refused");
+        assert!(
+            err.to_string().contains("cut page 2 does not read"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn a_finished_crawl_is_found_as_finished() {
         let dir = tempfile::tempdir().expect("tempdir");
