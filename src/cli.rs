@@ -235,7 +235,8 @@ pub struct CrawlArgs {
     /// folder refuses to start.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Which page stores to write into --out [default: warc].
+    /// Which page stores to write into --out [default: warc]. A crawl folder keeps it: a
+    /// resume with another is refused.
     #[arg(long, value_enum)]
     pub store: Option<crate::store::committer::StoreKind>,
     /// Start over in --out: delete the crawl kept there (WARC files, mirror, index,

@@ -39,14 +39,11 @@ pub enum StoreKind {
 }
 
 impl StoreKind {
-    /// The value `--store` takes for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            StoreKind::Warc => "warc",
-            StoreKind::Mirror => "mirror",
-            StoreKind::Both => "both",
-            StoreKind::None => "none",
-        }
+    /// The value `--store` takes for it, as clap spells it.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default()
     }
 
     fn warc(self) -> bool {

@@ -677,9 +677,10 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choices_across
         }
         cmd
     };
-    // A first run, stopped (SIGTERM) a few pages in.
+    // A first run, stopped (SIGTERM) a few pages in (its progress lines unread: not piped).
     let stopped = |folder: &'static str, no_index: bool| {
         let mut cmd = run(folder, folder, no_index);
+        cmd.stderr(Stdio::null());
         let web = &web;
         async move {
             let seen = web.log().records().len();

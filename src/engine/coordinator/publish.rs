@@ -415,7 +415,7 @@ impl<F: Schedule> Coordinator<F> {
                     "index".into()
                 }
                 (Some(_), crate::store::committer::StoreKind::None) => "checkpoint".into(),
-                (Some(_), kind) => kind.name().into(),
+                (Some(_), kind) => kind.name(),
             },
             next_seq: self.window.next_to_commit(),
             waiting: self.window.waiting() as u64,
