@@ -1,5 +1,6 @@
-//! The headless face of a crawl: a progress line every few seconds on stderr, a summary at the
-//! end. An observer of snapshots like the dashboard; it never touches the engine.
+//! The headless face of a crawl: a progress line every few seconds on stderr, each warning of
+//! the crawl's log as it appears (what the dashboard's log pane shows), a summary at the end. An
+//! observer of snapshots like the dashboard; it never touches the engine.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::engine::Summary;
-use crate::snapshot::{RunState, Snapshot};
+use crate::snapshot::{LogLine, RunState, Snapshot};
 
 /// How often a progress line is printed.
 pub const EVERY: Duration = Duration::from_secs(2);
@@ -38,23 +39,60 @@ fn state_name(s: RunState) -> &'static str {
     }
 }
 
-/// Prints a progress line every [`EVERY`] until the crawl finishes.
+/// Prints a progress line every [`EVERY`], and each new warning as soon as a snapshot holds it,
+/// until the crawl finishes.
 pub async fn report(mut snapshots: watch::Receiver<Arc<Snapshot>>) {
     let mut tick = tokio::time::interval(EVERY);
     tick.tick().await;
+    let mut shown: Vec<LogLine> = Vec::new();
     loop {
         tokio::select! {
             _ = tick.tick() => {
                 let snap = snapshots.borrow_and_update().clone();
+                print_warnings(&mut shown, &snap.log);
                 eprintln!("{}", progress_line(&snap));
             }
             changed = snapshots.changed() => {
-                if changed.is_err() || snapshots.borrow_and_update().state == RunState::Finished {
+                if changed.is_err() {
+                    return;
+                }
+                let snap = snapshots.borrow_and_update().clone();
+                print_warnings(&mut shown, &snap.log);
+                if snap.state == RunState::Finished {
                     return;
                 }
             }
         }
     }
+}
+
+fn print_warnings(shown: &mut Vec<LogLine>, log: &[LogLine]) {
+    for line in fresh_lines(shown, log) {
+        eprintln!("{}", warning_line(line));
+    }
+    if shown.as_slice() != log {
+        *shown = log.to_vec();
+    }
+}
+
+/// One warning, e.g. `[     3.0s] warn     Crawl-delay 10 s of http://a/ capped to 1 s`.
+fn warning_line(line: &LogLine) -> String {
+    format!(
+        "[{:>8.1}s] {:<8} {}",
+        line.at_s as f64, line.level, line.message
+    )
+}
+
+/// The lines of `log` that `shown` (the log as last seen) did not hold. The log is a window
+/// over the newest lines: lines are appended at its end and dropped from its front, so what
+/// was shown is the longest end of `shown` that `log` starts with. More new lines than the
+/// window holds between two looks lose the oldest, as the window itself does.
+fn fresh_lines<'a>(shown: &[LogLine], log: &'a [LogLine]) -> &'a [LogLine] {
+    let overlap = (0..=shown.len().min(log.len()))
+        .rev()
+        .find(|&k| shown[shown.len() - k..] == log[..k])
+        .unwrap_or(0);
+    &log[overlap..]
 }
 
 /// The closing summary.
@@ -74,4 +112,42 @@ pub fn print_summary(summary: &Summary) {
         s.resources.fetch_forbidden,
         s.resources.fetch_ignored,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(messages: &[&str]) -> Vec<LogLine> {
+        messages
+            .iter()
+            .map(|m| LogLine {
+                at_s: 1,
+                level: "warn".into(),
+                message: (*m).into(),
+            })
+            .collect()
+    }
+
+    fn fresh(shown: &[&str], log: &[&str]) -> Vec<String> {
+        fresh_lines(&lines(shown), &lines(log))
+            .iter()
+            .map(|l| l.message.clone())
+            .collect()
+    }
+
+    #[test]
+    fn only_lines_not_shown_before_are_fresh() {
+        assert_eq!(fresh(&[], &["a", "b"]), ["a", "b"]);
+        assert_eq!(fresh(&["a", "b"], &["a", "b"]), Vec::<String>::new());
+        assert_eq!(fresh(&["a", "b"], &["a", "b", "c"]), ["c"]);
+        // The window dropped its oldest lines as new ones came.
+        assert_eq!(fresh(&["a", "b", "c"], &["b", "c", "d", "e"]), ["d", "e"]);
+        // The same message again is a new line.
+        assert_eq!(fresh(&["a"], &["a", "a"]), ["a"]);
+        assert_eq!(fresh(&["x", "a", "a"], &["a", "a", "a"]), ["a"]);
+        // More new lines than the window holds: all of it is new.
+        assert_eq!(fresh(&["a", "b"], &["c", "d"]), ["c", "d"]);
+        assert_eq!(fresh(&["a"], &[]), Vec::<String>::new());
+    }
 }

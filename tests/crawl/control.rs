@@ -372,3 +372,56 @@ fn a_control_token_needs_somewhere_to_be_used() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A page store that failed cannot write again in this run: a resume must not send the crawl
+/// on fetching pages nobody can keep (the audit saw every page of a site fetched and dropped,
+/// then fetched again by the next run). The crawl stays paused and says why, on stderr too: a
+/// headless crawl has no log pane.
+#[tokio::test]
+async fn after_a_store_failure_a_resume_keeps_the_crawl_paused_and_stderr_says_why() {
+    let web = TestWeb::start(GenOptions::new(1, 60).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let mut child = crate::util::crawl_with_fault(
+        &web,
+        tmp.path(),
+        &stats,
+        (crawltop::store::committer::FAIL_AFTER_ENV, "5"),
+        &["--command-port", "127.0.0.1:0"],
+    );
+    let mut stderr = child.stderr.take().expect("stderr");
+    let [addr] = printed_addrs(&mut stderr, ["command port on "]).await;
+    let mut port = Port::connect(addr).await;
+    // The failure's warning reaches stderr, with the reason and what to do.
+    let seen = read_stderr_until(&mut stderr, |s| s.contains("so the crawl is paused")).await;
+    assert!(seen.contains("failing on purpose"), "{seen}");
+    assert!(seen.contains("run the same command again"), "{seen}");
+    port.wait_stats(|s| s["state"] == "paused" && s["scheduler"]["assigned"] == 0)
+        .await;
+    let before = web.log().len();
+
+    assert_eq!(port.ask("RESUME").await, "OK resume");
+    let seen = read_stderr_until(&mut stderr, |s| {
+        s.contains("stays paused") || s.contains(" running ")
+    })
+    .await;
+    assert!(seen.contains("the crawl stays paused"), "{seen}");
+    // Asked after the resume was applied (the warning), answered from a later snapshot.
+    let after = port.stats().await;
+    assert_eq!(after["state"], "paused", "{after}");
+    assert_eq!(
+        web.log().len(),
+        before,
+        "nothing is fetched after the failure: {:?}",
+        &web.log().records()[before as usize..]
+    );
+    crate::util::sigterm(&child);
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert_eq!(status.code(), Some(1), "a store failure is not a success");
+    assert_eq!(web.log().len(), before);
+}

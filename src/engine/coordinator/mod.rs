@@ -56,6 +56,11 @@ use crate::store::committer::{
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(100);
 /// Warnings kept for the log pane.
 const LOG_LINES: usize = 50;
+
+/// What a user does about a failed page store, which this run cannot write again.
+const STORE_FAILED_HINT: &str = "Stop the crawl and run the same command again once the cause \
+    is fixed: it resumes from its last checkpoint, and what this run fetched after it is fetched \
+    again.";
 /// How long a stop waits for in-flight work before cutting it (a stalled server must not
 /// hold the user's terminal for a whole fetch patience).
 const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -557,6 +562,15 @@ impl<F: Schedule> Coordinator<F> {
         match command {
             Command::Pause => self.paused = true,
             Command::Resume => {
+                if let Some(e) = self.committer.as_ref().and_then(|c| c.status().error()) {
+                    // The committer ended on its error: whatever is fetched from here on could
+                    // not be stored, only fetched again by the next run.
+                    self.warn(format!(
+                        "the crawl stays paused: the page store failed ({e}) and this run cannot \
+                         store pages any more. {STORE_FAILED_HINT}"
+                    ));
+                    return;
+                }
                 self.paused = false;
                 if self.frontier.spill_error().is_some() {
                     // The user freed space (say): try the spill file again; a new failure
@@ -1135,18 +1149,20 @@ impl<F: Schedule> Coordinator<F> {
         if self.store_error_seen {
             return;
         }
-        let spill = self
-            .frontier
-            .spill_error()
-            .map(|e| format!("the frontier's spill file: {e}"));
-        if let Some(e) = spill.or_else(|| self.committer.as_ref().and_then(|c| c.status().error()))
-        {
-            self.store_error_seen = true;
-            self.paused = true;
-            self.warn(format!(
-                "the page store failed, so the crawl is paused: {e}. What was committed before is kept."
-            ));
-        }
+        let store = self.committer.as_ref().and_then(|c| c.status().error());
+        let message = if let Some(e) = store {
+            format!("the page store failed, so the crawl is paused: {e}. {STORE_FAILED_HINT}")
+        } else if let Some(e) = self.frontier.spill_error() {
+            format!(
+                "the frontier's spill file failed, so the crawl is paused: {e}. Resuming \
+                 retries it; nothing is lost."
+            )
+        } else {
+            return;
+        };
+        self.store_error_seen = true;
+        self.paused = true;
+        self.warn(message);
     }
 
     /// A URL row that could not be read back from the state file pauses the crawl with the
