@@ -796,7 +796,9 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
 /// `--fresh` on a folder that holds a crawl: on a terminal, the user says yes first.
 fn confirm_fresh(dir: &std::path::Path) -> anyhow::Result<bool> {
     use crate::store::checkpoint::{Checkpoint, Found};
-    if !dir.join(crate::store::checkpoint::STATE_FILE).exists() || !std::io::stdin().is_terminal() {
+    let stored = crate::store::committer::stored(dir);
+    let state = dir.join(crate::store::checkpoint::STATE_FILE).exists();
+    if (!state && stored.is_empty()) || !std::io::stdin().is_terminal() {
         return Ok(true);
     }
     let what = match Checkpoint::find(dir) {
@@ -804,7 +806,10 @@ fn confirm_fresh(dir: &std::path::Path) -> anyhow::Result<bool> {
             format!("an unfinished crawl ({} URLs known)", l.urls)
         }
         Ok(Found::Finished(l)) => format!("a finished crawl ({} URLs known)", l.urls),
-        Ok(Found::Nothing) => "a crawl".to_string(),
+        Ok(Found::Nothing) => format!(
+            "what a crawl stored ({}) without its checkpoint",
+            stored.join(", ")
+        ),
         Err(e) => format!("a crawl whose checkpoint cannot be used ({e})"),
     };
     eprint!(

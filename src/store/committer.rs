@@ -90,6 +90,39 @@ pub enum StoreError {
         was = was.name()
     )]
     StoreChoice { dir: PathBuf, was: StoreKind },
+    #[error(
+        "{} has no index/, but its crawl indexes pages: the pages of the {committed} \
+         responses committed before would be missing from search; put the index back, or start \
+         over with --fresh",
+        dir.display()
+    )]
+    IndexMissing { dir: PathBuf, committed: u64 },
+    #[error(
+        "{} holds what a crawl stored ({}) but no checkpoint ({}): without it the crawl cannot be \
+         resumed, and a new one would store its pages a second time; start over with --fresh \
+         (it deletes only what crawltop keeps), or use another --out",
+        dir.display(),
+        found.join(", "),
+        super::checkpoint::STATE_FILE
+    )]
+    NoCheckpoint {
+        dir: PathBuf,
+        found: Vec<&'static str>,
+    },
+}
+
+/// What a crawl stores in its folder beside the checkpoint: the WARC files, the mirror, the
+/// index.
+pub const STORES: [&str; 3] = ["warc", "pages", "index"];
+
+/// Which of [`STORES`] `dir` holds with something in it.
+pub fn stored(dir: &Path) -> Vec<&'static str> {
+    STORES
+        .into_iter()
+        .filter(|name| {
+            std::fs::read_dir(dir.join(name)).is_ok_and(|mut entries| entries.next().is_some())
+        })
+        .collect()
 }
 
 /// The crawl folder's lock: held for the crawl's life, released by the OS on any exit.
@@ -304,6 +337,14 @@ impl Committer {
                 return Err(StoreError::StoreChoice {
                     dir: dir.to_path_buf(),
                     was,
+                });
+            }
+            // tantivy's own mark of an index; the first run created it before its first mark,
+            // so a crawl that indexes and has none lost it (opening would make an empty one).
+            if indexed && mark.seq > 0 && !dir.join("index").join("meta.json").is_file() {
+                return Err(StoreError::IndexMissing {
+                    dir: dir.to_path_buf(),
+                    committed: mark.seq,
                 });
             }
         }

@@ -783,3 +783,109 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choices_across
     )
     .await;
 }
+
+/// The audit's two ways of losing pages without a word: a folder whose checkpoint is gone was
+/// crawled again on top of its WARC files and index (pages stored twice, the index with
+/// duplicates and gaps), and a folder whose index is gone resumed into a new, empty one (every
+/// page committed before missing from search). Both are refused before anything is fetched or
+/// touched, and the folder, put back together, resumes to every page once.
+#[tokio::test]
+async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_it_was() {
+    let web = TestWeb::start(GenOptions::new(1, 60)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let stats = dir.path().join("stats.json");
+    let mut child = crawl_command(&web, &out, &stats).spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
+        .await
+        .expect("the crawl runs");
+    // A graceful stop: its last checkpoint holds every page committed.
+    stop_gracefully(&mut child).await;
+    let listing = |dir: &Path| -> BTreeMap<String, u64> {
+        // What the crawl stored (redb may compact the state file when it is read; the
+        // resume at the end shows the state was kept).
+        crawltop::store::committer::STORES
+            .iter()
+            .filter(|name| dir.join(name).exists())
+            .flat_map(|name| walkdir(&dir.join(name)))
+            .map(|p| {
+                let len = std::fs::metadata(&p).expect("metadata").len();
+                (p.display().to_string(), len)
+            })
+            .collect()
+    };
+    let refused = |says: &'static [&'static str]| {
+        let web = &web;
+        let cmd = crawl_command(web, &out, &stats);
+        async move {
+            let mut cmd = cmd;
+            let requests = web.log().records().len();
+            let output = cmd.stderr(Stdio::piped()).output().await.expect("run");
+            let err = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{err}");
+            for s in says {
+                assert!(err.contains(s), "{s:?} in {err}");
+            }
+            assert_eq!(web.log().records().len(), requests, "nothing fetched");
+        }
+    };
+
+    let kept = dir.path().join("kept");
+    std::fs::create_dir(&kept).expect("mkdir");
+    std::fs::rename(out.join("index"), kept.join("index")).expect("index away");
+    let before = listing(&out);
+    refused(&["has no index/", "put the index back", "--fresh"]).await;
+    assert_eq!(
+        listing(&out),
+        before,
+        "what the crawl stored is left as it was"
+    );
+    assert!(!out.join("index").exists(), "no new index made");
+    std::fs::rename(kept.join("index"), out.join("index")).expect("index back");
+
+    let state = crawltop::store::checkpoint::STATE_FILE;
+    std::fs::rename(out.join(state), kept.join(state)).expect("state away");
+    let before = listing(&out);
+    refused(&["no checkpoint (state.redb)", "warc, index", "--fresh"]).await;
+    assert_eq!(
+        listing(&out),
+        before,
+        "what the crawl stored is left as it was"
+    );
+    std::fs::rename(kept.join(state), out.join(state)).expect("state back");
+
+    // Put back together, the crawl resumes and ends with every page stored once.
+    let status = crawl_command(&web, &out, &stats)
+        .status()
+        .await
+        .expect("resume");
+    assert!(status.success(), "{status:?}");
+    let counts = read_warc(&out.join("warc")).counts;
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    let served: std::collections::BTreeSet<String> = web
+        .log()
+        .records()
+        .iter()
+        .filter(|r| r.status == 200 && r.path != "/robots.txt")
+        .map(|r| r.path.clone())
+        .collect();
+    assert!(served.len() > 10, "{served:?}");
+    for path in &served {
+        let url = web.url("site00", path);
+        assert!(counts.contains_key(&url), "{url} served but not stored");
+    }
+}
+
+/// Every file under `dir`.
+fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            files.extend(walkdir(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

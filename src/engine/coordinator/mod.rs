@@ -1570,7 +1570,18 @@ fn open_folder(
         clear_folder(dir)?;
     }
     match Checkpoint::find(dir).map_err(StoreError::from)? {
-        Found::Nothing => Ok((lock, None, Start::Fresh)),
+        Found::Nothing => {
+            let found = crate::store::committer::stored(dir);
+            if found.is_empty() {
+                Ok((lock, None, Start::Fresh))
+            } else {
+                Err(StoreError::NoCheckpoint {
+                    dir: dir.to_path_buf(),
+                    found,
+                }
+                .into())
+            }
+        }
         Found::Finished(_) => Err(EngineError::Finished(dir.to_path_buf())),
         Found::Unfinished(loaded) => {
             let path = dir.join(crate::store::checkpoint::STATE_FILE);
@@ -1583,7 +1594,7 @@ fn open_folder(
 
 /// `--fresh`: removes what crawltop keeps in a crawl folder (never anything else in it).
 fn clear_folder(dir: &std::path::Path) -> Result<(), StoreError> {
-    for name in ["warc", "pages", "index"] {
+    for name in crate::store::committer::STORES {
         let path = dir.join(name);
         if path.exists() {
             std::fs::remove_dir_all(&path).map_err(|source| StoreError::Io { path, source })?;
