@@ -87,10 +87,10 @@ pub struct SearchArgs {
     /// DIR [DIR...] WORDS: the crawl folder (--out of the crawl), or several (the members of a
     /// shared crawl: one ranking over all), then words; quotes make a phrase, AND/OR/NOT and
     /// `title:` work as in tantivy's query syntax.
-    #[arg(required = true, num_args = 2.., value_name = "DIR [DIR...] WORDS")]
+    #[arg(required = true, num_args = 1.., value_name = "DIR [DIR...] WORDS")]
     pub args: Vec<String>,
-    /// At most this many pages.
-    #[arg(long, default_value_t = 10)]
+    /// At most this many pages (1 or more).
+    #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub limit: usize,
     /// JSON instead of text.
     #[arg(long)]
@@ -101,7 +101,7 @@ pub struct SearchArgs {
 pub struct CountArgs {
     /// DIR [DIR...] WORD: the crawl folder (--out of the crawl), or several (a shared crawl's
     /// members, counted as one crawl), then the word.
-    #[arg(required = true, num_args = 2.., value_name = "DIR [DIR...] WORD")]
+    #[arg(required = true, num_args = 1.., value_name = "DIR [DIR...] WORD")]
     pub args: Vec<String>,
     /// JSON instead of text.
     #[arg(long)]
@@ -1203,6 +1203,10 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
         ("pause" | "resume" | "stop" | "export", None) => ("POST", format!("/{word}")),
         ("delay", Some(ms)) => ("POST", format!("/delay?ms={ms}")),
         ("workers", Some(n)) => ("POST", format!("/workers?n={n}")),
+        ("delay" | "workers", None) => {
+            let what = if word == "delay" { "MS" } else { "N" };
+            anyhow::bail!("{word} needs a value: ctl ADDR {word} {what}")
+        }
         _ => anyhow::bail!(
             "unknown command {:?}: use stats, metrics, sites, pause, resume, stop, export, delay MS or workers N",
             command.join(" ")
@@ -1301,11 +1305,18 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn count(args: &CountArgs, most: bool) -> anyhow::Result<ExitCode> {
-    let (word, dirs) = args
-        .args
-        .split_last()
-        .ok_or_else(|| anyhow::anyhow!("which word?"))?;
-    let dirs: Vec<PathBuf> = dirs.iter().map(PathBuf::from).collect();
+    let verb = if most { "maxcount" } else { "mincount" };
+    let (dirs, rest) = split_dirs(&args.args);
+    let word = match rest {
+        [word] => word,
+        [] => anyhow::bail!("{verb}: which word? (after the crawl folders)"),
+        [first, ..] => anyhow::bail!(
+            "{verb} counts one word, after the crawl folders; {first:?} is no crawl folder (it \
+             holds no index/ or {}), so the word would be {:?}",
+            crate::store::checkpoint::STATE_FILE,
+            rest.join(" ")
+        ),
+    };
     let crawls = open_crawls(&dirs)?;
     let found = if most {
         crawls.max_count(word)?

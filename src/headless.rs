@@ -16,11 +16,15 @@ pub const EVERY: Duration = Duration::from_secs(2);
 /// One progress line, e.g.
 /// `[   12.0s] running  pages 1234 (103.2/s)  queued 456  in flight 16  errors 3  delay 100 ms`.
 pub fn progress_line(s: &Snapshot) -> String {
+    line_as(s, state_name(s.state))
+}
+
+fn line_as(s: &Snapshot, state: &str) -> String {
     let errors = s.resources.fetch_error + s.resources.parse_error;
     format!(
         "[{:>8.1}s] {:<8} pages {} ({:.1}/s)  queued {}  in flight {}  errors {}  delay {} ms",
         s.elapsed_s,
-        state_name(s.state),
+        state,
         s.resources.fetched,
         s.rates.pages_per_s,
         s.scheduler.spider.queued + s.scheduler.blocked,
@@ -75,12 +79,17 @@ fn print_warnings(shown: &mut Vec<LogLine>, log: &[LogLine]) {
     }
 }
 
-/// One warning, e.g. `[     3.0s] warn     Crawl-delay 10 s of http://a/ capped to 1 s`.
+/// One warning, e.g. `crawltop: warning: Crawl-delay 10 s of http://a/ capped to 1 s`: apart
+/// from the progress lines (which start with the time), as the crawl's other messages are.
 fn warning_line(line: &LogLine) -> String {
-    format!(
-        "[{:>8.1}s] {:<8} {}",
-        line.at_s as f64, line.level, line.message
-    )
+    format!("crawltop: {}: {}", warning_word(&line.level), line.message)
+}
+
+fn warning_word(level: &str) -> &str {
+    match level {
+        "warn" => "warning",
+        other => other,
+    }
 }
 
 /// The lines of `log` that `shown` (the log as last seen) did not hold. The log is a window
@@ -98,7 +107,13 @@ fn fresh_lines<'a>(shown: &[LogLine], log: &'a [LogLine]) -> &'a [LogLine] {
 /// The closing summary.
 pub fn print_summary(summary: &Summary) {
     let s = &summary.snapshot;
-    eprintln!("{}", progress_line(s));
+    // A crawl stopped before its queue ran dry is over, not finished.
+    let state = if summary.completed || s.state != RunState::Finished {
+        state_name(s.state)
+    } else {
+        "stopped"
+    };
+    eprintln!("{}", line_as(s, state));
     eprintln!(
         "crawltop: {} after {:.1} s: {} pages fetched, {} URLs discovered, {} bytes, {} sites; \
          {} errors, {} forbidden by robots.txt, {} ignored",

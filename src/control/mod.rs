@@ -456,7 +456,12 @@ fn one_param(query: Option<&str>, path: &str, name: &str) -> Result<String, Stri
             return Err(format!("parameter {name} is given more than once"));
         }
     }
-    value.ok_or_else(|| format!("missing parameter {name}: use {path}?{name}=N"))
+    let example = match name {
+        "q" => "WORDS",
+        "word" => "WORD",
+        _ => "N",
+    };
+    value.ok_or_else(|| format!("missing parameter {name}: use {path}?{name}={example}"))
 }
 
 async fn search_reply(shared: &Shared, req: &Request<Incoming>, query: IndexQuery) -> Reply {

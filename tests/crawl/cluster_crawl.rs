@@ -1040,7 +1040,7 @@ async fn a_member_stopped_while_redis_is_gone_for_good_exits_saying_its_sites_we
     let [.., waiting, last] = progress[..] else {
         panic!("a progress line while it waited, then the final one:\n{err}");
     };
-    assert!(last.contains("finished"), "{err}");
+    assert!(last.contains("stopped"), "{err}");
     assert!(
         waiting.contains("stopping") && !waiting.contains(" pages 0 "),
         "{err}"

@@ -396,6 +396,10 @@ async fn after_a_store_failure_a_resume_keeps_the_crawl_paused_and_stderr_says_w
     let mut port = Port::connect(addr).await;
     // The failure's warning reaches stderr, with the reason and what to do.
     let seen = read_stderr_until(&mut stderr, |s| s.contains("so the crawl is paused")).await;
+    assert!(
+        seen.contains("crawltop: warning: the page store failed, so the crawl is paused"),
+        "{seen}"
+    );
     assert!(seen.contains("failing on purpose"), "{seen}");
     assert!(seen.contains("run the same command again"), "{seen}");
     port.wait_stats(|s| s["state"] == "paused" && s["scheduler"]["assigned"] == 0)
@@ -424,4 +428,11 @@ async fn after_a_store_failure_a_resume_keeps_the_crawl_paused_and_stderr_says_w
         .expect("status");
     assert_eq!(status.code(), Some(1), "a store failure is not a success");
     assert_eq!(web.log().len(), before);
+    // The last progress line says the crawl was stopped, not that it finished.
+    let mut rest = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut rest)
+        .await
+        .expect("stderr");
+    let last = rest.lines().rfind(|l| l.starts_with('['));
+    assert!(last.is_some_and(|l| l.contains("] stopped ")), "{rest}");
 }

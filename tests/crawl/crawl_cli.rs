@@ -383,6 +383,13 @@ async fn ctl_talks_to_a_running_crawl() {
     );
     let o = ctl(&["frobnicate"]);
     assert_eq!(o.status.code(), Some(2));
+    for (verb, value) in [("delay", "MS"), ("workers", "N")] {
+        let o = ctl(&[verb]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        let says = format!("{verb} needs a value: ctl ADDR {verb} {value}");
+        assert!(err.contains(&says), "{err}");
+    }
     let o = ctl(&["stop"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let status = tokio::time::timeout(PATIENCE, child.wait())

@@ -238,6 +238,47 @@ async fn over_two_folders_ties_go_to_the_folder_crawled_first_whichever_is_named
     }
 }
 
+/// The query verbs as a user types them (the audit's slips): options anywhere after the verb,
+/// a limit of no pages refused, and one word too many for a count named as such, not taken for
+/// a folder.
+#[tokio::test]
+async fn the_query_verbs_take_options_anywhere_and_name_a_slip() {
+    let web = TestWeb::start(GenOptions::new(1, 20).seed(3))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.delay_ms = 0;
+    cfg.out = Some(dir.path().to_path_buf());
+    crawl(cfg).await;
+    let out = dir.path().to_str().expect("utf8");
+
+    let hits = json_of(&["search", out, "--json", "rabbit", "--limit", "2"]);
+    assert_eq!(hits.as_array().map(Vec::len), Some(2), "{hits}");
+    let found = json_of(&["maxcount", out, "--json", "rabbit"]);
+    assert!(found["count"].as_u64().is_some_and(|n| n > 0), "{found}");
+
+    let failed = |args: &[&str], says: &str| {
+        let o = std::process::Command::new(bin())
+            .args(args)
+            .output()
+            .expect("crawltop runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {says:?} in {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    };
+    failed(&["search", out, "--limit", "0", "rabbit"], "--limit");
+    failed(&["search", out], "which words?");
+    for verb in ["maxcount", "mincount"] {
+        failed(
+            &[verb, out, "white", "rabbit"],
+            &format!("{verb} counts one word"),
+        );
+        failed(&[verb, out], "which word?");
+    }
+}
+
 #[tokio::test]
 async fn pages_are_searchable_while_the_crawl_runs() {
     let web = TestWeb::start(GenOptions::new(1, 200).seed(3))
@@ -344,8 +385,12 @@ async fn the_control_api_answers_queries_on_the_index() {
     let (status, body) = get("/search?q=%22unbalanced").await.expect("bad");
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("error"));
-    let (status, _) = get("/search").await.expect("no q");
+    let (status, body) = get("/search").await.expect("no q");
     assert_eq!(status, 400);
+    assert!(body.contains("use /search?q=WORDS"), "{body}");
+    let (status, body) = get("/maxcount").await.expect("no word");
+    assert_eq!(status, 400);
+    assert!(body.contains("use /maxcount?word=WORD"), "{body}");
     let (status, _) = client_request(addr, None, "POST", "/search?q=x")
         .await
         .expect("post");
