@@ -209,7 +209,27 @@ impl CrawlConfig {
         Duration::from_millis(self.delay_ms)
     }
 
-    /// Checks every setting and parses the seeds; the first problem is named.
+    /// What a resumed crawl must be told as its first run was, by flag name: the settings that
+    /// decide which URLs are fetched and what is kept of them (`--extract`). Politeness and
+    /// limits may change between runs (a throttle is a resume's right); a crawl's depth or scope
+    /// may not, or its folder would hold one crawl's pages under another's rules.
+    pub fn resume_settings(&self) -> std::collections::BTreeMap<String, String> {
+        let shared = self.shared_settings();
+        let mut settings: std::collections::BTreeMap<String, String> = [
+            "scope",
+            "depth",
+            "include",
+            "exclude",
+            "ignore-robots",
+            "max-redirects",
+        ]
+        .into_iter()
+        .filter_map(|k| Some((k.to_string(), shared.get(k)?.clone())))
+        .collect();
+        settings.insert("extract".into(), self.extract.join(" "));
+        settings
+    }
+
     /// What every member of a shared crawl must agree on, by flag name: the first member
     /// stores these, and a member that differs is refused with the names.
     pub fn shared_settings(&self) -> std::collections::BTreeMap<String, String> {
@@ -237,6 +257,7 @@ impl CrawlConfig {
         .collect()
     }
 
+    /// Checks every setting and parses the seeds; the first problem is named.
     pub fn validate(&self) -> Result<Vec<url::Url>, ConfigError> {
         fn range<T: PartialOrd + ToString + Copy>(
             name: &'static str,

@@ -1136,6 +1136,7 @@ mod tests {
             text_cut: 0,
             index: true,
             store: None,
+            settings: None,
         };
         crate::store::checkpoint::Checkpoint::create(dir, &mark).expect("state")
     }

@@ -116,6 +116,11 @@ pub struct Mark {
     /// Absent in states written before it was kept (not checked then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<StoreKind>,
+    /// What the crawl was told to crawl, by flag name
+    /// ([`crate::config::CrawlConfig::resume_settings`]); every run of it must agree. Absent in
+    /// states written before it was kept (not checked then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<std::collections::BTreeMap<String, String>>,
 }
 
 fn indexed() -> bool {
@@ -169,6 +174,7 @@ pub struct Checkpoint {
     /// Whether the crawl builds the index, and which page stores it writes: every mark says it.
     index: bool,
     store: Option<StoreKind>,
+    settings: Option<std::collections::BTreeMap<String, String>>,
     /// Cut pages for the next checkpoint's `text_cuts` table ([`Checkpoint::add_text_cuts`]);
     /// kept until a checkpoint holding them is committed.
     cut_pages: Vec<CutPage>,
@@ -237,6 +243,7 @@ impl Checkpoint {
             text_cut: first.text_cut,
             index: first.index,
             store: first.store,
+            settings: first.settings.clone(),
             cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
@@ -257,6 +264,7 @@ impl Checkpoint {
             text_cut: mark.text_cut,
             index: mark.index,
             store: mark.store,
+            settings: mark.settings.clone(),
             cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
@@ -336,6 +344,7 @@ impl Checkpoint {
                 text_cut: self.text_cut,
                 index: self.index,
                 store: self.store,
+                settings: self.settings.clone(),
             };
             let bytes = serde_json::to_vec(&mark).map_err(|e| err(&e))?;
             meta.insert(KEY_MARK, bytes.as_slice())
@@ -599,6 +608,7 @@ mod tests {
             text_cut: 0,
             index: true,
             store: Some(StoreKind::Warc),
+            settings: None,
         }
     }
 

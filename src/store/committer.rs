@@ -9,6 +9,7 @@
 //! everything handed to it, and only then writes the mark (with the index's count of pages it
 //! cut, which is exact there): the one place it waits for the index.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -109,6 +110,33 @@ pub enum StoreError {
         dir: PathBuf,
         found: Vec<&'static str>,
     },
+    #[error(
+        "{} holds a crawl made with {}; a resume crawls what the crawl's first run was told \
+         to: give the same, or start over with --fresh",
+        dir.display(),
+        changed.join(", ")
+    )]
+    SettingsChanged { dir: PathBuf, changed: Vec<String> },
+}
+
+/// Each setting `now` gives otherwise than `was`, as `--name WAS (this run: NOW)`; a setting
+/// one side lacks counts as empty (a crawltop that keeps a new one compares it from then on).
+fn changed_settings(was: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<String> {
+    let shown = |v: Option<&String>| match v.map(String::as_str) {
+        None | Some("") => "nothing".to_string(),
+        Some(v) => v.to_string(),
+    };
+    was.keys()
+        .chain(now.keys().filter(|k| !was.contains_key(*k)))
+        .filter(|k| shown(was.get(*k)) != shown(now.get(*k)))
+        .map(|k| {
+            format!(
+                "--{k} {} (this run: {})",
+                shown(was.get(k)),
+                shown(now.get(k))
+            )
+        })
+        .collect()
 }
 
 /// What a crawl stores in its folder beside the checkpoint: the WARC files, the mirror, the
@@ -200,6 +228,9 @@ pub struct StoreOptions {
     /// first run.
     pub index: bool,
     pub extract_out: Option<PathBuf>,
+    /// What the crawl is told to crawl ([`crate::config::CrawlConfig::resume_settings`]): kept
+    /// on the mark by the first run, and a resume must agree.
+    pub settings: BTreeMap<String, String>,
 }
 
 /// What the committer has done, readable from any thread.
@@ -321,6 +352,7 @@ impl Committer {
             index_memory_mb,
             index: indexed,
             extract_out,
+            settings,
         } = opts;
         // Before anything in the folder is touched: a run writes what the crawl's first run
         // wrote, or the folder would hold some pages in one store and the rest in another.
@@ -338,6 +370,15 @@ impl Committer {
                     dir: dir.to_path_buf(),
                     was,
                 });
+            }
+            if let Some(was) = &mark.settings {
+                let changed = changed_settings(was, &settings);
+                if !changed.is_empty() {
+                    return Err(StoreError::SettingsChanged {
+                        dir: dir.to_path_buf(),
+                        changed,
+                    });
+                }
             }
             // tantivy's own mark of an index; the first run created it before its first mark,
             // so a crawl that indexes and has none lost it (opening would make an empty one).
@@ -394,6 +435,7 @@ impl Committer {
                     text_cut: 0,
                     index: indexed,
                     store: Some(kind),
+                    settings: Some(settings),
                 },
             )?,
             Start::Resume(mark) => {
@@ -411,6 +453,8 @@ impl Committer {
                         text_cut: mark.text_cut,
                         index: indexed,
                         store: Some(kind),
+                        // An older state without them starts keeping them (they agree).
+                        settings: Some(settings),
                     },
                 )?
             }

@@ -1530,6 +1530,7 @@ fn committer(cfg: &CrawlConfig, start: &Start) -> Result<Option<Committer>, Engi
         index_memory_mb: cfg.index_memory_mb,
         index: cfg.index,
         extract_out: cfg.extract_out.clone(),
+        settings: cfg.resume_settings(),
     };
     Ok(Some(Committer::start(
         dir,
