@@ -1042,6 +1042,21 @@ fn ctl_cluster(args: &CtlArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// An error and its causes on one line, each cause said once: many of our errors put their
+/// cause in their own message (`PATH: CAUSE`), and tantivy's repeat theirs, so a cause whose
+/// text the line already holds is left out.
+pub fn error_message(err: &anyhow::Error) -> String {
+    let mut line = err.to_string();
+    for cause in err.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
 /// Sends `tracing` output to a file (never to the terminal, which the dashboard owns).
 fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
     let file = std::fs::File::create(path)
@@ -1401,4 +1416,25 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("crawltop: {pages} HTML pages read, {lines} lines written");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_line_says_each_cause_once() {
+        let io = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        // A context adds its cause after it.
+        let err = anyhow::Error::new(io()).context("cannot read /x");
+        assert_eq!(error_message(&err), "cannot read /x: no such file");
+        // An error whose message holds its source: the source is not said again.
+        let err = anyhow::Error::new(crate::store::committer::StoreError::Io {
+            path: "/x".into(),
+            source: io(),
+        });
+        assert_eq!(error_message(&err), "/x: no such file");
+        let err = err.context("the page store");
+        assert_eq!(error_message(&err), "the page store: /x: no such file");
+    }
 }

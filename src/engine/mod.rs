@@ -90,7 +90,7 @@ pub enum EngineError {
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
     /// Like `Store`, the cause is in the message and not behind `source()`: a report that
-    /// prints the chain (`{:#}`, as `main` does) would say it twice.
+    /// prints the chain (`{:#}`) would say it twice.
     #[error("cannot write {}: {error}", path.display())]
     Write {
         path: std::path::PathBuf,
@@ -311,7 +311,7 @@ mod tests {
     }
     use crate::store::committer::StoreError;
 
-    /// `main` prints the whole chain (`{:#}`): each cause must appear once.
+    /// A report that prints the whole chain (`{:#}`) says each cause once.
     #[test]
     fn errors_say_their_cause_once_in_a_chain() {
         let locked = EngineError::from(StoreError::Locked {

@@ -225,6 +225,13 @@ fn serve_bad_input_gives_a_clear_error() {
     let o = crawltop(&["serve", "/no/such/web"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("/no/such/web"), "{}", stderr(&o));
+    // The cause is said once, though the message holds it and anyhow's chain too.
+    assert_eq!(
+        stderr(&o).matches("No such file or directory").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).expect("mkdir");
     let o = crawltop(&["serve", empty.to_str().expect("utf8")]);
