@@ -355,7 +355,9 @@ pub struct Commit {
     /// The committed high-water mark this run resumed from.
     #[serde(default)]
     pub resumed_from: Option<u64>,
-    /// URLs fetched before the kill but above the mark, taken back and fetched again.
+    /// URLs the last checkpoint held as fetched above its mark, taken back and fetched again.
+    /// URLs fetched after that checkpoint was written are fetched again too, but no checkpoint
+    /// knew of them, so they are not counted: after a kill this is a lower bound.
     #[serde(default)]
     pub refetched: u64,
     /// Checkpoints written by this run.
