@@ -941,6 +941,9 @@ async fn crawl_with_face(
     let _ = reporter.await;
     let summary = summary?;
     headless::print_summary(&summary);
+    if let Some(p) = stats_path {
+        eprintln!("crawltop: stats written to {p}");
+    }
     Ok(Some(summary))
 }
 
@@ -1139,7 +1142,8 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         // The hostile site stalls for 30 s; the demo's patience is shorter.
         timeout_ms: 10_000,
         max_body_bytes: 2 * 1024 * 1024,
-        stats_out: args.stats_out.clone(),
+        // Written on every exit, with a dashboard or without (`demo --help` says so).
+        stats_out: Some(args.stats_out.clone().unwrap_or_else(default_stats_path)),
         out: Some(out),
         store,
         ..CrawlConfig::default()

@@ -317,23 +317,36 @@ fn demo_crawls_its_own_web_and_cleans_up_unless_kept() {
     assert!(states.contains(&"error"), "{states:?}");
     assert!(json["errors"]["timeout"].as_u64().expect("n") >= 1);
 
+    // Without --stats-out, headless too, the stats go where `demo --help` says: a timestamped
+    // file in the current folder, named on stderr.
     let keep = tmp.path().join("kept");
-    let o = crawltop(&[
-        "demo",
-        "--sites",
-        "1",
-        "--pages",
-        "3",
-        "--delay-ms",
-        "0",
-        "--headless",
-        "--keep",
-        keep.to_str().expect("utf8"),
-        "--stats-out",
-        stats.to_str().expect("utf8"),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cwd = tmp.path().join("cwd");
+    std::fs::create_dir(&cwd).expect("mkdir");
+    let o = std::process::Command::new(bin())
+        .args(["demo", "--sites", "1", "--pages", "3", "--delay-ms", "0"])
+        .args(["--headless", "--keep", keep.to_str().expect("utf8")])
+        .current_dir(&cwd)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
     assert!(keep.join("manifest.json").is_file(), "--keep keeps the web");
+    let written: Vec<String> = std::fs::read_dir(&cwd)
+        .expect("cwd")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    let [name] = &written[..] else {
+        panic!("one stats file: {written:?}\n{err}");
+    };
+    assert!(
+        name.starts_with("crawltop-stats-") && name.ends_with(".json"),
+        "{name}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join(name)).expect("stats"))
+            .expect("json");
+    assert_eq!(json["totals"]["completed"], true);
+    assert!(err.contains(&format!("stats written to {name}")), "{err}");
 }
 
 #[tokio::test]
