@@ -28,6 +28,8 @@ pub const DEFAULT_TEXT: &str = include_str!("../../assets/alice.txt");
 pub const MAX_SITES: usize = 1_000;
 pub const MAX_PAGES: usize = 100_000;
 pub const MAX_TOTAL_PAGES: usize = 1_000_000;
+/// The longest `Crawl-delay` a generated robots.txt asks for: a day.
+pub const MAX_CRAWL_DELAY_S: f64 = 86_400.0;
 /// A text must have at least this many words to make pages of varied content from.
 pub const MIN_TEXT_WORDS: usize = 200;
 
@@ -147,10 +149,12 @@ impl GenOptions {
                 self.sites, self.pages
             )));
         }
-        if !(self.crawl_delay_s.is_finite() && self.crawl_delay_s >= 0.0) {
-            return Err(GenError::Invalid(
-                "--crawl-delay must be a number of seconds, 0 or more".into(),
-            ));
+        if !(self.crawl_delay_s.is_finite()
+            && (0.0..=MAX_CRAWL_DELAY_S).contains(&self.crawl_delay_s))
+        {
+            return Err(GenError::Invalid(format!(
+                "--crawl-delay must be a number of seconds from 0 to {MAX_CRAWL_DELAY_S} (a day)"
+            )));
         }
         if let Some(heavy) = &self.heavy {
             heavy.validate()?;

@@ -51,6 +51,8 @@ fn gen_site_bad_input_gives_a_clear_error() {
         (&["--pages", "5000000"], "limit"),
         (&["--text", "/no/such/book.txt"], "/no/such/book.txt"),
         (&["--crawl-delay=-3"], "--crawl-delay"),
+        (&["--crawl-delay", "99999999"], "from 0 to 86400 (a day)"),
+        (&["--crawl-delay", "inf"], "--crawl-delay"),
         (&["--sites", "many"], "invalid value"),
         (&["--frobnicate"], "unexpected argument"),
         (&["--heavy", "--heavy-mb", "0"], "0 is not in 1..=64"),
