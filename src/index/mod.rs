@@ -108,10 +108,12 @@ pub enum IndexError {
         .0.display()
     )]
     Locked(PathBuf),
-    #[error("cannot use {}: {source}", path.display())]
+    // The errors below say what went wrong in their message, and have no `source`: `{:#}`
+    // (main) would print it a second time.
+    #[error("cannot use {}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("the query is empty")]
     EmptyQuery,
@@ -131,7 +133,13 @@ pub enum IndexError {
     #[error("the index thread stopped: {0}")]
     Thread(String),
     #[error("index error: {0}")]
-    Tantivy(#[from] TantivyError),
+    Tantivy(TantivyError),
+}
+
+impl From<TantivyError> for IndexError {
+    fn from(error: TantivyError) -> IndexError {
+        IndexError::Tantivy(error)
+    }
 }
 
 /// One committed HTML page as the parser left it.
@@ -500,20 +508,20 @@ fn schema_with(commit_time: bool) -> (Schema, Fields) {
 /// Opens the index in `dir`, creating it first when `create` is set.
 fn open_index(dir: &Path, create: bool) -> Result<(Index, Fields), IndexError> {
     if create {
-        std::fs::create_dir_all(dir).map_err(|source| IndexError::Io {
+        std::fs::create_dir_all(dir).map_err(|error| IndexError::Io {
             path: dir.to_path_buf(),
-            source,
+            error,
         })?;
     } else if !dir.is_dir() {
         return Err(IndexError::NoIndex(dir.to_path_buf()));
     }
     let directory = MmapDirectory::open(dir).map_err(|err| IndexError::Io {
         path: dir.to_path_buf(),
-        source: std::io::Error::other(err.to_string()),
+        error: std::io::Error::other(err.to_string()),
     })?;
     let exists = Index::exists(&directory).map_err(|err| IndexError::Io {
         path: dir.to_path_buf(),
-        source: std::io::Error::other(err.to_string()),
+        error: std::io::Error::other(err.to_string()),
     })?;
     let (schema, fields) = schema();
     if !exists {

@@ -617,3 +617,23 @@ async fn a_crawl_that_writes_an_index_sets_the_allocator_unless_the_environment_
     let fetched = web.log().records().iter().filter(|r| r.path == "/").count();
     assert_eq!(fetched, 3, "the seed once a crawl");
 }
+
+/// An index error is said once: its message is not repeated as its cause.
+#[test]
+fn an_index_error_is_printed_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("index")).expect("mkdir");
+    std::fs::write(dir.path().join("index").join("meta.json"), "not json").expect("write");
+    let out = std::process::Command::new(bin())
+        .arg("wc")
+        .arg(dir.path())
+        .output()
+        .expect("crawltop runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.matches("cannot be deserialized").count(),
+        1,
+        "{stderr}"
+    );
+}
