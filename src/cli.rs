@@ -1246,12 +1246,12 @@ fn emit(text: &str) -> anyhow::Result<()> {
 /// The indexes of the crawl folders, for a query. A folder crawled with `--no-index` has none,
 /// and the error says so (its checkpoint is read only then, not on every query).
 fn open_crawls(dirs: &[PathBuf]) -> anyhow::Result<crate::index::Crawls> {
-    use crate::store::checkpoint::{Checkpoint, Found};
+    use crate::store::checkpoint::Checkpoint;
     match crate::index::Crawls::open(dirs) {
         Err(crate::index::IndexError::NoIndex(missing)) => {
             for dir in dirs {
-                if let Ok(Found::Unfinished(state) | Found::Finished(state)) = Checkpoint::find(dir)
-                    && !state.mark.index
+                if let Ok(Some(mark)) = Checkpoint::find_mark(dir)
+                    && !mark.index
                 {
                     anyhow::bail!(
                         "{} was crawled with --no-index: it holds pages but no search index",
