@@ -99,6 +99,34 @@ pub struct WarcMark {
     pub position: u64,
 }
 
+/// How much of one WARC file a mark holds ([`WarcMark::holds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// A file written before the marked one, or one that is not the crawl's (another name).
+    Whole,
+    /// The marked file: its first bytes, up to the mark's position.
+    UpTo(u64),
+    /// A file of the crawl written after the marked one.
+    Nothing,
+}
+
+impl WarcMark {
+    /// How much of the file `name` (in `DIR/warc/`) the mark holds: what a resume from it keeps
+    /// (the committer cuts the marked file back to the position and deletes the crawl's later
+    /// files), and so what a reader of the folder may take as committed. `None` when the mark
+    /// names no numbered WARC file (`PREFIX-NNNNN.warc.gz`): a corrupt mark.
+    pub fn holds(&self, name: &str) -> Option<Held> {
+        let (prefix, marked) = crate::store::warc::file_number(&self.file)?;
+        if name == self.file {
+            return Some(Held::UpTo(self.position));
+        }
+        Some(match crate::store::warc::file_number(name) {
+            Some((p, n)) if p == prefix && n > marked => Held::Nothing,
+            _ => Held::Whole,
+        })
+    }
+}
+
 /// The committed high-water mark and what the store looked like there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mark {
@@ -960,6 +988,28 @@ mod tests {
             std::fs::read(&path).expect("read") == bytes,
             "nothing written"
         );
+    }
+
+    #[test]
+    fn a_mark_holds_earlier_files_whole_its_own_up_to_its_position_and_no_later_one() {
+        let mark = WarcMark {
+            file: "crawltop-00002.warc.gz".into(),
+            position: 500,
+        };
+        assert_eq!(mark.holds("crawltop-00001.warc.gz"), Some(Held::Whole));
+        assert_eq!(mark.holds("crawltop-00002.warc.gz"), Some(Held::UpTo(500)));
+        assert_eq!(mark.holds("crawltop-00003.warc.gz"), Some(Held::Nothing));
+        assert_eq!(mark.holds("crawltop-00010.warc.gz"), Some(Held::Nothing));
+        assert_eq!(
+            mark.holds("other-00009.warc.gz"),
+            Some(Held::Whole),
+            "not the crawl's: a resume leaves it"
+        );
+        let bad = WarcMark {
+            file: "crawltop.warc.gz".into(),
+            position: 0,
+        };
+        assert_eq!(bad.holds("crawltop-00001.warc.gz"), None);
     }
 
     #[test]
