@@ -55,8 +55,9 @@ pub enum Command {
     Mincount(CountArgs),
     /// Pages, bytes, words and lines of the text indexed in DIR.
     Wc(WcArgs),
-    /// Run --extract fields over the pages a finished crawl stored in DIR's WARC files: one JSON
-    /// line per HTML page that matched anything, in commit order.
+    /// Run --extract fields over the pages DIR's WARC files hold up to its checkpoint (a killed
+    /// crawl's up to its last one): one JSON line per HTML page that matched anything, in commit
+    /// order.
     Extract(ExtractArgs),
     /// Start a Redis Cluster on loopback from Debian's redis-server (for trying the cluster mode
     /// on one machine): --masters N masters, --replicas R replicas each, data in DIR. Prints
@@ -1274,12 +1275,12 @@ fn emit(text: &str) -> anyhow::Result<()> {
 /// The indexes of the crawl folders, for a query. A folder crawled with `--no-index` has none,
 /// and the error says so (its checkpoint is read only then, not on every query).
 fn open_crawls(dirs: &[PathBuf]) -> anyhow::Result<crate::index::Crawls> {
-    use crate::store::checkpoint::{Checkpoint, Found};
+    use crate::store::checkpoint::Checkpoint;
     match crate::index::Crawls::open(dirs) {
         Err(crate::index::IndexError::NoIndex(missing)) => {
             for dir in dirs {
-                if let Ok(Found::Unfinished(state) | Found::Finished(state)) = Checkpoint::find(dir)
-                    && !state.mark.index
+                if let Ok(Some(mark)) = Checkpoint::find_mark(dir)
+                    && !mark.index
                 {
                     anyhow::bail!(
                         "{} was crawled with --no-index: it holds pages but no search index",
@@ -1375,10 +1376,14 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
     use std::io::Write as _;
 
     use crate::extract::{ExtractLine, Extractor};
-    use crate::store::warc_reader::{Responses, warc_files};
+    use crate::store::warc_reader::{Responses, held_parts};
 
     let extractor = Extractor::new(&args.fields, args.extract_max_bytes)?;
-    let files = warc_files(&args.dir.join("warc"))?;
+    let mark = committed(&args.dir)?;
+    let parts = held_parts(
+        &args.dir.join("warc"),
+        mark.as_ref().and_then(|m| m.warc.as_ref()),
+    )?;
     let (mut out, temp): (Box<dyn std::io::Write>, _) = match &args.extract_out {
         Some(path) => {
             let parent = match path.parent() {
@@ -1396,7 +1401,7 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     let (mut pages, mut lines) = (0u64, 0u64);
-    for (i, response) in Responses::new(files).enumerate() {
+    for (i, response) in Responses::of(parts).enumerate() {
         let response = response?;
         if !(200..300).contains(&response.status)
             || !crate::parse::is_html(response.header("content-type"))
@@ -1418,8 +1423,39 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
         temp.persist(path)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    eprintln!("crawltop: {pages} HTML pages read, {lines} lines written");
+    let unfinished = if mark.is_some_and(|m| !m.finished) {
+        " (the crawl is unfinished: up to its last checkpoint)"
+    } else {
+        ""
+    };
+    eprintln!("crawltop: {pages} HTML pages read, {lines} lines written{unfinished}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The mark of the crawl folder's checkpoint: what `extract` reads is what it holds, neither
+/// the records a killed crawl wrote above it (a resume cuts them) nor those of a crawl still
+/// writing (refused, naming it: its checkpoint cannot be read until it ends). `None` for a
+/// folder without one (every WARC file is read whole).
+fn committed(dir: &std::path::Path) -> anyhow::Result<Option<crate::store::checkpoint::Mark>> {
+    use crate::store::checkpoint::{Checkpoint, CheckpointError};
+    match Checkpoint::find_mark(dir) {
+        Err(CheckpointError::InUse { .. }) => {
+            let pid = std::fs::read_to_string(dir.join(crate::store::committer::LOCK_FILE))
+                .map(|pid| pid.trim().to_string())
+                .ok()
+                .filter(|pid| !pid.is_empty())
+                .unwrap_or_else(|| "unknown".into());
+            anyhow::bail!(
+                "{} is being crawled (crawltop pid {pid}); extract reads what its checkpoint \
+                 holds, once the crawl has stopped: stop it (what it committed is kept) and run \
+                 extract again, or crawl with --extract-out to have the lines as pages are \
+                 committed",
+                dir.display()
+            )
+        }
+        other => other
+            .with_context(|| format!("{}: extract reads what its checkpoint holds", dir.display())),
+    }
 }
 
 #[cfg(test)]

@@ -226,7 +226,7 @@ fn run(
                     if fail_after.is_some_and(|n| added >= n) {
                         return Err(IndexError::Io {
                             path: "(injected)".into(),
-                            source: std::io::Error::new(
+                            error: std::io::Error::new(
                                 std::io::ErrorKind::StorageFull,
                                 format!("{FAIL_AFTER_ENV} is set: failing on purpose"),
                             ),

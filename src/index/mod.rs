@@ -5,7 +5,9 @@
 //! It owns the schema, the tokenization rules and the tie-breaking rules. It must never fetch,
 //! parse HTML or decide what is committed: pages arrive already stripped, in seq order, from the
 //! committer. It does file I/O (through tantivy, which also runs its own indexing and merge
-//! threads) but reads no clock and touches nothing outside the folder it is given.
+//! threads) but reads no clock and touches nothing outside the folder it is given. A query
+//! ([`IndexReader`]) writes nothing, not even a lock file, so it answers from a folder it may not
+//! write ([`read_only`]).
 //!
 //! Decisions, so that every answer can be checked by a brute-force scan of the stored pages:
 //! - Tokens are tantivy's `default` analyzer's, made in one pass by `words::WordTokenizer`
@@ -40,6 +42,7 @@
 //!   ([`IN_FLIGHT_BYTES`]). In a crawl it runs on its own thread, fed in batches ([`feed`]).
 
 pub mod feed;
+mod read_only;
 mod words;
 
 use std::cmp::Reverse;
@@ -49,7 +52,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::TopDocs;
-use tantivy::directory::MmapDirectory;
+use tantivy::directory::{Directory as _, MmapDirectory};
 use tantivy::indexer::{IndexWriterOptions, LogMergePolicy};
 use tantivy::postings::Postings;
 use tantivy::query::{Query, QueryParser};
@@ -108,10 +111,12 @@ pub enum IndexError {
         .0.display()
     )]
     Locked(PathBuf),
-    #[error("cannot use {}: {source}", path.display())]
+    // The errors below say what went wrong in their message, and have no `source`: `{:#}`
+    // (main) would print it a second time.
+    #[error("cannot use {}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("the query is empty")]
     EmptyQuery,
@@ -131,7 +136,13 @@ pub enum IndexError {
     #[error("the index thread stopped: {0}")]
     Thread(String),
     #[error("index error: {0}")]
-    Tantivy(#[from] TantivyError),
+    Tantivy(TantivyError),
+}
+
+impl From<TantivyError> for IndexError {
+    fn from(error: TantivyError) -> IndexError {
+        IndexError::Tantivy(error)
+    }
 }
 
 /// One committed HTML page as the parser left it.
@@ -497,23 +508,34 @@ fn schema_with(commit_time: bool) -> (Schema, Fields) {
     (builder.build(), fields)
 }
 
-/// Opens the index in `dir`, creating it first when `create` is set.
-fn open_index(dir: &Path, create: bool) -> Result<(Index, Fields), IndexError> {
+/// How [`open_index`] opens an index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// For the crawl's writer: created if missing.
+    Write,
+    /// For queries: nothing in the folder is created, written or locked for writing
+    /// ([`read_only`]).
+    Read,
+}
+
+/// Opens the index in `dir`, creating it first for a writer.
+fn open_index(dir: &Path, access: Access) -> Result<(Index, Fields), IndexError> {
+    let create = access == Access::Write;
     if create {
-        std::fs::create_dir_all(dir).map_err(|source| IndexError::Io {
+        std::fs::create_dir_all(dir).map_err(|error| IndexError::Io {
             path: dir.to_path_buf(),
-            source,
+            error,
         })?;
     } else if !dir.is_dir() {
         return Err(IndexError::NoIndex(dir.to_path_buf()));
     }
     let directory = MmapDirectory::open(dir).map_err(|err| IndexError::Io {
         path: dir.to_path_buf(),
-        source: std::io::Error::other(err.to_string()),
+        error: std::io::Error::other(err.to_string()),
     })?;
     let exists = Index::exists(&directory).map_err(|err| IndexError::Io {
         path: dir.to_path_buf(),
-        source: std::io::Error::other(err.to_string()),
+        error: std::io::Error::other(err.to_string()),
     })?;
     let (schema, fields) = schema();
     if !exists {
@@ -524,7 +546,10 @@ fn open_index(dir: &Path, create: bool) -> Result<(Index, Fields), IndexError> {
         register_words(&index);
         return Ok((index, fields));
     }
-    let index = Index::open(directory)?;
+    let index = match access {
+        Access::Write => Index::open(directory)?,
+        Access::Read => Index::open(read_only::ReadOnlyDirectory::new(directory, dir))?,
+    };
     let fields = if index.schema() == schema {
         fields
     } else {
@@ -763,7 +788,7 @@ impl IndexWriter {
     /// the crawl's), one merge thread (tantivy's default of four would let merges take both
     /// cores from the crawl), and [`crawl_merge_policy`].
     pub fn open_with_memory(dir: &Path, memory_mb: usize) -> Result<IndexWriter, IndexError> {
-        let (index, fields) = open_index(dir, true)?;
+        let (index, fields) = open_index(dir, Access::Write)?;
         let highest_seq = highest_committed_seq(&manual_reader(&index)?.searcher())?;
         let options = IndexWriterOptions::builder()
             .memory_budget_per_thread(memory_mb.max(MIN_MEMORY_MB) * 1_000_000)
@@ -777,6 +802,16 @@ impl IndexWriter {
                 other => IndexError::Tantivy(other),
             })?;
         writer.set_merge_policy(Box::new(crawl_merge_policy()));
+        // A query takes tantivy's meta lock only where its file exists, and never makes it
+        // (`read_only`): made here, before the first commit, the file is there whenever a
+        // collection could delete a segment a query is opening.
+        drop(
+            writer
+                .index()
+                .directory()
+                .acquire_lock(&tantivy::directory::META_LOCK)
+                .map_err(TantivyError::from)?,
+        );
         Ok(IndexWriter {
             writer,
             fields,
@@ -878,7 +913,7 @@ pub struct IndexReader {
 impl IndexReader {
     /// Opens the index in `dir`; `IndexError::NoIndex` when there is none.
     pub fn open(dir: &Path) -> Result<IndexReader, IndexError> {
-        let (index, fields) = open_index(dir, false)?;
+        let (index, fields) = open_index(dir, Access::Read)?;
         let reader = manual_reader(&index)?;
         let parser = QueryParser::for_index(&index, vec![fields.title, fields.text]);
         Ok(IndexReader {

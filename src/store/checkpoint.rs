@@ -3,7 +3,9 @@
 //! It owns the state file's layout, its format version and its integrity checks. The rows it
 //! keeps (URLs, sites, the engine's counters) are opaque bytes here: the engine says what they
 //! mean. Only the committer thread writes it, between two items of the commit order, so the
-//! high-water mark it records is exactly what the store and the index hold. It never decides
+//! high-water mark it records is exactly what the store and the index hold; everyone else reads
+//! it without writing to it ([`Checkpoint::find`], [`Checkpoint::find_mark`], through
+//! `store::unwritten`), so a folder may be read where it may not be written. It never decides
 //! what is fetched and never touches the page store's files.
 //!
 //! Why redb: one file, ACID transactions with checksummed pages, a crash at any moment reopens
@@ -78,6 +80,14 @@ pub enum CheckpointError {
     Corrupt { path: PathBuf, reason: String },
     #[error("checkpoint {}: {reason}", path.display())]
     Io { path: PathBuf, reason: String },
+    /// Another crawltop has the state open: a crawl writing it (which keeps readers out), or,
+    /// to a crawl starting, a command reading it.
+    #[error(
+        "the checkpoint {} is in use by another crawltop (a crawl writing it, or a command \
+         reading it)",
+        path.display()
+    )]
+    InUse { path: PathBuf },
 }
 
 /// Where the WARC files stood at the mark: everything after `position` in `file` (and every
@@ -87,6 +97,34 @@ pub struct WarcMark {
     /// The file's name inside `DIR/warc/`.
     pub file: String,
     pub position: u64,
+}
+
+/// How much of one WARC file a mark holds ([`WarcMark::holds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// A file written before the marked one, or one that is not the crawl's (another name).
+    Whole,
+    /// The marked file: its first bytes, up to the mark's position.
+    UpTo(u64),
+    /// A file of the crawl written after the marked one.
+    Nothing,
+}
+
+impl WarcMark {
+    /// How much of the file `name` (in `DIR/warc/`) the mark holds: what a resume from it keeps
+    /// (the committer cuts the marked file back to the position and deletes the crawl's later
+    /// files), and so what a reader of the folder may take as committed. `None` when the mark
+    /// names no numbered WARC file (`PREFIX-NNNNN.warc.gz`): a corrupt mark.
+    pub fn holds(&self, name: &str) -> Option<Held> {
+        let (prefix, marked) = crate::store::warc::file_number(&self.file)?;
+        if name == self.file {
+            return Some(Held::UpTo(self.position));
+        }
+        Some(match crate::store::warc::file_number(name) {
+            Some((p, n)) if p == prefix && n > marked => Held::Nothing,
+            _ => Held::Whole,
+        })
+    }
 }
 
 /// The committed high-water mark and what the store looked like there.
@@ -209,21 +247,50 @@ pub enum Found {
 }
 
 impl Checkpoint {
-    /// Reads the state in `dir` without opening it for writing: for the decision to resume.
-    /// A missing file is `Nothing`; a file that is not a sound state of this format is an
-    /// error, never a fresh start.
+    /// Reads the state in `dir` without writing to it ([`crate::store::unwritten`]): what a
+    /// folder holds, for a command that reads it. A missing file is `Nothing`; a file that is
+    /// not a sound state of this format is an error, never a fresh start; one a running crawl
+    /// holds is `InUse`.
     pub fn find(dir: &Path) -> Result<Found, CheckpointError> {
+        Self::find_with(dir, open_unwritten)
+    }
+
+    /// [`Checkpoint::find`] for the crawl that holds the folder's lock and decides to resume:
+    /// the file opened for writing, so the repair a killed crawl's state needs is made once, on
+    /// disk, and the reopening that follows ([`Checkpoint::reopen`]) finds it done (through
+    /// [`Checkpoint::find`] it would be made twice, once in memory: a pass over the file).
+    pub fn find_to_resume(dir: &Path) -> Result<Found, CheckpointError> {
+        Self::find_with(dir, open)
+    }
+
+    fn find_with(
+        dir: &Path,
+        opener: fn(&Path) -> Result<redb::Database, CheckpointError>,
+    ) -> Result<Found, CheckpointError> {
         let path = dir.join(STATE_FILE);
         if !path.exists() {
             return Ok(Found::Nothing);
         }
-        let mut db = open(&path)?;
+        let mut db = opener(&path)?;
         let loaded = load(&mut db, &path)?;
         Ok(if loaded.mark.finished {
             Found::Finished(Box::new(loaded))
         } else {
             Found::Unfinished(Box::new(loaded))
         })
+    }
+
+    /// The mark of the state in `dir`, as [`Checkpoint::find`] reads and checks it, without
+    /// the rows: what a reader of the folder needs to know what is committed. `None` without a
+    /// state.
+    pub fn find_mark(dir: &Path) -> Result<Option<Mark>, CheckpointError> {
+        let path = dir.join(STATE_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let db = open_unwritten(&path)?;
+        let txn = db.begin_read().map_err(|e| corrupt(&path, e.to_string()))?;
+        Ok(Some(read_mark(&txn, &path)?))
     }
 
     /// Creates a new state in `dir` (an existing one is replaced), with a first mark.
@@ -453,27 +520,48 @@ fn corrupt(path: &Path, reason: impl Into<String>) -> CheckpointError {
     }
 }
 
-/// Opens the file and checks it end to end: redb's page checksums and tree structure. A file
-/// that needed a repair was changed behind redb's back and is not trusted.
+/// Opens the file to write it, and checks it ([`checked`]).
 fn open(path: &Path) -> Result<redb::Database, CheckpointError> {
-    let mut db = redb::Database::builder()
-        .set_cache_size(CACHE_BYTES)
-        .open(path)
-        .map_err(|e| match e {
-            redb::DatabaseError::Storage(redb::StorageError::Io(io))
-                if io.kind() != std::io::ErrorKind::InvalidData =>
-            {
-                CheckpointError::Io {
-                    path: path.to_path_buf(),
-                    reason: io.to_string(),
-                }
-            }
-            redb::DatabaseError::DatabaseAlreadyOpen => CheckpointError::Io {
+    checked(
+        redb::Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .open(path),
+        path,
+    )
+}
+
+/// Opens the file to read it, writing nothing to it ([`crate::store::unwritten`]), and checks
+/// it ([`checked`]).
+fn open_unwritten(path: &Path) -> Result<redb::Database, CheckpointError> {
+    let file = crate::store::unwritten::Unwritten::open(path).map_err(|e| io(path, &e))?;
+    checked(
+        redb::Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create_with_backend(file),
+        path,
+    )
+}
+
+/// Checks an opened file end to end: redb's page checksums and tree structure. A file that
+/// needed a repair was changed behind redb's back and is not trusted.
+fn checked(
+    opened: Result<redb::Database, redb::DatabaseError>,
+    path: &Path,
+) -> Result<redb::Database, CheckpointError> {
+    let mut db = opened.map_err(|e| match e {
+        redb::DatabaseError::Storage(redb::StorageError::Io(io))
+            if io.kind() != std::io::ErrorKind::InvalidData =>
+        {
+            CheckpointError::Io {
                 path: path.to_path_buf(),
-                reason: "already open in this process".into(),
-            },
-            other => corrupt(path, other.to_string()),
-        })?;
+                reason: io.to_string(),
+            }
+        }
+        redb::DatabaseError::DatabaseAlreadyOpen => CheckpointError::InUse {
+            path: path.to_path_buf(),
+        },
+        other => corrupt(path, other.to_string()),
+    })?;
     match db.check_integrity() {
         Ok(true) => Ok(db),
         Ok(false) => Err(corrupt(path, "it failed redb's integrity check")),
@@ -481,9 +569,9 @@ fn open(path: &Path) -> Result<redb::Database, CheckpointError> {
     }
 }
 
-fn load(db: &mut redb::Database, path: &Path) -> Result<Loaded, CheckpointError> {
+/// The state's format, checked against this one's, and its mark.
+fn read_mark(txn: &redb::ReadTransaction, path: &Path) -> Result<Mark, CheckpointError> {
     let bad = |e: &dyn std::fmt::Display| corrupt(path, e.to_string());
-    let txn = db.begin_read().map_err(|e| bad(&e))?;
     let meta = txn.open_table(META).map_err(|e| bad(&e))?;
     let format = meta
         .get(KEY_FORMAT)
@@ -503,8 +591,15 @@ fn load(db: &mut redb::Database, path: &Path) -> Result<Loaded, CheckpointError>
         .get(KEY_MARK)
         .map_err(|e| bad(&e))?
         .ok_or_else(|| corrupt(path, "it has no mark"))?;
-    let mark: Mark = serde_json::from_slice(mark.value())
-        .map_err(|e| corrupt(path, format!("its mark does not read: {e}")))?;
+    serde_json::from_slice(mark.value())
+        .map_err(|e| corrupt(path, format!("its mark does not read: {e}")))
+}
+
+fn load(db: &mut redb::Database, path: &Path) -> Result<Loaded, CheckpointError> {
+    let bad = |e: &dyn std::fmt::Display| corrupt(path, e.to_string());
+    let txn = db.begin_read().map_err(|e| bad(&e))?;
+    let mark = read_mark(&txn, path)?;
+    let meta = txn.open_table(META).map_err(|e| bad(&e))?;
     let engine = meta
         .get(KEY_ENGINE)
         .map_err(|e| bad(&e))?
@@ -872,6 +967,75 @@ mod tests {
             matches!(err, CheckpointError::Version { found, .. } if found == FORMAT_VERSION + 1)
         );
         assert!(err.to_string().contains("--fresh"), "{err}");
+    }
+
+    /// A killed crawl leaves its state marked for a repair, which redb makes when it opens the
+    /// file (its read-only open refuses such a file). Copied while its crawl holds it open (the
+    /// file as a kill leaves it), it reads with its last mark, and is left as it was; the state
+    /// its crawl holds open is refused by name instead of read as it changes.
+    #[test]
+    fn a_killed_crawls_state_reads_without_a_write_and_a_running_one_is_in_use() {
+        let running = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(running.path(), &first()).expect("create");
+        let warc = WarcMark {
+            file: "crawltop-00001.warc.gz".into(),
+            position: 99,
+        };
+        cp.write(&delta(7, &[(0, "row")]), Some(warc.clone()), None)
+            .expect("write");
+        let killed = tempfile::tempdir().expect("tempdir");
+        let path = killed.path().join(STATE_FILE);
+        std::fs::copy(running.path().join(STATE_FILE), &path).expect("copy");
+        for err in [
+            Checkpoint::find_mark(running.path()).expect_err("in use"),
+            Checkpoint::find(running.path()).expect_err("in use"),
+        ] {
+            assert!(matches!(err, CheckpointError::InUse { .. }), "{err}");
+        }
+        drop(cp);
+
+        let bytes = std::fs::read(&path).expect("read");
+        assert!(
+            matches!(
+                redb::ReadOnlyDatabase::open(&path),
+                Err(redb::DatabaseError::RepairAborted)
+            ),
+            "the copy needs the repair a kill leaves to do"
+        );
+        let mark = Checkpoint::find_mark(killed.path())
+            .expect("reads")
+            .expect("a mark");
+        assert_eq!((mark.seq, mark.warc, mark.finished), (7, Some(warc), false));
+        let Found::Unfinished(loaded) = Checkpoint::find(killed.path()).expect("reads") else {
+            panic!("not an unfinished crawl");
+        };
+        assert_eq!(loaded.url_rows, vec![(0, b"row".to_vec())]);
+        assert!(
+            std::fs::read(&path).expect("read") == bytes,
+            "nothing written"
+        );
+    }
+
+    #[test]
+    fn a_mark_holds_earlier_files_whole_its_own_up_to_its_position_and_no_later_one() {
+        let mark = WarcMark {
+            file: "crawltop-00002.warc.gz".into(),
+            position: 500,
+        };
+        assert_eq!(mark.holds("crawltop-00001.warc.gz"), Some(Held::Whole));
+        assert_eq!(mark.holds("crawltop-00002.warc.gz"), Some(Held::UpTo(500)));
+        assert_eq!(mark.holds("crawltop-00003.warc.gz"), Some(Held::Nothing));
+        assert_eq!(mark.holds("crawltop-00010.warc.gz"), Some(Held::Nothing));
+        assert_eq!(
+            mark.holds("other-00009.warc.gz"),
+            Some(Held::Whole),
+            "not the crawl's: a resume leaves it"
+        );
+        let bad = WarcMark {
+            file: "crawltop.warc.gz".into(),
+            position: 0,
+        };
+        assert_eq!(bad.holds("crawltop-00001.warc.gz"), None);
     }
 
     #[test]

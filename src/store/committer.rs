@@ -21,7 +21,7 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::checkpoint::{Checkpoint, CheckpointError, Delta, Mark, UrlReader, WarcMark};
+use super::checkpoint::{Checkpoint, CheckpointError, Delta, Held, Mark, UrlReader, WarcMark};
 use super::commit::Seq;
 use super::warc::{Exchange, Truncation, WarcWriter};
 use crate::index::feed::{Cuts, IndexFeed};
@@ -777,20 +777,15 @@ fn write_loop(
 }
 
 /// A resume: cuts the WARC file named by the mark back to the mark's position and removes every
-/// later file of the crawl, so nothing written above the mark stays in the store.
+/// later file of the crawl, so nothing written above the mark stays in the store
+/// ([`WarcMark::holds`], which readers of the folder follow too).
 fn cut_warc_back(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| StoreError::Io { path, source }
     };
-    let number = |name: &str| -> Option<u64> {
-        name.strip_prefix(WARC_PREFIX)?
-            .strip_prefix('-')?
-            .strip_suffix(".warc.gz")?
-            .parse()
-            .ok()
-    };
-    let Some(marked) = number(&at.file) else {
+    let ours = super::warc::file_number(&at.file).is_some_and(|(p, _)| p == WARC_PREFIX);
+    if !ours {
         return Err(StoreError::Checkpoint(CheckpointError::Corrupt {
             path: warc_dir.to_path_buf(),
             reason: format!(
@@ -798,7 +793,7 @@ fn cut_warc_back(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
                 at.file
             ),
         }));
-    };
+    }
     let path = warc_dir.join(&at.file);
     let file = std::fs::OpenOptions::new()
         .write(true)
@@ -819,7 +814,7 @@ fn cut_warc_back(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
     for entry in std::fs::read_dir(warc_dir).map_err(io(warc_dir))? {
         let entry = entry.map_err(io(warc_dir))?;
         let name = entry.file_name();
-        if name.to_str().and_then(number).is_some_and(|n| n > marked) {
+        if name.to_str().and_then(|n| at.holds(n)) == Some(Held::Nothing) {
             std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
         }
     }

@@ -299,6 +299,16 @@ fn file_name(prefix: &str, number: u64) -> String {
     format!("{prefix}-{number:05}{FILE_SUFFIX}")
 }
 
+/// The prefix and number of a file named as [`WarcWriter`] names them (`PREFIX-NNNNN.warc.gz`);
+/// `None` for any other name.
+pub fn file_number(name: &str) -> Option<(&str, u64)> {
+    let (prefix, digits) = name.strip_suffix(FILE_SUFFIX)?.rsplit_once('-')?;
+    if prefix.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((prefix, digits.parse().ok()?))
+}
+
 fn highest_existing_number(dir: &Path, prefix: &str) -> Result<Option<u64>, WarcError> {
     let mut highest = None;
     for entry in fs::read_dir(dir).map_err(WarcError::io(dir))? {
@@ -306,11 +316,8 @@ fn highest_existing_number(dir: &Path, prefix: &str) -> Result<Option<u64>, Warc
         let name = entry.file_name();
         let Some(number) = name
             .to_str()
-            .and_then(|name| name.strip_prefix(prefix))
-            .and_then(|rest| rest.strip_prefix('-'))
-            .and_then(|rest| rest.strip_suffix(FILE_SUFFIX))
-            .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|digits| digits.parse::<u64>().ok())
+            .and_then(file_number)
+            .and_then(|(p, number)| (p == prefix).then_some(number))
         else {
             continue;
         };

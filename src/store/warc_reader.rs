@@ -1,6 +1,12 @@
 //! Reading back what the WARC writer wrote: the response records of a crawl folder's
-//! `warc/*.warc.gz`, in the order they were committed, for verbs that work on a finished crawl
+//! `warc/*.warc.gz`, in the order they were committed, for verbs that work on a crawl folder
 //! (`crawltop extract DIR`).
+//!
+//! It reads what the folder's checkpoint holds ([`held_parts`]): a killed crawl's files go on
+//! past its last mark, with records a resume cuts away and fetches again, maybe under other
+//! sequence numbers; so reading stops at the mark, where a resume's cut would be. The bytes below
+//! a mark never change (a resume cuts the marked file there and writes on in a new file), so a
+//! crawl resumed while the files are read changes nothing that is read.
 //!
 //! It reads only the format `warc.rs` writes (one gzip member per record, `WARC/1.1`, a
 //! `Content-Length` on every record, responses as `application/http` with the body stored
@@ -12,6 +18,7 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use super::checkpoint::{Held, WarcMark};
 use super::warc::{CountingReader, SEQ_FIELD};
 
 /// The most bytes of one decoded record that are read: a record says its own length, and a
@@ -21,8 +28,9 @@ const MAX_RECORD_BYTES: u64 = 1 << 30;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WarcReadError {
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+    // No `source`: the message says it, and `{:#}` (main) would print it a second time.
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: io::Error },
     #[error("{} holds no WARC files (has this folder been crawled with --store warc?)", .0.display())]
     NoWarc(PathBuf),
     #[error("{}: the record at byte {offset} is not one crawltop wrote: {reason}", path.display())]
@@ -31,6 +39,8 @@ pub enum WarcReadError {
         offset: u64,
         reason: String,
     },
+    #[error("{}: the folder's checkpoint {reason}", path.display())]
+    NotAsMarked { path: PathBuf, reason: String },
 }
 
 /// One response record: the page as the crawl stored it.
@@ -57,9 +67,9 @@ impl StoredResponse {
 
 /// The `.warc.gz` files of `dir` (a crawl folder's `warc/`), in the order they were written.
 pub fn warc_files(dir: &Path) -> Result<Vec<PathBuf>, WarcReadError> {
-    let io_err = |source| WarcReadError::Io {
+    let io_err = |error| WarcReadError::Io {
         path: dir.to_path_buf(),
-        source,
+        error,
     };
     let mut files = Vec::new();
     for entry in fs::read_dir(dir).map_err(io_err)? {
@@ -80,19 +90,93 @@ pub fn warc_files(dir: &Path) -> Result<Vec<PathBuf>, WarcReadError> {
     Ok(files)
 }
 
+/// One WARC file to read, whole or up to a byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WarcPart {
+    pub path: PathBuf,
+    /// Where reading stops (a record boundary: a mark's position); `None` for the whole file.
+    pub end: Option<u64>,
+}
+
+/// What of the `.warc.gz` files in `dir` (a crawl folder's `warc/`) the checkpoint's WARC mark
+/// holds, in write order ([`WarcMark::holds`]: what a resume from it keeps). Without a mark (a
+/// folder without a checkpoint, a crawl that wrote no WARC file) every file is read whole.
+pub fn held_parts(dir: &Path, mark: Option<&WarcMark>) -> Result<Vec<WarcPart>, WarcReadError> {
+    let files = warc_files(dir)?;
+    let Some(mark) = mark else {
+        return Ok(files
+            .into_iter()
+            .map(|path| WarcPart { path, end: None })
+            .collect());
+    };
+    let marked = dir.join(&mark.file);
+    if mark.holds(&mark.file).is_none() {
+        return Err(WarcReadError::NotAsMarked {
+            path: dir.to_path_buf(),
+            reason: format!("names {:?}, not a WARC file of a crawl", mark.file),
+        });
+    }
+    let len = fs::metadata(&marked)
+        .map_err(|error| WarcReadError::Io {
+            path: marked.clone(),
+            error,
+        })?
+        .len();
+    if len < mark.position {
+        return Err(short_of_the_mark(marked, mark.position, len));
+    }
+    let mut parts = Vec::new();
+    for path in files {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        match mark.holds(name) {
+            Some(Held::Whole) | None => parts.push(WarcPart { path, end: None }),
+            Some(Held::UpTo(end)) => parts.push(WarcPart {
+                path,
+                end: Some(end),
+            }),
+            Some(Held::Nothing) => {}
+        }
+    }
+    Ok(parts)
+}
+
+fn short_of_the_mark(path: PathBuf, position: u64, len: u64) -> WarcReadError {
+    WarcReadError::NotAsMarked {
+        path,
+        reason: format!("says {position} bytes of it were durable, the file has {len}"),
+    }
+}
+
 /// A decoded record: its file, its offset there, its bytes.
 type Record = (PathBuf, u64, Vec<u8>);
 
-/// Every response record of `files`, in order; other records are passed over.
+/// The file being read: its part, its reader (stopping at the part's end), the offset reached.
+type Current = (WarcPart, BufReader<io::Take<File>>, u64);
+
+/// Every response record of the parts given, in order; other records are passed over.
 pub struct Responses {
-    files: std::vec::IntoIter<PathBuf>,
-    current: Option<(PathBuf, BufReader<File>, u64)>,
+    parts: std::vec::IntoIter<WarcPart>,
+    current: Option<Current>,
 }
 
 impl Responses {
+    /// The response records of `files`, each read whole.
     pub fn new(files: Vec<PathBuf>) -> Responses {
+        Responses::of(
+            files
+                .into_iter()
+                .map(|path| WarcPart { path, end: None })
+                .collect(),
+        )
+    }
+
+    /// The response records of `parts`, each read up to its end.
+    pub fn of(parts: Vec<WarcPart>) -> Responses {
         Responses {
-            files: files.into_iter(),
+            parts: parts.into_iter(),
             current: None,
         }
     }
@@ -101,23 +185,37 @@ impl Responses {
     fn next_record(&mut self) -> Option<Result<Record, WarcReadError>> {
         loop {
             if self.current.is_none() {
-                let path = self.files.next()?;
-                match File::open(&path) {
-                    Ok(file) => self.current = Some((path, BufReader::new(file), 0)),
-                    Err(source) => return Some(Err(WarcReadError::Io { path, source })),
+                let part = self.parts.next()?;
+                match File::open(&part.path) {
+                    Ok(file) => {
+                        let file = file.take(part.end.unwrap_or(u64::MAX));
+                        self.current = Some((part, BufReader::new(file), 0));
+                    }
+                    Err(error) => {
+                        let path = part.path;
+                        return Some(Err(WarcReadError::Io { path, error }));
+                    }
                 }
             }
-            let (path, reader, offset) = self.current.as_mut()?;
+            let (part, reader, offset) = self.current.as_mut()?;
+            let path = &part.path;
             match reader.fill_buf() {
                 Ok([]) => {
+                    // A file cut below the mark since it was listed ends early: said, not
+                    // taken for the whole.
+                    let short = part.end.filter(|end| *offset < *end);
+                    let error = short.map(|end| short_of_the_mark(path.clone(), end, *offset));
                     self.current = None;
-                    continue;
+                    match error {
+                        Some(e) => return Some(Err(e)),
+                        None => continue,
+                    }
                 }
                 Ok(_) => {}
-                Err(source) => {
+                Err(error) => {
                     let path = path.clone();
                     self.current = None;
-                    return Some(Err(WarcReadError::Io { path, source }));
+                    return Some(Err(WarcReadError::Io { path, error }));
                 }
             }
             let start = *offset;
@@ -287,6 +385,83 @@ mod tests {
             assert_eq!(r.header("content-type"), Some("text/html"));
             assert_eq!(r.body, bodies[i]);
         }
+    }
+
+    /// Reading up to a mark: the files before the marked one whole, the marked one up to the
+    /// position (records written after it in the same file left out), no later file; a file
+    /// shorter than the mark says is named, whether cut before or while it is read.
+    #[test]
+    fn reading_stops_at_a_checkpoints_mark_across_rotated_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let headers = vec![("Content-Type".to_string(), "text/html".to_string())];
+        let mut w = WarcWriter::create(dir.path(), "crawltop", 6000, UNIX_EPOCH).expect("create");
+        let here = |w: &WarcWriter| WarcMark {
+            file: w
+                .current_file()
+                .file_name()
+                .and_then(|n| n.to_str())
+                .expect("a name")
+                .to_string(),
+            position: w.position(),
+        };
+        let mut marks = Vec::new();
+        for i in 0..12u8 {
+            let uri = format!("http://127.0.0.1:1/p{i}.html");
+            let body = vec![b'a' + i; 400];
+            w.write_exchange(&exchange(&uri, u64::from(i), &body, &headers))
+                .expect("write");
+            marks.push(here(&w));
+        }
+        w.sync().expect("sync");
+        // A mark with a record before it and one after it in its file, and a later file.
+        let at = (1..marks.len() - 1)
+            .find(|&i| {
+                marks[i - 1].file == marks[i].file
+                    && marks[i + 1].file == marks[i].file
+                    && marks[i].file != marks[marks.len() - 1].file
+            })
+            .expect("such a mark");
+        let (before, mark) = (marks[at - 1].clone(), marks[at].clone());
+        let marked = dir.path().join(&mark.file);
+        let marked_len = std::fs::metadata(&marked).expect("metadata").len();
+        assert!(
+            marked_len > mark.position,
+            "records follow the mark in its file"
+        );
+        assert!(
+            warc_files(dir.path()).expect("files").last() != Some(&marked),
+            "files follow the marked one"
+        );
+
+        let seqs = |parts| -> Vec<Option<u64>> {
+            Responses::of(parts)
+                .map(|r| r.expect("readable").seq)
+                .collect()
+        };
+        let held = held_parts(dir.path(), Some(&mark)).expect("parts");
+        assert_eq!(
+            seqs(held.clone()),
+            (0..=at as u64).map(Some).collect::<Vec<_>>()
+        );
+        let all = held_parts(dir.path(), None).expect("parts");
+        assert_eq!(seqs(all), (0..12).map(Some).collect::<Vec<_>>());
+
+        // Cut below the mark, at a record's end, while it is read (the parts were listed
+        // before): named, not taken for the whole.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&marked)
+            .expect("open");
+        file.set_len(before.position).expect("cut");
+        let last = Responses::of(held).last().expect("something");
+        let err = last.expect_err("the file ends before the mark");
+        assert!(err.to_string().contains("were durable"), "{err}");
+        // And when it is listed.
+        let err = held_parts(dir.path(), Some(&mark)).expect_err("short");
+        assert!(
+            matches!(&err, WarcReadError::NotAsMarked { path, .. } if path == &marked),
+            "{err}"
+        );
     }
 
     #[test]

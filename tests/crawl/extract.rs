@@ -10,7 +10,7 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{PATIENCE, bin, client, get_text};
+use crate::util::{PATIENCE, bin, client, get_text, stop_gracefully};
 
 /// The text between the first `<title>` and `</title>`, found without an HTML parser.
 fn title_of(body: &str) -> Option<&str> {
@@ -59,6 +59,15 @@ async fn extract_writes_a_line_per_matching_page_in_commit_order() {
     );
     let lines = read_lines(&lines_file);
     check_against_the_server(&web, &lines, usize::MAX).await;
+
+    // A WARC folder without a checkpoint (made by hand, or by an older crawltop): every record.
+    std::fs::remove_file(out.path().join("state.redb")).expect("remove");
+    let without = out.path().join("without-state.jsonl");
+    extract_from_warc(out.path(), crawltop::extract::DEFAULT_MAX_BYTES, &without);
+    assert_eq!(
+        std::fs::read_to_string(&without).expect("lines"),
+        std::fs::read_to_string(&lines_file).expect("lines")
+    );
 }
 
 fn read_lines(path: &Path) -> Vec<serde_json::Value> {
@@ -121,7 +130,16 @@ fn extract_refuses_bad_input_with_a_clear_error() {
     let empty = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(empty.path().join("warc")).expect("mkdir");
     let dir = empty.path().to_str().expect("utf8");
+    // A checkpoint that does not read: named, not passed over to read every record.
+    let with_bad_state = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(with_bad_state.path().join("warc")).expect("mkdir");
+    std::fs::write(with_bad_state.path().join("state.redb"), b"not a state").expect("write");
+    let corrupt = with_bad_state.path().to_str().expect("utf8");
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["extract", corrupt, "--extract", "h=h1"],
+            "state.redb is corrupt",
+        ),
         (
             vec!["extract", dir, "--extract", "h=div[[["],
             "not a CSS selector",
@@ -327,4 +345,136 @@ async fn a_crawl_with_a_bad_field_exits_2_before_any_request() {
     }
     assert!(web.log().records().is_empty(), "nothing was fetched");
     assert!(!Path::new(lines).exists(), "no lines file was made");
+}
+
+/// `crawltop extract DIR ARGS`: its exit code, stdout and stderr.
+fn extract_run(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let run = Command::new(bin())
+        .arg("extract")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("runs");
+    (
+        run.status.code(),
+        String::from_utf8(run.stdout).expect("utf8"),
+        String::from_utf8_lossy(&run.stderr).into_owned(),
+    )
+}
+
+/// The total size of the files in `dir`.
+fn folder_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    })
+}
+
+/// What a killed crawl wrote past its last checkpoint is not extracted: a resume cuts it and
+/// fetches those pages again. A crawl stopped gracefully (its checkpoint holds everything) is
+/// resumed with no checkpoint but the one its start writes, and killed once it has written
+/// records past it, into more than one WARC file: `extract` gives what it gave before the
+/// resume, and `wc` agrees; while the crawl runs, `extract` says it is being crawled rather than
+/// read a checkpoint that is not there yet. Resumed to its end, the crawl keeps those lines first.
+#[tokio::test]
+async fn extract_stops_at_the_checkpoint_of_a_killed_crawl_and_refuses_a_running_one() {
+    let web = TestWeb::start(GenOptions::new(2, 150).seed(41).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("crawl");
+    let crawl = |checkpoint_ms: &str| {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.arg("crawl")
+            .args(seeds(&web, SiteKind::Normal))
+            .args(["--headless", "--delay-ms", "20", "--workers", "4"])
+            .args([
+                "--warc-max-bytes",
+                "65536",
+                "--checkpoint-ms",
+                checkpoint_ms,
+            ])
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    };
+    let fields = ["--extract", "heading=h1", "--extract", "links=a@href"];
+    let wc = || {
+        let run = Command::new(bin())
+            .arg("wc")
+            .arg(&out)
+            .output()
+            .expect("runs");
+        assert!(run.status.success());
+        String::from_utf8(run.stdout).expect("utf8")
+    };
+
+    // Run 1, stopped gracefully: its last checkpoint holds everything it wrote.
+    let mut first = crawl("100").spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 30))
+        .await
+        .expect("the crawl runs");
+    stop_gracefully(&mut first).await;
+    let (code, stopped, stderr) = extract_run(&out, &fields);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stopped.lines().count() > 5, "{stopped}");
+    let stopped_wc = wc();
+
+    // Run 2 resumes it without a checkpoint of its own, and writes records past the mark.
+    let warc = out.join("warc");
+    let written_before = folder_bytes(&warc);
+    let mut second = crawl("600000").spawn().expect("spawn");
+    let past_the_mark = async {
+        while folder_bytes(&warc) < written_before + 150_000 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        () = past_the_mark => {}
+        status = second.wait() => panic!("the crawl ended before it was killed: {status:?}"),
+        () = tokio::time::sleep(PATIENCE) => panic!("the crawl stalled"),
+    }
+    let (code, lines, stderr) = extract_run(&out, &fields);
+    let pid = second.id().expect("running").to_string();
+    assert_eq!(code, Some(2), "a running crawl's folder: {stderr}");
+    assert!(
+        stderr.contains("is being crawled") && stderr.contains(&pid),
+        "{stderr}"
+    );
+    assert_eq!(lines, "", "nothing extracted");
+    second.start_kill().expect("SIGKILL");
+    second.wait().await.expect("reaped");
+
+    let (code, killed, stderr) = extract_run(&out, &fields);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("unfinished"), "{stderr}");
+    assert_eq!(
+        killed, stopped,
+        "the lines the checkpoint holds, none past it"
+    );
+    assert_eq!(wc(), stopped_wc, "wc counts the same pages");
+
+    // Resumed to its end, the crawl keeps those lines and adds every other page once.
+    let status = tokio::time::timeout(PATIENCE * 2, crawl("100").status())
+        .await
+        .expect("the last run ends")
+        .expect("status");
+    assert!(status.success());
+    let (code, finished, stderr) = extract_run(&out, &fields);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("unfinished"), "{stderr}");
+    assert!(
+        finished.starts_with(&killed),
+        "the resumed crawl kept them first"
+    );
+    let lines: Vec<serde_json::Value> = finished
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    check_against_the_server(&web, &lines, usize::MAX).await;
 }

@@ -662,3 +662,151 @@ async fn a_crawl_that_writes_an_index_sets_the_allocator_unless_the_environment_
     let fetched = web.log().records().iter().filter(|r| r.path == "/").count();
     assert_eq!(fetched, 3, "the seed once a crawl");
 }
+
+/// Every file under `dir` with its length, modification time and mode: what a query must leave
+/// as it found it.
+fn listing(
+    dir: &std::path::Path,
+) -> BTreeMap<std::path::PathBuf, (u64, std::time::SystemTime, u32)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut out = BTreeMap::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("a folder") {
+            let path = entry.expect("an entry").path();
+            let meta = std::fs::metadata(&path).expect("metadata");
+            if meta.is_dir() {
+                folders.push(path.clone());
+            }
+            let modified = meta.modified().expect("mtime");
+            out.insert(path, (meta.len(), modified, meta.permissions().mode()));
+        }
+    }
+    out
+}
+
+/// Sets the mode of `dir` and everything under it: `folders` for folders, `files` for files.
+fn chmod_all(dir: &std::path::Path, folders: u32, files: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let set = |path: &std::path::Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    };
+    for path in listing(dir).into_keys() {
+        if path.is_dir() {
+            set(&path, folders);
+        } else {
+            set(&path, files);
+        }
+    }
+    set(dir, folders);
+}
+
+/// Gives a folder made unwritable back to its owner, so that it can be deleted, however the test
+/// ends.
+struct WritableAgain<'a>(&'a std::path::Path);
+
+impl Drop for WritableAgain<'_> {
+    fn drop(&mut self) {
+        chmod_all(self.0, 0o755, 0o644);
+    }
+}
+
+/// A query is a reader: it works on a crawl folder its user may not write (an archive, a
+/// read-only mount, another user's crawl), and it writes nothing to one it may, not even
+/// tantivy's lock file.
+#[tokio::test]
+async fn queries_answer_from_a_folder_they_may_not_write_and_write_nothing_to_one_they_may() {
+    use std::os::unix::process::CommandExt as _;
+    let web = TestWeb::start(GenOptions::new(1, 20).seed(8).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("crawl");
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.delay_ms = 0;
+    cfg.out = Some(out.clone());
+    cfg.store = StoreKind::Warc;
+    crawl(cfg).await;
+    let dir = out.to_str().expect("utf8");
+    let queries: [&[&str]; 4] = [
+        &["search", dir, "rabbit", "--json"],
+        &["maxcount", dir, "rabbit", "--json"],
+        &["mincount", dir, "rabbit", "--json"],
+        &["wc", dir, "--json"],
+    ];
+    // nobody must reach the binary: a copy beside the folder (the build's may sit under a
+    // home folder only root may enter).
+    let own_bin = tmp.path().join("crawltop");
+    let run = |args: &[&str], uid: Option<u32>| {
+        let mut cmd = std::process::Command::new(if uid.is_some() {
+            own_bin.clone()
+        } else {
+            bin()
+        });
+        cmd.args(args);
+        if let Some(uid) = uid {
+            cmd.uid(uid).gid(uid);
+        }
+        let out = cmd.output().expect("crawltop runs");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?} exits {:?}: {stderr}",
+            out.status
+        );
+        assert_eq!(stderr, "", "{args:?}");
+        String::from_utf8(out.stdout).expect("utf8")
+    };
+
+    // A folder the user may write, whose index lacks tantivy's meta lock file (as a copy that
+    // left out dot files would): the queries answer and nothing in it changes.
+    let lock = out.join("index").join(".tantivy-meta.lock");
+    assert!(lock.is_file(), "the crawl's writer made the lock file");
+    std::fs::remove_file(&lock).expect("remove");
+    let before = listing(&out);
+    let answers: Vec<String> = queries.iter().map(|q| run(q, None)).collect();
+    let wc: serde_json::Value = serde_json::from_str(&answers[3]).expect("json");
+    assert!(wc["pages"].as_u64() > Some(0), "{wc}");
+    assert_eq!(listing(&out), before, "the queries wrote to the folder");
+
+    // The same folder, the lock file back, made unwritable: files r--, folders r-x. root writes
+    // whatever the modes say, so as root the queries run as nobody (uid 65534), who may read it.
+    std::fs::File::create(&lock).expect("the lock file back");
+    chmod_all(&out, 0o555, 0o444);
+    let _restore = WritableAgain(&out);
+    let uid = nix::unistd::geteuid().is_root().then(|| {
+        use std::os::unix::fs::PermissionsExt as _;
+        let traversable = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(tmp.path(), traversable.clone()).expect("chmod");
+        std::fs::copy(bin(), &own_bin).expect("copy the binary");
+        std::fs::set_permissions(&own_bin, traversable).expect("chmod");
+        65534
+    });
+    let before = listing(&out);
+    let unwritable: Vec<String> = queries.iter().map(|q| run(q, uid)).collect();
+    assert_eq!(
+        unwritable, answers,
+        "the same answers from the unwritable folder"
+    );
+    assert_eq!(listing(&out), before, "nothing changed");
+}
+
+/// An index error is said once: its message is not repeated as its cause.
+#[test]
+fn an_index_error_is_printed_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("index")).expect("mkdir");
+    std::fs::write(dir.path().join("index").join("meta.json"), "not json").expect("write");
+    let out = std::process::Command::new(bin())
+        .arg("wc")
+        .arg(dir.path())
+        .output()
+        .expect("crawltop runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.matches("cannot be deserialized").count(),
+        1,
+        "{stderr}"
+    );
+}
