@@ -635,6 +635,34 @@ fn count_step(words: &mut u64, run: &mut usize, alphanumeric: bool, len: usize) 
     *run = if alphanumeric { *run + len } else { 0 };
 }
 
+/// tantivy's parser reads `a AND NOT b` as `a` and a clause of its own that only excludes
+/// `b`; such a clause matches no page (tantivy issue 1980), so the whole query matched none,
+/// where `a NOT b` and `+a -b` find the pages with `a` and without `b`. A required clause that
+/// only excludes is lifted into its parent, which then reads as those two do.
+fn lift_exclusions(query: Box<dyn Query>) -> Box<dyn Query> {
+    use tantivy::query::{BooleanQuery, Occur};
+    let Some(boolean) = query.downcast_ref::<BooleanQuery>() else {
+        return query;
+    };
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for (occur, clause) in boolean.clauses() {
+        let clause = lift_exclusions(clause.box_clone());
+        let only_excludes = clause.downcast_ref::<BooleanQuery>().filter(|inner| {
+            !inner.clauses().is_empty() && inner.clauses().iter().all(|(o, _)| *o == Occur::MustNot)
+        });
+        match only_excludes {
+            Some(inner) if *occur == Occur::Must => {
+                clauses.extend(inner.clauses().iter().map(|(o, q)| (*o, q.box_clone())));
+            }
+            _ => clauses.push((*occur, clause)),
+        }
+    }
+    Box::new(BooleanQuery::with_minimum_required_clauses(
+        clauses,
+        boolean.get_minimum_number_should_match(),
+    ))
+}
+
 /// How many words `text` holds, by the analyzer's rules ([`text_counts`]).
 pub fn count_words(text: &str) -> u64 {
     text_counts(text).words
@@ -963,6 +991,7 @@ impl IndexReader {
                 reason: mistake.to_string(),
             });
         }
+        let parsed = lift_exclusions(parsed);
         self.text_terms(parsed.as_ref())?;
         Ok(parsed)
     }
@@ -1631,6 +1660,36 @@ mod tests {
             assert_eq!(results.hits, reader.search(word, 2).expect("search"));
             assert_eq!(reader.search_counted(word, 0).expect("count").total, want);
         }
+    }
+
+    #[test]
+    fn and_not_excludes_as_not_and_minus_do() {
+        let (_dir, pages, reader) = built();
+        let seqs = |query: &str| -> Vec<u64> {
+            let mut seqs: Vec<u64> = (reader.search(query, 1000).expect(query).iter())
+                .map(|h| h.seq)
+                .collect();
+            seqs.sort_unstable();
+            seqs
+        };
+        let has = |p: &Page, w: &str| brute_count(&p.text, w) + brute_count(&p.title, w) > 0;
+        let (a, b) = ("alpha", "gamma");
+        let want: Vec<u64> = pages
+            .iter()
+            .filter(|p| has(p, a) && !has(p, b))
+            .map(|p| p.seq)
+            .collect();
+        assert!(!want.is_empty() && want.len() < pages.len(), "{want:?}");
+        for query in [
+            "alpha AND NOT gamma",
+            "alpha NOT gamma",
+            "+alpha -gamma",
+            "(alpha) AND (NOT gamma)",
+        ] {
+            assert_eq!(seqs(query), want, "{query}");
+        }
+        // Exclusions that are not required keep their meaning: nothing is lifted out of OR.
+        assert_eq!(seqs("alpha OR beta"), seqs("beta OR alpha"));
     }
 
     #[test]
