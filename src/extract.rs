@@ -31,6 +31,8 @@ pub enum ExtractError {
     EmptySelector { spec: String },
     #[error("--extract {spec:?}: not a CSS selector: {reason}")]
     BadSelector { spec: String, reason: String },
+    #[error("--extract {spec:?}: {attr:?} after @ is no attribute name")]
+    BadAttribute { spec: String, attr: String },
 }
 
 /// One `NAME=CSS[@attr]`.
@@ -188,7 +190,10 @@ fn parse_spec(spec: &str) -> Result<Field, ExtractError> {
             name: name.to_string(),
         });
     }
-    let (css, attr) = split_attr(rest);
+    let (css, attr) = split_attr(rest).map_err(|attr| ExtractError::BadAttribute {
+        spec: spec.to_string(),
+        attr: attr.to_string(),
+    })?;
     let css = css.trim();
     if css.is_empty() {
         return Err(ExtractError::EmptySelector {
@@ -197,7 +202,7 @@ fn parse_spec(spec: &str) -> Result<Field, ExtractError> {
     }
     let selector = Selector::parse(css).map_err(|e| ExtractError::BadSelector {
         spec: spec.to_string(),
-        reason: e.to_string(),
+        reason: selector_mistake(&e),
     })?;
     Ok(Field {
         name: name.to_string(),
@@ -207,14 +212,42 @@ fn parse_spec(spec: &str) -> Result<Field, ExtractError> {
     })
 }
 
-/// Splits `CSS@attr` at its last `@` outside brackets and quotes, when what follows is an
-/// attribute name; `a[href^="mailto:x@y"]` keeps its `@`.
-fn split_attr(rest: &str) -> (&str, Option<&str>) {
+/// What is wrong with a selector, in words. scraper says most mistakes itself, but asks to be
+/// told of the rest ("Please report this to the developer", then a debug dump): they are
+/// ordinary mistakes (`[[[`), named here by their kind, e.g. "no qualified name in attribute
+/// selector".
+fn selector_mistake(e: &scraper::error::SelectorErrorKind) -> String {
+    match e {
+        scraper::error::SelectorErrorKind::UnexpectedSelectorParseError(kind) => {
+            let debug = format!("{kind:?}");
+            let name = debug.split(['(', ' ', '{']).next().unwrap_or_default();
+            let mut words = String::new();
+            for c in name.chars() {
+                if c.is_uppercase() && !words.is_empty() {
+                    words.push(' ');
+                }
+                words.extend(c.to_lowercase());
+            }
+            words
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Splits `CSS@attr` at its last `@` outside brackets, quotes and escapes (`a[href^="x@y"]`
+/// and `.\@container` keep theirs). A selector has no other `@`, so one followed by no
+/// attribute name (`h1@`) is a mistake: `Err` with what follows it.
+fn split_attr(rest: &str) -> Result<(&str, Option<&str>), &str> {
     let mut depth = 0usize;
     let mut quote: Option<char> = None;
+    let mut escaped = false;
     let mut at = None;
     for (i, c) in rest.char_indices() {
+        if std::mem::take(&mut escaped) {
+            continue;
+        }
         match (quote, c) {
+            (_, '\\') => escaped = true,
             (Some(q), c) if c == q => quote = None,
             (None, '"' | '\'') => quote = Some(c),
             (None, '[' | '(') => depth += 1,
@@ -223,20 +256,18 @@ fn split_attr(rest: &str) -> (&str, Option<&str>) {
             _ => {}
         }
     }
-    match at {
-        Some(i) => {
-            let attr = rest[i + 1..].trim();
-            let is_name = !attr.is_empty()
-                && attr
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'));
-            if is_name {
-                (&rest[..i], Some(attr))
-            } else {
-                (rest, None)
-            }
-        }
-        None => (rest, None),
+    let Some(i) = at else {
+        return Ok((rest, None));
+    };
+    let attr = rest[i + 1..].trim();
+    let is_name = !attr.is_empty()
+        && attr
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'));
+    if is_name {
+        Ok((&rest[..i], Some(attr)))
+    } else {
+        Err(attr)
     }
 }
 
@@ -285,6 +316,17 @@ mod tests {
         assert_eq!(matched(&e, PAGE)["mail"], ["mailto:alice@example.org"]);
         let e = extractor(&[r#"mail=a[href="mailto:alice@example.org"]"#]);
         assert_eq!(matched(&e, PAGE)["mail"], ["mail"]);
+        // An escaped @ is part of a class name (`class="@wide"`), not the attribute's mark.
+        let e = extractor(&[r"wide=.\@wide"]);
+        assert_eq!(
+            matched(&e, r#"<p class="@wide" data-x="1">w</p>"#)["wide"],
+            ["w"]
+        );
+        let e = extractor(&[r"wide=.\@wide@data-x"]);
+        assert_eq!(
+            matched(&e, r#"<p class="@wide" data-x="1">w</p>"#)["wide"],
+            ["1"]
+        );
     }
 
     #[test]
@@ -344,6 +386,19 @@ mod tests {
         let bad = err(&["h=div[[["]);
         assert!(matches!(bad, ExtractError::BadSelector { .. }));
         assert!(bad.to_string().contains("div[[["), "{bad}");
+        // scraper's "Please report this to the developer" is said as what it is.
+        assert_eq!(
+            err(&["bad=[[["]).to_string(),
+            "--extract \"bad=[[[\": not a CSS selector: no qualified name in attribute selector"
+        );
+        for spec in ["x=h1@", "x=h1@ ", "x=h1@$$"] {
+            let bad = err(&[spec]);
+            assert!(matches!(bad, ExtractError::BadAttribute { .. }), "{spec}");
+            assert!(
+                bad.to_string().contains("after @ is no attribute name"),
+                "{bad}"
+            );
+        }
         assert!(matches!(
             err(&["h=::nonsense-pseudo"]),
             ExtractError::BadSelector { .. }
