@@ -453,7 +453,7 @@ impl Committer {
                         text_cut: mark.text_cut,
                         index: indexed,
                         store: Some(kind),
-                        // An older state without them starts keeping them (they agree).
+                        // An older state, which kept none, keeps this run's from now on.
                         settings: Some(settings),
                     },
                 )?
