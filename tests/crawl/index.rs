@@ -9,7 +9,9 @@ use crawltop::testweb::manifest::{ContentKind, SiteKind};
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{bin, client, crawl_with_fault, json_of, read_warc, stats_after_a_failure_pause};
+use crate::util::{
+    bin, client, crawl_with_fault, json_of, listing, read_warc, stats_after_a_failure_pause,
+};
 
 /// Tokens as the index makes them: runs of letters and digits, lowercased, under 40 bytes.
 fn tokens(text: &str) -> Vec<String> {
@@ -661,28 +663,6 @@ async fn a_crawl_that_writes_an_index_sets_the_allocator_unless_the_environment_
     // Every page was fetched in each of the three crawls.
     let fetched = web.log().records().iter().filter(|r| r.path == "/").count();
     assert_eq!(fetched, 3, "the seed once a crawl");
-}
-
-/// Every file under `dir` with its length, modification time and mode: what a query must leave
-/// as it found it.
-fn listing(
-    dir: &std::path::Path,
-) -> BTreeMap<std::path::PathBuf, (u64, std::time::SystemTime, u32)> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let mut out = BTreeMap::new();
-    let mut folders = vec![dir.to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).expect("a folder") {
-            let path = entry.expect("an entry").path();
-            let meta = std::fs::metadata(&path).expect("metadata");
-            if meta.is_dir() {
-                folders.push(path.clone());
-            }
-            let modified = meta.modified().expect("mtime");
-            out.insert(path, (meta.len(), modified, meta.permissions().mode()));
-        }
-    }
-    out
 }
 
 /// Sets the mode of `dir` and everything under it: `folders` for folders, `files` for files.

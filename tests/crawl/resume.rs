@@ -801,18 +801,14 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
         .expect("the crawl runs");
     // A graceful stop: its last checkpoint holds every page committed.
     stop_gracefully(&mut child).await;
-    let listing = |dir: &Path| -> BTreeMap<String, u64> {
-        // What the crawl stored (redb may compact the state file when it is read; the
-        // resume at the end shows the state was kept).
+    // What the crawl stored (redb may compact the state file when it is read; the resume at
+    // the end shows the state was kept).
+    let listing = |dir: &Path| {
         crawltop::store::committer::STORES
             .iter()
             .filter(|name| dir.join(name).exists())
-            .flat_map(|name| walkdir(&dir.join(name)))
-            .map(|p| {
-                let len = std::fs::metadata(&p).expect("metadata").len();
-                (p.display().to_string(), len)
-            })
-            .collect()
+            .flat_map(|name| crate::util::listing(&dir.join(name)))
+            .collect::<BTreeMap<_, _>>()
     };
     let refused = |says: &'static [&'static str]| {
         let web = &web;
@@ -874,77 +870,4 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
         let url = web.url("site00", path);
         assert!(counts.contains_key(&url), "{url} served but not stored");
     }
-}
-
-/// Every file under `dir`.
-fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("read_dir") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            files.extend(walkdir(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
-}
-
-/// A resume with another depth made a mix (the audit: URLs queued by the first run fetched at
-/// its depth, new links judged by the new one); with an `--extract` the first run did not have,
-/// lines above the mark stayed in the file. What decides which URLs are fetched and what is
-/// kept of them must be what the first run was told: otherwise refused before anything is
-/// fetched. A throttle (`--per-site`, `--delay-ms`) may change.
-#[tokio::test]
-async fn a_resume_told_to_crawl_otherwise_than_its_first_run_is_refused() {
-    let web = TestWeb::start(GenOptions::new(1, 60)).await.expect("web");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = dir.path().join("crawl");
-    let stats_file = dir.path().join("stats.json");
-    let run = |depth: &str, extra: &[&str]| {
-        let mut cmd = crawl_command(&web, &out, &stats_file);
-        cmd.args(["--depth", depth]).args(extra);
-        cmd
-    };
-    let mut child = run("3", &[]).spawn().expect("spawn");
-    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
-        .await
-        .expect("the crawl runs");
-    stop_gracefully(&mut child).await;
-
-    let lines = dir.path().join("lines.jsonl");
-    let lines_arg = lines.to_str().expect("utf8");
-    for (depth, extra, says) in [
-        ("2", vec![], "--depth 3 (this run: 2)"),
-        (
-            "3",
-            vec!["--scope", "domain"],
-            "--scope origin (this run: domain)",
-        ),
-        (
-            "3",
-            vec!["--extract", "h=h1", "--extract-out", lines_arg],
-            "--extract nothing (this run: h=h1)",
-        ),
-    ] {
-        let requests = web.log().records().len();
-        let output = run(depth, &extra)
-            .stderr(Stdio::piped())
-            .output()
-            .await
-            .expect("run");
-        let err = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{extra:?}: {err}");
-        assert!(err.contains(says), "{extra:?}: {says:?} in {err}");
-        assert!(err.contains("--fresh"), "{err}");
-        assert_eq!(web.log().records().len(), requests, "nothing fetched");
-    }
-    assert!(!lines.exists(), "the refused run wrote no lines file");
-    // Another throttle is a resume's right.
-    let status = run("3", &["--per-site", "2"])
-        .status()
-        .await
-        .expect("resume");
-    assert!(status.success(), "{status:?}");
-    assert_eq!(stats(&stats_file)["totals"]["completed"], true);
 }

@@ -276,3 +276,25 @@ pub async fn plain_redis(dir: &std::path::Path) -> (std::process::Child, Vec<Str
         .expect("redis-server answers");
     (server, vec![format!("redis://127.0.0.1:{port}")])
 }
+
+/// Every file and folder under `dir` with its length, modification time and mode: what a
+/// command that must not write leaves as it found it.
+pub fn listing(
+    dir: &std::path::Path,
+) -> std::collections::BTreeMap<std::path::PathBuf, (u64, std::time::SystemTime, u32)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut out = std::collections::BTreeMap::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("a folder") {
+            let path = entry.expect("an entry").path();
+            let meta = std::fs::metadata(&path).expect("metadata");
+            if meta.is_dir() {
+                folders.push(path.clone());
+            }
+            let modified = meta.modified().expect("mtime");
+            out.insert(path, (meta.len(), modified, meta.permissions().mode()));
+        }
+    }
+    out
+}
