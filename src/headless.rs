@@ -50,6 +50,13 @@ pub async fn report(mut snapshots: watch::Receiver<Arc<Snapshot>>) {
     tick.tick().await;
     let mut shown: Vec<LogLine> = Vec::new();
     loop {
+        // The latest snapshot, seen or not: a crawl may end (its warnings in its last snapshot)
+        // before this receiver was made, which marks that snapshot seen.
+        let snap = snapshots.borrow_and_update().clone();
+        print_warnings(&mut shown, &snap.log);
+        if snap.state == RunState::Finished {
+            return;
+        }
         tokio::select! {
             _ = tick.tick() => {
                 let snap = snapshots.borrow_and_update().clone();
@@ -58,11 +65,8 @@ pub async fn report(mut snapshots: watch::Receiver<Arc<Snapshot>>) {
             }
             changed = snapshots.changed() => {
                 if changed.is_err() {
-                    return;
-                }
-                let snap = snapshots.borrow_and_update().clone();
-                print_warnings(&mut shown, &snap.log);
-                if snap.state == RunState::Finished {
+                    let last = snapshots.borrow().clone();
+                    print_warnings(&mut shown, &last.log);
                     return;
                 }
             }
@@ -114,9 +118,19 @@ pub fn print_summary(summary: &Summary) {
         "stopped"
     };
     eprintln!("{}", line_as(s, state));
+    // RFC 9309: a robots.txt that cannot be read forbids the whole site; said apart, or an
+    // unreachable seed would read as a site that forbids crawling.
+    let unread = (s.sites.iter())
+        .filter(|site| site.robots_state == crate::robots::RobotsState::Error)
+        .count();
+    let unread = match unread {
+        0 => String::new(),
+        1 => " (1 site's robots.txt could not be read: nothing is fetched there)".to_string(),
+        n => format!(" ({n} sites' robots.txt could not be read: nothing is fetched there)"),
+    };
     eprintln!(
         "crawltop: {} after {:.1} s: {} pages fetched, {} URLs discovered, {} bytes, {} sites; \
-         {} errors, {} forbidden by robots.txt, {} ignored",
+         {} errors, {} forbidden by robots.txt{unread}, {} ignored",
         if summary.completed { "done" } else { "stopped" },
         s.elapsed_s,
         s.resources.fetched,

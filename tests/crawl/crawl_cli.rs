@@ -415,3 +415,31 @@ async fn ctl_talks_to_a_running_crawl() {
     assert_eq!(json["commands"][0]["command"], "stop");
     assert_eq!(json["commands"][0]["source"], "api");
 }
+
+/// A seed nobody answers at: RFC 9309 makes its unreadable robots.txt forbid the whole site, but
+/// the user is told it could not be read (a warning as it happens, and in the summary), not
+/// left to think the site forbids crawling. Also a crawl that ends before its reporter looked
+/// shows its warnings.
+#[test]
+fn a_seed_nobody_answers_at_says_its_robots_txt_could_not_be_read() {
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr")
+    };
+    let seed = format!("http://{closed}/");
+    let o = crawltop(&["crawl", &seed, "--headless", "--robots-retries", "0"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("crawltop: warning: ")
+            && err.contains("robots.txt unreachable after retries; nothing is fetched there"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "1 forbidden by robots.txt (1 site's robots.txt could not be read: nothing is \
+             fetched there)"
+        ),
+        "{err}"
+    );
+}
