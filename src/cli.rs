@@ -1276,6 +1276,17 @@ fn emit(text: &str) -> anyhow::Result<()> {
 /// and the error says so (its checkpoint is read only then, not on every query).
 fn open_crawls(dirs: &[PathBuf]) -> anyhow::Result<crate::index::Crawls> {
     use crate::store::checkpoint::Checkpoint;
+    // One folder named twice would count its pages twice (`wc A A`).
+    let mut seen = std::collections::HashSet::new();
+    for dir in dirs {
+        let same = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+        if !seen.insert(same) {
+            anyhow::bail!(
+                "{} is named twice: each crawl folder counts once",
+                dir.display()
+            );
+        }
+    }
     match crate::index::Crawls::open(dirs) {
         Err(crate::index::IndexError::NoIndex(missing)) => {
             for dir in dirs {

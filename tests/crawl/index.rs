@@ -271,6 +271,16 @@ async fn the_query_verbs_take_options_anywhere_and_name_a_slip() {
         assert!(o.stdout.is_empty(), "{args:?}");
     };
     failed(&["search", out, "--limit", "0", "rabbit"], "--limit");
+    // The same folder twice (here once through a `..` path) would count its pages twice.
+    let again = format!(
+        "{out}/../{}",
+        dir.path()
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("name")
+    );
+    failed(&["wc", out, &again], "is named twice");
+    failed(&["search", out, out, "rabbit"], "is named twice");
     failed(&["search", out], "which words?");
     for verb in ["maxcount", "mincount"] {
         failed(
