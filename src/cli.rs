@@ -862,6 +862,7 @@ async fn crawl_with_face(
     };
     let control = control.map(options);
     let command_port = cfg.command_port.map(options);
+    let control_room = control.is_some() || command_port.is_some();
     let dashboard = !headless && std::io::stdout().is_terminal();
     if dashboard && cfg.stats_out.is_none() {
         cfg.stats_out = Some(default_stats_path());
@@ -936,7 +937,10 @@ async fn crawl_with_face(
         eprintln!("crawltop: ending now");
         abort.cancel();
     });
-    let reporter = tokio::spawn(headless::report(handle.snapshots()));
+    // Nobody can resume a paused crawl without a control room; the reporter stops one whose
+    // store failed.
+    let unattended = (!control_room).then(|| handle.commander());
+    let reporter = tokio::spawn(headless::report(handle.snapshots(), unattended));
     let summary = handle.finished().await;
     signals.abort();
     let _ = reporter.await;

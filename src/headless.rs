@@ -45,10 +45,20 @@ fn state_name(s: RunState) -> &'static str {
 
 /// Prints a progress line every [`EVERY`], and each new warning as soon as a snapshot holds it,
 /// until the crawl finishes.
-pub async fn report(mut snapshots: watch::Receiver<Arc<Snapshot>>) {
+///
+/// `unattended`: the crawl has no other face (no dashboard, `--control` or `--command-port`), so
+/// nobody can act on a pause. A failed page store pauses the crawl, and this run cannot write
+/// again; paused, it would wait for a signal forever. So it is stopped, saying why (and the
+/// crawl exits 1, as any crawl whose store failed): a script sees it end, and the same command
+/// run again resumes it once the cause is fixed.
+pub async fn report(
+    mut snapshots: watch::Receiver<Arc<Snapshot>>,
+    unattended: Option<crate::engine::Commander>,
+) {
     let mut tick = tokio::time::interval(EVERY);
     tick.tick().await;
     let mut shown: Vec<LogLine> = Vec::new();
+    let mut stopper = unattended;
     loop {
         // The latest snapshot, seen or not: a crawl may end (its warnings in its last snapshot)
         // before this receiver was made, which marks that snapshot seen.
@@ -56,6 +66,19 @@ pub async fn report(mut snapshots: watch::Receiver<Arc<Snapshot>>) {
         print_warnings(&mut shown, &snap.log);
         if snap.state == RunState::Finished {
             return;
+        }
+        if snap.state == RunState::Paused
+            && snap.commit.error.is_some()
+            && let Some(commander) = stopper.take()
+        {
+            eprintln!(
+                "crawltop: the page store failed and nothing here can resume the crawl (no \
+                 dashboard, --control or --command-port): stopping it"
+            );
+            commander.send(
+                crate::engine::Command::Stop,
+                crate::snapshot::CommandSource::Headless,
+            );
         }
         tokio::select! {
             _ = tick.tick() => {

@@ -382,6 +382,9 @@ pub enum CommandSource {
     /// The shared crawl's command log (`crawl --cluster`): given by the member or `ctl` that
     /// [`CommandRecord::by`] names.
     Cluster,
+    /// The headless reporter: a stop for a crawl whose page store failed when nobody could
+    /// act on its pause (no dashboard, `--control` or `--command-port`).
+    Headless,
 }
 
 /// A command given while running: what, when, by whom.

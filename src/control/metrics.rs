@@ -517,6 +517,7 @@ fn progress_metrics(e: &mut Families, s: &Snapshot) -> std::fmt::Result {
         (CommandSource::Signal, "signal"),
         (CommandSource::Library, "library"),
         (CommandSource::Cluster, "cluster"),
+        (CommandSource::Headless, "headless"),
     ];
     e.family(
         "crawltop_commands",

@@ -389,7 +389,7 @@ async fn after_a_store_failure_a_resume_keeps_the_crawl_paused_and_stderr_says_w
         tmp.path(),
         &stats,
         (crawltop::store::committer::FAIL_AFTER_ENV, "5"),
-        &["--command-port", "127.0.0.1:0"],
+        &[],
     );
     let mut stderr = child.stderr.take().expect("stderr");
     let [addr] = printed_addrs(&mut stderr, ["command port on "]).await;

@@ -205,8 +205,10 @@ async fn a_checkpoint_the_disk_refuses_pauses_the_crawl_and_the_last_good_one_re
     // Two checkpoints are written, then the disk is "full": every later one fails at commit.
     let out = dir.path().join("full");
     let out_stats = dir.path().join("full.json");
+    // A control room (the command port), so the failure pauses the crawl rather than stops it.
     let child = crawl_command(&web, &out, &out_stats)
         .env(crawltop::store::checkpoint::FAIL_AFTER_ENV, "2")
+        .args(["--command-port", "127.0.0.1:0"])
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");

@@ -146,6 +146,59 @@ async fn a_store_write_error_pauses_the_crawl_and_keeps_what_was_committed() {
     assert_eq!(counts.len(), 5);
 }
 
+/// A headless crawl with no control room (no `--control`, no `--command-port`): nobody can act
+/// on the pause a failed store causes, and this run cannot write again, so the reporter stops
+/// it, saying why: a script sees it end (exit 1), instead of waiting on "paused" for ever.
+#[tokio::test]
+async fn an_unattended_crawl_whose_store_failed_stops_and_says_why() {
+    let web = TestWeb::start(GenOptions::new(1, 60).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let out = tempfile::tempdir().expect("tempdir");
+    let stats = out.path().join("stats.json");
+    let child = crate::util::fault_command(
+        &web,
+        out.path(),
+        &stats,
+        (crawltop::store::committer::FAIL_AFTER_ENV, "5"),
+    )
+    .spawn()
+    .expect("spawn");
+    let out_put = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("it ends by itself")
+        .expect("output");
+    let err = String::from_utf8_lossy(&out_put.stderr);
+    assert_eq!(out_put.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the page store failed, so the crawl is paused"),
+        "{err}"
+    );
+    assert!(
+        err.contains("nothing here can resume the crawl (no dashboard, --control or --command-port): stopping it"),
+        "{err}"
+    );
+    let last = err.lines().rfind(|l| l.starts_with('['));
+    assert!(last.is_some_and(|l| l.contains("] stopped ")), "{err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(json["commit"]["committed"], 5);
+    assert_eq!(json["totals"]["completed"], false);
+    let commands = json["commands"].as_array().expect("commands");
+    assert!(
+        commands
+            .iter()
+            .any(|c| c["command"] == "stop" && c["source"] == "headless"),
+        "{commands:?}"
+    );
+    assert_eq!(
+        read_warc(&out.path().join("crawl").join("warc"))
+            .counts
+            .len(),
+        5
+    );
+}
+
 #[tokio::test]
 async fn a_crawl_whose_queues_wait_on_disk_stores_what_one_in_memory_stores() {
     let web = TestWeb::start(GenOptions::new(2, 40).seed(4).crawl_delay_s(0.01))

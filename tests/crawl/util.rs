@@ -167,7 +167,35 @@ pub fn depth_one_page(web: &crawltop::testweb::TestWeb) -> String {
 }
 
 /// A headless crawl of site00 into `out/crawl` with the fault `env` set (a test knob naming
-/// when the store fails), its stderr piped for [`stats_after_a_failure_pause`].
+/// when the store fails), its stderr piped, and no control room: a failure stops it (nobody
+/// could act on a pause).
+pub fn fault_command(
+    web: &crawltop::testweb::TestWeb,
+    out: &std::path::Path,
+    stats: &std::path::Path,
+    env: (&str, &str),
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(bin());
+    cmd.args([
+        "crawl",
+        &web.url("site00", "/"),
+        "--delay-ms",
+        "10",
+        "--headless",
+    ])
+    .arg("--out")
+    .arg(out.join("crawl"))
+    .arg("--stats-out")
+    .arg(stats)
+    .env(env.0, env.1)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .kill_on_drop(true);
+    cmd
+}
+
+/// [`fault_command`] with a control room (`--command-port`, its address printed on stderr), so
+/// a failure pauses it, and `extra` flags; running, for [`stats_after_a_failure_pause`].
 pub fn crawl_with_fault(
     web: &crawltop::testweb::TestWeb,
     out: &std::path::Path,
@@ -175,21 +203,9 @@ pub fn crawl_with_fault(
     env: (&str, &str),
     extra: &[&str],
 ) -> tokio::process::Child {
-    tokio::process::Command::new(bin())
-        .args([
-            "crawl",
-            &web.url("site00", "/"),
-            "--delay-ms",
-            "10",
-            "--headless",
-        ])
+    fault_command(web, out, stats, env)
+        .args(["--command-port", "127.0.0.1:0"])
         .args(extra)
-        .arg("--out")
-        .arg(out.join("crawl"))
-        .arg("--stats-out")
-        .arg(stats)
-        .env(env.0, env.1)
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn")
 }
