@@ -1,6 +1,7 @@
 //! The headless face of a crawl: a progress line every few seconds on stderr, each warning of
 //! the crawl's log as it appears (what the dashboard's log pane shows), a summary at the end. An
-//! observer of snapshots like the dashboard; it never touches the engine.
+//! observer of snapshots like the dashboard, with one command of its own (a stop, when the page
+//! store failed and nobody else could act on the pause); it never touches the engine.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,12 +54,11 @@ fn state_name(s: RunState) -> &'static str {
 /// run again resumes it once the cause is fixed.
 pub async fn report(
     mut snapshots: watch::Receiver<Arc<Snapshot>>,
-    unattended: Option<crate::engine::Commander>,
+    mut unattended: Option<crate::engine::Commander>,
 ) {
     let mut tick = tokio::time::interval(EVERY);
     tick.tick().await;
     let mut shown: Vec<LogLine> = Vec::new();
-    let mut stopper = unattended;
     loop {
         // The latest snapshot, seen or not: a crawl may end (its warnings in its last snapshot)
         // before this receiver was made, which marks that snapshot seen.
@@ -69,7 +69,7 @@ pub async fn report(
         }
         if snap.state == RunState::Paused
             && snap.commit.error.is_some()
-            && let Some(commander) = stopper.take()
+            && let Some(commander) = unattended.take()
         {
             eprintln!(
                 "crawltop: the page store failed and nothing here can resume the crawl (no \
