@@ -99,6 +99,13 @@ pub enum StoreError {
     )]
     IndexMissing { dir: PathBuf, committed: u64 },
     #[error(
+        "{} has no pages/, but its crawl mirrors pages: the pages of the {committed} \
+         responses committed before would be missing from the mirror; put pages/ back, or \
+         start over with --fresh",
+        dir.display()
+    )]
+    MirrorMissing { dir: PathBuf, committed: u64 },
+    #[error(
         "{} holds what a crawl stored ({}) but no checkpoint ({}): without it the crawl cannot be \
          resumed, and a new one would store its pages a second time; start over with --fresh \
          (it deletes only what crawltop keeps), or use another --out",
@@ -388,6 +395,15 @@ impl Committer {
                     committed: mark.seq,
                 });
             }
+            // The same for the mirror, whose folder every run makes at its start (below). A
+            // folder of an older crawltop that never mirrored a page has none either: it is
+            // refused the same way, and an empty `pages/` lets it go on.
+            if kind.mirror() && mark.seq > 0 && !dir.join("pages").is_dir() {
+                return Err(StoreError::MirrorMissing {
+                    dir: dir.to_path_buf(),
+                    committed: mark.seq,
+                });
+            }
         }
         let mut extract = (extract_out.as_deref())
             .map(|path| ExtractFile::open(path, start))
@@ -410,6 +426,14 @@ impl Committer {
             None
         };
         let pages = kind.mirror().then(|| dir.join("pages"));
+        // Made before the first mark, so a resume can tell a lost mirror from one that never
+        // held a page (only 2xx answers are mirrored).
+        if let Some(pages) = &pages {
+            std::fs::create_dir_all(pages).map_err(|source| StoreError::Io {
+                path: pages.clone(),
+                source,
+            })?;
+        }
         let mut index = indexed
             .then(|| {
                 crate::index::IndexWriter::open_with_memory(&dir.join("index"), index_memory_mb)

@@ -860,6 +860,15 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
     assert!(status.success(), "{status:?}");
     let counts = read_warc(&out.join("warc")).counts;
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    let served = pages_served(&web);
+    for path in &served {
+        let url = web.url("site00", path);
+        assert!(counts.contains_key(&url), "{url} served but not stored");
+    }
+}
+
+/// The paths of the pages the server answered with a 200 (more than ten: the crawl ran).
+fn pages_served(web: &TestWeb) -> std::collections::BTreeSet<String> {
     let served: std::collections::BTreeSet<String> = web
         .log()
         .records()
@@ -868,8 +877,64 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
         .map(|r| r.path.clone())
         .collect();
     assert!(served.len() > 10, "{served:?}");
+    served
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_crawl_that_lost_its_pages_folder_is_refused_and_left_as_it_was() {
+    let web = TestWeb::start(GenOptions::new(1, 60)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let stats = dir.path().join("stats.json");
+    let mirror = |web: &TestWeb| {
+        let mut cmd = crawl_command(web, &out, &stats);
+        cmd.args(["--store", "mirror"]);
+        cmd
+    };
+    let mut child = mirror(&web).spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
+        .await
+        .expect("the crawl runs");
+    stop_gracefully(&mut child).await;
+
+    let kept = dir.path().join("kept");
+    std::fs::rename(out.join("pages"), &kept).expect("mirror away");
+    // What the crawl stored (not the state, which redb may compact when it is read).
+    let listing = || {
+        crawltop::store::committer::STORES
+            .iter()
+            .filter(|name| out.join(name).exists())
+            .flat_map(|name| crate::util::listing(&out.join(name)))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let before = listing();
+    assert!(!before.is_empty(), "the index is there");
+    let requests = web.log().records().len();
+    let output = mirror(&web)
+        .stderr(Stdio::piped())
+        .output()
+        .await
+        .expect("run");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    for says in ["has no pages/", "put pages/ back", "--fresh"] {
+        assert!(err.contains(says), "{says:?} in {err}");
+    }
+    assert_eq!(web.log().records().len(), requests, "nothing fetched");
+    assert!(!out.join("pages").exists(), "no new mirror made");
+    assert_eq!(listing(), before, "what the crawl stored is left as it was");
+
+    // Put back, the crawl resumes and mirrors every page the server answered with a 200.
+    std::fs::rename(&kept, out.join("pages")).expect("mirror back");
+    let status = mirror(&web).status().await.expect("resume");
+    assert!(status.success(), "{status:?}");
+    let served = pages_served(&web);
     for path in &served {
-        let url = web.url("site00", path);
-        assert!(counts.contains_key(&url), "{url} served but not stored");
+        let url = url::Url::parse(&web.url("site00", path)).expect("url");
+        let rel = crawltop::store::mirror::mirror_path(&url).expect("mirrorable");
+        assert!(
+            out.join("pages").join(&rel).is_file(),
+            "{url} served but not mirrored"
+        );
     }
 }
