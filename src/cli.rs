@@ -1106,11 +1106,16 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     let cluster = args.cluster_args()?;
     runtime()?.block_on(async move {
         let summary = crawl_with_face(cfg, headless, control, token, cluster).await?;
-        if let Some(e) = summary
-            .as_ref()
-            .and_then(|s| s.snapshot.commit.error.as_ref())
-        {
-            eprintln!("crawltop: error: the page store failed: {e}");
+        // A crawl that ended paused on a failure, or whose store failed as it ended, did not do
+        // its work: exit 1, saying which.
+        let snapshot = summary.as_ref().map(|s| &s.snapshot);
+        let failed = snapshot.and_then(|s| match (&s.fault, &s.commit.error) {
+            (Some(f), _) => Some(format!("{}: {}", f.what.failed(), f.error)),
+            (None, Some(e)) => Some(format!("the page store failed: {e}")),
+            (None, None) => None,
+        });
+        if let Some(failed) = failed {
+            eprintln!("crawltop: error: {failed}");
             return Ok(ExitCode::from(1));
         }
         Ok(ExitCode::SUCCESS)

@@ -1,7 +1,7 @@
 //! The headless face of a crawl: a progress line every few seconds on stderr, each warning of
 //! the crawl's log as it appears (what the dashboard's log pane shows), a summary at the end. An
-//! observer of snapshots like the dashboard, with one command of its own (a stop, when the page
-//! store failed and nobody else could act on the pause); it never touches the engine.
+//! observer of snapshots like the dashboard, with one command of its own (a stop, when the crawl
+//! paused on a failure and nobody else could act on the pause); it never touches the engine.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,10 +48,11 @@ fn state_name(s: RunState) -> &'static str {
 /// until the crawl finishes.
 ///
 /// `unattended`: the crawl has no other face (no dashboard, `--control` or `--command-port`), so
-/// nobody can act on a pause. A failed page store pauses the crawl, and this run cannot write
-/// again; paused, it would wait for a signal forever. So it is stopped, saying why (and the
-/// crawl exits 1, as any crawl whose store failed): a script sees it end, and the same command
-/// run again resumes it once the cause is fixed.
+/// nobody can act on a pause. A failure the engine pauses on (the page store, which this run
+/// cannot write again; the spill file; the state file) waits for a resume nobody can give; paused,
+/// the crawl would wait for a signal forever. So it is stopped, saying why (and the crawl exits
+/// 1, as any crawl that ends on such a failure): a script sees it end, and the same command run
+/// again resumes it from its checkpoint once the cause is fixed.
 pub async fn report(
     mut snapshots: watch::Receiver<Arc<Snapshot>>,
     mut unattended: Option<crate::engine::Commander>,
@@ -68,12 +69,13 @@ pub async fn report(
             return;
         }
         if snap.state == RunState::Paused
-            && snap.commit.error.is_some()
+            && let Some(fault) = &snap.fault
             && let Some(commander) = unattended.take()
         {
             eprintln!(
-                "crawltop: the page store failed and nothing here can resume the crawl (no \
-                 dashboard, --control or --command-port): stopping it"
+                "crawltop: {} and nothing here can resume the crawl (no dashboard, --control \
+                 or --command-port): stopping it",
+                fault.what.failed()
             );
             commander.send(
                 crate::engine::Command::Stop,

@@ -52,6 +52,41 @@ pub struct Snapshot {
     /// The shared crawl this member belongs to (`crawl --cluster`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterView>,
+    /// The failure the engine paused the crawl on by itself, until a resume takes it back (a
+    /// failed page store is never taken back: this run cannot write again).
+    #[serde(default)]
+    pub fault: Option<Fault>,
+}
+
+/// A failure on which the engine paused the crawl by itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fault {
+    pub what: FaultKind,
+    /// The failure's own words.
+    pub error: String,
+}
+
+/// What failed, in [`Fault`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// The page store: this run cannot write again; a resume keeps the crawl paused.
+    Store,
+    /// The frontier's spill file: a resume tries it again.
+    Spill,
+    /// URL rows could not be read back from the state file: a resume reads again.
+    State,
+}
+
+impl FaultKind {
+    /// What failed, as a sentence's subject and verb.
+    pub fn failed(self) -> &'static str {
+        match self {
+            FaultKind::Store => "the page store failed",
+            FaultKind::Spill => "the frontier's spill file failed",
+            FaultKind::State => "URL rows could not be read back from the state file",
+        }
+    }
 }
 
 /// A member's view of the shared crawl it works on (`crawl --cluster`).

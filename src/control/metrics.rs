@@ -18,7 +18,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::site_table::{SiteTable, most_queued};
-use crate::snapshot::{CommandSource, RunState, SiteRow, Snapshot};
+use crate::snapshot::{CommandSource, FaultKind, RunState, SiteRow, Snapshot};
 
 /// Per-site series in `/metrics` are cut here, so a crawl of a million sites cannot make a
 /// scrape of a million lines.
@@ -508,6 +508,21 @@ fn progress_metrics(e: &mut Families, s: &Snapshot) -> std::fmt::Result {
         "1 when the store has hit a write error (the crawl pauses on it), else 0.",
         None,
         &gauge(u64::from(c.error.is_some())),
+    )?;
+    let faults = [
+        (FaultKind::Store, "store"),
+        (FaultKind::Spill, "spill"),
+        (FaultKind::State, "state"),
+    ];
+    e.family(
+        "crawltop_paused_on",
+        "1 for the failure the engine paused the crawl on by itself (the page store, the \
+         frontier's spill file, the state file), until a resume takes it back; else 0.",
+        None,
+        faults.map(|(what, name)| {
+            let on = s.fault.as_ref().is_some_and(|f| f.what == what);
+            ([("what", name)], gauge(u64::from(on)))
+        }),
     )?;
 
     let sources = [

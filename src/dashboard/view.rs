@@ -22,7 +22,7 @@ use crate::dashboard::widgets::{
     self, BUSY, DIM, FOCUS, HeapList, PromptLine, SearchResults, SharesBar, WorkerStrip, count,
     count_fit,
 };
-use crate::snapshot::{DelaySource, RunState, Shares, SiteRow, Snapshot, WorkerState};
+use crate::snapshot::{DelaySource, FaultKind, RunState, Shares, SiteRow, Snapshot, WorkerState};
 
 impl Widget for &App {
     fn render(self, area: Rect, buf: &mut Buffer) {
@@ -413,11 +413,14 @@ fn render_jobs(snap: &Snapshot, area: Rect, buf: &mut Buffer) {
         items.push(stat("commit: next seq", c.next_seq));
         items.push(stat("window", c.waiting));
         items.push(stat("rescheduled", c.rescheduled));
-        if c.error.is_some() {
-            items.push(vec![Span::styled(
-                "store error (see log)",
-                Style::new().fg(Color::LightRed),
-            )]);
+        let what = match snap.fault.as_ref().map(|f| f.what) {
+            Some(FaultKind::Store) => Some("store error (see log)"),
+            Some(FaultKind::Spill) => Some("spill file error (see log)"),
+            Some(FaultKind::State) => Some("state file error (see log)"),
+            None => c.error.is_some().then_some("store error (see log)"),
+        };
+        if let Some(what) = what {
+            items.push(vec![Span::styled(what, Style::new().fg(Color::LightRed))]);
         }
     }
     lines.extend(pack(items, usize::from(inner.width), 0));
@@ -1180,10 +1183,8 @@ mod tests {
                 bytes_per_s: 3_140_000.0,
                 history,
             },
-            commit: crate::snapshot::Commit::default(),
-            commands: Vec::new(),
             log,
-            cluster: None,
+            ..Snapshot::default()
         }
     }
 

@@ -154,12 +154,19 @@ const DURABLE_EVERY: u64 = 256;
 /// little, and redb's default (1 GiB) would put the spilled items right back in memory.
 const CACHE_BYTES: usize = 4 << 20;
 
+/// Set in the environment to N, the spill file refuses every write after its first N
+/// transactions: how the tests prove what a failed spill file does to a crawl (a full disk
+/// cannot be had on demand).
+pub const FAIL_AFTER_ENV: &str = "CRAWLTOP_TEST_SPILL_FAIL_AFTER";
+
 /// Chunks in a scratch `redb` file, one row per chunk (key: chunk id).
 pub struct DiskStore {
     db: Database,
     path: PathBuf,
     pending_frees: Vec<u64>,
     commits: u64,
+    /// [`FAIL_AFTER_ENV`], when the tests set it.
+    fail_after: Option<u64>,
 }
 
 impl DiskStore {
@@ -186,6 +193,9 @@ impl DiskStore {
             path,
             pending_frees: Vec::new(),
             commits: 0,
+            fail_after: std::env::var(FAIL_AFTER_ENV)
+                .ok()
+                .and_then(|v| v.parse().ok()),
         })
     }
 
@@ -195,6 +205,11 @@ impl DiskStore {
 
     /// One transaction: the chunks to store and every pending free.
     fn commit(&mut self, puts: &[(u64, &[u8])]) -> io::Result<()> {
+        if self.fail_after.is_some_and(|n| self.commits >= n) {
+            return Err(io::Error::other(format!(
+                "write refused ({FAIL_AFTER_ENV} is set)"
+            )));
+        }
         let mut txn = self.db.begin_write().map_err(io::Error::other)?;
         self.commits += 1;
         let durability = if self.commits.is_multiple_of(DURABLE_EVERY) {

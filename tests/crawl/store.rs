@@ -149,6 +149,23 @@ async fn a_store_write_error_pauses_the_crawl_and_keeps_what_was_committed() {
 /// A headless crawl with no control room (no `--control`, no `--command-port`): nobody can act
 /// on the pause a failed store causes, and this run cannot write again, so the reporter stops
 /// it, saying why: a script sees it end (exit 1), instead of waiting on "paused" for ever.
+/// The stats file of a crawl the headless reporter stopped on a failure `what`: not completed,
+/// the stop's source `headless`.
+fn stopped_by_the_reporter(stats: &std::path::Path, what: &str) -> serde_json::Value {
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(stats).expect("stats")).expect("json");
+    assert_eq!(json["fault"]["what"], what, "{}", json["fault"]);
+    assert_eq!(json["totals"]["completed"], false);
+    let commands = json["commands"].as_array().expect("commands");
+    assert!(
+        commands
+            .iter()
+            .any(|c| c["command"] == "stop" && c["source"] == "headless"),
+        "{commands:?}"
+    );
+    json
+}
+
 #[tokio::test]
 async fn an_unattended_crawl_whose_store_failed_stops_and_says_why() {
     let web = TestWeb::start(GenOptions::new(1, 60).crawl_delay_s(0.01))
@@ -180,23 +197,73 @@ async fn an_unattended_crawl_whose_store_failed_stops_and_says_why() {
     );
     let last = err.lines().rfind(|l| l.starts_with('['));
     assert!(last.is_some_and(|l| l.contains("] stopped ")), "{err}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    let json = stopped_by_the_reporter(&stats, "store");
     assert_eq!(json["commit"]["committed"], 5);
-    assert_eq!(json["totals"]["completed"], false);
-    let commands = json["commands"].as_array().expect("commands");
-    assert!(
-        commands
-            .iter()
-            .any(|c| c["command"] == "stop" && c["source"] == "headless"),
-        "{commands:?}"
-    );
     assert_eq!(
         read_warc(&out.path().join("crawl").join("warc"))
             .counts
             .len(),
         5
     );
+}
+
+#[tokio::test]
+async fn an_unattended_crawl_whose_spill_file_failed_stops_and_its_resume_loses_nothing() {
+    let web = TestWeb::start(GenOptions::new(1, 60).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let out = tempfile::tempdir().expect("tempdir");
+    let stats = out.path().join("stats.json");
+    // Queues of more than one URL wait on disk, and the spill file refuses its first write.
+    let run = |fail: bool| {
+        let mut cmd = crate::util::fault_command(
+            &web,
+            out.path(),
+            &stats,
+            (crawltop::frontier::spill::FAIL_AFTER_ENV, "0"),
+        );
+        cmd.args(["--queue-memory", "1"]);
+        if !fail {
+            cmd.env_remove(crawltop::frontier::spill::FAIL_AFTER_ENV);
+        }
+        cmd
+    };
+    let failed = tokio::time::timeout(PATIENCE, run(true).output())
+        .await
+        .expect("it ends by itself")
+        .expect("output");
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{err}");
+    for says in [
+        "the frontier's spill file failed, so the crawl is paused",
+        "nothing here can resume the crawl (no dashboard, --control or --command-port): stopping it",
+        "crawltop: error: the frontier's spill file failed:",
+    ] {
+        assert!(err.contains(says), "{says:?} in {err}");
+    }
+    stopped_by_the_reporter(&stats, "spill");
+    let before = web.log().records().len();
+
+    // The same command, the disk fixed: the crawl resumes from its checkpoint and ends with
+    // every page fetched and stored once.
+    let resumed = tokio::time::timeout(PATIENCE, run(false).output())
+        .await
+        .expect("it ends")
+        .expect("output");
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{err}");
+    let records = web.log().records();
+    assert!(records.len() > before, "the resume fetched the rest");
+    let mut asked = std::collections::BTreeMap::new();
+    for r in records.iter().filter(|r| r.path != "/robots.txt") {
+        *asked.entry(r.path.clone()).or_insert(0) += 1;
+    }
+    assert!(asked.len() > 40, "{asked:?}");
+    assert!(asked.values().all(|&n| n == 1), "{asked:?}");
+    let counts = read_warc(&out.path().join("crawl").join("warc")).counts;
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    let pages = counts.keys().filter(|u| !u.ends_with("/robots.txt"));
+    assert_eq!(pages.count(), asked.len(), "every answer stored");
 }
 
 #[tokio::test]

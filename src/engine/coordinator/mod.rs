@@ -44,7 +44,8 @@ use crate::parse::{ParsedPage, Text};
 use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
 use crate::snapshot::{
-    CommandRecord, CommandSource, DelaySource, Errors, Http, LogLine, RunState, Shares, Snapshot,
+    CommandRecord, CommandSource, DelaySource, Errors, Fault, FaultKind, Http, LogLine, RunState,
+    Shares, Snapshot,
 };
 use crate::store::checkpoint::{Checkpoint, Found};
 use crate::store::commit::{Seq, Window};
@@ -189,7 +190,8 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     committer: Option<Committer>,
     /// Held while the crawl runs: a second crawltop on the same folder refuses.
     _lock: Option<FolderLock>,
-    store_error_seen: bool,
+    /// What the crawl is paused on by the engine itself, until a resume takes it back.
+    fault: Option<Fault>,
     /// The committer's counters after it finished (for the last snapshot).
     committer_final: Option<Arc<CommitStatus>>,
     /// Sites changed since the last checkpoint (tracked only with a crawl folder).
@@ -387,7 +389,7 @@ impl<F: Schedule> Coordinator<F> {
             window: Window::new(first_seq),
             committer,
             _lock: lock,
-            store_error_seen: false,
+            fault: None,
             committer_final: None,
             dirty_sites: Vec::new(),
             last_checkpoint: Instant::now(),
@@ -576,14 +578,9 @@ impl<F: Schedule> Coordinator<F> {
                     // The user freed space (say): try the spill file again; a new failure
                     // pauses again.
                     self.frontier.retry_spill();
-                    if self
-                        .committer
-                        .as_ref()
-                        .is_none_or(|c| c.status().error().is_none())
-                    {
-                        self.store_error_seen = false;
-                    }
                 }
+                // The state file is read again as rows are needed; a new failure pauses again.
+                self.fault = None;
             }
             Command::SetDelay(d) => {
                 self.delay = d;
@@ -1144,35 +1141,71 @@ impl<F: Schedule> Coordinator<F> {
         c.status().error().is_none() && (c.status().is_full() || window_full)
     }
 
-    /// A store that cannot write pauses the crawl, once, with the reason in the log.
+    /// A store that cannot write pauses the crawl, once, with the reason in the log; so does a
+    /// spill file that failed (once until a resume tries it again).
     fn check_store(&mut self) {
-        if self.store_error_seen {
+        if self
+            .fault
+            .as_ref()
+            .is_some_and(|f| f.what == FaultKind::Store)
+        {
             return;
         }
         let store = self.committer.as_ref().and_then(|c| c.status().error());
-        let message = if let Some(e) = store {
-            format!("the page store failed, so the crawl is paused: {e}. {STORE_FAILED_HINT}")
-        } else if let Some(e) = self.frontier.spill_error() {
-            format!(
-                "the frontier's spill file failed, so the crawl is paused: {e}. Resuming \
-                 retries it; nothing is lost."
+        let (fault, hint) = if let Some(e) = store {
+            (
+                Fault {
+                    what: FaultKind::Store,
+                    error: e,
+                },
+                STORE_FAILED_HINT,
+            )
+        } else if let (None, Some(e)) = (&self.fault, self.frontier.spill_error()) {
+            (
+                Fault {
+                    what: FaultKind::Spill,
+                    error: e.to_string(),
+                },
+                "Resuming retries it; nothing is lost.",
             )
         } else {
             return;
         };
-        self.store_error_seen = true;
-        self.paused = true;
-        self.warn(message);
+        self.pause_on(fault, hint);
     }
 
     /// A URL row that could not be read back from the state file pauses the crawl with the
     /// reason, as a store write error does (a resume tries again).
     fn check_read_back(&mut self) {
         if let Some(e) = self.resources.take_read_error() {
-            self.paused = true;
-            self.warn(format!(
-                "URL rows could not be read back from the state file, so the crawl is paused: {e}"
-            ));
+            let fault = Fault {
+                what: FaultKind::State,
+                error: e,
+            };
+            self.pause_on(fault, "");
+        }
+    }
+
+    /// Pauses the crawl on `fault`, saying so in the log; a failed page store outranks the
+    /// faults a resume takes back.
+    fn pause_on(&mut self, fault: Fault, hint: &str) {
+        self.paused = true;
+        let hint = if hint.is_empty() {
+            String::new()
+        } else {
+            format!(". {hint}")
+        };
+        self.warn(format!(
+            "{}, so the crawl is paused: {}{hint}",
+            fault.what.failed(),
+            fault.error
+        ));
+        if self
+            .fault
+            .as_ref()
+            .is_none_or(|f| f.what != FaultKind::Store)
+        {
+            self.fault = Some(fault);
         }
     }
 

@@ -325,6 +325,7 @@ impl<F: Schedule> Coordinator<F> {
             commands: self.commands.clone(),
             log: self.log.iter().cloned().collect(),
             cluster: self.cluster_view(),
+            fault: self.fault.clone(),
         }
     }
 
