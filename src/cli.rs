@@ -59,6 +59,10 @@ pub enum Command {
     /// crawl's up to its last one): one JSON line per HTML page that matched anything, in commit
     /// order.
     Extract(ExtractArgs),
+    /// Build DIR's full-text index from its WARC files, up to its checkpoint: for a crawl made
+    /// with --no-index, or one whose index/ was lost. Pages are parsed as the crawl parses them;
+    /// the folder is then searchable, and a resume of it indexes.
+    Index(IndexArgs),
     /// Start a Redis Cluster on loopback from Debian's redis-server (for trying the cluster mode
     /// on one machine): --masters N masters, --replicas R replicas each, data in DIR. Prints
     /// the nodes' URLs. Run again on the same DIR after cluster-down to restart it with its data.
@@ -81,6 +85,21 @@ pub struct ExtractArgs {
     /// Write the lines to FILE (atomically: a temporary file, then a rename) instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub extract_out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// The crawl folder (--out of a crawl with --store warc or both), not being crawled.
+    pub dir: PathBuf,
+    /// Build it again when DIR already has an index (the old one stays until the new one is
+    /// whole).
+    #[arg(long)]
+    pub replace: bool,
+    /// What the index writer buffers before it writes a segment, in MB.
+    #[arg(long, default_value_t = crate::index::DEFAULT_MEMORY_MB, value_name = "MB",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+              .range(crate::index::MIN_MEMORY_MB as u64..=4096))]
+    pub index_memory_mb: usize,
 }
 
 #[derive(Debug, Args)]
@@ -517,6 +536,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mincount(args) => count(&args, false),
         Command::Wc(args) => wc(&args),
         Command::Extract(args) => extract(&args),
+        Command::Index(args) => index(&args),
         Command::ClusterUp(args) => cluster_up(&args),
         Command::ClusterDown(args) => cluster_down(&args),
     }
@@ -1303,7 +1323,9 @@ fn open_crawls(dirs: &[PathBuf]) -> anyhow::Result<crate::index::Crawls> {
                     && !mark.index
                 {
                     anyhow::bail!(
-                        "{} was crawled with --no-index: it holds pages but no search index",
+                        "{} was crawled with --no-index: it holds pages but no search index \
+                         (`crawltop index {}` builds one from its WARC files)",
+                        dir.display(),
                         dir.display()
                     );
                 }
@@ -1456,6 +1478,33 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
 /// the records a killed crawl wrote above it (a resume cuts them) nor those of a crawl still
 /// writing (refused, naming it: its checkpoint cannot be read until it ends). `None` for a
 /// folder without one (every WARC file is read whole).
+fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
+    let started = std::time::Instant::now();
+    let shown = |done: &crate::reindex::Reindexed| {
+        eprintln!(
+            "crawltop: indexed {} pages ({} responses read)",
+            done.pages, done.responses
+        );
+    };
+    let done = crate::reindex::reindex(&args.dir, args.index_memory_mb, args.replace, shown)
+        .with_context(|| format!("cannot build the index of {}", args.dir.display()))?;
+    let cut = match done.cut {
+        0 => String::new(),
+        n => format!(
+            "; {n} cut at {} distinct words",
+            crate::index::MAX_DISTINCT_WORDS
+        ),
+    };
+    eprintln!(
+        "crawltop: indexed {} pages of {} ({} responses read{cut}) in {:.1} s",
+        done.pages,
+        args.dir.display(),
+        done.responses,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn committed(dir: &std::path::Path) -> anyhow::Result<Option<crate::store::checkpoint::Mark>> {
     use crate::store::checkpoint::{Checkpoint, CheckpointError};
     match Checkpoint::find_mark(dir) {

@@ -20,6 +20,7 @@
 //! - [`fetch`]: the HTTP edge: one GET, one outcome.
 //! - [`headless`]: progress lines and the summary when there is no dashboard.
 //! - [`index`]: the full-text index of committed pages (tantivy) and its queries.
+//! - [`reindex`]: `crawltop index DIR`: a crawl folder's index built again from its WARC files.
 //! - [`site_table`]: the live per-site table the engine writes and observers read in place.
 //! - [`snapshot`]: the published state of a crawl, and the stats file's schema.
 //! - [`store`]: keeping what was crawled (WARC today).
@@ -40,6 +41,7 @@ pub mod frontier;
 pub mod headless;
 pub mod index;
 pub mod parse;
+pub mod reindex;
 pub mod robots;
 pub mod scope;
 pub mod site_table;

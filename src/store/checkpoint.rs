@@ -340,6 +340,32 @@ impl Checkpoint {
         Ok(cp)
     }
 
+    /// After the folder's index was built again from its WARC files ([`crate::reindex`]), by
+    /// the holder of the folder's lock: writes `mark` (which says the crawl indexes, with the
+    /// rebuilt index's count of cut pages) and makes `cuts` the checkpoint's whole list of pages
+    /// the index cut, in one transaction. The URL rows, sites and counters stay as they are.
+    pub fn mark_indexed(dir: &Path, mark: &Mark, cuts: &[CutPage]) -> Result<(), CheckpointError> {
+        let path = dir.join(STATE_FILE);
+        let db = open(&path)?;
+        let err = |e: &dyn std::fmt::Display| io(&path, e);
+        let txn = db.begin_write().map_err(|e| err(&e))?;
+        {
+            let mut table = txn.open_table(TEXT_CUTS).map_err(|e| err(&e))?;
+            table.retain(|_, _| false).map_err(|e| err(&e))?;
+            for page in cuts {
+                let bytes = serde_json::to_vec(page).map_err(|e| err(&e))?;
+                table
+                    .insert(page.seq, bytes.as_slice())
+                    .map_err(|e| err(&e))?;
+            }
+            let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
+            let bytes = serde_json::to_vec(mark).map_err(|e| err(&e))?;
+            meta.insert(KEY_MARK, bytes.as_slice())
+                .map_err(|e| err(&e))?;
+        }
+        txn.commit().map_err(|e| err(&e))
+    }
+
     /// A reader of the URL rows as the last committed checkpoint holds them.
     pub fn url_reader(&self) -> UrlReader {
         UrlReader {

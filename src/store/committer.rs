@@ -47,7 +47,8 @@ impl StoreKind {
             .unwrap_or_default()
     }
 
-    fn warc(self) -> bool {
+    /// Whether the crawl writes WARC files.
+    pub fn warc(self) -> bool {
         matches!(self, StoreKind::Warc | StoreKind::Both)
     }
 
@@ -93,11 +94,21 @@ pub enum StoreError {
     StoreChoice { dir: PathBuf, was: StoreKind },
     #[error(
         "{} has no index/, but its crawl indexes pages: the pages of the {committed} \
-         responses committed before would be missing from search; put the index back, or start \
-         over with --fresh",
-        dir.display()
+         responses committed before would be missing from search; put the index back, {}or \
+         start over with --fresh",
+        dir.display(),
+        if *warc {
+            format!("build it again from the WARC files with `crawltop index {}`, ", dir.display())
+        } else {
+            String::new()
+        }
     )]
-    IndexMissing { dir: PathBuf, committed: u64 },
+    IndexMissing {
+        dir: PathBuf,
+        committed: u64,
+        /// The crawl keeps WARC files, from which `crawltop index` builds the index again.
+        warc: bool,
+    },
     #[error(
         "{} has no pages/, but its crawl mirrors pages: the pages of the {committed} \
          responses committed before would be missing from the mirror; put pages/ back, or \
@@ -393,6 +404,7 @@ impl Committer {
                 return Err(StoreError::IndexMissing {
                     dir: dir.to_path_buf(),
                     committed: mark.seq,
+                    warc: kind.warc(),
                 });
             }
             // The same for the mirror, whose folder every run makes at its start (below). A

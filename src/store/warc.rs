@@ -636,6 +636,50 @@ pub fn warc_date(time: SystemTime) -> String {
     )
 }
 
+/// A `WARC-Date` as [`warc_date`] writes it (`YYYY-MM-DDThh:mm:ssZ`, fractions of a second
+/// allowed and dropped), in milliseconds since the Unix epoch; `None` for anything else.
+pub fn parse_warc_date(date: &str) -> Option<u64> {
+    let b = date.as_bytes();
+    let digits = |at: std::ops::Range<usize>| -> Option<u64> {
+        let part = b.get(at)?;
+        part.iter().all(u8::is_ascii_digit).then_some(())?;
+        std::str::from_utf8(part).ok()?.parse().ok()
+    };
+    let seps = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
+    if seps.iter().any(|&(at, c)| b.get(at) != Some(&c)) || b.last() != Some(&b'Z') {
+        return None;
+    }
+    let tail = &b[19..b.len() - 1];
+    let fraction = tail.is_empty()
+        || (tail.len() > 1 && tail[0] == b'.' && tail[1..].iter().all(u8::is_ascii_digit));
+    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    if !fraction
+        || year < 1970
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let secs = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
+    Some(secs * 1000)
+}
+
+/// A proleptic Gregorian date from 1970 on to days since 1970-01-01 (Howard Hinnant's
+/// `days_from_civil`): the inverse of [`civil_from_days`].
+fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year / 400;
+    let yoe = year % 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `civil_from_days`,
 /// for non-negative day counts).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -1444,6 +1488,36 @@ mod tests {
             DATE,
             "sub-seconds are cut, not rounded"
         );
+    }
+
+    #[test]
+    fn a_warc_date_reads_back_to_its_second() {
+        // Every day of 1970-2100 (leap years, century rules), at a second of the day.
+        for day in 0..47_482u64 {
+            let secs = day * 86_400 + (day * 7_919) % 86_400;
+            let date = warc_date(UNIX_EPOCH + Duration::from_secs(secs));
+            assert_eq!(parse_warc_date(&date), Some(secs * 1000), "{date}");
+        }
+        assert_eq!(
+            parse_warc_date("2023-11-14T22:13:20.123456Z"),
+            Some(1_700_000_000_000),
+            "fractions are dropped"
+        );
+        for bad in [
+            "",
+            "2023-11-14",
+            "2023-11-14T22:13:20",
+            "2023-11-14 22:13:20Z",
+            "2023-13-14T22:13:20Z",
+            "2023-11-14T24:13:20Z",
+            "1969-12-31T23:59:59Z",
+            "2023-11-14T22:13:20.Z",
+            "2023-11-14T22:13:2xZ",
+            "+023-11-14T22:13:20Z",
+            "2023-11-14T22:13:20+01:00",
+        ] {
+            assert_eq!(parse_warc_date(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

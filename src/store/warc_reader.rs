@@ -50,6 +50,8 @@ pub struct StoredResponse {
     /// The fetch's place in the commit order (`Crawltop-Seq`; absent in files written before
     /// crawltop recorded it).
     pub seq: Option<u64>,
+    /// `WARC-Date`: when the request was sent ([`super::warc::parse_warc_date`] reads it).
+    pub date: Option<String>,
     pub status: u16,
     /// The response headers as stored (the body is decoded: see `warc.rs`).
     pub headers: Vec<(String, String)>,
@@ -312,6 +314,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
         .ok_or("a response without WARC-Target-URI")?
         .to_string();
     let seq = field(&warc, SEQ_FIELD).and_then(|v| v.parse().ok());
+    let date = field(&warc, "WARC-Date").map(str::to_string);
     let (http, body) = head_and_rest(block).ok_or("no end of the HTTP header")?;
     let status = http
         .first()
@@ -325,6 +328,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
     Ok(Some(StoredResponse {
         target_uri,
         seq,
+        date,
         status,
         headers,
         body: body.to_vec(),

@@ -17,6 +17,7 @@ mod engine_boundary;
 mod extract;
 mod index;
 mod parse_pool;
+mod reindex;
 mod resume;
 mod sites;
 mod store;
