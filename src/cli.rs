@@ -1395,10 +1395,7 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
 
     let extractor = Extractor::new(&args.fields, args.extract_max_bytes)?;
     let mark = committed(&args.dir)?;
-    let parts = held_parts(
-        &args.dir.join("warc"),
-        mark.as_ref().and_then(|m| m.warc.as_ref()),
-    )?;
+    let parts = held_parts(&args.dir.join("warc"), mark.as_ref())?;
     let (mut out, temp): (Box<dyn std::io::Write>, _) = match &args.extract_out {
         Some(path) => {
             let parent = match path.parent() {

@@ -21,7 +21,9 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::checkpoint::{Checkpoint, CheckpointError, Delta, Held, Mark, UrlReader, WarcMark};
+use super::checkpoint::{
+    Checkpoint, CheckpointError, Delta, Held, Mark, UrlReader, WarcMark, warc_held,
+};
 use super::commit::Seq;
 use super::warc::{Exchange, Truncation, WarcWriter};
 use crate::index::feed::{Cuts, IndexFeed};
@@ -340,12 +342,7 @@ impl Committer {
     // One story from the mark to the running thread; the index's move off this thread (issue
     // 11, item 4) is where it splits.
     #[allow(clippy::too_many_lines)]
-    pub fn start(
-        dir: &Path,
-        opts: StoreOptions,
-        now: SystemTime,
-        start: &Start,
-    ) -> Result<Committer, StoreError> {
+    pub fn start(dir: &Path, opts: StoreOptions, start: &Start) -> Result<Committer, StoreError> {
         let StoreOptions {
             kind,
             warc_max_bytes,
@@ -395,19 +392,21 @@ impl Committer {
         let extract_mark = extract.as_ref().map(|x| x.len);
         let warc_dir = dir.join("warc");
         if let Start::Resume(mark) = start
-            && let Some(at) = &mark.warc
+            && (mark.warc.is_some() || kind.warc())
         {
-            cut_warc_back(&warc_dir, at)?;
+            cut_warc_back(&warc_dir, mark.warc.as_ref())?;
         }
+        // The writer opens its first file with its first record; until then a mark says where
+        // the run started (a resume's mark, its file cut back there; nothing for a new crawl),
+        // never a file that is not there.
         let mut warc = if kind.warc() {
-            Some(WarcWriter::create(
-                &warc_dir,
-                WARC_PREFIX,
-                warc_max_bytes,
-                now,
-            )?)
+            Some(WarcWriter::new(&warc_dir, WARC_PREFIX, warc_max_bytes)?)
         } else {
             None
+        };
+        let warc_start = match start {
+            Start::Resume(mark) if kind.warc() => mark.warc.clone(),
+            Start::Resume(_) | Start::Fresh => None,
         };
         let pages = kind.mirror().then(|| dir.join("pages"));
         let mut index = indexed
@@ -415,14 +414,7 @@ impl Committer {
                 crate::index::IndexWriter::open_with_memory(&dir.join("index"), index_memory_mb)
             })
             .transpose()?;
-        // The new file's warcinfo record is part of the first mark.
-        let warc_mark = match warc.as_mut() {
-            Some(w) => {
-                w.sync()?;
-                Some(warc_mark(w))
-            }
-            None => None,
-        };
+        let warc_mark = warc_start.clone();
         let mut checkpoint = match start {
             Start::Fresh => Checkpoint::create(
                 dir,
@@ -489,6 +481,7 @@ impl Committer {
                     &rx,
                     Stores {
                         warc: warc.as_mut(),
+                        warc_start,
                         pages: pages.as_deref(),
                         index: index.as_mut(),
                         extract: extract.as_mut(),
@@ -571,6 +564,8 @@ impl Committer {
 /// What the thread writes to: files of its own, and the index thread it feeds.
 struct Stores<'a> {
     warc: Option<&'a mut WarcWriter>,
+    /// The mark this run started from, for marks taken before its first WARC record.
+    warc_start: Option<WarcMark>,
     pages: Option<&'a Path>,
     index: Option<&'a mut IndexFeed>,
     extract: Option<&'a mut ExtractFile>,
@@ -653,17 +648,18 @@ fn env_number(name: &str) -> Option<u64> {
 }
 
 /// The WARC files' name prefix.
-const WARC_PREFIX: &str = "crawltop";
+pub const WARC_PREFIX: &str = "crawltop";
 
-fn warc_mark(w: &WarcWriter) -> WarcMark {
-    WarcMark {
+/// Where the file this run writes ends, once it has one.
+fn warc_mark(w: &WarcWriter) -> Option<WarcMark> {
+    Some(WarcMark {
         file: w
-            .current_file()
+            .current_file()?
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        position: w.position(),
-    }
+        position: w.position()?,
+    })
 }
 
 /// Counts a job as done when it is dropped, whichever way the loop leaves it, and wakes the
@@ -698,7 +694,7 @@ fn write_loop(
                     Some(w) => {
                         w.sync()?;
                         since_sync = 0;
-                        Some(warc_mark(w))
+                        warc_mark(w).or_else(|| stores.warc_start.clone())
                     }
                     None => None,
                 };
@@ -778,8 +774,30 @@ fn write_loop(
 
 /// A resume: cuts the WARC file named by the mark back to the mark's position and removes every
 /// later file of the crawl, so nothing written above the mark stays in the store
-/// ([`WarcMark::holds`], which readers of the folder follow too).
-fn cut_warc_back(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
+/// ([`warc_held`], which readers of the folder follow too). A mark that names no file (the
+/// crawl had written no record at its checkpoint) holds none of the crawl's files.
+fn cut_warc_back(warc_dir: &Path, at: Option<&WarcMark>) -> Result<(), StoreError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| StoreError::Io { path, source }
+    };
+    if let Some(at) = at {
+        cut_marked_file(warc_dir, at)?;
+    } else if !warc_dir.exists() {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(warc_dir).map_err(io(warc_dir))? {
+        let entry = entry.map_err(io(warc_dir))?;
+        let name = entry.file_name();
+        if name.to_str().and_then(|n| warc_held(at, n)) == Some(Held::Nothing) {
+            std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Cuts the file the mark names back to the mark's position, which it must reach.
+fn cut_marked_file(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| StoreError::Io { path, source }
@@ -810,15 +828,7 @@ fn cut_warc_back(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
         }));
     }
     file.set_len(at.position).map_err(io(&path))?;
-    file.sync_all().map_err(io(&path))?;
-    for entry in std::fs::read_dir(warc_dir).map_err(io(warc_dir))? {
-        let entry = entry.map_err(io(warc_dir))?;
-        let name = entry.file_name();
-        if name.to_str().and_then(|n| at.holds(n)) == Some(Held::Nothing) {
-            std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
-        }
-    }
-    Ok(())
+    file.sync_all().map_err(io(&path))
 }
 
 #[cfg(test)]

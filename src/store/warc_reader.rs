@@ -18,7 +18,7 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use super::checkpoint::{Held, WarcMark};
+use super::checkpoint::{Held, Mark, warc_held};
 use super::warc::{CountingReader, SEQ_FIELD};
 
 /// The most bytes of one decoded record that are read: a record says its own length, and a
@@ -98,15 +98,27 @@ pub struct WarcPart {
     pub end: Option<u64>,
 }
 
-/// What of the `.warc.gz` files in `dir` (a crawl folder's `warc/`) the checkpoint's WARC mark
-/// holds, in write order ([`WarcMark::holds`]: what a resume from it keeps). Without a mark (a
-/// folder without a checkpoint, a crawl that wrote no WARC file) every file is read whole.
-pub fn held_parts(dir: &Path, mark: Option<&WarcMark>) -> Result<Vec<WarcPart>, WarcReadError> {
+/// What of the `.warc.gz` files in `dir` (a crawl folder's `warc/`) the checkpoint's mark
+/// holds, in write order ([`warc_held`]: what a resume from it keeps). Without a checkpoint
+/// every file is read whole; a mark that names no WARC file (the crawl had written no record
+/// at its checkpoint) holds none of the crawl's files.
+pub fn held_parts(dir: &Path, mark: Option<&Mark>) -> Result<Vec<WarcPart>, WarcReadError> {
     let files = warc_files(dir)?;
+    let whole = |path| WarcPart { path, end: None };
     let Some(mark) = mark else {
+        return Ok(files.into_iter().map(whole).collect());
+    };
+    let Some(mark) = &mark.warc else {
         return Ok(files
             .into_iter()
-            .map(|path| WarcPart { path, end: None })
+            .filter(|path| {
+                let name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default();
+                warc_held(None, name) != Some(Held::Nothing)
+            })
+            .map(whole)
             .collect());
     };
     let marked = dir.join(&mark.file);
@@ -336,6 +348,7 @@ mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
+    use crate::store::checkpoint::WarcMark;
     use crate::store::warc::{Exchange, WarcWriter};
 
     fn exchange<'a>(
@@ -358,11 +371,26 @@ mod tests {
         }
     }
 
+    /// A checkpoint's mark with the WARC mark given.
+    fn checkpoint(warc: Option<WarcMark>) -> Mark {
+        Mark {
+            seq: 7,
+            warc,
+            finished: false,
+            runs: 1,
+            extract: None,
+            text_cut: 0,
+            index: true,
+            store: Some(crate::store::committer::StoreKind::Warc),
+            settings: None,
+        }
+    }
+
     #[test]
     fn reads_back_every_response_in_order_across_rotated_files() {
         let dir = tempfile::tempdir().expect("tempdir");
         let headers = vec![("Content-Type".to_string(), "text/html".to_string())];
-        let mut w = WarcWriter::create(dir.path(), "crawltop", 600, UNIX_EPOCH).expect("create");
+        let mut w = WarcWriter::new(dir.path(), "crawltop", 600).expect("new");
         let bodies: Vec<Vec<u8>> = (0..12u8)
             .map(|i| vec![b'a' + i; 100 * usize::from(i)])
             .collect();
@@ -394,15 +422,15 @@ mod tests {
     fn reading_stops_at_a_checkpoints_mark_across_rotated_files() {
         let dir = tempfile::tempdir().expect("tempdir");
         let headers = vec![("Content-Type".to_string(), "text/html".to_string())];
-        let mut w = WarcWriter::create(dir.path(), "crawltop", 6000, UNIX_EPOCH).expect("create");
+        let mut w = WarcWriter::new(dir.path(), "crawltop", 6000).expect("new");
         let here = |w: &WarcWriter| WarcMark {
             file: w
                 .current_file()
-                .file_name()
+                .and_then(|f| f.file_name())
                 .and_then(|n| n.to_str())
                 .expect("a name")
                 .to_string(),
-            position: w.position(),
+            position: w.position().expect("a file"),
         };
         let mut marks = Vec::new();
         for i in 0..12u8 {
@@ -438,13 +466,25 @@ mod tests {
                 .map(|r| r.expect("readable").seq)
                 .collect()
         };
-        let held = held_parts(dir.path(), Some(&mark)).expect("parts");
+        let held = held_parts(dir.path(), Some(&checkpoint(Some(mark.clone())))).expect("parts");
         assert_eq!(
             seqs(held.clone()),
             (0..=at as u64).map(Some).collect::<Vec<_>>()
         );
         let all = held_parts(dir.path(), None).expect("parts");
         assert_eq!(seqs(all), (0..12).map(Some).collect::<Vec<_>>());
+        // A checkpoint taken before the crawl's first record holds none of its files; a file
+        // of another name is not the crawl's and is read whole.
+        std::fs::copy(&marked, dir.path().join("other-00000.warc.gz")).expect("copy");
+        let none = held_parts(dir.path(), Some(&checkpoint(None))).expect("parts");
+        assert_eq!(
+            none,
+            vec![WarcPart {
+                path: dir.path().join("other-00000.warc.gz"),
+                end: None
+            }]
+        );
+        std::fs::remove_file(dir.path().join("other-00000.warc.gz")).expect("remove");
 
         // Cut below the mark, at a record's end, while it is read (the parts were listed
         // before): named, not taken for the whole.
@@ -457,7 +497,7 @@ mod tests {
         let err = last.expect_err("the file ends before the mark");
         assert!(err.to_string().contains("were durable"), "{err}");
         // And when it is listed.
-        let err = held_parts(dir.path(), Some(&mark)).expect_err("short");
+        let err = held_parts(dir.path(), Some(&checkpoint(Some(mark)))).expect_err("short");
         assert!(
             matches!(&err, WarcReadError::NotAsMarked { path, .. } if path == &marked),
             "{err}"

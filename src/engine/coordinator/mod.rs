@@ -1532,12 +1532,7 @@ fn committer(cfg: &CrawlConfig, start: &Start) -> Result<Option<Committer>, Engi
         extract_out: cfg.extract_out.clone(),
         settings: cfg.resume_settings(),
     };
-    Ok(Some(Committer::start(
-        dir,
-        opts,
-        crate::clock::wall(),
-        start,
-    )?))
+    Ok(Some(Committer::start(dir, opts, start)?))
 }
 
 fn parse_pool(cfg: &CrawlConfig) -> Result<Arc<ParsePool>, EngineError> {
