@@ -1,6 +1,11 @@
 //! The committer: writes finished exchanges to the page store (WARC, mirror) in the order the
 //! engine hands them over, which is sequence order, on a thread of its own, and hands their text
-//! to the index thread ([`crate::index::feed`]) in the same order.
+//! to the index thread ([`crate::index::feed`]) in the same order. robots.txt responses, which
+//! are not pages and take no sequence number, come between them as they arrive and go to the
+//! WARC files only ([`Committer::send_robots`]): whatever was handed over before a checkpoint
+//! is below its mark, and the engine hands a robots.txt response over in the step that marks
+//! its site's row changed, so the files at a mark hold the robots.txt answers its checkpoint
+//! holds.
 //!
 //! It owns the store's files and the crawl folder's lock. File I/O happens only on its thread
 //! (and the index thread's), never on the async workers. It never reorders anything (the
@@ -201,10 +206,9 @@ impl FolderLock {
     }
 }
 
-/// One fetch, ready to be stored.
+/// One request and its response, as the WARC files keep them.
 #[derive(Debug, Clone)]
-pub struct CommitItem {
-    pub seq: Seq,
+pub struct FetchRecord {
     pub url: url::Url,
     pub date: SystemTime,
     /// The request as crawltop sent it (request line and headers).
@@ -213,6 +217,13 @@ pub struct CommitItem {
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
     pub truncated: bool,
+}
+
+/// One fetch of a page, ready to be stored.
+#[derive(Debug, Clone)]
+pub struct CommitItem {
+    pub seq: Seq,
+    pub fetch: FetchRecord,
     /// The page's title and visible text, when it is HTML to index (not `noindex`).
     pub text: Option<(String, String)>,
     /// Its `--extract` line, when it is an HTML page that matched a field (or was too large).
@@ -300,6 +311,12 @@ impl CommitStatus {
 #[derive(Debug)]
 enum Job {
     Item(Box<CommitItem>),
+    /// A robots.txt response of the site `origin` (or a redirect on the way to it): WARC
+    /// records only, without a sequence number (robots.txt is not a page).
+    Robots {
+        origin: String,
+        fetch: Box<FetchRecord>,
+    },
     /// Everything handed over before this is below the delta's mark: sync, then checkpoint.
     Checkpoint(Box<Delta>),
 }
@@ -317,6 +334,8 @@ pub enum Start {
 #[derive(Debug)]
 pub struct Committer {
     tx: Option<mpsc::Sender<Job>>,
+    /// The crawl writes WARC files (robots.txt responses go nowhere else).
+    warc: bool,
     thread: Option<JoinHandle<()>>,
     status: Arc<CommitStatus>,
     /// Reads URL rows back from the last committed checkpoint (the engine's URL table).
@@ -515,6 +534,7 @@ impl Committer {
             })?;
         Ok(Committer {
             tx: Some(tx),
+            warc: kind.warc(),
             thread: Some(thread),
             status,
             url_reader,
@@ -524,6 +544,21 @@ impl Committer {
     /// Hands an item to the thread; never blocks.
     pub fn send(&self, item: CommitItem) {
         self.job(Job::Item(Box::new(item)));
+    }
+
+    /// Hands the thread a robots.txt response of the site `origin` (each response of its
+    /// redirect chain is one); never blocks. Sent as it arrives, it is written before the
+    /// checkpoint whose site rows first hold the answer (the engine marks the site's row changed
+    /// with it), so a WARC file cut back to a mark holds exactly the robots.txt answers the
+    /// checkpoint holds, and one a kill loses is fetched again by the resume and written then.
+    /// With no WARC files it is dropped here.
+    pub fn send_robots(&self, origin: &url::Url, fetch: FetchRecord) {
+        if self.warc {
+            self.job(Job::Robots {
+                origin: origin.as_str().to_owned(),
+                fetch: Box::new(fetch),
+            });
+        }
     }
 
     /// Asks for a checkpoint after every item sent so far; never blocks.
@@ -686,6 +721,13 @@ fn write_loop(
         let _done = Finished(status);
         let mut item = match job {
             Job::Item(item) => item,
+            Job::Robots { origin, fetch } => {
+                if let Some(w) = stores.warc.as_deref_mut() {
+                    write_fetch(w, &fetch, None, Some(&origin))?;
+                    since_sync += 1;
+                }
+                continue;
+            }
             Job::Checkpoint(delta) => {
                 // The order makes the mark true: the store and the index are durable up to
                 // here before the state says so. The index thread has every page handed over
@@ -726,22 +768,7 @@ fn write_loop(
             });
         }
         if let Some(w) = stores.warc.as_deref_mut() {
-            let reason = hyper::StatusCode::from_u16(item.status)
-                .ok()
-                .and_then(|s| s.canonical_reason())
-                .unwrap_or("");
-            w.write_exchange(&Exchange {
-                target_uri: item.url.as_str(),
-                seq: Some(item.seq),
-                date: item.date,
-                ip: None,
-                request_line_and_headers: &item.request,
-                status: item.status,
-                reason,
-                response_headers: &item.headers,
-                body: &item.body,
-                truncated: item.truncated.then_some(Truncation::Length),
-            })?;
+            write_fetch(w, &item.fetch, Some(item.seq), None)?;
             since_sync += 1;
             if since_sync >= SYNC_EVERY {
                 w.sync()?;
@@ -749,14 +776,14 @@ fn write_loop(
             }
         }
         if let Some(root) = stores.pages
-            && (200..300).contains(&item.status)
+            && (200..300).contains(&item.fetch.status)
         {
-            super::mirror::write_page(root, &item.url, &item.body)?;
+            super::mirror::write_page(root, &item.fetch.url, &item.fetch.body)?;
         }
         if let (Some(ix), Some((title, text))) = (stores.index.as_deref_mut(), item.text.take()) {
             ix.add(crate::index::OwnedPage {
                 seq: item.seq,
-                url: item.url.as_str().to_owned(),
+                url: item.fetch.url.as_str().to_owned(),
                 title,
                 text,
                 committed_ms: crate::clock::wall()
@@ -770,6 +797,34 @@ fn write_loop(
         status.committed.fetch_add(1, Ordering::Relaxed);
     }
     stores.extract.map_or(Ok(()), ExtractFile::sync)
+}
+
+/// Writes a fetch's request and response records: a page's with its sequence number, a
+/// robots.txt response with the origin whose robots.txt it answers.
+fn write_fetch(
+    w: &mut WarcWriter,
+    fetch: &FetchRecord,
+    seq: Option<Seq>,
+    robots_for: Option<&str>,
+) -> Result<(), StoreError> {
+    let reason = hyper::StatusCode::from_u16(fetch.status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("");
+    w.write_exchange(&Exchange {
+        target_uri: fetch.url.as_str(),
+        seq,
+        robots_for,
+        date: fetch.date,
+        ip: None,
+        request_line_and_headers: &fetch.request,
+        status: fetch.status,
+        reason,
+        response_headers: &fetch.headers,
+        body: &fetch.body,
+        truncated: fetch.truncated.then_some(Truncation::Length),
+    })?;
+    Ok(())
 }
 
 /// A resume: cuts the WARC file named by the mark back to the mark's position and removes every

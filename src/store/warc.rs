@@ -1,5 +1,6 @@
-//! The WARC 1.1 archive of what the crawl fetched: one request and one response record per fetch,
-//! each record its own gzip member, in files `PREFIX-00000.warc.gz`, `-00001`, ... that rotate at a size. The record bytes
+//! The WARC 1.1 archive of what the crawl fetched: one request and one response record per fetch
+//! (a page's, or a robots.txt response's, marked [`ROBOTS_FIELD`]), each record its own gzip
+//! member, in files `PREFIX-00000.warc.gz`, `-00001`, ... that rotate at a size. The record bytes
 //! are built and compressed in memory and written with one `write_all`, so a killed process
 //! leaves at worst one partial gzip member at the end of a file, which [`truncate_partial_tail`]
 //! cuts off.
@@ -80,6 +81,10 @@ pub struct Exchange<'a> {
     /// The fetch's place in the commit order, written as [`SEQ_FIELD`] on the response record
     /// so that a reader of the files alone can name it.
     pub seq: Option<u64>,
+    /// For a robots.txt fetch (and each redirect on the way to the file), which is not a page:
+    /// the origin whose robots.txt it answers, written as [`ROBOTS_FIELD`] on the response record
+    /// so that a reader of the files does not take it for a page.
+    pub robots_for: Option<&'a str>,
     /// When the request was sent; becomes `WARC-Date` of both records.
     pub date: SystemTime,
     pub ip: Option<IpAddr>,
@@ -112,6 +117,11 @@ pub const ORIGINAL_CONTENT_ENCODING: &str = "X-Crawltop-Original-Content-Encodin
 /// The response record's field holding the fetch's sequence number (an extension field: WARC
 /// 1.1 section 5 lets writers add named fields, and readers ignore those they do not know).
 pub const SEQ_FIELD: &str = "Crawltop-Seq";
+
+/// The response record's field naming the origin whose robots.txt the record answers (an
+/// extension field like [`SEQ_FIELD`]): robots.txt responses are stored like any fetch, as
+/// web archives expect, but they are not pages of the crawl, and carry no sequence number.
+pub const ROBOTS_FIELD: &str = "Crawltop-Robots-For";
 
 const SOFTWARE: &str = concat!("crawltop/", env!("CARGO_PKG_VERSION"));
 const FILE_SUFFIX: &str = ".warc.gz";
@@ -449,6 +459,10 @@ fn exchange_members(
     if let Some(seq) = &seq {
         fields.push((SEQ_FIELD, seq.as_str()));
     }
+    let robots_for = ex.robots_for.map(one_line);
+    if let Some(origin) = &robots_for {
+        fields.push((ROBOTS_FIELD, origin.as_str()));
+    }
     fields.push(("Content-Type", "application/http;msgtype=response"));
     members.append(&mut bytes, &fields, &response_block);
 
@@ -767,6 +781,7 @@ mod tests {
         Exchange {
             target_uri: uri,
             seq: None,
+            robots_for: None,
             date: date(),
             ip: Some(IpAddr::from([127, 0, 0, 1])),
             request_line_and_headers: REQUEST,

@@ -1,6 +1,7 @@
 //! Reading back what the WARC writer wrote: the response records of a crawl folder's
 //! `warc/*.warc.gz`, in the order they were committed, for verbs that work on a crawl folder
-//! (`crawltop extract DIR`).
+//! (`crawltop extract DIR`). The robots.txt responses among them say so
+//! ([`StoredResponse::robots_for`]): a verb about pages passes them over.
 //!
 //! It reads what the folder's checkpoint holds ([`held_parts`]): a killed crawl's files go on
 //! past its last mark, with records a resume cuts away and fetches again, maybe under other
@@ -19,7 +20,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::{Held, Mark, warc_held};
-use super::warc::{CountingReader, SEQ_FIELD};
+use super::warc::{CountingReader, ROBOTS_FIELD, SEQ_FIELD};
 
 /// The most bytes of one decoded record that are read: a record says its own length, and a
 /// corrupt length must not make the reader allocate gigabytes.
@@ -50,6 +51,9 @@ pub struct StoredResponse {
     /// The fetch's place in the commit order (`Crawltop-Seq`; absent in files written before
     /// crawltop recorded it).
     pub seq: Option<u64>,
+    /// A robots.txt response (or a redirect on the way to it), which is not a page: the
+    /// origin whose robots.txt it answers ([`ROBOTS_FIELD`]).
+    pub robots_for: Option<String>,
     pub status: u16,
     /// The response headers as stored (the body is decoded: see `warc.rs`).
     pub headers: Vec<(String, String)>,
@@ -324,6 +328,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
         .ok_or("a response without WARC-Target-URI")?
         .to_string();
     let seq = field(&warc, SEQ_FIELD).and_then(|v| v.parse().ok());
+    let robots_for = field(&warc, ROBOTS_FIELD).map(str::to_string);
     let (http, body) = head_and_rest(block).ok_or("no end of the HTTP header")?;
     let status = http
         .first()
@@ -337,6 +342,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
     Ok(Some(StoredResponse {
         target_uri,
         seq,
+        robots_for,
         status,
         headers,
         body: body.to_vec(),
@@ -360,6 +366,7 @@ mod tests {
         Exchange {
             target_uri: uri,
             seq: Some(seq),
+            robots_for: None,
             date: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             ip: None,
             request_line_and_headers: b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -413,6 +420,33 @@ mod tests {
             assert_eq!(r.header("content-type"), Some("text/html"));
             assert_eq!(r.body, bodies[i]);
         }
+    }
+
+    /// A robots.txt response reads back as one, whatever type its server gave it, so a verb
+    /// about pages can pass it over; a page has no such mark.
+    #[test]
+    fn a_robots_txt_response_says_whose_robots_txt_it_answers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let headers = vec![("Content-Type".to_string(), "text/html".to_string())];
+        let mut w = WarcWriter::new(dir.path(), "crawltop", 1 << 20).expect("new");
+        let mut robots = exchange("http://127.0.0.1:1/robots.txt", 0, b"<p>hi", &headers);
+        robots.seq = None;
+        robots.robots_for = Some("http://127.0.0.1:1/");
+        w.write_exchange(&robots).expect("write");
+        w.write_exchange(&exchange("http://127.0.0.1:1/a.html", 0, b"<p>a", &headers))
+            .expect("write");
+        w.sync().expect("sync");
+        let got: Vec<StoredResponse> = Responses::new(warc_files(dir.path()).expect("files"))
+            .collect::<Result<_, _>>()
+            .expect("readable");
+        let marks: Vec<_> = got
+            .iter()
+            .map(|r| (r.robots_for.as_deref(), r.seq))
+            .collect();
+        assert_eq!(
+            marks,
+            [(Some("http://127.0.0.1:1/"), None), (None, Some(0))]
+        );
     }
 
     /// Reading up to a mark: the files before the marked one whole, the marked one up to the

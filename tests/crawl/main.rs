@@ -18,6 +18,7 @@ mod extract;
 mod index;
 mod parse_pool;
 mod resume;
+mod robots_warc;
 mod sites;
 mod store;
 mod testweb_cli;
