@@ -1422,10 +1422,7 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
 
     let extractor = Extractor::new(&args.fields, args.extract_max_bytes)?;
     let mark = committed(&args.dir)?;
-    let parts = held_parts(
-        &args.dir.join("warc"),
-        mark.as_ref().and_then(|m| m.warc.as_ref()),
-    )?;
+    let parts = held_parts(&args.dir.join("warc"), mark.as_ref())?;
     let (mut out, temp): (Box<dyn std::io::Write>, _) = match &args.extract_out {
         Some(path) => {
             let parent = match path.parent() {
@@ -1443,7 +1440,11 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     let (mut pages, mut lines) = (0u64, 0u64);
-    for (i, response) in Responses::of(parts).enumerate() {
+    // robots.txt responses are stored too, but they are not pages (a server may call one
+    // text/html); the fallback numbering of files older than sequence numbers counts pages.
+    let pages_read =
+        Responses::of(parts).filter(|r| r.as_ref().map_or(true, |r| r.robots_for.is_none()));
+    for (i, response) in pages_read.enumerate() {
         let response = response?;
         if !(200..300).contains(&response.status)
             || !crate::parse::is_html(response.header("content-type"))

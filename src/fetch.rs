@@ -198,6 +198,16 @@ pub enum RobotsFetch {
     TooManyRedirects,
 }
 
+/// A robots.txt fetch: how it ended, and every response it got on the way, in order (each
+/// redirect of the chain, then the answer; none when no server answered), which a crawl keeps in
+/// its WARC files as it keeps a page's.
+#[derive(Debug, Clone)]
+pub struct RobotsFetched {
+    pub fetch: RobotsFetch,
+    /// Each body cut at [`ROBOTS_MAX_BYTES`], as the answer's.
+    pub responses: Vec<Fetched>,
+}
+
 /// The HTTP client and its limits. Cheap to clone: the client is shared.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
@@ -255,14 +265,23 @@ impl Fetcher {
 
     /// GET `/robots.txt` of `origin`, following up to five redirects to any origin, all hops
     /// under one total patience; the body is cut at [`ROBOTS_MAX_BYTES`].
-    pub async fn robots(&self, origin: &Url, phase: &PhaseCell) -> RobotsFetch {
+    pub async fn robots(&self, origin: &Url, phase: &PhaseCell) -> RobotsFetched {
         let deadline = Instant::now() + self.timeout;
-        let outcome = self.robots_hops(origin, phase, deadline).await;
+        let mut responses = Vec::new();
+        let fetch = self
+            .robots_hops(origin, phase, deadline, &mut responses)
+            .await;
         phase.set(Phase::Idle);
-        outcome
+        RobotsFetched { fetch, responses }
     }
 
-    async fn robots_hops(&self, origin: &Url, phase: &PhaseCell, deadline: Instant) -> RobotsFetch {
+    async fn robots_hops(
+        &self,
+        origin: &Url,
+        phase: &PhaseCell,
+        deadline: Instant,
+        responses: &mut Vec<Fetched>,
+    ) -> RobotsFetch {
         let mut url = match origin.join("/robots.txt") {
             Ok(url) => url,
             Err(e) => return RobotsFetch::Unreachable(format!("{origin}: {e}")),
@@ -283,12 +302,14 @@ impl Fetcher {
                 .then_some(fetched.location.as_deref())
                 .flatten()
                 .and_then(|loc| url.join(loc).ok());
+            let answer = RobotsFetch::Response {
+                status: fetched.status,
+                body: fetched.body.clone(),
+                retry_after: fetched.retry_after.clone(),
+            };
+            responses.push(*fetched);
             let Some(next) = next else {
-                return RobotsFetch::Response {
-                    status: fetched.status,
-                    body: fetched.body,
-                    retry_after: fetched.retry_after,
-                };
+                return answer;
             };
             if redirects == ROBOTS_MAX_REDIRECTS {
                 return RobotsFetch::TooManyRedirects;
@@ -1357,6 +1378,10 @@ mod tests {
         }
 
         async fn robots(f: &Fetcher, origin: &str) -> RobotsFetch {
+            robots_with_responses(f, origin).await.fetch
+        }
+
+        async fn robots_with_responses(f: &Fetcher, origin: &str) -> RobotsFetched {
             let phase = PhaseCell::new();
             let out = f.robots(&url(origin), &phase).await;
             assert_eq!(phase.get(), Phase::Idle);
@@ -1439,7 +1464,27 @@ mod tests {
             let f = fetcher(|_| {});
             for hops in [3, 5] {
                 let addr = redirecting_robots(hops).await;
-                let out = robots(&f, &format!("http://{addr}")).await;
+                let RobotsFetched {
+                    fetch: out,
+                    responses,
+                } = robots_with_responses(&f, &format!("http://{addr}")).await;
+                // Every response on the way is kept, each with the URL it answered.
+                let statuses: Vec<u16> = responses.iter().map(|r| r.status).collect();
+                let mut expected: Vec<u16> = (0..hops)
+                    .map(|n| [301, 302, 307, 308][n as usize % 4])
+                    .collect();
+                expected.push(200);
+                assert_eq!(statuses, expected, "{hops} redirects");
+                assert_eq!(responses[0].final_url.path(), "/robots.txt");
+                assert_eq!(responses[1].final_url.path(), "/hop/1");
+                assert_eq!(
+                    out,
+                    RobotsFetch::Response {
+                        status: 200,
+                        body: responses[hops as usize].body.clone(),
+                        retry_after: None
+                    }
+                );
                 assert_eq!(
                     out,
                     RobotsFetch::Response {
@@ -1455,8 +1500,13 @@ mod tests {
         #[tokio::test]
         async fn robots_gives_up_after_five_redirects() {
             let addr = redirecting_robots(6).await;
-            let out = robots(&fetcher(|_| {}), &format!("http://{addr}")).await;
-            assert_eq!(out, RobotsFetch::TooManyRedirects);
+            let out = robots_with_responses(&fetcher(|_| {}), &format!("http://{addr}")).await;
+            assert_eq!(out.fetch, RobotsFetch::TooManyRedirects);
+            assert_eq!(
+                out.responses.len(),
+                6,
+                "the six redirects that were answered"
+            );
         }
 
         #[tokio::test]

@@ -69,7 +69,7 @@ pub enum ReindexError {
 /// What a rebuild did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Reindexed {
-    /// Response records read (every status and type).
+    /// Response records read (every status and type, robots.txt answers too).
     pub responses: u64,
     /// HTML pages with a 2xx answer and no `noindex` that went to the index.
     pub pages: u64,
@@ -116,7 +116,7 @@ pub fn reindex(
             pages,
         });
     }
-    let parts = held_parts(&dir.join("warc"), mark.warc.as_ref())?;
+    let parts = held_parts(&dir.join("warc"), Some(&mark))?;
     let building = dir.join(BUILDING);
     remove_dir(&building)?;
     let mut writer = IndexWriter::open_with_memory(&building, memory_mb)?;
@@ -150,7 +150,11 @@ fn add_pages(
         let response = response?;
         done.responses += 1;
         let ctype = response.header("content-type");
-        if !(200..300).contains(&response.status) || !crate::parse::is_html(ctype) {
+        // A robots.txt answer is not a page, whatever type it says it is.
+        if response.robots_for.is_some()
+            || !(200..300).contains(&response.status)
+            || !crate::parse::is_html(ctype)
+        {
             continue;
         }
         let Some(seq) = response.seq else {

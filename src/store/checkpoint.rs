@@ -127,11 +127,30 @@ impl WarcMark {
     }
 }
 
+/// How much of the WARC file `name` (in `DIR/warc/`) a checkpoint's WARC mark holds, the mark
+/// naming a file ([`WarcMark::holds`]) or none: a crawl that had written no WARC record at its
+/// checkpoint (a run opens its first file with its first record) holds none of the crawl's
+/// files (`PREFIX-NNNNN.warc.gz` of [`WARC_PREFIX`]) and any other file whole. `None` for a
+/// corrupt mark.
+///
+/// [`WARC_PREFIX`]: crate::store::committer::WARC_PREFIX
+pub fn warc_held(mark: Option<&WarcMark>, name: &str) -> Option<Held> {
+    match mark {
+        Some(mark) => mark.holds(name),
+        None => Some(match crate::store::warc::file_number(name) {
+            Some((prefix, _)) if prefix == crate::store::committer::WARC_PREFIX => Held::Nothing,
+            _ => Held::Whole,
+        }),
+    }
+}
+
 /// The committed high-water mark and what the store looked like there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mark {
     /// Every sequence number below this one is in the store (or was skipped: no response).
     pub seq: u64,
+    /// Where the WARC files stood; `None` for a crawl without them, and for one that had
+    /// written no WARC record yet ([`warc_held`]: none of its files is held).
     pub warc: Option<WarcMark>,
     /// The crawl ran to its end: nothing is left to resume.
     pub finished: bool,

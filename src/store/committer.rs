@@ -1,6 +1,11 @@
 //! The committer: writes finished exchanges to the page store (WARC, mirror) in the order the
 //! engine hands them over, which is sequence order, on a thread of its own, and hands their text
-//! to the index thread ([`crate::index::feed`]) in the same order.
+//! to the index thread ([`crate::index::feed`]) in the same order. robots.txt responses, which
+//! are not pages and take no sequence number, come between them as they arrive and go to the
+//! WARC files only ([`Committer::send_robots`]): whatever was handed over before a checkpoint
+//! is below its mark, and the engine hands a robots.txt response over in the step that marks
+//! its site's row changed, so the files at a mark hold the robots.txt answers its checkpoint
+//! holds.
 //!
 //! It owns the store's files and the crawl folder's lock. File I/O happens only on its thread
 //! (and the index thread's), never on the async workers. It never reorders anything (the
@@ -21,7 +26,9 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::checkpoint::{Checkpoint, CheckpointError, Delta, Held, Mark, UrlReader, WarcMark};
+use super::checkpoint::{
+    Checkpoint, CheckpointError, Delta, Held, Mark, UrlReader, WarcMark, warc_held,
+};
 use super::commit::Seq;
 use super::warc::{Exchange, Truncation, WarcWriter};
 use crate::index::feed::{Cuts, IndexFeed};
@@ -217,10 +224,9 @@ impl FolderLock {
     }
 }
 
-/// One fetch, ready to be stored.
+/// One request and its response, as the WARC files keep them.
 #[derive(Debug, Clone)]
-pub struct CommitItem {
-    pub seq: Seq,
+pub struct FetchRecord {
     pub url: url::Url,
     pub date: SystemTime,
     /// The request as crawltop sent it (request line and headers).
@@ -229,6 +235,13 @@ pub struct CommitItem {
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
     pub truncated: bool,
+}
+
+/// One fetch of a page, ready to be stored.
+#[derive(Debug, Clone)]
+pub struct CommitItem {
+    pub seq: Seq,
+    pub fetch: FetchRecord,
     /// The page's title and visible text, when it is HTML to index (not `noindex`).
     pub text: Option<(String, String)>,
     /// Its `--extract` line, when it is an HTML page that matched a field (or was too large).
@@ -316,6 +329,12 @@ impl CommitStatus {
 #[derive(Debug)]
 enum Job {
     Item(Box<CommitItem>),
+    /// A robots.txt response of the site `origin` (or a redirect on the way to it): WARC
+    /// records only, without a sequence number (robots.txt is not a page).
+    Robots {
+        origin: String,
+        fetch: Box<FetchRecord>,
+    },
     /// Everything handed over before this is below the delta's mark: sync, then checkpoint.
     Checkpoint(Box<Delta>),
 }
@@ -333,6 +352,8 @@ pub enum Start {
 #[derive(Debug)]
 pub struct Committer {
     tx: Option<mpsc::Sender<Job>>,
+    /// The crawl writes WARC files (robots.txt responses go nowhere else).
+    warc: bool,
     thread: Option<JoinHandle<()>>,
     status: Arc<CommitStatus>,
     /// Reads URL rows back from the last committed checkpoint (the engine's URL table).
@@ -358,12 +379,7 @@ impl Committer {
     // One story from the mark to the running thread; the index's move off this thread (issue
     // 11, item 4) is where it splits.
     #[allow(clippy::too_many_lines)]
-    pub fn start(
-        dir: &Path,
-        opts: StoreOptions,
-        now: SystemTime,
-        start: &Start,
-    ) -> Result<Committer, StoreError> {
+    pub fn start(dir: &Path, opts: StoreOptions, start: &Start) -> Result<Committer, StoreError> {
         let StoreOptions {
             kind,
             warc_max_bytes,
@@ -423,19 +439,21 @@ impl Committer {
         let extract_mark = extract.as_ref().map(|x| x.len);
         let warc_dir = dir.join("warc");
         if let Start::Resume(mark) = start
-            && let Some(at) = &mark.warc
+            && (mark.warc.is_some() || kind.warc())
         {
-            cut_warc_back(&warc_dir, at)?;
+            cut_warc_back(&warc_dir, mark.warc.as_ref())?;
         }
+        // The writer opens its first file with its first record; until then a mark says where
+        // the run started (a resume's mark, its file cut back there; nothing for a new crawl),
+        // never a file that is not there.
         let mut warc = if kind.warc() {
-            Some(WarcWriter::create(
-                &warc_dir,
-                WARC_PREFIX,
-                warc_max_bytes,
-                now,
-            )?)
+            Some(WarcWriter::new(&warc_dir, WARC_PREFIX, warc_max_bytes)?)
         } else {
             None
+        };
+        let warc_start = match start {
+            Start::Resume(mark) if kind.warc() => mark.warc.clone(),
+            Start::Resume(_) | Start::Fresh => None,
         };
         let pages = kind.mirror().then(|| dir.join("pages"));
         // Made before the first mark, so a resume can tell a lost mirror from one that never
@@ -451,14 +469,7 @@ impl Committer {
                 crate::index::IndexWriter::open_with_memory(&dir.join("index"), index_memory_mb)
             })
             .transpose()?;
-        // The new file's warcinfo record is part of the first mark.
-        let warc_mark = match warc.as_mut() {
-            Some(w) => {
-                w.sync()?;
-                Some(warc_mark(w))
-            }
-            None => None,
-        };
+        let warc_mark = warc_start.clone();
         let mut checkpoint = match start {
             Start::Fresh => Checkpoint::create(
                 dir,
@@ -525,6 +536,7 @@ impl Committer {
                     &rx,
                     Stores {
                         warc: warc.as_mut(),
+                        warc_start,
                         pages: pages.as_deref(),
                         index: index.as_mut(),
                         extract: extract.as_mut(),
@@ -558,6 +570,7 @@ impl Committer {
             })?;
         Ok(Committer {
             tx: Some(tx),
+            warc: kind.warc(),
             thread: Some(thread),
             status,
             url_reader,
@@ -567,6 +580,21 @@ impl Committer {
     /// Hands an item to the thread; never blocks.
     pub fn send(&self, item: CommitItem) {
         self.job(Job::Item(Box::new(item)));
+    }
+
+    /// Hands the thread a robots.txt response of the site `origin` (each response of its
+    /// redirect chain is one); never blocks. Sent as it arrives, it is written before the
+    /// checkpoint whose site rows first hold the answer (the engine marks the site's row changed
+    /// with it), so a WARC file cut back to a mark holds exactly the robots.txt answers the
+    /// checkpoint holds, and one a kill loses is fetched again by the resume and written then.
+    /// With no WARC files it is dropped here.
+    pub fn send_robots(&self, origin: &url::Url, fetch: FetchRecord) {
+        if self.warc {
+            self.job(Job::Robots {
+                origin: origin.as_str().to_owned(),
+                fetch: Box::new(fetch),
+            });
+        }
     }
 
     /// Asks for a checkpoint after every item sent so far; never blocks.
@@ -607,6 +635,8 @@ impl Committer {
 /// What the thread writes to: files of its own, and the index thread it feeds.
 struct Stores<'a> {
     warc: Option<&'a mut WarcWriter>,
+    /// The mark this run started from, for marks taken before its first WARC record.
+    warc_start: Option<WarcMark>,
     pages: Option<&'a Path>,
     index: Option<&'a mut IndexFeed>,
     extract: Option<&'a mut ExtractFile>,
@@ -689,17 +719,18 @@ fn env_number(name: &str) -> Option<u64> {
 }
 
 /// The WARC files' name prefix.
-const WARC_PREFIX: &str = "crawltop";
+pub const WARC_PREFIX: &str = "crawltop";
 
-fn warc_mark(w: &WarcWriter) -> WarcMark {
-    WarcMark {
+/// Where the file this run writes ends, once it has one.
+fn warc_mark(w: &WarcWriter) -> Option<WarcMark> {
+    Some(WarcMark {
         file: w
-            .current_file()
+            .current_file()?
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        position: w.position(),
-    }
+        position: w.position()?,
+    })
 }
 
 /// Counts a job as done when it is dropped, whichever way the loop leaves it, and wakes the
@@ -726,6 +757,13 @@ fn write_loop(
         let _done = Finished(status);
         let mut item = match job {
             Job::Item(item) => item,
+            Job::Robots { origin, fetch } => {
+                if let Some(w) = stores.warc.as_deref_mut() {
+                    write_fetch(w, &fetch, None, Some(&origin))?;
+                    since_sync += 1;
+                }
+                continue;
+            }
             Job::Checkpoint(delta) => {
                 // The order makes the mark true: the store and the index are durable up to
                 // here before the state says so. The index thread has every page handed over
@@ -734,7 +772,7 @@ fn write_loop(
                     Some(w) => {
                         w.sync()?;
                         since_sync = 0;
-                        Some(warc_mark(w))
+                        warc_mark(w).or_else(|| stores.warc_start.clone())
                     }
                     None => None,
                 };
@@ -766,22 +804,7 @@ fn write_loop(
             });
         }
         if let Some(w) = stores.warc.as_deref_mut() {
-            let reason = hyper::StatusCode::from_u16(item.status)
-                .ok()
-                .and_then(|s| s.canonical_reason())
-                .unwrap_or("");
-            w.write_exchange(&Exchange {
-                target_uri: item.url.as_str(),
-                seq: Some(item.seq),
-                date: item.date,
-                ip: None,
-                request_line_and_headers: &item.request,
-                status: item.status,
-                reason,
-                response_headers: &item.headers,
-                body: &item.body,
-                truncated: item.truncated.then_some(Truncation::Length),
-            })?;
+            write_fetch(w, &item.fetch, Some(item.seq), None)?;
             since_sync += 1;
             if since_sync >= SYNC_EVERY {
                 w.sync()?;
@@ -789,14 +812,14 @@ fn write_loop(
             }
         }
         if let Some(root) = stores.pages
-            && (200..300).contains(&item.status)
+            && (200..300).contains(&item.fetch.status)
         {
-            super::mirror::write_page(root, &item.url, &item.body)?;
+            super::mirror::write_page(root, &item.fetch.url, &item.fetch.body)?;
         }
         if let (Some(ix), Some((title, text))) = (stores.index.as_deref_mut(), item.text.take()) {
             ix.add(crate::index::OwnedPage {
                 seq: item.seq,
-                url: item.url.as_str().to_owned(),
+                url: item.fetch.url.as_str().to_owned(),
                 title,
                 text,
                 committed_ms: crate::clock::wall()
@@ -812,10 +835,60 @@ fn write_loop(
     stores.extract.map_or(Ok(()), ExtractFile::sync)
 }
 
+/// Writes a fetch's request and response records: a page's with its sequence number, a
+/// robots.txt response with the origin whose robots.txt it answers.
+fn write_fetch(
+    w: &mut WarcWriter,
+    fetch: &FetchRecord,
+    seq: Option<Seq>,
+    robots_for: Option<&str>,
+) -> Result<(), StoreError> {
+    let reason = hyper::StatusCode::from_u16(fetch.status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("");
+    w.write_exchange(&Exchange {
+        target_uri: fetch.url.as_str(),
+        seq,
+        robots_for,
+        date: fetch.date,
+        ip: None,
+        request_line_and_headers: &fetch.request,
+        status: fetch.status,
+        reason,
+        response_headers: &fetch.headers,
+        body: &fetch.body,
+        truncated: fetch.truncated.then_some(Truncation::Length),
+    })?;
+    Ok(())
+}
+
 /// A resume: cuts the WARC file named by the mark back to the mark's position and removes every
 /// later file of the crawl, so nothing written above the mark stays in the store
-/// ([`WarcMark::holds`], which readers of the folder follow too).
-fn cut_warc_back(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
+/// ([`warc_held`], which readers of the folder follow too). A mark that names no file (the
+/// crawl had written no record at its checkpoint) holds none of the crawl's files.
+fn cut_warc_back(warc_dir: &Path, at: Option<&WarcMark>) -> Result<(), StoreError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| StoreError::Io { path, source }
+    };
+    if let Some(at) = at {
+        cut_marked_file(warc_dir, at)?;
+    } else if !warc_dir.exists() {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(warc_dir).map_err(io(warc_dir))? {
+        let entry = entry.map_err(io(warc_dir))?;
+        let name = entry.file_name();
+        if name.to_str().and_then(|n| warc_held(at, n)) == Some(Held::Nothing) {
+            std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Cuts the file the mark names back to the mark's position, which it must reach.
+fn cut_marked_file(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| StoreError::Io { path, source }
@@ -846,15 +919,7 @@ fn cut_warc_back(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
         }));
     }
     file.set_len(at.position).map_err(io(&path))?;
-    file.sync_all().map_err(io(&path))?;
-    for entry in std::fs::read_dir(warc_dir).map_err(io(warc_dir))? {
-        let entry = entry.map_err(io(warc_dir))?;
-        let name = entry.file_name();
-        if name.to_str().and_then(|n| at.holds(n)) == Some(Held::Nothing) {
-            std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
-        }
-    }
-    Ok(())
+    file.sync_all().map_err(io(&path))
 }
 
 #[cfg(test)]

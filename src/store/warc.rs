@@ -1,13 +1,16 @@
-//! The WARC 1.1 archive of what the crawl fetched: one request and one response record per fetch,
-//! each record its own gzip member, in files `PREFIX-00000.warc.gz`, `-00001`, ... that rotate at a
-//! size. The record bytes are built and compressed in memory and written with one `write_all`, so
-//! a killed process leaves at worst one partial gzip member at the end of a file, which
-//! [`truncate_partial_tail`] cuts off.
+//! The WARC 1.1 archive of what the crawl fetched: one request and one response record per fetch
+//! (a page's, or a robots.txt response's, marked [`ROBOTS_FIELD`]), each record its own gzip
+//! member, in files `PREFIX-00000.warc.gz`, `-00001`, ... that rotate at a size. The record bytes
+//! are built and compressed in memory and written with one `write_all`, so a killed process
+//! leaves at worst one partial gzip member at the end of a file, which [`truncate_partial_tail`]
+//! cuts off.
 //!
 //! It must never overwrite or append to a file it did not create (a resumed crawl starts a new
 //! file), never split an exchange across files, never read a clock (every date is passed in) and
-//! never touch the network. It does blocking file I/O: call it from the committer's blocking
-//! thread, not from an async task.
+//! never touch the network. It opens its first file with its first exchange, so a run that
+//! writes nothing (a resume killed while it starts, say) leaves no file holding only a warcinfo
+//! record. It does blocking file I/O: call it from the committer's blocking thread, not from an
+//! async task.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -78,6 +81,10 @@ pub struct Exchange<'a> {
     /// The fetch's place in the commit order, written as [`SEQ_FIELD`] on the response record
     /// so that a reader of the files alone can name it.
     pub seq: Option<u64>,
+    /// For a robots.txt fetch (and each redirect on the way to the file), which is not a page:
+    /// the origin whose robots.txt it answers, written as [`ROBOTS_FIELD`] on the response record
+    /// so that a reader of the files does not take it for a page.
+    pub robots_for: Option<&'a str>,
     /// When the request was sent; becomes `WARC-Date` of both records.
     pub date: SystemTime,
     pub ip: Option<IpAddr>,
@@ -111,6 +118,11 @@ pub const ORIGINAL_CONTENT_ENCODING: &str = "X-Crawltop-Original-Content-Encodin
 /// 1.1 section 5 lets writers add named fields, and readers ignore those they do not know).
 pub const SEQ_FIELD: &str = "Crawltop-Seq";
 
+/// The response record's field naming the origin whose robots.txt the record answers (an
+/// extension field like [`SEQ_FIELD`]): robots.txt responses are stored like any fetch, as
+/// web archives expect, but they are not pages of the crawl, and carry no sequence number.
+pub const ROBOTS_FIELD: &str = "Crawltop-Robots-For";
+
 const SOFTWARE: &str = concat!("crawltop/", env!("CARGO_PKG_VERSION"));
 const FILE_SUFFIX: &str = ".warc.gz";
 
@@ -122,8 +134,11 @@ pub struct WarcWriter {
     dir: PathBuf,
     prefix: String,
     max_file_bytes: u64,
-    next_number: u64,
-    current: OpenWarc,
+    /// The number the next file gets; found (after the highest existing file of the prefix)
+    /// when the first file is opened.
+    next_number: Option<u64>,
+    /// `None` until the first exchange: a run that writes nothing leaves no file.
+    current: Option<OpenWarc>,
     members: MemberEncoder,
 }
 
@@ -154,35 +169,28 @@ enum DirEntry {
 }
 
 impl WarcWriter {
-    /// Opens a new file `dir/PREFIX-NNNNN.warc.gz`, numbered after the highest existing file of
-    /// that prefix, and writes its warcinfo record dated `now`. `dir` is created if missing.
-    pub fn create(
-        dir: &Path,
-        prefix: &str,
-        max_file_bytes: u64,
-        now: SystemTime,
-    ) -> Result<WarcWriter, WarcError> {
+    /// A writer of files `dir/PREFIX-NNNNN.warc.gz`. Nothing is touched yet: the first file
+    /// (numbered after the highest existing file of that prefix, `dir` created if missing) is
+    /// opened with the first exchange, its warcinfo record dated as that exchange.
+    pub fn new(dir: &Path, prefix: &str, max_file_bytes: u64) -> Result<WarcWriter, WarcError> {
         if prefix.is_empty() || prefix.contains(['/', '\\']) {
             return Err(WarcError::InvalidPrefix(prefix.to_owned()));
         }
-        fs::create_dir_all(dir).map_err(WarcError::io(dir))?;
-        let next_number = highest_existing_number(dir, prefix)?.map_or(0, |n| n + 1);
-        let mut members = MemberEncoder::new();
-        let current = open_new_file(dir, prefix, next_number, now, &mut members)?;
         Ok(WarcWriter {
             dir: dir.to_path_buf(),
             prefix: prefix.to_owned(),
             max_file_bytes,
-            next_number: next_number + 1,
-            current,
-            members,
+            next_number: None,
+            current: None,
+            members: MemberEncoder::new(),
         })
     }
 
     /// Appends a request record and a response record (two gzip members, linked both ways by
-    /// `WARC-Concurrent-To`) to the current file, rotating first if they would not fit. An `Err`
-    /// other than `InvalidTargetUri` means the crawl should stop: the file was cut back to its
-    /// last record where the system allowed, and [`truncate_partial_tail`] finishes the job.
+    /// `WARC-Concurrent-To`) to the current file, opening the first file or rotating first if
+    /// they would not fit. An `Err` other than `InvalidTargetUri` means the crawl should stop:
+    /// the file was cut back to its last record where the system allowed, and
+    /// [`truncate_partial_tail`] finishes the job.
     pub fn write_exchange(&mut self, ex: &Exchange<'_>) -> Result<RecordIds, WarcError> {
         if ex.target_uri.is_empty()
             || ex
@@ -194,28 +202,23 @@ impl WarcWriter {
         }
         let request_id = new_record_id();
         let response_id = new_record_id();
-        let mut members = exchange_members(
-            ex,
-            &request_id,
-            &response_id,
-            &self.current,
-            &mut self.members,
-        );
-        if self.current.content == FileContent::Exchanges
-            && self.current.len + members.bytes.len() as u64 > self.max_file_bytes
+        let current = match self.current.take() {
+            Some(current) => current,
+            None => self.open_next(ex.date)?,
+        };
+        let mut members =
+            exchange_members(ex, &request_id, &response_id, &current, &mut self.members);
+        let current = if current.content == FileContent::Exchanges
+            && current.len + members.bytes.len() as u64 > self.max_file_bytes
         {
-            self.rotate(ex.date)?;
+            let next = self.rotate(current, ex.date)?;
             // The records name their file's warcinfo record, so they are rebuilt for the new file.
-            members = exchange_members(
-                ex,
-                &request_id,
-                &response_id,
-                &self.current,
-                &mut self.members,
-            );
-        }
-
-        let current = &mut self.current;
+            members = exchange_members(ex, &request_id, &response_id, &next, &mut self.members);
+            next
+        } else {
+            current
+        };
+        let current = self.current.insert(current);
         if let Err(source) = current.file.write_all(&members.bytes) {
             // Cut a partial write back so the file still ends on a record boundary. If even that
             // fails, truncate_partial_tail repairs the file on the next start.
@@ -237,35 +240,50 @@ impl WarcWriter {
     }
 
     /// Makes everything written so far durable: flushes and fsyncs the current file, and its
-    /// directory the first time so the file's name is durable too.
+    /// directory the first time so the file's name is durable too. Nothing to do before the
+    /// first file.
     pub fn sync(&mut self) -> Result<(), WarcError> {
-        sync_file(&mut self.current)
+        self.current.as_mut().map_or(Ok(()), sync_file)
     }
 
-    pub fn current_file(&self) -> &Path {
-        &self.current.path
+    /// The file being written, once the first exchange has opened one.
+    pub fn current_file(&self) -> Option<&Path> {
+        self.current.as_ref().map(|c| c.path.as_path())
     }
 
-    /// Where the last complete record of the current file ends; a checkpoint stores it with
-    /// [`WarcWriter::current_file`].
-    pub fn position(&self) -> u64 {
-        self.current.len
+    /// Where the last complete record of the current file ends, once there is one; a checkpoint
+    /// stores it with [`WarcWriter::current_file`].
+    pub fn position(&self) -> Option<u64> {
+        self.current.as_ref().map(|c| c.len)
     }
 
-    fn rotate(&mut self, now: SystemTime) -> Result<(), WarcError> {
+    /// Opens the next file, its warcinfo record dated `now`.
+    fn open_next(&mut self, now: SystemTime) -> Result<OpenWarc, WarcError> {
+        let number = if let Some(n) = self.next_number {
+            n
+        } else {
+            fs::create_dir_all(&self.dir).map_err(WarcError::io(&self.dir))?;
+            highest_existing_number(&self.dir, &self.prefix)?.map_or(0, |n| n + 1)
+        };
+        let file = open_new_file(&self.dir, &self.prefix, number, now, &mut self.members)?;
+        self.next_number = Some(number + 1);
+        Ok(file)
+    }
+
+    fn rotate(&mut self, mut full: OpenWarc, now: SystemTime) -> Result<OpenWarc, WarcError> {
         // A checkpoint after the rotation names only the new file, so the old one must be durable
         // before the writer forgets it.
-        sync_file(&mut self.current)?;
-        let next = open_new_file(
-            &self.dir,
-            &self.prefix,
-            self.next_number,
-            now,
-            &mut self.members,
-        )?;
-        self.next_number += 1;
-        self.current = next;
-        Ok(())
+        if let Err(e) = sync_file(&mut full) {
+            self.current = Some(full);
+            return Err(e);
+        }
+        match self.open_next(now) {
+            Ok(next) => Ok(next),
+            Err(e) => {
+                self.current = Some(full);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -440,6 +458,10 @@ fn exchange_members(
     let seq = ex.seq.map(|s| s.to_string());
     if let Some(seq) = &seq {
         fields.push((SEQ_FIELD, seq.as_str()));
+    }
+    let robots_for = ex.robots_for.map(one_line);
+    if let Some(origin) = &robots_for {
+        fields.push((ROBOTS_FIELD, origin.as_str()));
     }
     fields.push(("Content-Type", "application/http;msgtype=response"));
     members.append(&mut bytes, &fields, &response_block);
@@ -803,6 +825,7 @@ mod tests {
         Exchange {
             target_uri: uri,
             seq: None,
+            robots_for: None,
             date: date(),
             ip: Some(IpAddr::from([127, 0, 0, 1])),
             request_line_and_headers: REQUEST,
@@ -897,7 +920,7 @@ mod tests {
     #[test]
     fn every_header_and_body_reads_back_with_the_warc_crate() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let response_headers = headers(&[
             ("Content-Type", "text/html; charset=utf-8"),
             ("Content-Encoding", "gzip"),
@@ -914,7 +937,7 @@ mod tests {
                 body,
             ))
             .expect("write");
-        let path = writer.current_file().to_path_buf();
+        let path = writer.current_file().expect("a file").to_path_buf();
         assert_eq!(path, dir.path().join("crawl-00000.warc.gz"));
         assert_eq!(ids.file, path);
 
@@ -980,12 +1003,12 @@ mod tests {
     #[test]
     fn warcinfo_opens_each_file_and_every_record_names_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let no_headers = headers(&[]);
         writer
             .write_exchange(&exchange("http://a.test/", &no_headers, b"x"))
             .expect("write");
-        let records = read_with_warc_crate(writer.current_file());
+        let records = read_with_warc_crate(writer.current_file().expect("a file"));
         let info = &records[0];
         assert_eq!(info.header("warc-type"), "warcinfo");
         assert_eq!(info.header("warc-filename"), "crawl-00000.warc.gz");
@@ -1009,7 +1032,7 @@ mod tests {
     #[test]
     fn record_ids_are_urn_uuid_v4_and_distinct() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let no_headers = headers(&[]);
         let a = writer
             .write_exchange(&exchange("http://a.test/", &no_headers, b""))
@@ -1033,7 +1056,7 @@ mod tests {
     #[test]
     fn each_record_is_its_own_gzip_member_and_offsets_point_at_responses() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let no_headers = headers(&[]);
         let mut written = Vec::new();
         for i in 0..3 {
@@ -1045,7 +1068,7 @@ mod tests {
                     .expect("write"),
             );
         }
-        let members = members(writer.current_file());
+        let members = members(writer.current_file().expect("a file"));
         assert_eq!(members.len(), 1 + 2 * 3);
         for (_, data) in &members {
             assert!(data.starts_with(b"WARC/1.1\r\n"));
@@ -1060,8 +1083,10 @@ mod tests {
             assert!(text.contains("WARC-Type: response\r\n"));
             assert!(text.contains(&format!("WARC-Record-ID: {}\r\n", ids.response)));
         }
-        let file_len = fs::metadata(writer.current_file()).expect("meta").len();
-        assert_eq!(writer.position(), file_len);
+        let file_len = fs::metadata(writer.current_file().expect("a file"))
+            .expect("meta")
+            .len();
+        assert_eq!(writer.position().expect("a file"), file_len);
     }
 
     /// One encoder, reset per member, writes each record as a complete gzip member of its own
@@ -1124,13 +1149,13 @@ mod tests {
     #[test]
     fn digests_match_a_recomputation_over_block_and_payload() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let response_headers = headers(&[("Content-Type", "application/octet-stream")]);
         let post = b"POST /form HTTP/1.1\r\nHost: a.test\r\nContent-Length: 3\r\n\r\na=1";
         let mut ex = exchange("http://a.test/form", &response_headers, b"\x00\x01binary");
         ex.request_line_and_headers = post;
         writer.write_exchange(&ex).expect("write");
-        let records = read_with_warc_crate(writer.current_file());
+        let records = read_with_warc_crate(writer.current_file().expect("a file"));
         for record in &records[1..] {
             assert_eq!(record.header("warc-block-digest"), b32_sha1(&record.block));
             assert_eq!(
@@ -1145,7 +1170,7 @@ mod tests {
     #[test]
     fn invalid_utf8_and_nul_bytes_round_trip_byte_for_byte() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let no_headers = headers(&[]);
         let body: Vec<u8> = (0..=255u8)
             .chain([0xff, 0xfe, 0x00, 0xc3, 0x28, b'\r', b'\n', b'\r', b'\n'])
@@ -1153,7 +1178,7 @@ mod tests {
         writer
             .write_exchange(&exchange("http://a.test/bin", &no_headers, &body))
             .expect("write");
-        let records = read_with_warc_crate(writer.current_file());
+        let records = read_with_warc_crate(writer.current_file().expect("a file"));
         assert_eq!(http_payload(&records[2].block), &body[..]);
         assert_eq!(records[2].header("warc-payload-digest"), b32_sha1(&body));
     }
@@ -1161,7 +1186,7 @@ mod tests {
     #[test]
     fn a_truncated_body_carries_warc_truncated_length() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let response_headers = headers(&[("Content-Length", "1000000")]);
         let mut cut = exchange("http://a.test/big", &response_headers, b"first bytes");
         cut.truncated = Some(Truncation::Length);
@@ -1169,7 +1194,7 @@ mod tests {
         writer
             .write_exchange(&exchange("http://a.test/small", &response_headers, b"all"))
             .expect("write");
-        let records = read_with_warc_crate(writer.current_file());
+        let records = read_with_warc_crate(writer.current_file().expect("a file"));
         assert_eq!(records[2].header("warc-truncated"), "length");
         assert!(http_head(&records[2].block).contains("Content-Length: 11\r\n"));
         assert!(!records[1].headers.contains_key("warc-truncated"));
@@ -1179,12 +1204,12 @@ mod tests {
     #[test]
     fn no_original_encoding_header_when_the_server_sent_none() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let response_headers = headers(&[("content-type", "text/plain"), ("content-length", "2")]);
         writer
             .write_exchange(&exchange("http://a.test/", &response_headers, b"hi"))
             .expect("write");
-        let records = read_with_warc_crate(writer.current_file());
+        let records = read_with_warc_crate(writer.current_file().expect("a file"));
         assert_eq!(
             http_head(&records[2].block),
             "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nContent-Length: 2\r\n\r\n"
@@ -1194,12 +1219,12 @@ mod tests {
     #[test]
     fn several_content_encodings_are_all_recorded() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let response_headers = headers(&[("Content-Encoding", "gzip"), ("content-encoding", "br")]);
         writer
             .write_exchange(&exchange("http://a.test/", &response_headers, b"hi"))
             .expect("write");
-        let records = read_with_warc_crate(writer.current_file());
+        let records = read_with_warc_crate(writer.current_file().expect("a file"));
         let head = http_head(&records[2].block);
         assert!(head.contains("X-Crawltop-Original-Content-Encoding: gzip, br\r\n"));
         assert!(!head.to_ascii_lowercase().contains("\ncontent-encoding:"));
@@ -1208,12 +1233,12 @@ mod tests {
     #[test]
     fn crlf_in_response_headers_cannot_inject_lines() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let response_headers = headers(&[("X-Evil", "a\r\nContent-Length: 0\r\n\r\nfake")]);
         let mut ex = exchange("http://a.test/", &response_headers, b"real");
         ex.reason = "OK\r\nX-Injected: 1";
         writer.write_exchange(&ex).expect("write");
-        let records = read_with_warc_crate(writer.current_file());
+        let records = read_with_warc_crate(writer.current_file().expect("a file"));
         let block = &records[2].block;
         assert_eq!(http_payload(block), b"real");
         assert_eq!(
@@ -1226,37 +1251,63 @@ mod tests {
     #[test]
     fn a_target_uri_with_whitespace_is_refused_and_nothing_is_written() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
-        let before = writer.position();
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let no_headers = headers(&[]);
-        for uri in [
-            "http://a.test/\r\nWARC-Type: metadata",
-            "http://a.test/a b",
-            "",
-        ] {
-            let err = writer
-                .write_exchange(&exchange(uri, &no_headers, b"x"))
-                .expect_err("refused");
-            assert!(matches!(err, WarcError::InvalidTargetUri(_)));
-        }
-        assert_eq!(writer.position(), before);
+        let refuse_all = |writer: &mut WarcWriter| {
+            for uri in [
+                "http://a.test/\r\nWARC-Type: metadata",
+                "http://a.test/a b",
+                "",
+            ] {
+                let err = writer
+                    .write_exchange(&exchange(uri, &no_headers, b"x"))
+                    .expect_err("refused");
+                assert!(matches!(err, WarcError::InvalidTargetUri(_)));
+            }
+        };
+        refuse_all(&mut writer);
         assert_eq!(
-            fs::metadata(writer.current_file()).expect("meta").len(),
+            writer.current_file(),
+            None,
+            "a refused exchange opens no file"
+        );
+        assert!(warc_files(dir.path()).is_empty());
+        writer
+            .write_exchange(&exchange("http://a.test/", &no_headers, b"x"))
+            .expect("write");
+        let before = writer.position().expect("a file");
+        refuse_all(&mut writer);
+        assert_eq!(writer.position().expect("a file"), before);
+        assert_eq!(
+            fs::metadata(writer.current_file().expect("a file"))
+                .expect("meta")
+                .len(),
             before
         );
     }
 
     #[test]
+    fn a_writer_that_writes_nothing_leaves_no_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let warc = dir.path().join("warc");
+        let mut writer = WarcWriter::new(&warc, "crawl", 1 << 30).expect("new");
+        writer.sync().expect("sync");
+        assert_eq!((writer.current_file(), writer.position()), (None, None));
+        drop(writer);
+        assert!(!warc.exists(), "the folder is made with the first file");
+    }
+
+    #[test]
     fn a_missing_ip_leaves_out_warc_ip_address() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
         let no_headers = headers(&[]);
         let mut ex = exchange("http://a.test/", &no_headers, b"x");
         ex.ip = Some("::1".parse().expect("ipv6"));
         writer.write_exchange(&ex).expect("write");
         ex.ip = None;
         writer.write_exchange(&ex).expect("write");
-        let records = read_with_warc_crate(writer.current_file());
+        let records = read_with_warc_crate(writer.current_file().expect("a file"));
         assert_eq!(records[1].header("warc-ip-address"), "::1");
         assert_eq!(records[2].header("warc-ip-address"), "::1");
         assert!(!records[3].headers.contains_key("warc-ip-address"));
@@ -1267,7 +1318,7 @@ mod tests {
     fn rotation_gives_several_files_with_whole_exchanges_in_each() {
         let dir = tempfile::tempdir().expect("tempdir");
         let max = 2_000;
-        let mut writer = WarcWriter::create(dir.path(), "crawl", max, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", max).expect("new");
         let no_headers = headers(&[]);
         let mut written = Vec::new();
         for i in 0..20 {
@@ -1326,7 +1377,7 @@ mod tests {
     #[test]
     fn an_exchange_larger_than_the_limit_gets_a_file_of_its_own() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 10, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 10).expect("new");
         let no_headers = headers(&[]);
         for i in 0..3 {
             writer
@@ -1353,9 +1404,12 @@ mod tests {
         ] {
             fs::write(dir.path().join(name), name).expect("seed file");
         }
-        let writer = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
+        let no_headers = headers(&[]);
+        let ex = exchange("http://a.test/", &no_headers, b"x");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
+        writer.write_exchange(&ex).expect("write");
         assert_eq!(
-            writer.current_file(),
+            writer.current_file().expect("a file"),
             dir.path().join("crawl-00004.warc.gz")
         );
         assert_eq!(
@@ -1363,8 +1417,12 @@ mod tests {
             b"crawl-00003.warc.gz"
         );
         drop(writer);
-        let again = WarcWriter::create(dir.path(), "crawl", 1 << 30, date()).expect("create");
-        assert_eq!(again.current_file(), dir.path().join("crawl-00005.warc.gz"));
+        let mut again = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
+        again.write_exchange(&ex).expect("write");
+        assert_eq!(
+            again.current_file().expect("a file"),
+            dir.path().join("crawl-00005.warc.gz")
+        );
     }
 
     #[test]
@@ -1372,7 +1430,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         for prefix in ["", "a/b", "..\\x"] {
             assert!(matches!(
-                WarcWriter::create(dir.path(), prefix, 1 << 30, date()),
+                WarcWriter::new(dir.path(), prefix, 1 << 30),
                 Err(WarcError::InvalidPrefix(_))
             ));
         }
@@ -1380,7 +1438,7 @@ mod tests {
 
     /// A file of two exchanges, and its length.
     fn complete_file(dir: &Path) -> (PathBuf, u64) {
-        let mut writer = WarcWriter::create(dir, "crawl", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir, "crawl", 1 << 30).expect("new");
         let no_headers = headers(&[]);
         for i in 0..2 {
             writer
@@ -1388,7 +1446,10 @@ mod tests {
                 .expect("write");
         }
         writer.sync().expect("sync");
-        (writer.current_file().to_path_buf(), writer.position())
+        (
+            writer.current_file().expect("a file").to_path_buf(),
+            writer.position().expect("a file"),
+        )
     }
 
     fn append(path: &Path, bytes: &[u8]) {
@@ -1402,7 +1463,7 @@ mod tests {
     fn one_member() -> Vec<u8> {
         let no_headers = headers(&[]);
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "m", 1 << 30, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "m", 1 << 30).expect("new");
         let body: Vec<u8> = (0..2_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let ids = writer
             .write_exchange(&exchange("http://a.test/big", &no_headers, &body))
@@ -1548,7 +1609,7 @@ mod tests {
             }
         }
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut writer = WarcWriter::create(dir.path(), "crawl", 3_000, date()).expect("create");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 3_000).expect("new");
         let response_headers = headers(&[
             ("Content-Type", "text/html"),
             ("Content-Encoding", "gzip"),

@@ -1,6 +1,7 @@
 //! Reading back what the WARC writer wrote: the response records of a crawl folder's
 //! `warc/*.warc.gz`, in the order they were committed, for verbs that work on a crawl folder
-//! (`crawltop extract DIR`).
+//! (`crawltop extract DIR`). The robots.txt responses among them say so
+//! ([`StoredResponse::robots_for`]): a verb about pages passes them over.
 //!
 //! It reads what the folder's checkpoint holds ([`held_parts`]): a killed crawl's files go on
 //! past its last mark, with records a resume cuts away and fetches again, maybe under other
@@ -18,8 +19,8 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use super::checkpoint::{Held, WarcMark};
-use super::warc::{CountingReader, SEQ_FIELD};
+use super::checkpoint::{Held, Mark, warc_held};
+use super::warc::{CountingReader, ROBOTS_FIELD, SEQ_FIELD};
 
 /// The most bytes of one decoded record that are read: a record says its own length, and a
 /// corrupt length must not make the reader allocate gigabytes.
@@ -52,6 +53,9 @@ pub struct StoredResponse {
     pub seq: Option<u64>,
     /// `WARC-Date`: when the request was sent ([`super::warc::parse_warc_date`] reads it).
     pub date: Option<String>,
+    /// A robots.txt response (or a redirect on the way to it), which is not a page: the
+    /// origin whose robots.txt it answers ([`ROBOTS_FIELD`]).
+    pub robots_for: Option<String>,
     pub status: u16,
     /// The response headers as stored (the body is decoded: see `warc.rs`).
     pub headers: Vec<(String, String)>,
@@ -100,15 +104,27 @@ pub struct WarcPart {
     pub end: Option<u64>,
 }
 
-/// What of the `.warc.gz` files in `dir` (a crawl folder's `warc/`) the checkpoint's WARC mark
-/// holds, in write order ([`WarcMark::holds`]: what a resume from it keeps). Without a mark (a
-/// folder without a checkpoint, a crawl that wrote no WARC file) every file is read whole.
-pub fn held_parts(dir: &Path, mark: Option<&WarcMark>) -> Result<Vec<WarcPart>, WarcReadError> {
+/// What of the `.warc.gz` files in `dir` (a crawl folder's `warc/`) the checkpoint's mark
+/// holds, in write order ([`warc_held`]: what a resume from it keeps). Without a checkpoint
+/// every file is read whole; a mark that names no WARC file (the crawl had written no record
+/// at its checkpoint) holds none of the crawl's files.
+pub fn held_parts(dir: &Path, mark: Option<&Mark>) -> Result<Vec<WarcPart>, WarcReadError> {
     let files = warc_files(dir)?;
+    let whole = |path| WarcPart { path, end: None };
     let Some(mark) = mark else {
+        return Ok(files.into_iter().map(whole).collect());
+    };
+    let Some(mark) = &mark.warc else {
         return Ok(files
             .into_iter()
-            .map(|path| WarcPart { path, end: None })
+            .filter(|path| {
+                let name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default();
+                warc_held(None, name) != Some(Held::Nothing)
+            })
+            .map(whole)
             .collect());
     };
     let marked = dir.join(&mark.file);
@@ -315,6 +331,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
         .to_string();
     let seq = field(&warc, SEQ_FIELD).and_then(|v| v.parse().ok());
     let date = field(&warc, "WARC-Date").map(str::to_string);
+    let robots_for = field(&warc, ROBOTS_FIELD).map(str::to_string);
     let (http, body) = head_and_rest(block).ok_or("no end of the HTTP header")?;
     let status = http
         .first()
@@ -329,6 +346,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
         target_uri,
         seq,
         date,
+        robots_for,
         status,
         headers,
         body: body.to_vec(),
@@ -340,6 +358,7 @@ mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
+    use crate::store::checkpoint::WarcMark;
     use crate::store::warc::{Exchange, WarcWriter};
 
     fn exchange<'a>(
@@ -351,6 +370,7 @@ mod tests {
         Exchange {
             target_uri: uri,
             seq: Some(seq),
+            robots_for: None,
             date: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             ip: None,
             request_line_and_headers: b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -362,11 +382,26 @@ mod tests {
         }
     }
 
+    /// A checkpoint's mark with the WARC mark given.
+    fn checkpoint(warc: Option<WarcMark>) -> Mark {
+        Mark {
+            seq: 7,
+            warc,
+            finished: false,
+            runs: 1,
+            extract: None,
+            text_cut: 0,
+            index: true,
+            store: Some(crate::store::committer::StoreKind::Warc),
+            settings: None,
+        }
+    }
+
     #[test]
     fn reads_back_every_response_in_order_across_rotated_files() {
         let dir = tempfile::tempdir().expect("tempdir");
         let headers = vec![("Content-Type".to_string(), "text/html".to_string())];
-        let mut w = WarcWriter::create(dir.path(), "crawltop", 600, UNIX_EPOCH).expect("create");
+        let mut w = WarcWriter::new(dir.path(), "crawltop", 600).expect("new");
         let bodies: Vec<Vec<u8>> = (0..12u8)
             .map(|i| vec![b'a' + i; 100 * usize::from(i)])
             .collect();
@@ -391,6 +426,33 @@ mod tests {
         }
     }
 
+    /// A robots.txt response reads back as one, whatever type its server gave it, so a verb
+    /// about pages can pass it over; a page has no such mark.
+    #[test]
+    fn a_robots_txt_response_says_whose_robots_txt_it_answers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let headers = vec![("Content-Type".to_string(), "text/html".to_string())];
+        let mut w = WarcWriter::new(dir.path(), "crawltop", 1 << 20).expect("new");
+        let mut robots = exchange("http://127.0.0.1:1/robots.txt", 0, b"<p>hi", &headers);
+        robots.seq = None;
+        robots.robots_for = Some("http://127.0.0.1:1/");
+        w.write_exchange(&robots).expect("write");
+        w.write_exchange(&exchange("http://127.0.0.1:1/a.html", 0, b"<p>a", &headers))
+            .expect("write");
+        w.sync().expect("sync");
+        let got: Vec<StoredResponse> = Responses::new(warc_files(dir.path()).expect("files"))
+            .collect::<Result<_, _>>()
+            .expect("readable");
+        let marks: Vec<_> = got
+            .iter()
+            .map(|r| (r.robots_for.as_deref(), r.seq))
+            .collect();
+        assert_eq!(
+            marks,
+            [(Some("http://127.0.0.1:1/"), None), (None, Some(0))]
+        );
+    }
+
     /// Reading up to a mark: the files before the marked one whole, the marked one up to the
     /// position (records written after it in the same file left out), no later file; a file
     /// shorter than the mark says is named, whether cut before or while it is read.
@@ -398,15 +460,15 @@ mod tests {
     fn reading_stops_at_a_checkpoints_mark_across_rotated_files() {
         let dir = tempfile::tempdir().expect("tempdir");
         let headers = vec![("Content-Type".to_string(), "text/html".to_string())];
-        let mut w = WarcWriter::create(dir.path(), "crawltop", 6000, UNIX_EPOCH).expect("create");
+        let mut w = WarcWriter::new(dir.path(), "crawltop", 6000).expect("new");
         let here = |w: &WarcWriter| WarcMark {
             file: w
                 .current_file()
-                .file_name()
+                .and_then(|f| f.file_name())
                 .and_then(|n| n.to_str())
                 .expect("a name")
                 .to_string(),
-            position: w.position(),
+            position: w.position().expect("a file"),
         };
         let mut marks = Vec::new();
         for i in 0..12u8 {
@@ -442,13 +504,25 @@ mod tests {
                 .map(|r| r.expect("readable").seq)
                 .collect()
         };
-        let held = held_parts(dir.path(), Some(&mark)).expect("parts");
+        let held = held_parts(dir.path(), Some(&checkpoint(Some(mark.clone())))).expect("parts");
         assert_eq!(
             seqs(held.clone()),
             (0..=at as u64).map(Some).collect::<Vec<_>>()
         );
         let all = held_parts(dir.path(), None).expect("parts");
         assert_eq!(seqs(all), (0..12).map(Some).collect::<Vec<_>>());
+        // A checkpoint taken before the crawl's first record holds none of its files; a file
+        // of another name is not the crawl's and is read whole.
+        std::fs::copy(&marked, dir.path().join("other-00000.warc.gz")).expect("copy");
+        let none = held_parts(dir.path(), Some(&checkpoint(None))).expect("parts");
+        assert_eq!(
+            none,
+            vec![WarcPart {
+                path: dir.path().join("other-00000.warc.gz"),
+                end: None
+            }]
+        );
+        std::fs::remove_file(dir.path().join("other-00000.warc.gz")).expect("remove");
 
         // Cut below the mark, at a record's end, while it is read (the parts were listed
         // before): named, not taken for the whole.
@@ -461,7 +535,7 @@ mod tests {
         let err = last.expect_err("the file ends before the mark");
         assert!(err.to_string().contains("were durable"), "{err}");
         // And when it is listed.
-        let err = held_parts(dir.path(), Some(&mark)).expect_err("short");
+        let err = held_parts(dir.path(), Some(&checkpoint(Some(mark)))).expect_err("short");
         assert!(
             matches!(&err, WarcReadError::NotAsMarked { path, .. } if path == &marked),
             "{err}"

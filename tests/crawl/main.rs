@@ -19,6 +19,7 @@ mod index;
 mod parse_pool;
 mod reindex;
 mod resume;
+mod robots_warc;
 mod sites;
 mod store;
 mod testweb_cli;

@@ -388,14 +388,20 @@ async fn a_warc_file_shorter_than_its_checkpoint_says_is_refused() {
     tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 5))
         .await
         .expect("the crawl runs");
+    // A few checkpoints later (every 100 ms): one holds stored pages, so its mark names a file.
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     child.start_kill().expect("SIGKILL");
     child.wait().await.expect("reaped");
     // Someone cut the WARC file below what the checkpoint says was durable.
-    let warc = std::fs::read_dir(out.join("warc"))
-        .expect("warc folder")
-        .map(|e| e.expect("entry").path())
-        .min()
-        .expect("a WARC file");
+    let mark = crawltop::store::checkpoint::Checkpoint::find_mark(&out)
+        .expect("the checkpoint reads")
+        .expect("a checkpoint");
+    let warc = out.join("warc").join(
+        &mark
+            .warc
+            .expect("the mark names the WARC file it holds records of")
+            .file,
+    );
     std::fs::OpenOptions::new()
         .write(true)
         .open(&warc)
@@ -946,5 +952,117 @@ async fn a_mirror_crawl_that_lost_its_pages_folder_is_refused_and_left_as_it_was
             out.join("pages").join(&rel).is_file(),
             "{url} served but not mirrored"
         );
+    }
+}
+
+/// How many records each WARC file in `warc` holds, its warcinfo record included.
+fn records_per_file(warc: &Path) -> BTreeMap<String, usize> {
+    let Ok(entries) = std::fs::read_dir(warc) else {
+        return BTreeMap::new();
+    };
+    entries
+        .map(|e| e.expect("entry").path())
+        .map(|path| {
+            let file = std::fs::File::open(&path).expect("open");
+            let reader = warc::WarcReader::new(std::io::BufReader::new(
+                flate2::read::MultiGzDecoder::new(file),
+            ));
+            let mut records = 0;
+            for record in reader.iter_records() {
+                record.expect("a valid record");
+                records += 1;
+            }
+            let name = path
+                .file_name()
+                .expect("a name")
+                .to_string_lossy()
+                .into_owned();
+            (name, records)
+        })
+        .collect()
+}
+
+/// Runs `cmd` until its first progress line (it has opened its store and is crawling), then
+/// kills it with SIGKILL.
+async fn kill_once_running(mut cmd: tokio::process::Command) {
+    let mut child = cmd.stderr(Stdio::piped()).spawn().expect("spawn");
+    let mut stderr = child.stderr.take().expect("stderr");
+    crate::util::read_stderr_until(&mut stderr, |s| s.contains("] running ")).await;
+    child.start_kill().expect("SIGKILL");
+    child.wait().await.expect("reaped");
+}
+
+#[tokio::test]
+async fn crawls_killed_before_their_first_record_leave_no_warc_file_of_a_warcinfo_alone() {
+    let web = TestWeb::start(GenOptions::new(2, 30).seed(41).crawl_delay_s(0.02))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (resumed, fresh) = (dir.path().join("resumed"), dir.path().join("fresh"));
+    let stats = dir.path().join("stats.json");
+    // The first run stores some pages and is killed.
+    let mut first = crawl_command(&web, &resumed, &stats)
+        .spawn()
+        .expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 25))
+        .await
+        .expect("the first run crawls");
+    first.start_kill().expect("SIGKILL");
+    first.wait().await.expect("reaped");
+    assert!(!records_per_file(&resumed.join("warc")).is_empty());
+    // Then the web stops answering (its ports accept and say nothing): the runs that follow,
+    // a fresh crawl and two resumes, get no response to store before they are killed.
+    let runs = [
+        crawl_command(&web, &fresh, &stats),
+        crawl_command(&web, &resumed, &stats),
+        crawl_command(&web, &resumed, &stats),
+    ];
+    let addrs: Vec<std::net::SocketAddr> = web.server().sites().values().copied().collect();
+    web.shutdown().await;
+    let mut silent = Vec::new();
+    for addr in addrs {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .expect("the port again");
+        silent.push(tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        }));
+    }
+    for run in runs {
+        kill_once_running(run).await;
+    }
+    for task in silent {
+        task.abort();
+    }
+
+    assert_eq!(
+        records_per_file(&fresh.join("warc")),
+        BTreeMap::new(),
+        "a crawl that stored nothing has no WARC file"
+    );
+    let files = records_per_file(&resumed.join("warc"));
+    assert!(
+        files.values().all(|n| *n > 1),
+        "a WARC file holds a warcinfo record alone: {files:?}"
+    );
+    // The marks name files that are there: the folders read up to them.
+    for out in [&fresh, &resumed] {
+        let mark = crawltop::store::checkpoint::Checkpoint::find_mark(out)
+            .expect("the checkpoint reads")
+            .expect("a checkpoint");
+        if let Some(at) = &mark.warc {
+            assert!(out.join("warc").join(&at.file).is_file(), "{at:?}");
+        }
+    }
+    let mark = crawltop::store::checkpoint::Checkpoint::find_mark(&resumed)
+        .expect("reads")
+        .expect("a checkpoint");
+    let parts = crawltop::store::warc_reader::held_parts(&resumed.join("warc"), Some(&mark))
+        .expect("the folder reads up to its mark");
+    for response in crawltop::store::warc_reader::Responses::of(parts) {
+        response.expect("every record held reads");
     }
 }

@@ -75,14 +75,37 @@ pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 }
 
 /// What the response records of a crawl's WARC files hold, read by the `warc` crate (an
-/// independent reader).
+/// independent reader): the pages, and apart from them the robots.txt responses.
 pub struct WarcRead {
-    /// Target URI -> body.
+    /// Target URI -> body, of the pages.
     pub bodies: std::collections::BTreeMap<String, Vec<u8>>,
-    /// How many response records each URI has.
+    /// How many response records each page's URI has.
     pub counts: std::collections::BTreeMap<String, usize>,
-    /// The URIs in file order: the commit order.
+    /// The pages' URIs in file order: the commit order.
     pub order: Vec<String>,
+    /// The robots.txt responses (each a response record naming the origin whose robots.txt it
+    /// answers), in file order.
+    pub robots: Vec<RobotsRecord>,
+}
+
+/// The WARC field that marks a robots.txt response (crawltop's `ROBOTS_FIELD`).
+pub const ROBOTS_FIELD: &str = "Crawltop-Robots-For";
+
+/// A robots.txt response record, with the request record it names.
+#[derive(Debug, Clone)]
+pub struct RobotsRecord {
+    pub uri: String,
+    /// The origin whose robots.txt it answers.
+    pub robots_for: String,
+    pub status: u16,
+    pub body: Vec<u8>,
+    /// `WARC-Payload-Digest`, and whether it is the SHA-1 of the body.
+    pub digest_ok: bool,
+    /// A `Crawltop-Seq` field (pages have one; robots.txt responses must not).
+    pub seq: Option<String>,
+    /// The request record linked both ways by `WARC-Concurrent-To`, with the same target URI:
+    /// its block (the request as sent).
+    pub request: Option<Vec<u8>>,
 }
 
 /// Reads every WARC file in `dir`.
@@ -91,7 +114,12 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
         bodies: std::collections::BTreeMap::new(),
         counts: std::collections::BTreeMap::new(),
         order: Vec::new(),
+        robots: Vec::new(),
     };
+    // Request records by id: (target URI, the response they name, block).
+    let mut requests = std::collections::HashMap::new();
+    // Robots responses with the request id they name and their own id.
+    let mut robots = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .expect("warc folder")
         .map(|e| e.expect("entry").path())
@@ -105,22 +133,66 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
         ));
         for record in reader.iter_records() {
             let record = record.expect("a valid record");
+            let field = |name: warc::WarcHeader| record.header(name).map(|v| v.to_string());
+            if record.warc_type() == &warc::RecordType::Request {
+                requests.insert(
+                    record.warc_id().to_string(),
+                    (
+                        field(warc::WarcHeader::TargetURI),
+                        field(warc::WarcHeader::ConcurrentTo),
+                        record.body().to_vec(),
+                    ),
+                );
+            }
             if record.warc_type() != &warc::RecordType::Response {
                 continue;
             }
-            let uri = record
-                .header(warc::WarcHeader::TargetURI)
-                .expect("target uri")
-                .to_string();
+            let uri = field(warc::WarcHeader::TargetURI).expect("target uri");
             let block = record.body();
             let split = block
                 .windows(4)
                 .position(|w| w == b"\r\n\r\n")
                 .expect("an HTTP message");
-            out.bodies.insert(uri.clone(), block[split + 4..].to_vec());
+            let body = block[split + 4..].to_vec();
+            if let Some(robots_for) = field(warc::WarcHeader::from(ROBOTS_FIELD)) {
+                use sha1::Digest as _;
+                let digest = format!(
+                    "sha1:{}",
+                    data_encoding::BASE32.encode(&sha1::Sha1::digest(&body))
+                );
+                let status = std::str::from_utf8(&block[..split])
+                    .ok()
+                    .and_then(|head| head.split(' ').nth(1))
+                    .and_then(|s| s.parse().ok())
+                    .expect("a status line");
+                robots.push((
+                    RobotsRecord {
+                        uri,
+                        robots_for,
+                        status,
+                        digest_ok: field(warc::WarcHeader::PayloadDigest) == Some(digest),
+                        seq: field(warc::WarcHeader::from("Crawltop-Seq")),
+                        body,
+                        request: None,
+                    },
+                    field(warc::WarcHeader::ConcurrentTo),
+                    record.warc_id().to_string(),
+                ));
+                continue;
+            }
+            out.bodies.insert(uri.clone(), body);
             *out.counts.entry(uri.clone()).or_default() += 1;
             out.order.push(uri);
         }
+    }
+    for (mut record, request_id, id) in robots {
+        if let Some((uri, names, block)) = request_id.and_then(|r| requests.get(&r))
+            && uri.as_deref() == Some(record.uri.as_str())
+            && names.as_deref() == Some(id.as_str())
+        {
+            record.request = Some(block.clone());
+        }
+        out.robots.push(record);
     }
     out
 }

@@ -6,6 +6,10 @@
 //! coordinator's state when it asked, which may already include results numbered `M` or above
 //! (they had arrived but waited in the reorder window). A resume therefore takes every such
 //! URL back: its counters are undone and it is queued again, so it is fetched and stored once.
+//! A site's row holds its robots.txt answer ([`RobotsMemo`]), which a resume replays; the
+//! response itself went to the committer (for the WARC files) in the step that marked the row
+//! changed, so a checkpoint holding the answer has its records below the mark, and a resume
+//! whose checkpoint lacks it fetches robots.txt again.
 //! This module never does I/O: the committer thread writes, `store::checkpoint` reads.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -36,7 +36,9 @@ use crate::backoff::{Backoff, parse_retry_after};
 use crate::canonical::canonicalize;
 use crate::config::{CrawlConfig, PRODUCT_TOKEN};
 use crate::extract::{ExtractLine, Extraction, Extractor};
-use crate::fetch::{FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch};
+use crate::fetch::{
+    FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch, RobotsFetched,
+};
 use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
 use crate::parse::pool::ParsePool;
@@ -50,7 +52,7 @@ use crate::snapshot::{
 use crate::store::checkpoint::{Checkpoint, Found};
 use crate::store::commit::{Seq, Window};
 use crate::store::committer::{
-    CommitItem, CommitStatus, Committer, FolderLock, Start, StoreError, StoreOptions,
+    CommitItem, CommitStatus, Committer, FetchRecord, FolderLock, Start, StoreError, StoreOptions,
 };
 
 /// How often a snapshot is published.
@@ -68,7 +70,7 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// What a worker hands back.
 enum TaskDone {
-    Robots { site: SiteId, fetch: RobotsFetch },
+    Robots { site: SiteId, fetch: RobotsFetched },
     Page(Box<PageDone>),
 }
 
@@ -1083,6 +1085,21 @@ impl<F: Schedule> Coordinator<F> {
 
     /// What the store keeps of one response.
     fn commit_item(&self, seq: Seq, f: &Fetched) -> CommitItem {
+        let mut fetch = self.fetch_record(f, crate::clock::wall() - f.elapsed);
+        // The index takes the text; with no page store the body is not kept.
+        if self.cfg.store == crate::store::committer::StoreKind::None {
+            fetch.body = bytes::Bytes::new();
+        }
+        CommitItem {
+            seq,
+            fetch,
+            text: None,
+            extract: None,
+        }
+    }
+
+    /// A response and the request that asked for it, sent at `date`, for the WARC files.
+    fn fetch_record(&self, f: &Fetched, date: SystemTime) -> FetchRecord {
         let url = &f.final_url;
         let target = match url.query() {
             Some(q) => format!("{}?{q}", url.path()),
@@ -1097,22 +1114,37 @@ impl<F: Schedule> Coordinator<F> {
             "GET {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {}\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate, br\r\n\r\n",
             self.cfg.user_agent
         );
-        CommitItem {
-            seq,
+        FetchRecord {
             url: url.clone(),
-            date: crate::clock::wall() - f.elapsed,
+            date,
             request: request.into_bytes(),
             status: f.status,
             headers: f.headers.clone(),
-            // The index takes the text; with no page store the body is not kept.
-            body: if self.cfg.store == crate::store::committer::StoreKind::None {
-                bytes::Bytes::new()
-            } else {
-                f.body.clone()
-            },
+            body: f.body.clone(),
             truncated: f.truncated,
-            text: None,
-            extract: None,
+        }
+    }
+
+    /// Hands the committer every response a robots.txt fetch of `site` got (its redirects and
+    /// its answer), for the WARC files, before anything else of this fetch can reach a
+    /// checkpoint: the caller marks the site's row changed in the same step.
+    fn store_robots(&self, site: SiteId, responses: &[Fetched]) {
+        let Some(committer) = &self.committer else {
+            return;
+        };
+        let origin = &self.sites[site.index()].origin;
+        // Each hop was sent when the ones after it had not started: back from now.
+        let mut sent = crate::clock::wall();
+        let dated: Vec<SystemTime> = responses
+            .iter()
+            .rev()
+            .map(|f| {
+                sent -= f.elapsed;
+                sent
+            })
+            .collect();
+        for (f, date) in responses.iter().zip(dated.into_iter().rev()) {
+            committer.send_robots(origin, self.fetch_record(f, date));
         }
     }
 
@@ -1209,7 +1241,10 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
-    fn on_robots(&mut self, site: SiteId, fetch: RobotsFetch, now: Duration) {
+    fn on_robots(&mut self, site: SiteId, fetched: RobotsFetched, now: Duration) {
+        let RobotsFetched { fetch, responses } = fetched;
+        // With the row marked changed in the same step: the next checkpoint holds both.
+        self.store_robots(site, &responses);
         self.touch_site(site);
         let wall = crate::clock::wall();
         let s = &mut self.sites[site.index()];
@@ -1510,7 +1545,7 @@ impl<F: Schedule> Coordinator<F> {
 /// What a result waiting in the window holds in memory, roughly.
 fn item_bytes(item: &CommitItem) -> u64 {
     let text = item.text.as_ref().map_or(0, |(t, x)| t.len() + x.len());
-    (item.body.len() + text + item.request.len()) as u64
+    (item.fetch.body.len() + text + item.fetch.request.len()) as u64
 }
 
 /// B, the back queues, for `workers` workers: three times as many (docs/ARCHITECTURE.md, "The
@@ -1565,12 +1600,7 @@ fn committer(cfg: &CrawlConfig, start: &Start) -> Result<Option<Committer>, Engi
         extract_out: cfg.extract_out.clone(),
         settings: cfg.resume_settings(),
     };
-    Ok(Some(Committer::start(
-        dir,
-        opts,
-        crate::clock::wall(),
-        start,
-    )?))
+    Ok(Some(Committer::start(dir, opts, start)?))
 }
 
 fn parse_pool(cfg: &CrawlConfig) -> Result<Arc<ParsePool>, EngineError> {
