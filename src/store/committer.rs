@@ -277,6 +277,8 @@ pub struct CommitStatus {
     error: Mutex<Option<String>>,
     /// Pages whose text the index cut, shared with the index thread.
     cuts: Arc<Cuts>,
+    /// Everything below this sequence number is in the last checkpoint written.
+    stored_below: tokio::sync::watch::Sender<u64>,
 }
 
 impl CommitStatus {
@@ -299,6 +301,21 @@ impl CommitStatus {
     /// the last call).
     pub async fn drained(&self) {
         self.drained.notified().await;
+    }
+
+    /// Everything below this sequence number is in the last checkpoint written (or the one this
+    /// run resumed from): stored for good, whatever happens to the process now.
+    pub fn stored_below(&self) -> u64 {
+        *self.stored_below.borrow()
+    }
+
+    /// Resolves once a written checkpoint holds everything below `seq` (at once if one does;
+    /// never, if the committer ends first: bound the wait).
+    pub async fn stored(&self, seq: u64) {
+        let mut below = self.stored_below.subscribe();
+        if below.wait_for(|&b| b >= seq).await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 
     /// Checkpoints written by this run.
@@ -515,6 +532,10 @@ impl Committer {
         };
         let status = Arc::new(CommitStatus {
             cuts: Arc::new(Cuts::starting_at(cut_before)),
+            stored_below: tokio::sync::watch::Sender::new(match start {
+                Start::Fresh => 0,
+                Start::Resume(mark) => mark.seq,
+            }),
             ..CommitStatus::default()
         });
         let fail_after = env_number(FAIL_AFTER_ENV);
@@ -791,6 +812,7 @@ fn write_loop(
                 };
                 stores.checkpoint.write(&delta, warc, extract)?;
                 status.checkpoints.fetch_add(1, Ordering::Relaxed);
+                status.stored_below.send_replace(delta.seq);
                 continue;
             }
         };

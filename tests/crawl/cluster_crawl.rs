@@ -324,6 +324,80 @@ async fn a_killed_member_loses_nothing_and_repeats_at_most_its_in_flight_fetches
     drop(cluster);
 }
 
+/// The URLs of the page responses a crawl folder holds: its WARC files up to its checkpoint,
+/// as a resume, `extract` and `crawltop index` read them.
+fn held_pages(dir: &Path) -> BTreeSet<String> {
+    use crawltop::store::warc_reader::{Responses, held_parts};
+    let mark = crawltop::store::checkpoint::Checkpoint::find_mark(dir).expect("a checkpoint");
+    let parts = held_parts(&dir.join("warc"), mark.as_ref()).expect("WARC files");
+    Responses::of(parts)
+        .map(|r| r.expect("a record"))
+        .filter(|r| r.robots_for.is_none())
+        .map(|r| r.target_uri)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_killed_member_loses_no_page_it_fetched_from_what_the_members_folders_hold() {
+    if !redis_here("a_killed_member_loses_no_page_it_fetched...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(3, 40).seed(16).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let (dir_a, dir_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let folder = |dir: &Path| {
+        let mut args = vec![
+            "--lease-ms".to_string(),
+            "1000".to_string(),
+            "--out".to_string(),
+        ];
+        args.push(dir.to_str().expect("utf8").to_string());
+        args
+    };
+    let mut with_seeds = folder(&dir_a);
+    with_seeds.extend([
+        "--seeds-file".to_string(),
+        seeds.to_str().expect("utf8").to_string(),
+    ]);
+    let args: Vec<&str> = with_seeds.iter().map(String::as_str).collect();
+    let mut a = member(&nodes, "kept", &tmp.path().join("a.json"), &args);
+    // Killed mid-crawl, well inside a checkpoint interval (1 s) of its last pages.
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 40))
+        .await
+        .expect("member a crawls");
+    a.kill().await.expect("SIGKILL");
+    let args = folder(&dir_b);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let b = member(&nodes, "kept", &tmp.path().join("b.json"), &args);
+    ends_well(b, "member b").await;
+
+    // Every page the server answered is held by one folder or the other.
+    let records = web.log().records();
+    covered(&web, &records);
+    let held: BTreeSet<String> = held_pages(&dir_a)
+        .union(&held_pages(&dir_b))
+        .cloned()
+        .collect();
+    let answered: BTreeSet<String> = records
+        .iter()
+        .filter(|r| r.status == 200 && r.path != "/robots.txt")
+        .map(|r| web.url(&r.site, &r.path))
+        .collect();
+    assert!(answered.len() > 100, "{}", answered.len());
+    let lost: Vec<&String> = answered.difference(&held).collect();
+    assert!(
+        lost.is_empty(),
+        "{} answered pages in no folder: {lost:?}",
+        lost.len()
+    );
+    drop(cluster);
+}
+
 /// Sites of a member's stats file it fetched pages of.
 fn sites_fetched(s: &serde_json::Value) -> BTreeSet<String> {
     s["sites"]

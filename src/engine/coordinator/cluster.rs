@@ -20,7 +20,7 @@
 //! the end, for the hand-back, and then for a bounded time), and never decides a URL's state
 //! (the coordinator does).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -35,6 +35,7 @@ use crate::engine::Command;
 use crate::engine::model::{Resource, ResourceState, RobotsMemo};
 use crate::frontier::{HoldState, Schedule, SeenSet, SiteId};
 use crate::snapshot::{ClusterView, CommandSource, MemberRow};
+use crate::store::commit::Seq;
 
 /// How often the member beats (and adds its counts to the crawl-wide counters).
 const BEAT_EVERY: Duration = Duration::from_secs(1);
@@ -63,6 +64,11 @@ pub(in crate::engine) struct Link {
     push: HashMap<String, Vec<Entry>>,
     /// Pulled URLs that ended, waiting to be finished crawl-wide, by site.
     done: HashMap<SiteId, Vec<Entry>>,
+    /// Pulled URLs that ended after their fetch took a place in the commit order, by that
+    /// place: finished crawl-wide only once a written checkpoint holds it. Until then the
+    /// member's folder could lose the page to a kill, and Redis must not count it as done (a
+    /// kill puts it back in its site's queue: fetched again, never lost).
+    unstored: BTreeMap<Seq, (SiteId, Entry)>,
     /// Rows of pulled URLs not ended yet, with their site and entry.
     pulled: HashMap<u32, (SiteId, Entry)>,
     /// URLs this member already pushed: the shared seen sets decide, this saves round trips.
@@ -105,6 +111,7 @@ impl Link {
             member: member.to_string(),
             push: HashMap::new(),
             done: HashMap::new(),
+            unstored: BTreeMap::new(),
             pulled: HashMap::new(),
             sent: SeenSet::new(),
             leased: HashSet::new(),
@@ -201,16 +208,66 @@ impl<F: Schedule> Coordinator<F> {
         if state == ResourceState::Discovered {
             return;
         }
-        if let Some(link) = self.cluster.as_mut()
-            && let Some((site, entry)) = link.pulled.remove(&id)
+        let Some((site, entry)) = self.cluster.as_mut().and_then(|l| l.pulled.remove(&id)) else {
+            return;
+        };
+        // A fetch that took a place in the commit order waits for a checkpoint to hold it.
+        let seq = self.resources.get(id).seq;
+        let stored_below = self.committer.as_ref().map(|c| c.status().stored_below());
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        match (seq, stored_below) {
+            (Some(seq), Some(below)) if seq >= below => {
+                link.unstored.insert(seq, (site, entry));
+            }
+            _ => link.done.entry(site).or_default().push(entry),
+        }
+    }
+
+    /// The ended URLs a written checkpoint now holds go to be finished crawl-wide.
+    fn take_stored(&mut self) {
+        let Some(below) = self.committer.as_ref().map(|c| c.status().stored_below()) else {
+            return;
+        };
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        if link
+            .unstored
+            .first_key_value()
+            .is_none_or(|(seq, _)| *seq >= below)
         {
+            return;
+        }
+        let later = link.unstored.split_off(&below);
+        for (site, entry) in std::mem::replace(&mut link.unstored, later).into_values() {
             link.done.entry(site).or_default().push(entry);
         }
+    }
+
+    /// Before a member leaves: a checkpoint that holds everything fetched, written, so that
+    /// what ended is finished crawl-wide rather than handed back and fetched again (bounded:
+    /// a store that fails, or takes longer, leaves the rest to be handed back).
+    pub(super) async fn store_before_leaving(&mut self) {
+        if self.cluster.as_ref().is_none_or(|l| l.unstored.is_empty()) {
+            return;
+        }
+        let Some(status) = self.committer.as_ref().map(|c| c.status().clone()) else {
+            return;
+        };
+        self.checkpoint(false);
+        let all = self.window.next_to_commit();
+        if status.error().is_none() {
+            let _ = tokio::time::timeout(HAND_BACK_PATIENCE, status.stored(all)).await;
+        }
+        self.take_stored();
     }
 
     /// Sends what waits: the pushes first, then what ended (so the crawl-wide end never sees a
     /// page done before the links it led to are queued).
     pub(super) fn flush_cluster(&mut self) {
+        self.take_stored();
         let now = self.now();
         let Some(link) = self.cluster.as_mut() else {
             return;
@@ -244,7 +301,9 @@ impl<F: Schedule> Coordinator<F> {
             let Some(view) = self.frontier.site_view(site) else {
                 continue;
             };
-            if view.in_flight == 0 && view.hold == HoldState::Open {
+            // Its ended URLs are finished first: only the lease holder may finish them.
+            let unstored = link.unstored.values().any(|(s, _)| *s == site);
+            if view.in_flight == 0 && view.hold == HoldState::Open && !unstored {
                 drained.push((site, view.queued));
             }
         }

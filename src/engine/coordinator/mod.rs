@@ -514,7 +514,11 @@ impl<F: Schedule> Coordinator<F> {
         // worth): observers see it stopping with its numbers, not an older snapshot.
         self.sample();
         snapshots.send_replace(Arc::new(self.snapshot_now()));
-        // What ended is finished crawl-wide, the rest handed back, before the stats are final.
+        // What ended is finished crawl-wide once stored, the rest handed back, before the stats
+        // are final.
+        if !abort.is_cancelled() {
+            self.store_before_leaving().await;
+        }
         self.leave_cluster().await;
         // No thread left behind: the pool's threads finish what they hold and are joined.
         self.parse_pool.shutdown();
