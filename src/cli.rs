@@ -648,10 +648,13 @@ fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// SIGTERM and SIGINT, registered at once: from then on neither ends the process by default.
+/// SIGTERM, SIGINT and SIGHUP, registered at once: from then on none ends the process by
+/// default.
 struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
+    /// `None` when the process was started with SIGHUP ignored (`nohup`).
+    hup: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
@@ -660,14 +663,17 @@ impl Signals {
         Ok(Signals {
             term: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
             int: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+            hup: crate::hangup::listen().context("cannot listen for SIGHUP")?,
         })
     }
 
-    /// The next SIGTERM or SIGINT.
+    /// The next SIGTERM, SIGINT or SIGHUP; after a SIGHUP the process no longer writes to the
+    /// terminal, which is gone ([`crate::hangup`]).
     async fn next(&mut self) {
         tokio::select! {
             _ = self.term.recv() => {}
             _ = self.int.recv() => {}
+            () = crate::hangup::next(self.hup.as_mut()) => crate::hangup::detach(),
         }
     }
 

@@ -19,6 +19,7 @@
 //! - [`engine`]: the crawl itself, behind a handle: snapshots out, commands in.
 //! - [`fetch`]: the HTTP edge: one GET, one outcome.
 //! - [`headless`]: progress lines and the summary when there is no dashboard.
+//! - [`hangup`]: what the process does when its terminal goes away (SIGHUP).
 //! - [`index`]: the full-text index of committed pages (tantivy) and its queries.
 //! - [`reindex`]: `crawltop index DIR`: a crawl folder's index built again from its WARC files.
 //! - [`site_table`]: the live per-site table the engine writes and observers read in place.
@@ -38,6 +39,7 @@ pub mod engine;
 pub mod extract;
 pub mod fetch;
 pub mod frontier;
+pub mod hangup;
 pub mod headless;
 pub mod index;
 pub mod parse;

@@ -81,7 +81,7 @@ async fn event_loop(
     let mut finished = tokio::spawn(handle.finished());
     let mut summary: Option<Summary> = None;
     let mut events = EventStream::new();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let (mut term, mut hup) = (stop_signals()?, crate::hangup::listen()?);
     let mut snapshots_open = true;
     // Fault injection for the tests: a panic must still give the terminal back.
     let panic_after_draw = std::env::var_os(PANIC_ENV).is_some();
@@ -97,7 +97,12 @@ async fn event_loop(
         });
     };
     while app.is_running() {
-        terminal.draw(|f| f.render_widget(&app, f.area()))?;
+        if terminal.draw(|f| f.render_widget(&app, f.area())).is_err() {
+            // The terminal is gone (hung up while a frame was written): as on SIGHUP.
+            crate::hangup::detach();
+            commander.send(Command::Stop, CommandSource::Signal);
+            break;
+        }
         assert!(
             !panic_after_draw,
             "{PANIC_ENV} is set: panicking on purpose"
@@ -129,14 +134,7 @@ async fn event_loop(
                     match app.apply(action) {
                         Effect::None | Effect::Exit => {}
                         Effect::Search(request) => search(request),
-                        Effect::Send(command) => {
-                            if command == Command::Export
-                                && let Some(p) = &opts.stats_path
-                            {
-                                app.set_notice(format!("stats written to {p}"));
-                            }
-                            commander.send(command, CommandSource::Key);
-                        }
+                        Effect::Send(command) => send_key(&mut app, &commander, command, opts),
                         Effect::Quit => {
                             commander.send(Command::Stop, CommandSource::Key);
                         }
@@ -151,21 +149,55 @@ async fn event_loop(
                     break;
                 }
             },
-            _ = term.recv() => {
+            hangup = stop_signal(&mut term, hup.as_mut()) => {
+                if hangup {
+                    // The terminal is gone: nothing more is drawn (or restored) on it.
+                    crate::hangup::detach();
+                }
                 commander.send(Command::Stop, CommandSource::Signal);
                 app.apply(app::Action::Quit);
             }
         }
     }
-    // Leaving: the crawl ends (stopped or aborted) and its stats are written before we return.
-    if summary.is_none() {
-        if app.snapshot().state != RunState::Finished {
-            commander.send(Command::Stop, CommandSource::Key);
-        }
-        let s = finished
-            .await
-            .map_err(|e| EngineError::Task(e.to_string()))??;
-        summary = Some(s);
+    if let Some(summary) = summary {
+        return Ok(Some(summary));
     }
-    Ok(summary)
+    // Leaving: the crawl ends (stopped or aborted) and its stats are written before we return.
+    if app.snapshot().state != RunState::Finished {
+        commander.send(Command::Stop, CommandSource::Key);
+    }
+    let s = finished
+        .await
+        .map_err(|e| EngineError::Task(e.to_string()))??;
+    Ok(Some(s))
+}
+
+/// A command a key gave, to the engine; an export says where the stats went.
+fn send_key(
+    app: &mut App,
+    commander: &crate::engine::Commander,
+    command: Command,
+    opts: &DashboardOptions,
+) {
+    if command == Command::Export
+        && let Some(p) = &opts.stats_path
+    {
+        app.set_notice(format!("stats written to {p}"));
+    }
+    commander.send(command, CommandSource::Key);
+}
+
+fn stop_signals() -> std::io::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+}
+
+/// The next SIGTERM (false) or SIGHUP (true; never when hangups are ignored).
+async fn stop_signal(
+    term: &mut tokio::signal::unix::Signal,
+    hup: Option<&mut tokio::signal::unix::Signal>,
+) -> bool {
+    tokio::select! {
+        _ = term.recv() => false,
+        () = crate::hangup::next(hup) => true,
+    }
 }

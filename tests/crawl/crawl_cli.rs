@@ -226,6 +226,70 @@ async fn sigterm_stops_gracefully_and_writes_the_stats() {
 }
 
 #[tokio::test]
+async fn a_hangup_stops_a_crawl_as_sigterm_does_unless_it_was_started_ignoring_hangups() {
+    let web = TestWeb::start(GenOptions::new(1, 300).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let crawl = |program: &str, before: &[&str]| {
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(before)
+            .arg(bin())
+            .args([
+                "crawl",
+                &web.url("site00", "/"),
+                "--delay-ms",
+                "20",
+                "--stats-out",
+            ])
+            .arg(&stats)
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    };
+    let signal = |child: &tokio::process::Child, signal: Signal| {
+        let pid = Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
+        kill(pid, signal).expect("signal");
+    };
+    let ends = |child: tokio::process::Child| {
+        let stats = stats.clone();
+        async move {
+            let out = tokio::time::timeout(PATIENCE, child.wait_with_output())
+                .await
+                .expect("exits")
+                .expect("status");
+            assert!(out.status.success(), "{out:?}");
+            let stats: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats"))
+                    .expect("json");
+            assert_eq!(stats["totals"]["completed"], false);
+            assert_eq!(stats["commands"].as_array().map(Vec::len), Some(1));
+            assert_eq!(stats["commands"][0]["command"], "stop");
+            assert_eq!(stats["commands"][0]["source"], "signal");
+        }
+    };
+
+    // `env` runs the binary as it is: the hangup stops the crawl, stats written.
+    let child = crawl("env", &[]).spawn().expect("spawn");
+    wait_for_requests(&web, 5).await;
+    signal(&child, Signal::SIGHUP);
+    ends(child).await;
+
+    // Started with hangups ignored (as `nohup` starts it), it crawls on after one.
+    std::fs::remove_file(&stats).expect("stats");
+    let ignoring = ["-c", "trap '' HUP; exec \"$0\" \"$@\""];
+    let child = crawl("sh", &ignoring).spawn().expect("spawn");
+    let seen = web.log().records().len();
+    wait_for_requests(&web, seen + 5).await;
+    signal(&child, Signal::SIGHUP);
+    let after = web.log().records().len();
+    wait_for_requests(&web, after + 10).await;
+    signal(&child, Signal::SIGTERM);
+    ends(child).await;
+}
+
+#[tokio::test]
 async fn a_second_interrupt_ends_at_once_with_stats() {
     // Stalled answers keep requests in flight, so a graceful stop would wait on them.
     let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {

@@ -62,25 +62,10 @@ fn spawn_in_pty_env(
     cwd: &std::path::Path,
     env: &[(&str, &str)],
 ) -> (Child, Screen, Box<dyn std::io::Write + Send>) {
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: 30,
-            cols: 100,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .expect("pty");
-    let mut cmd = CommandBuilder::new(bin());
-    cmd.args(args);
-    cmd.cwd(cwd);
-    cmd.env("TERM", "xterm-256color");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let child = pty.slave.spawn_command(cmd).expect("spawn in the pty");
-    drop(pty.slave);
-    let mut reader = pty.master.try_clone_reader().expect("reader");
-    let keys = pty.master.take_writer().expect("writer");
+    let env: Vec<(&str, &std::ffi::OsStr)> = env.iter().map(|(k, v)| (*k, v.as_ref())).collect();
+    let (child, master) = spawn_in_unread_pty(args, cwd, &env);
+    let mut reader = master.try_clone_reader().expect("reader");
+    let keys = master.take_writer().expect("writer");
     let screen = Screen {
         raw: Arc::new(Mutex::new(Vec::new())),
         parser: Arc::new(Mutex::new(vt100::Parser::new(30, 100, 0))),
@@ -90,7 +75,7 @@ fn spawn_in_pty_env(
     let s = screen.clone();
     std::thread::spawn(move || {
         // The master must outlive the child's output: it moves here and drops at EOF.
-        let _master = pty.master;
+        let _master = master;
         let mut buf = [0u8; 8192];
         while let Ok(n) = reader.read(&mut buf) {
             if n == 0 {
@@ -674,4 +659,89 @@ fn trimmed(text: &str) -> String {
         out.pop();
     }
     out
+}
+
+/// Starts the binary in a pseudo-terminal nobody reads, and gives the terminal's master side:
+/// dropping it hangs the terminal up, as closing a terminal window or losing an ssh session
+/// does (SIGHUP, and every write to the terminal fails from then on).
+fn spawn_in_unread_pty(
+    args: &[&str],
+    cwd: &std::path::Path,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (Child, Box<dyn portable_pty::MasterPty + Send>) {
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 30,
+            cols: 100,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("pty");
+    let mut cmd = CommandBuilder::new(bin());
+    cmd.args(args);
+    cmd.cwd(cwd);
+    cmd.env("TERM", "xterm-256color");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = pty.slave.spawn_command(cmd).expect("spawn in the pty");
+    drop(pty.slave);
+    (child, pty.master)
+}
+
+#[tokio::test]
+async fn a_closed_terminal_stops_the_crawl_which_writes_its_stats_and_resumes_later() {
+    let web = TestWeb::start(GenOptions::new(1, 300).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let out = tmp.path().join("crawl");
+    let url = web.url("site00", "/");
+    let args = [
+        "crawl",
+        &url,
+        "--delay-ms",
+        "20",
+        "--stats-out",
+        stats.to_str().expect("utf8"),
+        "--out",
+        out.to_str().expect("utf8"),
+    ];
+    let (child, master) = spawn_in_unread_pty(&args, tmp.path(), &[]);
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
+        .await
+        .expect("the crawl runs");
+    drop(master);
+    let status = wait_exit(child).await;
+    assert!(
+        status.success(),
+        "a hangup stops the crawl as SIGTERM does: {status:?}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats written"))
+            .expect("json");
+    assert_eq!(json["totals"]["completed"], false, "stopped, not finished");
+    assert!(
+        json["commands"]
+            .as_array()
+            .expect("commands")
+            .iter()
+            .any(|c| c["command"] == "stop" && c["source"] == "signal"),
+        "{}",
+        json["commands"]
+    );
+    let fetched = json["resources"]["fetched"].as_u64().expect("fetched");
+    // Ten requests at the server: robots.txt and nine pages.
+    assert!((9..300).contains(&fetched), "{fetched}");
+    // The folder was left as a stop leaves it: the same command resumes it to its end.
+    let resumed = tokio::process::Command::new(bin())
+        .args(["crawl", &url, "--headless", "--delay-ms", "0", "--out"])
+        .arg(&out)
+        .output()
+        .await
+        .expect("resume");
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{err}");
+    assert!(err.contains("resuming the crawl"), "{err}");
 }
