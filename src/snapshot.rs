@@ -287,7 +287,9 @@ pub struct Errors {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Http {
-    /// Responses by status code, e.g. `"200": 1234`.
+    /// Responses by status code, e.g. `"200": 1234`: every response whose status line came,
+    /// robots.txt's and each redirect's included, and one whose body then timed out, broke or
+    /// was cut by a stop (the server counted it).
     pub status: BTreeMap<String, u64>,
     /// Body bytes received (after decompression).
     pub bytes: u64,

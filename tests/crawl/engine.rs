@@ -856,3 +856,79 @@ async fn a_page_cut_by_a_parse_limit_ends_parsed_with_the_reason() {
         reason("/tag.html")
     );
 }
+
+/// The server's answers by status, as its log has them (499: the client left before any
+/// answer, which a crawler cannot count as a response).
+fn answered_by_status(records: &[RequestRecord]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for r in records.iter().filter(|r| r.status != 499) {
+        *out.entry(r.status.to_string()).or_default() += 1;
+    }
+    out
+}
+
+/// Waits until the server has logged a record for `path` (written when the response is over).
+async fn logged(web: &TestWeb, path: &str) {
+    tokio::time::timeout(
+        PATIENCE,
+        web.log().wait_until(|r| r.iter().any(|r| r.path == path)),
+    )
+    .await
+    .expect("the server logged the request");
+}
+
+#[tokio::test]
+async fn a_response_whose_body_timed_out_is_counted_as_the_server_counts_it() {
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.trickle_interval = Duration::from_millis(100);
+    })
+    .await
+    .expect("web");
+    let mut cfg = config(vec![web.url("hostile", "/trickle.html")]);
+    cfg.delay_ms = 0;
+    cfg.timeout_ms = 1_000;
+    let crawled = crawl(cfg).await;
+    logged(&web, "/trickle.html").await;
+    let records = web.log().records();
+    let trickle = &crawled.urls[&web.url("hostile", "/trickle.html")];
+    assert_eq!(trickle["state"], "fetch_error");
+    assert_eq!(trickle["status"], 200, "the server answered 200: {trickle}");
+    let status: BTreeMap<String, u64> =
+        serde_json::from_value(crawled.stats["http"]["status"].clone()).expect("status map");
+    assert_eq!(status, answered_by_status(&records), "{records:?}");
+    assert_eq!(crawled.stats["totals"]["requests"], records.len() as u64);
+}
+
+#[tokio::test]
+async fn a_response_cut_by_a_stop_is_counted_as_the_server_counts_it() {
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.trickle_interval = Duration::from_millis(100);
+    })
+    .await
+    .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![web.url("hostile", "/trickle.html")]);
+    cfg.delay_ms = 0;
+    cfg.timeout_ms = 120_000;
+    cfg.stats_out = Some(dir.path().join("stats.json"));
+    cfg.urls_out = Some(dir.path().join("urls.jsonl"));
+    let handle = engine::spawn(cfg).expect("starts");
+    let mut snaps = handle.snapshots();
+    wait_for_snapshot(&mut snaps, |s| s.workers.busy_by.receiving == 1).await;
+    handle
+        .commander()
+        .send(Command::Stop, CommandSource::Library);
+    let summary = tokio::time::timeout(PATIENCE, handle.finished())
+        .await
+        .expect("the stop cut the trickle")
+        .expect("no error");
+    let crawled = read_outputs(summary, dir);
+    logged(&web, "/trickle.html").await;
+    let records = web.log().records();
+    let trickle = &crawled.urls[&web.url("hostile", "/trickle.html")];
+    assert_eq!(trickle["reason"], "cancelled when the crawl stopped");
+    let status: BTreeMap<String, u64> =
+        serde_json::from_value(crawled.stats["http"]["status"].clone()).expect("status map");
+    assert_eq!(status, answered_by_status(&records), "{records:?}");
+    assert_eq!(crawled.stats["totals"]["requests"], records.len() as u64);
+}

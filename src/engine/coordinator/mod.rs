@@ -130,12 +130,16 @@ impl Slots {
         Some(i)
     }
 
-    fn release(&mut self, i: usize) {
+    /// Frees slot `i`; returns the status of a response its task got headers for and did not
+    /// hand back (see [`PhaseCell::take_answered`]), for the caller to count.
+    fn release(&mut self, i: usize) -> Option<u16> {
         if self.used.get(i).copied().unwrap_or(false) {
             self.used[i] = false;
             self.in_use -= 1;
             self.cells[i].set(Phase::Idle);
+            return self.cells[i].take_answered();
         }
+        None
     }
 }
 
@@ -499,17 +503,7 @@ impl<F: Schedule> Coordinator<F> {
                 }
             }
         };
-        // Aborted tasks are gone: free what they held so the final numbers add up.
-        for (_, r) in std::mem::take(&mut self.running) {
-            self.slots.release(r.slot);
-            if let Some(seq) = r.seq {
-                self.window.skip(seq);
-            }
-        }
-        for (_, seq) in std::mem::take(&mut self.reserved) {
-            self.window.skip(seq);
-        }
-        self.flush_window();
+        self.forget_aborted();
         // Where the crawl stands while it winds down (a hand-back may take its patience's
         // worth): observers see it stopping with its numbers, not an older snapshot.
         self.sample();
@@ -541,6 +535,23 @@ impl<F: Schedule> Coordinator<F> {
         };
         self.export(&summary)?;
         Ok(summary)
+    }
+
+    /// Aborted tasks are gone: frees what they held so the final numbers add up (an answer
+    /// one of them had is counted, as the server counted it).
+    fn forget_aborted(&mut self) {
+        for (_, r) in std::mem::take(&mut self.running) {
+            if let Some(status) = self.slots.release(r.slot) {
+                self.count_answer(r.site, r.page, status);
+            }
+            if let Some(seq) = r.seq {
+                self.window.skip(seq);
+            }
+        }
+        for (_, seq) in std::mem::take(&mut self.reserved) {
+            self.window.skip(seq);
+        }
+        self.flush_window();
     }
 
     fn command(&mut self, command: Command, source: CommandSource) {
@@ -983,7 +994,9 @@ impl<F: Schedule> Coordinator<F> {
                 continue;
             };
             r.abort.abort();
-            self.slots.release(r.slot);
+            if let Some(status) = self.slots.release(r.slot) {
+                self.count_answer(r.site, r.page, status);
+            }
             self.frontier.complete(r.site, now);
             self.live.mark(r.site);
             let Some(id) = r.page else { continue };
@@ -1014,7 +1027,9 @@ impl<F: Schedule> Coordinator<F> {
         let Some(running) = self.running.remove(&task_id) else {
             return;
         };
-        self.slots.release(running.slot);
+        // The answer of a fetch that ended without a response (its body timed out or broke,
+        // or the task was cut); a response handed back is counted from itself.
+        let answered = self.slots.release(running.slot);
         self.frontier.complete(running.site, now);
         self.touch_site(running.site);
         if let Some(id) = running.page {
@@ -1024,7 +1039,7 @@ impl<F: Schedule> Coordinator<F> {
             self.spider_done += 1;
         }
         match result {
-            Some(TaskDone::Robots { site, fetch }) => self.on_robots(site, fetch, now),
+            Some(TaskDone::Robots { site, fetch }) => self.on_robots(site, fetch, answered, now),
             Some(TaskDone::Page(p)) => {
                 let PageDone {
                     id,
@@ -1054,12 +1069,20 @@ impl<F: Schedule> Coordinator<F> {
                     }
                     self.flush_window();
                 }
+                if !matches!(outcome, FetchOutcome::Response(_))
+                    && let Some(status) = answered
+                {
+                    self.count_answer(site, Some(id), status);
+                }
                 self.on_page(id, site, outcome, parsed, now);
             }
             None => {
                 if let Some(seq) = running.seq {
                     self.window.skip(seq);
                     self.flush_window();
+                }
+                if let Some(status) = answered {
+                    self.count_answer(running.site, running.page, status);
                 }
                 if let Some(id) = running.page {
                     if self.stopping {
@@ -1241,8 +1264,21 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
-    fn on_robots(&mut self, site: SiteId, fetched: RobotsFetched, now: Duration) {
+    /// A robots.txt fetch ended; `answered` is the status of the last response whose headers
+    /// came, which is among `responses` unless its body then failed.
+    fn on_robots(
+        &mut self,
+        site: SiteId,
+        fetched: RobotsFetched,
+        answered: Option<u16>,
+        now: Duration,
+    ) {
         let RobotsFetched { fetch, responses } = fetched;
+        let cut = answered.filter(|_| matches!(fetch, RobotsFetch::Unreachable(_)));
+        // Every response counts, as at the server: each redirect on the way too.
+        for status in responses.iter().map(|f| f.status).chain(cut) {
+            *self.http.status.entry(status.to_string()).or_default() += 1;
+        }
         // With the row marked changed in the same step: the next checkpoint holds both.
         self.store_robots(site, &responses);
         self.touch_site(site);
@@ -1254,7 +1290,6 @@ impl<F: Schedule> Coordinator<F> {
                 body,
                 retry_after,
             } => {
-                *self.http.status.entry(status.to_string()).or_default() += 1;
                 self.http.bytes += body.len() as u64;
                 let ra = retry_after
                     .as_deref()
@@ -1337,6 +1372,17 @@ impl<F: Schedule> Coordinator<F> {
                 self.fail(id, site, format!("connect: {e}"), Failure::Connect);
             }
             FetchOutcome::Other(e) => self.fail(id, site, e, Failure::Other),
+        }
+    }
+
+    /// A response the server sent whose fetch then ended without it (its body timed out or
+    /// broke, or the task was cut): counted as the server counts it, and kept on the URL's row
+    /// (so that taking the row back for a resume takes the count back too).
+    fn count_answer(&mut self, site: SiteId, page: Option<u32>, status: u16) {
+        *self.http.status.entry(status.to_string()).or_default() += 1;
+        if let Some(id) = page {
+            *self.sites[site.index()].status.entry(status).or_default() += 1;
+            self.resources.update(id, |r| r.status = Some(status));
         }
     }
 
