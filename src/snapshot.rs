@@ -56,6 +56,21 @@ pub struct Snapshot {
     /// failed page store is never taken back: this run cannot write again).
     #[serde(default)]
     pub fault: Option<Fault>,
+    /// How the crawl ended, on the final snapshot only (`state` is `finished` either way):
+    /// whether it ran out of work or was stopped. The stats file's `totals.completed` says the
+    /// same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Ended>,
+}
+
+/// How a finished crawl ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    /// Nothing was left queued or in flight.
+    Completed,
+    /// Stopped before its work ran out: a stop or quit, a signal, an abort.
+    Stopped,
 }
 
 /// A failure on which the engine paused the crawl by itself.

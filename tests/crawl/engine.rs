@@ -8,7 +8,7 @@ use std::time::Duration;
 use crawltop::config::CrawlConfig;
 use crawltop::engine::{self, Command, Summary};
 use crawltop::scope::IgnoreReason;
-use crawltop::snapshot::{CommandSource, RunState, Snapshot};
+use crawltop::snapshot::{CommandSource, Ended, RunState, Snapshot};
 use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 
@@ -596,6 +596,7 @@ async fn hostile_paths_end_in_clear_states_and_the_crawl_finishes() {
     cfg.robots_retries = 1;
     let crawled = crawl(cfg).await;
     assert!(crawled.summary.completed);
+    assert_eq!(crawled.summary.snapshot.ended, Some(Ended::Completed));
     let state = |path: &str| {
         let url = web.url("hostile", path);
         let v = crawled
@@ -785,7 +786,10 @@ async fn stop_cuts_in_flight_work_after_a_grace_period() {
         .expect("the stop did not wait for the 60 s stall")
         .expect("no error");
     assert!(!summary.completed);
+    // The final snapshot says so too (the dashboard's last screen reads it).
+    assert_eq!(summary.snapshot.ended, Some(Ended::Stopped));
     let crawled = read_outputs(summary, dir);
+    assert_eq!(crawled.stats["ended"], "stopped");
     let stall = &crawled.urls[&web.url("hostile", "/stall.html")];
     assert_eq!(stall["state"], "discovered");
     assert_eq!(stall["reason"], "cancelled when the crawl stopped");

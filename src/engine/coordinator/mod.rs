@@ -46,8 +46,8 @@ use crate::parse::{ParsedPage, Text};
 use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
 use crate::snapshot::{
-    CommandRecord, CommandSource, DelaySource, Errors, Fault, FaultKind, Http, LogLine, RunState,
-    Shares, Snapshot,
+    CommandRecord, CommandSource, DelaySource, Ended, Errors, Fault, FaultKind, Http, LogLine,
+    RunState, Shares, Snapshot,
 };
 use crate::store::checkpoint::{Checkpoint, Found};
 use crate::store::commit::{Seq, Window};
@@ -526,6 +526,11 @@ impl<F: Schedule> Coordinator<F> {
         self.sample();
         let mut last = self.snapshot_full();
         last.state = RunState::Finished;
+        last.ended = Some(if completed {
+            Ended::Completed
+        } else {
+            Ended::Stopped
+        });
         let last = Arc::new(last);
         snapshots.send_replace(last.clone());
         let summary = Summary {
