@@ -483,7 +483,8 @@ fn render_sites(app: &App, area: Rect, buf: &mut Buffer) {
 
     let rows = usize::from(inner.height.saturating_sub(1)).max(1);
     // App keeps the cursor visible for the size it was told; clamp again for the size drawn.
-    let top = keep_visible(app.sites_top(), app.cursor(), rows);
+    let last_top = app.site_order().len().saturating_sub(rows);
+    let top = keep_visible(app.sites_top().min(last_top), app.cursor(), rows);
     let visible = app.site_order().iter().skip(top).take(rows);
     let table_rows = visible
         .filter_map(|&i| app.site(i))
