@@ -496,7 +496,7 @@ const MAX_HEAVY_MB: u64 = (testweb::generator::MAX_LISTING_BYTES >> 20) as u64;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The folder gen-site wrote.
+    /// The folder gen-site wrote (it holds manifest.json; any other folder is refused).
     pub dir: PathBuf,
     /// Let the OS choose each site's port (the default; only 0 is accepted).
     #[arg(long, value_parser = clap::value_parser!(u16).range(0..=0), conflicts_with = "base_port")]

@@ -352,3 +352,20 @@ fn serve_with_a_base_port_uses_consecutive_ports() {
     command(cmd, "SHUTDOWN");
     assert!(s.child.wait().expect("exits").success());
 }
+
+#[test]
+fn serve_refuses_a_folder_that_is_not_a_generated_web() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("home");
+    for sub in ["docs", "music"] {
+        std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
+    }
+    let o = crawltop(&["serve", dir.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("manifest.json"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("gen-site"), "{}", stderr(&o));
+    assert!(
+        !dir.join("ports.json").exists(),
+        "nothing is written into it"
+    );
+}
