@@ -448,7 +448,10 @@ pub struct GenSiteArgs {
     /// Number of sites.
     #[arg(long, default_value_t = 4)]
     pub sites: usize,
-    /// Pages per site (the index page included).
+    /// Pages in each site's link tree (the index page included). Each site also gets 6 more HTML
+    /// pages (reachable only through nofollow links, a meta-nofollow page and what it links, a
+    /// noindex page), 3 under /private/ when its robots.txt has rules (site00, site04 and up),
+    /// a .txt and a .png.
     #[arg(long, default_value_t = 50)]
     pub pages: usize,
     /// Seed: the same seed and sizes give the same web, byte for byte.
@@ -460,7 +463,7 @@ pub struct GenSiteArgs {
     /// Add the hostile site (misbehaving paths) and a site whose robots.txt answers 500.
     #[arg(long)]
     pub hostile: bool,
-    /// The Crawl-delay, in seconds, of the site that has one (site01).
+    /// The Crawl-delay, in seconds, of the site that has one (the second: site01).
     #[arg(long, default_value_t = 1.0)]
     pub crawl_delay: f64,
     /// Replace a web generated in --out before (never a folder without manifest.json).
@@ -624,9 +627,10 @@ fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {
     }
     let manifest = testweb::generate(&args.out, &opts, args.force)?;
     let pages: usize = manifest.sites.iter().map(|s| s.pages.len()).sum();
+    let sites = manifest.sites.len();
     println!(
-        "wrote {} sites to {} ({pages} reachable URLs); the right answers are in {}",
-        manifest.sites.len(),
+        "wrote {sites} site{} to {} ({pages} reachable URLs); the right answers are in {}",
+        if sites == 1 { "" } else { "s" },
         args.out.display(),
         args.out.join(testweb::manifest::MANIFEST_FILE).display()
     );
