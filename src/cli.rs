@@ -1154,13 +1154,16 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let gen_opts = GenOptions::new(args.sites, args.pages)
         .hostile(true)
         .crawl_delay_s(0.5);
-    eprintln!(
-        "crawltop demo: generating {} sites of {} pages in {}",
-        args.sites,
-        args.pages,
-        dir.display()
-    );
-    let manifest = testweb::generate(&dir, &gen_opts, false)?;
+    // Every value is checked before the web is written: a bad flag costs nothing.
+    gen_opts.validate()?;
+    if let Some(keep) = &args.keep
+        && std::fs::read_dir(keep).is_ok_and(|mut entries| entries.next().is_some())
+    {
+        anyhow::bail!(
+            "{} is not empty: demo --keep writes the web into an empty or absent folder",
+            keep.display()
+        );
+    }
     // Searching the pages is the point of a crawl: the demo always indexes them. A folder of
     // the user's keeps WARC files too; a temporary one only the index.
     let (out, store) = match &args.out {
@@ -1182,6 +1185,20 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         store,
         ..CrawlConfig::default()
     };
+    // The seeds are the web's own, known once it is served; a stand-in lets the rest be
+    // checked now (nothing is fetched from it).
+    CrawlConfig {
+        seeds: vec!["http://127.0.0.1/".into()],
+        ..cfg.clone()
+    }
+    .validate()?;
+    eprintln!(
+        "crawltop demo: generating {} sites of {} pages in {}",
+        args.sites,
+        args.pages,
+        dir.display()
+    );
+    let manifest = testweb::generate(&dir, &gen_opts, false)?;
     let headless = args.headless;
     // The demo always writes an index; no thread has started yet.
     crate::allocator::tune();

@@ -443,3 +443,28 @@ fn a_seed_nobody_answers_at_says_its_robots_txt_could_not_be_read() {
         "{err}"
     );
 }
+
+#[test]
+fn demo_checks_its_flags_before_it_writes_a_web() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (flag, value, expected) in [
+        ("--workers", "0", "--workers"),
+        ("--delay-ms", "99999999", "--delay-ms"),
+        ("--sites", "0", "--sites"),
+    ] {
+        let o = crawltop(&["demo", "--headless", flag, value]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(expected), "{flag}: {err}");
+        assert!(!err.contains("generating"), "{flag}: {err}");
+    }
+    let keep = tmp.path().join("full");
+    std::fs::create_dir(&keep).expect("mkdir");
+    std::fs::write(keep.join("mine.txt"), "x").expect("write");
+    let o = crawltop(&["demo", "--headless", "--keep", keep.to_str().expect("utf8")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("--force"), "demo has no --force: {err}");
+    assert!(err.contains("not empty"), "{err}");
+    assert!(keep.join("mine.txt").is_file());
+}
