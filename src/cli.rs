@@ -411,10 +411,10 @@ pub fn member_id() -> String {
 /// `crawltop ctl`: talk to a running crawl's control API.
 #[derive(Debug, Args)]
 pub struct CtlArgs {
-    /// ADDR COMMAND [ARG]: the control API's address (e.g. 127.0.0.1:7070), then stats |
-    /// metrics | sites | pause | resume | stop | export | delay MS | workers N. With
-    /// --cluster, no address: stats | pause | resume | stop | delay MS | workers N for the
-    /// whole shared crawl.
+    /// ADDR COMMAND [ARG]: the control API's address (127.0.0.1:7070, or the URL the crawl
+    /// prints: `http://127.0.0.1:7070`), then stats | metrics | sites | pause | resume | stop |
+    /// export | delay MS | workers N. With --cluster, no address: stats | pause | resume |
+    /// stop | delay MS | workers N for the whole shared crawl.
     #[arg(num_args = 1..=3, required = true, value_name = "ADDR COMMAND")]
     pub words: Vec<String>,
     /// Talk to a shared crawl on Redis instead of one member (seed node URLs, comma-separated).
@@ -1234,12 +1234,7 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
     if !args.cluster.is_empty() || args.crawl_id.is_some() {
         return ctl_cluster(args);
     }
-    let addr: std::net::SocketAddr = args.words[0].parse().map_err(|_| {
-        anyhow::anyhow!(
-            "{:?} is not an address like 127.0.0.1:7070 (or give --cluster URLS --crawl-id NAME)",
-            args.words[0]
-        )
-    })?;
+    let addr = control_addr(&args.words[0])?;
     let Some(word) = args.words.get(1).map(String::as_str) else {
         anyhow::bail!(
             "ctl {addr}: which command? stats, metrics, sites, pause, resume, stop, export, delay MS or workers N"
@@ -1277,6 +1272,9 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
             let what = if word == "delay" { "MS" } else { "N" };
             anyhow::bail!("{word} needs a value: ctl ADDR {word} {what}")
         }
+        ("stats" | "sites" | "metrics" | "pause" | "resume" | "stop" | "export", Some(extra)) => {
+            anyhow::bail!("too many arguments: {word} takes none, got {extra:?}")
+        }
         _ => anyhow::bail!(
             "unknown command {:?}: use stats, metrics, sites, pause, resume, stop, export, delay MS or workers N",
             command.join(" ")
@@ -1297,6 +1295,45 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
         eprintln!("crawltop: the control API answered {status}");
         Ok(ExitCode::from(1))
     }
+}
+
+/// The control API's address as `ctl` takes it: `127.0.0.1:7070`, or the URL the crawl prints,
+/// `http://127.0.0.1:7070` (plain HTTP, an IP address and no path, as the API is served).
+fn control_addr(text: &str) -> anyhow::Result<std::net::SocketAddr> {
+    let plain = "(or give --cluster URLS --crawl-id NAME)";
+    if !text.contains("://") {
+        return text.parse().map_err(|_| {
+            anyhow::anyhow!("{text:?} is not an address like 127.0.0.1:7070 {plain}")
+        });
+    }
+    let url = url::Url::parse(text)
+        .map_err(|e| anyhow::anyhow!("{text:?} is not an address like 127.0.0.1:7070: {e}"))?;
+    if url.scheme() != "http" {
+        anyhow::bail!(
+            "{text:?}: the control API speaks plain HTTP: give http://ADDR or just ADDR, like 127.0.0.1:7070"
+        );
+    }
+    if !matches!(url.path(), "" | "/")
+        || url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        anyhow::bail!(
+            "{text:?}: give the address with no path (http://127.0.0.1:7070); the command goes after it"
+        );
+    }
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => std::net::IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => std::net::IpAddr::V6(ip),
+        _ => anyhow::bail!(
+            "{text:?}: give the control API's address as an IP address, like 127.0.0.1:7070"
+        ),
+    };
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| anyhow::anyhow!("{text:?}: no port"))?;
+    Ok(std::net::SocketAddr::new(ip, port))
 }
 
 /// A query's crawl folders: the first argument, then each next one that is a crawl folder (an

@@ -403,6 +403,30 @@ async fn ctl_talks_to_a_running_crawl() {
         let says = format!("{verb} needs a value: ctl ADDR {verb} {value}");
         assert!(err.contains(&says), "{err}");
     }
+    let o = ctl(&["stats", "extra"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("too many arguments"), "{err}");
+    // The address as the crawl prints it, a URL, is taken too (http, no path).
+    let url = format!("http://{addr}");
+    for form in [url.clone(), format!("{url}/")] {
+        let o = crawltop(&["ctl", &form, "stats"]);
+        assert!(
+            o.status.success(),
+            "{form}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    for (form, says) in [
+        (format!("https://{addr}"), "http://"),
+        (format!("{url}/stats"), "no path"),
+        ("http://localhost:7070".to_string(), "an IP address"),
+    ] {
+        let o = crawltop(&["ctl", &form, "stats"]);
+        assert_eq!(o.status.code(), Some(2), "{form}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{form}: {err}");
+    }
     let o = ctl(&["stop"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let status = tokio::time::timeout(PATIENCE, child.wait())
