@@ -668,9 +668,16 @@ async fn hostile_paths_end_in_clear_states_and_the_crawl_finishes() {
         .find(|r| r.origin == web.origin("robots500"))
         .expect("row");
     assert_eq!(row.robots_state, crawltop::robots::RobotsState::Error);
+    // It answered: the reason and the warning say with what, not "unreachable".
     assert_eq!(
         crawled.urls[&web.url("robots500", "/")]["reason"],
-        "robots.txt unreachable"
+        "robots.txt answered 500"
+    );
+    let said = s.log.iter().map(|l| l.message.as_str()).collect::<Vec<_>>();
+    assert!(
+        said.iter()
+            .any(|m| m.contains("robots.txt answered 500 on every try")),
+        "{said:?}"
     );
 }
 

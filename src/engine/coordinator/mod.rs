@@ -43,7 +43,7 @@ use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
 use crate::parse::pool::ParsePool;
 use crate::parse::{ParsedPage, Text};
-use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
+use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsResponse, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
 use crate::snapshot::{
     CommandRecord, CommandSource, DelaySource, Ended, Errors, Fault, FaultKind, Http, LogLine,
@@ -892,10 +892,11 @@ impl<F: Schedule> Coordinator<F> {
                 }
                 RobotsVerdict::Disallowed | RobotsVerdict::Pending => {
                     self.errors.robots_forbidden += 1;
-                    let reason = if self.sites[site.index()].robots_gave_up {
-                        "robots.txt unreachable"
+                    let s = &self.sites[site.index()];
+                    let reason = if s.robots_gave_up {
+                        gave_up_reason(s.robots.summary().last_response)
                     } else {
-                        "disallowed by robots.txt"
+                        "disallowed by robots.txt".to_string()
                     };
                     self.resources
                         .update(id, |r| r.reason = Some(reason.into()));
@@ -1341,16 +1342,23 @@ impl<F: Schedule> Coordinator<F> {
             RobotsOutcome::GaveUp => {
                 s.robots_gave_up = true;
                 let origin = s.origin.clone();
+                let last = s.robots.summary().last_response;
+                let reason: Arc<str> = gave_up_reason(last).into();
                 let ids = self.frontier.remove_site_items(site);
                 for id in ids {
                     self.errors.robots_forbidden += 1;
                     self.resources
-                        .update(id, |r| r.reason = Some("robots.txt unreachable".into()));
+                        .update(id, |r| r.reason = Some(reason.clone()));
                     self.set_state(id, ResourceState::FetchForbidden);
                 }
-                self.warn(format!(
-                    "{origin}: robots.txt unreachable after retries; nothing is fetched there"
-                ));
+                self.warn(match last {
+                    Some(RobotsResponse::Status(code)) => format!(
+                        "{origin}: robots.txt answered {code} on every try; nothing is fetched there"
+                    ),
+                    _ => format!(
+                        "{origin}: robots.txt unreachable after retries; nothing is fetched there"
+                    ),
+                });
             }
         }
         self.frontier.unhold(site, now);
@@ -1723,6 +1731,16 @@ fn clear_folder(dir: &std::path::Path) -> Result<(), StoreError> {
         })?;
     }
     Ok(())
+}
+
+/// Why the URLs of a site whose robots.txt was given up are not fetched: the status it kept
+/// answering, if it answered (RFC 9309 calls a 5xx "unreachable" too, but a user reads that
+/// as no answer at all).
+fn gave_up_reason(last: Option<RobotsResponse>) -> String {
+    match last {
+        Some(RobotsResponse::Status(code)) => format!("robots.txt answered {code}"),
+        _ => "robots.txt unreachable".to_string(),
+    }
 }
 
 fn phase_name(p: Phase) -> &'static str {
