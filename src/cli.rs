@@ -411,10 +411,10 @@ pub fn member_id() -> String {
 /// `crawltop ctl`: talk to a running crawl's control API.
 #[derive(Debug, Args)]
 pub struct CtlArgs {
-    /// ADDR COMMAND [ARG]: the control API's address (e.g. 127.0.0.1:7070), then stats |
-    /// metrics | sites | pause | resume | stop | export | delay MS | workers N. With
-    /// --cluster, no address: stats | pause | resume | stop | delay MS | workers N for the
-    /// whole shared crawl.
+    /// ADDR COMMAND [ARG]: the control API's address (127.0.0.1:7070, or the URL the crawl
+    /// prints: `http://127.0.0.1:7070`), then stats | metrics | sites | pause | resume | stop |
+    /// export | delay MS | workers N. With --cluster, no address: stats | pause | resume |
+    /// stop | delay MS | workers N for the whole shared crawl.
     #[arg(num_args = 1..=3, required = true, value_name = "ADDR COMMAND")]
     pub words: Vec<String>,
     /// Talk to a shared crawl on Redis instead of one member (seed node URLs, comma-separated).
@@ -448,7 +448,10 @@ pub struct GenSiteArgs {
     /// Number of sites.
     #[arg(long, default_value_t = 4)]
     pub sites: usize,
-    /// Pages per site (the index page included).
+    /// Pages in each site's link tree (the index page included). Each site also gets 6 more HTML
+    /// pages (reachable only through nofollow links, a meta-nofollow page and what it links, a
+    /// noindex page), 3 under /private/ when its robots.txt has rules (site00, site04 and up),
+    /// a .txt and a .png.
     #[arg(long, default_value_t = 50)]
     pub pages: usize,
     /// Seed: the same seed and sizes give the same web, byte for byte.
@@ -460,7 +463,7 @@ pub struct GenSiteArgs {
     /// Add the hostile site (misbehaving paths) and a site whose robots.txt answers 500.
     #[arg(long)]
     pub hostile: bool,
-    /// The Crawl-delay, in seconds, of the site that has one (site01).
+    /// The Crawl-delay, in seconds, of the site that has one (the second: site01).
     #[arg(long, default_value_t = 1.0)]
     pub crawl_delay: f64,
     /// Replace a web generated in --out before (never a folder without manifest.json).
@@ -496,7 +499,7 @@ const MAX_HEAVY_MB: u64 = (testweb::generator::MAX_LISTING_BYTES >> 20) as u64;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The folder gen-site wrote.
+    /// The folder gen-site wrote (it holds manifest.json; any other folder is refused).
     pub dir: PathBuf,
     /// Let the OS choose each site's port (the default; only 0 is accepted).
     #[arg(long, value_parser = clap::value_parser!(u16).range(0..=0), conflicts_with = "base_port")]
@@ -624,9 +627,10 @@ fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {
     }
     let manifest = testweb::generate(&args.out, &opts, args.force)?;
     let pages: usize = manifest.sites.iter().map(|s| s.pages.len()).sum();
+    let sites = manifest.sites.len();
     println!(
-        "wrote {} sites to {} ({pages} reachable URLs); the right answers are in {}",
-        manifest.sites.len(),
+        "wrote {sites} site{} to {} ({pages} reachable URLs); the right answers are in {}",
+        if sites == 1 { "" } else { "s" },
         args.out.display(),
         args.out.join(testweb::manifest::MANIFEST_FILE).display()
     );
@@ -1156,13 +1160,16 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let gen_opts = GenOptions::new(args.sites, args.pages)
         .hostile(true)
         .crawl_delay_s(0.5);
-    eprintln!(
-        "crawltop demo: generating {} sites of {} pages in {}",
-        args.sites,
-        args.pages,
-        dir.display()
-    );
-    let manifest = testweb::generate(&dir, &gen_opts, false)?;
+    // Every value is checked before the web is written: a bad flag costs nothing.
+    gen_opts.validate()?;
+    if let Some(keep) = &args.keep
+        && std::fs::read_dir(keep).is_ok_and(|mut entries| entries.next().is_some())
+    {
+        anyhow::bail!(
+            "{} is not empty: demo --keep writes the web into an empty or absent folder",
+            keep.display()
+        );
+    }
     // Searching the pages is the point of a crawl: the demo always indexes them. A folder of
     // the user's keeps WARC files too; a temporary one only the index.
     let (out, store) = match &args.out {
@@ -1184,6 +1191,20 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         store,
         ..CrawlConfig::default()
     };
+    // The seeds are the web's own, known once it is served; a stand-in lets the rest be
+    // checked now (nothing is fetched from it).
+    CrawlConfig {
+        seeds: vec!["http://127.0.0.1/".into()],
+        ..cfg.clone()
+    }
+    .validate()?;
+    eprintln!(
+        "crawltop demo: generating {} sites of {} pages in {}",
+        args.sites,
+        args.pages,
+        dir.display()
+    );
+    let manifest = testweb::generate(&dir, &gen_opts, false)?;
     let headless = args.headless;
     // The demo always writes an index; no thread has started yet.
     crate::allocator::tune();
@@ -1219,12 +1240,7 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
     if !args.cluster.is_empty() || args.crawl_id.is_some() {
         return ctl_cluster(args);
     }
-    let addr: std::net::SocketAddr = args.words[0].parse().map_err(|_| {
-        anyhow::anyhow!(
-            "{:?} is not an address like 127.0.0.1:7070 (or give --cluster URLS --crawl-id NAME)",
-            args.words[0]
-        )
-    })?;
+    let addr = control_addr(&args.words[0])?;
     let Some(word) = args.words.get(1).map(String::as_str) else {
         anyhow::bail!(
             "ctl {addr}: which command? stats, metrics, sites, pause, resume, stop, export, delay MS or workers N"
@@ -1262,6 +1278,9 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
             let what = if word == "delay" { "MS" } else { "N" };
             anyhow::bail!("{word} needs a value: ctl ADDR {word} {what}")
         }
+        ("stats" | "sites" | "metrics" | "pause" | "resume" | "stop" | "export", Some(extra)) => {
+            anyhow::bail!("too many arguments: {word} takes none, got {extra:?}")
+        }
         _ => anyhow::bail!(
             "unknown command {:?}: use stats, metrics, sites, pause, resume, stop, export, delay MS or workers N",
             command.join(" ")
@@ -1282,6 +1301,45 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
         eprintln!("crawltop: the control API answered {status}");
         Ok(ExitCode::from(1))
     }
+}
+
+/// The control API's address as `ctl` takes it: `127.0.0.1:7070`, or the URL the crawl prints,
+/// `http://127.0.0.1:7070` (plain HTTP, an IP address and no path, as the API is served).
+fn control_addr(text: &str) -> anyhow::Result<std::net::SocketAddr> {
+    let plain = "(or give --cluster URLS --crawl-id NAME)";
+    if !text.contains("://") {
+        return text.parse().map_err(|_| {
+            anyhow::anyhow!("{text:?} is not an address like 127.0.0.1:7070 {plain}")
+        });
+    }
+    let url = url::Url::parse(text)
+        .map_err(|e| anyhow::anyhow!("{text:?} is not an address like 127.0.0.1:7070: {e}"))?;
+    if url.scheme() != "http" {
+        anyhow::bail!(
+            "{text:?}: the control API speaks plain HTTP: give http://ADDR or just ADDR, like 127.0.0.1:7070"
+        );
+    }
+    if !matches!(url.path(), "" | "/")
+        || url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        anyhow::bail!(
+            "{text:?}: give the address with no path (http://127.0.0.1:7070); the command goes after it"
+        );
+    }
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => std::net::IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => std::net::IpAddr::V6(ip),
+        _ => anyhow::bail!(
+            "{text:?}: give the control API's address as an IP address, like 127.0.0.1:7070"
+        ),
+    };
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| anyhow::anyhow!("{text:?}: no port"))?;
+    Ok(std::net::SocketAddr::new(ip, port))
 }
 
 /// A query's crawl folders: the first argument, then each next one that is a crawl folder (an

@@ -15,7 +15,7 @@ use std::future::Future;
 use std::io::Write as _;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU16, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -113,11 +113,21 @@ impl Phase {
 }
 
 /// One worker slot's current [`Phase`]: the fetch task writes it, the engine's snapshot reads it.
+/// It also holds the status of the last response whose headers came in, so that the engine
+/// counts a response the server sent even when its fetch then fails or is cut (a body that
+/// timed out, a task cancelled by a stop): the server counted it.
 ///
 /// Clones share the cell (it is an `Arc`), so the engine keeps one and hands one to the task;
 /// the connector layer also needs an owned handle to mark a new connection.
 #[derive(Debug, Clone, Default)]
-pub struct PhaseCell(Arc<AtomicU8>);
+pub struct PhaseCell(Arc<Cell>);
+
+#[derive(Debug, Default)]
+struct Cell {
+    phase: AtomicU8,
+    /// 0: no response headers since the last [`PhaseCell::take_answered`].
+    answered: AtomicU16,
+}
 
 impl PhaseCell {
     pub fn new() -> Self {
@@ -125,18 +135,34 @@ impl PhaseCell {
     }
 
     pub fn set(&self, p: Phase) {
-        self.0.store(p as u8, Ordering::Relaxed);
+        self.0.phase.store(p as u8, Ordering::Relaxed);
     }
 
     pub fn get(&self) -> Phase {
-        Phase::from_u8(self.0.load(Ordering::Relaxed))
+        Phase::from_u8(self.0.phase.load(Ordering::Relaxed))
+    }
+
+    /// The status of the last response whose headers arrived since the last call, if any, and
+    /// forgets it.
+    pub fn take_answered(&self) -> Option<u16> {
+        match self.0.answered.swap(0, Ordering::Relaxed) {
+            0 => None,
+            status => Some(status),
+        }
+    }
+
+    fn set_answered(&self, status: u16) {
+        self.0.answered.store(status, Ordering::Relaxed);
     }
 
     /// Moves `from` to `to`, and leaves any other phase alone.
     fn advance(&self, from: Phase, to: Phase) {
-        let _ = self
-            .0
-            .compare_exchange(from as u8, to as u8, Ordering::Relaxed, Ordering::Relaxed);
+        let _ = self.0.phase.compare_exchange(
+            from as u8,
+            to as u8,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
     }
 }
 
@@ -327,6 +353,8 @@ impl Fetcher {
         cap: u64,
     ) -> FetchOutcome {
         let started = Instant::now();
+        // A response of an earlier hop (robots.txt) is the caller's; this one starts unanswered.
+        phase.take_answered();
         // A pooled connection goes straight to waiting; the connector layer marks Connecting
         // only when a new connection is really being made.
         phase.set(Phase::WaitingFirstByte);
@@ -341,6 +369,7 @@ impl Fetcher {
             Ok(Ok(resp)) => resp,
         };
         let ttfb = started.elapsed();
+        phase.set_answered(resp.status().as_u16());
         phase.set(Phase::Receiving);
 
         let headers = resp.headers();

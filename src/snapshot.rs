@@ -56,6 +56,21 @@ pub struct Snapshot {
     /// failed page store is never taken back: this run cannot write again).
     #[serde(default)]
     pub fault: Option<Fault>,
+    /// How the crawl ended, on the final snapshot only (`state` is `finished` either way):
+    /// whether it ran out of work or was stopped. The stats file's `totals.completed` says the
+    /// same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Ended>,
+}
+
+/// How a finished crawl ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    /// Nothing was left queued or in flight.
+    Completed,
+    /// Stopped before its work ran out: a stop or quit, a signal, an abort.
+    Stopped,
 }
 
 /// A failure on which the engine paused the crawl by itself.
@@ -287,7 +302,9 @@ pub struct Errors {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Http {
-    /// Responses by status code, e.g. `"200": 1234`.
+    /// Responses by status code, e.g. `"200": 1234`: every response whose status line came,
+    /// robots.txt's and each redirect's included, and one whose body then timed out, broke or
+    /// was cut by a stop (the server counted it).
     pub status: BTreeMap<String, u64>,
     /// Body bytes received (after decompression).
     pub bytes: u64,

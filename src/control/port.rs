@@ -18,8 +18,10 @@
 //! and words as the HTTP API: `control::commands`), bytes that are not UTF-8, a query without
 //! `--out`, a crawl that is over. Only three things close it: a line longer than 8 KiB (after
 //! `ERR`), a wrong or missing `AUTH` when a token is set (after `ERR`), and silence: a client
-//! that sends nothing for 10 s, or does not read its answers for 10 s, is let go. At most 64
-//! clients are served at once; more wait in the listen backlog.
+//! that sends no whole line for 10 s is let go after `ERR idle for 10 s (no command line);
+//! closing`, one that does not read its answers for 10 s without a word. At most 64 clients are
+//! served at once; more wait in the listen backlog (idle ones holding every place keep a
+//! newcomer waiting up to their 10 s).
 //!
 //! It owns the line reading, its bounds and the words of the answers. It must never hold a
 //! snapshot borrow or a lock across an await, and never let one client hold up the crawl or
@@ -93,7 +95,9 @@ enum Line {
     Text(String),
     NotUtf8,
     TooLong,
-    /// The client closed, went silent, or the port is shutting down.
+    /// Nothing (or no whole line) came for [`IDLE_TIMEOUT`].
+    Idle,
+    /// The client closed, or the port is shutting down.
     End,
 }
 
@@ -117,6 +121,16 @@ async fn serve_client(
     loop {
         let answer = match read_line(&mut stream, &stop).await {
             Line::End => return,
+            // Nothing unread is left behind, so the close needs no linger.
+            Line::Idle => {
+                let said = format!(
+                    "ERR idle for {} s (no command line); closing\n",
+                    IDLE_TIMEOUT.as_secs()
+                );
+                let _ =
+                    tokio::time::timeout(LINGER, stream.get_mut().write_all(said.as_bytes())).await;
+                return;
+            }
             Line::TooLong => Answer::Close(format!(
                 "ERR the line is longer than {MAX_LINE} bytes; closing"
             )),
@@ -176,7 +190,8 @@ async fn read_line(stream: &mut BufReader<TcpStream>, stop: &CancellationToken) 
         () = stop.cancelled() => return Line::End,
         r = tokio::time::timeout(IDLE_TIMEOUT, read) => match r {
             Ok(Ok(n)) => n,
-            Ok(Err(_)) | Err(_) => return Line::End,
+            Ok(Err(_)) => return Line::End,
+            Err(_) => return Line::Idle,
         },
     };
     if n == 0 {

@@ -677,7 +677,10 @@ impl App {
         let sites = self.order.len();
         self.cursor = self.cursor.min(sites.saturating_sub(1));
         let rows = self.rows(Pane::Sites);
-        self.sites_top = keep_visible(self.sites_top, self.cursor, rows);
+        // A list that shrank (a filter, fewer sites) fills the pane again from the top: no
+        // rows above it are left scrolled away while the pane has room for them.
+        let last_top = sites.saturating_sub(rows);
+        self.sites_top = keep_visible(self.sites_top.min(last_top), self.cursor, rows);
         let heap_rows = self.rows(Pane::Heap);
         self.heap_top = self
             .heap_top
@@ -890,6 +893,34 @@ mod tests {
         assert_eq!(app.sites_top(), 1, "moved just enough to show the cursor");
         app.apply(Action::Scroll(Scroll::Up));
         assert_eq!(app.sites_top(), 1, "moving back inside the window keeps it");
+    }
+
+    #[test]
+    fn a_filter_after_end_shows_every_match_from_the_top() {
+        let mut sites: Vec<SiteRow> = (0..1000)
+            .map(|i| site(&format!("http://127.0.0.1:{}", 40_000 + i), 5, 0, 0, 0))
+            .collect();
+        for (i, origin) in ["http://45765.a", "http://45766.b", "http://45767.c"]
+            .into_iter()
+            .enumerate()
+        {
+            sites[100 * i + 1] = site(origin, 1, 0, 0, 0);
+        }
+        let mut app = app_with(sites);
+        app.resize(100, 30);
+        app.apply(Action::Scroll(Scroll::End));
+        app.apply(Action::OpenFilter);
+        for c in "4576".chars() {
+            app.apply(Action::FilterPrompt(Edit::Insert(c)));
+        }
+        app.apply(Action::ApplyFilter);
+        assert_eq!(origins(&app).len(), 3);
+        assert!(app.cursor() < 3);
+        assert_eq!(
+            app.sites_top(),
+            0,
+            "the three matches all fit: none is scrolled away"
+        );
     }
 
     #[test]

@@ -22,7 +22,9 @@ use crate::dashboard::widgets::{
     self, BUSY, DIM, FOCUS, HeapList, PromptLine, SearchResults, SharesBar, WorkerStrip, count,
     count_fit,
 };
-use crate::snapshot::{DelaySource, FaultKind, RunState, Shares, SiteRow, Snapshot, WorkerState};
+use crate::snapshot::{
+    DelaySource, Ended, FaultKind, RunState, Shares, SiteRow, Snapshot, WorkerState,
+};
 
 impl Widget for &App {
     fn render(self, area: Rect, buf: &mut Buffer) {
@@ -86,12 +88,19 @@ fn state_badge(app: &App) -> Span<'static> {
         (_, RunState::Running) => ("RUNNING", Color::Green),
         (_, RunState::Paused) => ("PAUSED", Color::Yellow),
         (_, RunState::Stopping) => ("STOPPING", Color::Magenta),
+        // `state` says finished either way; how it ended is on the final snapshot.
+        (_, RunState::Finished) if stopped(app) => ("STOPPED", Color::Blue),
         (_, RunState::Finished) => ("FINISHED", Color::Blue),
     };
     Span::styled(
         format!(" {label} "),
         Style::new().fg(Color::Black).bg(color).bold(),
     )
+}
+
+/// The crawl ended before its work ran out (a stop, a quit, a signal).
+fn stopped(app: &App) -> bool {
+    app.snapshot().ended == Some(Ended::Stopped)
 }
 
 /// A value the user changed: shown at once, in yellow with an ellipsis until confirmed.
@@ -474,7 +483,8 @@ fn render_sites(app: &App, area: Rect, buf: &mut Buffer) {
 
     let rows = usize::from(inner.height.saturating_sub(1)).max(1);
     // App keeps the cursor visible for the size it was told; clamp again for the size drawn.
-    let top = keep_visible(app.sites_top(), app.cursor(), rows);
+    let last_top = app.site_order().len().saturating_sub(rows);
+    let top = keep_visible(app.sites_top().min(last_top), app.cursor(), rows);
     let visible = app.site_order().iter().skip(top).take(rows);
     let table_rows = visible
         .filter_map(|&i| app.site(i))
@@ -679,8 +689,13 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
     let key = |k: &'static str| Span::styled(k, Style::new().fg(FOCUS).bold());
     if snap.state == RunState::Finished {
         // The long label when it fits with the rest, the short one otherwise.
+        let ended = if stopped(app) {
+            " crawl stopped"
+        } else {
+            " crawl finished"
+        };
         for label in [" · stats written to ", " · stats in "] {
-            let mut spans = vec![Span::styled(" crawl finished", Style::new().bold())];
+            let mut spans = vec![Span::styled(ended, Style::new().bold())];
             if let Some(path) = app.stats_path() {
                 spans.push(Span::styled(label, DIM));
                 spans.push(Span::styled(path.to_owned(), Style::new().fg(Color::Green)));
@@ -1042,8 +1057,8 @@ mod tests {
     use crate::dashboard::search::{Edit, Outcome};
     use crate::robots::RobotsState;
     use crate::snapshot::{
-        BlockedBy, BusyBy, Errors, HeapRow, Http, LogLine, Politeness, Rates, Resources, Scheduler,
-        TaskCounts, Workers,
+        BlockedBy, BusyBy, Ended, Errors, HeapRow, Http, LogLine, Politeness, Rates, Resources,
+        Scheduler, TaskCounts, Workers,
     };
 
     #[allow(clippy::too_many_arguments)]
@@ -1716,6 +1731,33 @@ mod tests {
         assert!(
             footer.contains("/ search · any other key exits"),
             "{footer}"
+        );
+    }
+
+    #[test]
+    fn a_stopped_crawl_says_stopped_on_its_final_screen() {
+        let mut snapshot = fixture();
+        snapshot.state = RunState::Finished;
+        snapshot.ended = Some(Ended::Stopped);
+        let mut app = app_with(snapshot, 100, 30);
+        app.set_stats_path("stats.json".into());
+        let text = screen_text(&draw(&app, 100, 30));
+        let header = text.lines().next().unwrap_or_default();
+        assert!(header.contains("STOPPED"), "{header}");
+        let footer = text.lines().last().unwrap_or_default();
+        assert!(footer.contains("crawl stopped"), "{footer}");
+        assert!(
+            !text.contains("FINISHED") && !text.contains("crawl finished"),
+            "{text}"
+        );
+        // A crawl that ran out of work is finished, as before.
+        let mut snapshot = fixture();
+        snapshot.state = RunState::Finished;
+        snapshot.ended = Some(Ended::Completed);
+        let text = screen_text(&draw(&app_with(snapshot, 100, 30), 100, 30));
+        assert!(
+            text.contains("FINISHED") && text.contains("crawl finished"),
+            "{text}"
         );
     }
 

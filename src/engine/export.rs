@@ -39,6 +39,8 @@ pub struct Totals {
     pub pages_fetched: u64,
     pub bytes: u64,
     pub sites: usize,
+    /// Requests the servers answered (the sum of `http.status`); a request no server answered
+    /// (refused, or timed out before its status line) is not among them.
     pub requests: u64,
 }
 

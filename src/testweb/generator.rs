@@ -124,7 +124,9 @@ impl GenOptions {
         self
     }
 
-    fn validate(&self) -> Result<(), GenError> {
+    /// Checks the sizes and parameters, as [`generate`] does first: for a caller that wants to
+    /// refuse bad values before it does anything else.
+    pub fn validate(&self) -> Result<(), GenError> {
         if self.sites == 0 {
             return Err(GenError::Invalid("--sites must be at least 1".into()));
         }
@@ -178,7 +180,10 @@ impl GenOptions {
 pub enum GenError {
     #[error("{0}")]
     Invalid(String),
-    #[error("the text has {words} words; at least {MIN_TEXT_WORDS} are needed to make pages")]
+    #[error(
+        "the text has {words} word{}; at least {MIN_TEXT_WORDS} are needed to make pages",
+        if *words == 1 { "" } else { "s" }
+    )]
     TextTooShort { words: usize },
     #[error(
         "{} is not empty; pass --force to replace a web generated there before",
@@ -568,8 +573,12 @@ fn role_for(index: usize) -> RobotsRole {
     }
 }
 
-fn site_name(index: usize) -> String {
-    format!("site{index:02}")
+/// `site00`, `site01`, ...: zero-padded to the width of the largest index (two digits at
+/// least), so that name order, which gives the ports, is index order (`site099` before
+/// `site100`).
+fn site_name(index: usize, sites: usize) -> String {
+    let width = sites.saturating_sub(1).to_string().len().max(2);
+    format!("site{index:0width$}")
 }
 
 /// Plans every site: which files exist and how they link. Pure and deterministic.
@@ -581,7 +590,7 @@ fn plan(opts: &GenOptions) -> WebPlan {
         let role = role_for(i);
         let delay = (role == RobotsRole::CrawlDelay).then_some(opts.crawl_delay_s);
         sites.push(plan_normal_site(
-            &site_name(i),
+            &site_name(i, opts.sites),
             i,
             role,
             delay,

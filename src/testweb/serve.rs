@@ -31,7 +31,7 @@ use tokio_util::task::TaskTracker;
 use super::farm::LinkFarm;
 use super::hostile::{self, Hostile};
 use super::log::{RequestLog, RequestRecord, ServerStats};
-use super::manifest::SiteKind;
+use super::manifest::{MANIFEST_FILE, SiteKind};
 use super::reply::{Payload, Reply};
 use super::{SITE_CONFIG_FILE, SiteConfig, fill_origins};
 
@@ -104,6 +104,12 @@ pub enum ServeError {
     },
     #[error("{} holds no site folders", .0.display())]
     NoSites(PathBuf),
+    #[error(
+        "{} is not a web made by `crawltop gen-site` (it has no manifest.json); serve only \
+         serves such a folder, each of its subfolders as a site",
+        .0.display()
+    )]
+    NotAWeb(PathBuf),
     #[error("{}: bad site configuration: {reason}", path.display())]
     SiteConfig { path: PathBuf, reason: String },
     #[error(
@@ -400,6 +406,11 @@ fn discover_sites(dir: &Path) -> Result<Vec<SiteState>, ServeError> {
     }
     if sites.is_empty() {
         return Err(ServeError::NoSites(dir.to_path_buf()));
+    }
+    // Any folder's subfolders would do as sites, and `ports.json` is written into it: only a
+    // generated web is served, never a folder aimed at by mistake.
+    if !dir.join(MANIFEST_FILE).is_file() {
+        return Err(ServeError::NotAWeb(dir.to_path_buf()));
     }
     sites.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(sites)

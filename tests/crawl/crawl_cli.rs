@@ -467,6 +467,30 @@ async fn ctl_talks_to_a_running_crawl() {
         let says = format!("{verb} needs a value: ctl ADDR {verb} {value}");
         assert!(err.contains(&says), "{err}");
     }
+    let o = ctl(&["stats", "extra"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("too many arguments"), "{err}");
+    // The address as the crawl prints it, a URL, is taken too (http, no path).
+    let url = format!("http://{addr}");
+    for form in [url.clone(), format!("{url}/")] {
+        let o = crawltop(&["ctl", &form, "stats"]);
+        assert!(
+            o.status.success(),
+            "{form}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    for (form, says) in [
+        (format!("https://{addr}"), "http://"),
+        (format!("{url}/stats"), "no path"),
+        ("http://localhost:7070".to_string(), "an IP address"),
+    ] {
+        let o = crawltop(&["ctl", &form, "stats"]);
+        assert_eq!(o.status.code(), Some(2), "{form}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{form}: {err}");
+    }
     let o = ctl(&["stop"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let status = tokio::time::timeout(PATIENCE, child.wait())
@@ -506,4 +530,29 @@ fn a_seed_nobody_answers_at_says_its_robots_txt_could_not_be_read() {
         ),
         "{err}"
     );
+}
+
+#[test]
+fn demo_checks_its_flags_before_it_writes_a_web() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (flag, value, expected) in [
+        ("--workers", "0", "--workers"),
+        ("--delay-ms", "99999999", "--delay-ms"),
+        ("--sites", "0", "--sites"),
+    ] {
+        let o = crawltop(&["demo", "--headless", flag, value]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(expected), "{flag}: {err}");
+        assert!(!err.contains("generating"), "{flag}: {err}");
+    }
+    let keep = tmp.path().join("full");
+    std::fs::create_dir(&keep).expect("mkdir");
+    std::fs::write(keep.join("mine.txt"), "x").expect("write");
+    let o = crawltop(&["demo", "--headless", "--keep", keep.to_str().expect("utf8")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("--force"), "demo has no --force: {err}");
+    assert!(err.contains("not empty"), "{err}");
+    assert!(keep.join("mine.txt").is_file());
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crawltop::config::CrawlConfig;
 use crawltop::engine::{self, Command, Summary};
 use crawltop::scope::IgnoreReason;
-use crawltop::snapshot::{CommandSource, RunState, Snapshot};
+use crawltop::snapshot::{CommandSource, Ended, RunState, Snapshot};
 use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 
@@ -596,6 +596,7 @@ async fn hostile_paths_end_in_clear_states_and_the_crawl_finishes() {
     cfg.robots_retries = 1;
     let crawled = crawl(cfg).await;
     assert!(crawled.summary.completed);
+    assert_eq!(crawled.summary.snapshot.ended, Some(Ended::Completed));
     let state = |path: &str| {
         let url = web.url("hostile", path);
         let v = crawled
@@ -667,9 +668,16 @@ async fn hostile_paths_end_in_clear_states_and_the_crawl_finishes() {
         .find(|r| r.origin == web.origin("robots500"))
         .expect("row");
     assert_eq!(row.robots_state, crawltop::robots::RobotsState::Error);
+    // It answered: the reason and the warning say with what, not "unreachable".
     assert_eq!(
         crawled.urls[&web.url("robots500", "/")]["reason"],
-        "robots.txt unreachable"
+        "robots.txt answered 500"
+    );
+    let said = s.log.iter().map(|l| l.message.as_str()).collect::<Vec<_>>();
+    assert!(
+        said.iter()
+            .any(|m| m.contains("robots.txt answered 500 on every try")),
+        "{said:?}"
     );
 }
 
@@ -785,7 +793,10 @@ async fn stop_cuts_in_flight_work_after_a_grace_period() {
         .expect("the stop did not wait for the 60 s stall")
         .expect("no error");
     assert!(!summary.completed);
+    // The final snapshot says so too (the dashboard's last screen reads it).
+    assert_eq!(summary.snapshot.ended, Some(Ended::Stopped));
     let crawled = read_outputs(summary, dir);
+    assert_eq!(crawled.stats["ended"], "stopped");
     let stall = &crawled.urls[&web.url("hostile", "/stall.html")];
     assert_eq!(stall["state"], "discovered");
     assert_eq!(stall["reason"], "cancelled when the crawl stopped");
@@ -855,4 +866,80 @@ async fn a_page_cut_by_a_parse_limit_ends_parsed_with_the_reason() {
         "{}",
         reason("/tag.html")
     );
+}
+
+/// The server's answers by status, as its log has them (499: the client left before any
+/// answer, which a crawler cannot count as a response).
+fn answered_by_status(records: &[RequestRecord]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for r in records.iter().filter(|r| r.status != 499) {
+        *out.entry(r.status.to_string()).or_default() += 1;
+    }
+    out
+}
+
+/// Waits until the server has logged a record for `path` (written when the response is over).
+async fn logged(web: &TestWeb, path: &str) {
+    tokio::time::timeout(
+        PATIENCE,
+        web.log().wait_until(|r| r.iter().any(|r| r.path == path)),
+    )
+    .await
+    .expect("the server logged the request");
+}
+
+#[tokio::test]
+async fn a_response_whose_body_timed_out_is_counted_as_the_server_counts_it() {
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.trickle_interval = Duration::from_millis(100);
+    })
+    .await
+    .expect("web");
+    let mut cfg = config(vec![web.url("hostile", "/trickle.html")]);
+    cfg.delay_ms = 0;
+    cfg.timeout_ms = 1_000;
+    let crawled = crawl(cfg).await;
+    logged(&web, "/trickle.html").await;
+    let records = web.log().records();
+    let trickle = &crawled.urls[&web.url("hostile", "/trickle.html")];
+    assert_eq!(trickle["state"], "fetch_error");
+    assert_eq!(trickle["status"], 200, "the server answered 200: {trickle}");
+    let status: BTreeMap<String, u64> =
+        serde_json::from_value(crawled.stats["http"]["status"].clone()).expect("status map");
+    assert_eq!(status, answered_by_status(&records), "{records:?}");
+    assert_eq!(crawled.stats["totals"]["requests"], records.len() as u64);
+}
+
+#[tokio::test]
+async fn a_response_cut_by_a_stop_is_counted_as_the_server_counts_it() {
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.trickle_interval = Duration::from_millis(100);
+    })
+    .await
+    .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![web.url("hostile", "/trickle.html")]);
+    cfg.delay_ms = 0;
+    cfg.timeout_ms = 120_000;
+    cfg.stats_out = Some(dir.path().join("stats.json"));
+    cfg.urls_out = Some(dir.path().join("urls.jsonl"));
+    let handle = engine::spawn(cfg).expect("starts");
+    let mut snaps = handle.snapshots();
+    wait_for_snapshot(&mut snaps, |s| s.workers.busy_by.receiving == 1).await;
+    handle
+        .commander()
+        .send(Command::Stop, CommandSource::Library);
+    let summary = tokio::time::timeout(PATIENCE, handle.finished())
+        .await
+        .expect("the stop cut the trickle")
+        .expect("no error");
+    let crawled = read_outputs(summary, dir);
+    logged(&web, "/trickle.html").await;
+    let records = web.log().records();
+    let trickle = &crawled.urls[&web.url("hostile", "/trickle.html")];
+    assert_eq!(trickle["reason"], "cancelled when the crawl stopped");
+    let status: BTreeMap<String, u64> =
+        serde_json::from_value(crawled.stats["http"]["status"].clone()).expect("status map");
+    assert_eq!(status, answered_by_status(&records), "{records:?}");
+    assert_eq!(crawled.stats["totals"]["requests"], records.len() as u64);
 }

@@ -352,3 +352,117 @@ fn serve_with_a_base_port_uses_consecutive_ports() {
     command(cmd, "SHUTDOWN");
     assert!(s.child.wait().expect("exits").success());
 }
+
+#[test]
+fn serve_refuses_a_folder_that_is_not_a_generated_web() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("home");
+    for sub in ["docs", "music"] {
+        std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
+    }
+    let o = crawltop(&["serve", dir.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("manifest.json"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("gen-site"), "{}", stderr(&o));
+    assert!(
+        !dir.join("ports.json").exists(),
+        "nothing is written into it"
+    );
+}
+
+#[test]
+fn gen_site_names_sort_as_numbers_and_counts_read_as_english() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("web");
+    let o = crawltop(&[
+        "gen-site",
+        "--out",
+        out.to_str().expect("utf8"),
+        "--sites",
+        "101",
+        "--pages",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let names: Vec<String> = Manifest::load(&out)
+        .expect("manifest")
+        .sites
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(names.first().map(String::as_str), Some("site000"));
+    assert_eq!(names.last().map(String::as_str), Some("site100"));
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "name order is index order");
+    // Up to 100 sites the names keep two digits.
+    let small = tmp.path().join("small");
+    let o = crawltop(&[
+        "gen-site",
+        "--out",
+        small.to_str().expect("utf8"),
+        "--sites",
+        "1",
+        "--pages",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(small.join("site00").is_dir());
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.starts_with("wrote 1 site to "), "{said}");
+    let book = tmp.path().join("book.txt");
+    std::fs::write(&book, "word").expect("write");
+    let o = crawltop(&[
+        "gen-site",
+        "--out",
+        tmp.path().join("w").to_str().expect("utf8"),
+        "--text",
+        book.to_str().expect("utf8"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("the text has 1 word;"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn gen_site_help_says_how_many_pages_a_site_gets() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("web");
+    let o = crawltop(&[
+        "gen-site",
+        "--out",
+        out.to_str().expect("utf8"),
+        "--sites",
+        "5",
+        "--pages",
+        "10",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = |site: &str| {
+        let mut n = 0;
+        let mut dirs = vec![out.join(site)];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(d).expect("dir") {
+                let p = e.expect("entry").path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "html") {
+                    n += 1;
+                }
+            }
+        }
+        n
+    };
+    let help = String::from_utf8_lossy(&crawltop(&["gen-site", "--help"]).stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    // site04 has robots.txt rules (and /private/ pages); site03 has no robots.txt.
+    assert_eq!(html("site04"), 10 + 9);
+    assert_eq!(html("site03"), 10 + 6);
+    assert!(help.contains("6 more HTML pages"), "{help}");
+    assert!(help.contains("3 under /private/"), "{help}");
+}

@@ -271,6 +271,11 @@ async fn silent_and_many_clients_hold_up_neither_the_crawl_nor_each_other() {
     let mut rest = Vec::new();
     let closed = tokio::time::timeout(IDLE_TIMEOUT + PATIENCE, first.read_to_end(&mut rest)).await;
     assert!(closed.is_ok(), "a silent client is still connected");
+    assert_eq!(
+        String::from_utf8_lossy(&rest),
+        "ERR idle for 10 s (no command line); closing\n",
+        "a silent client is told why it is let go"
+    );
     // Many clients at once, each with its own answer.
     let mut clients = Vec::new();
     for i in 0..40 {

@@ -43,11 +43,11 @@ use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
 use crate::parse::pool::ParsePool;
 use crate::parse::{ParsedPage, Text};
-use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsState, RobotsVerdict};
+use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsResponse, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
 use crate::snapshot::{
-    CommandRecord, CommandSource, DelaySource, Errors, Fault, FaultKind, Http, LogLine, RunState,
-    Shares, Snapshot,
+    CommandRecord, CommandSource, DelaySource, Ended, Errors, Fault, FaultKind, Http, LogLine,
+    RunState, Shares, Snapshot,
 };
 use crate::store::checkpoint::{Checkpoint, Found};
 use crate::store::commit::{Seq, Window};
@@ -130,12 +130,16 @@ impl Slots {
         Some(i)
     }
 
-    fn release(&mut self, i: usize) {
+    /// Frees slot `i`; returns the status of a response its task got headers for and did not
+    /// hand back (see [`PhaseCell::take_answered`]), for the caller to count.
+    fn release(&mut self, i: usize) -> Option<u16> {
         if self.used.get(i).copied().unwrap_or(false) {
             self.used[i] = false;
             self.in_use -= 1;
             self.cells[i].set(Phase::Idle);
+            return self.cells[i].take_answered();
         }
+        None
     }
 }
 
@@ -499,17 +503,7 @@ impl<F: Schedule> Coordinator<F> {
                 }
             }
         };
-        // Aborted tasks are gone: free what they held so the final numbers add up.
-        for (_, r) in std::mem::take(&mut self.running) {
-            self.slots.release(r.slot);
-            if let Some(seq) = r.seq {
-                self.window.skip(seq);
-            }
-        }
-        for (_, seq) in std::mem::take(&mut self.reserved) {
-            self.window.skip(seq);
-        }
-        self.flush_window();
+        self.forget_aborted();
         // Where the crawl stands while it winds down (a hand-back may take its patience's
         // worth): observers see it stopping with its numbers, not an older snapshot.
         self.sample();
@@ -536,6 +530,11 @@ impl<F: Schedule> Coordinator<F> {
         self.sample();
         let mut last = self.snapshot_full();
         last.state = RunState::Finished;
+        last.ended = Some(if completed {
+            Ended::Completed
+        } else {
+            Ended::Stopped
+        });
         let last = Arc::new(last);
         snapshots.send_replace(last.clone());
         let summary = Summary {
@@ -545,6 +544,23 @@ impl<F: Schedule> Coordinator<F> {
         };
         self.export(&summary)?;
         Ok(summary)
+    }
+
+    /// Aborted tasks are gone: frees what they held so the final numbers add up (an answer
+    /// one of them had is counted, as the server counted it).
+    fn forget_aborted(&mut self) {
+        for (_, r) in std::mem::take(&mut self.running) {
+            if let Some(status) = self.slots.release(r.slot) {
+                self.count_answer(r.site, r.page, status);
+            }
+            if let Some(seq) = r.seq {
+                self.window.skip(seq);
+            }
+        }
+        for (_, seq) in std::mem::take(&mut self.reserved) {
+            self.window.skip(seq);
+        }
+        self.flush_window();
     }
 
     fn command(&mut self, command: Command, source: CommandSource) {
@@ -880,10 +896,11 @@ impl<F: Schedule> Coordinator<F> {
                 }
                 RobotsVerdict::Disallowed | RobotsVerdict::Pending => {
                     self.errors.robots_forbidden += 1;
-                    let reason = if self.sites[site.index()].robots_gave_up {
-                        "robots.txt unreachable"
+                    let s = &self.sites[site.index()];
+                    let reason = if s.robots_gave_up {
+                        gave_up_reason(s.robots.summary().last_response)
                     } else {
-                        "disallowed by robots.txt"
+                        "disallowed by robots.txt".to_string()
                     };
                     self.resources
                         .update(id, |r| r.reason = Some(reason.into()));
@@ -987,7 +1004,9 @@ impl<F: Schedule> Coordinator<F> {
                 continue;
             };
             r.abort.abort();
-            self.slots.release(r.slot);
+            if let Some(status) = self.slots.release(r.slot) {
+                self.count_answer(r.site, r.page, status);
+            }
             self.frontier.complete(r.site, now);
             self.live.mark(r.site);
             let Some(id) = r.page else { continue };
@@ -1018,7 +1037,9 @@ impl<F: Schedule> Coordinator<F> {
         let Some(running) = self.running.remove(&task_id) else {
             return;
         };
-        self.slots.release(running.slot);
+        // The answer of a fetch that ended without a response (its body timed out or broke,
+        // or the task was cut); a response handed back is counted from itself.
+        let answered = self.slots.release(running.slot);
         self.frontier.complete(running.site, now);
         self.touch_site(running.site);
         if let Some(id) = running.page {
@@ -1028,7 +1049,7 @@ impl<F: Schedule> Coordinator<F> {
             self.spider_done += 1;
         }
         match result {
-            Some(TaskDone::Robots { site, fetch }) => self.on_robots(site, fetch, now),
+            Some(TaskDone::Robots { site, fetch }) => self.on_robots(site, fetch, answered, now),
             Some(TaskDone::Page(p)) => {
                 let PageDone {
                     id,
@@ -1058,12 +1079,20 @@ impl<F: Schedule> Coordinator<F> {
                     }
                     self.flush_window();
                 }
+                if !matches!(outcome, FetchOutcome::Response(_))
+                    && let Some(status) = answered
+                {
+                    self.count_answer(site, Some(id), status);
+                }
                 self.on_page(id, site, outcome, parsed, now);
             }
             None => {
                 if let Some(seq) = running.seq {
                     self.window.skip(seq);
                     self.flush_window();
+                }
+                if let Some(status) = answered {
+                    self.count_answer(running.site, running.page, status);
                 }
                 if let Some(id) = running.page {
                     if self.stopping {
@@ -1245,8 +1274,21 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
-    fn on_robots(&mut self, site: SiteId, fetched: RobotsFetched, now: Duration) {
+    /// A robots.txt fetch ended; `answered` is the status of the last response whose headers
+    /// came, which is among `responses` unless its body then failed.
+    fn on_robots(
+        &mut self,
+        site: SiteId,
+        fetched: RobotsFetched,
+        answered: Option<u16>,
+        now: Duration,
+    ) {
         let RobotsFetched { fetch, responses } = fetched;
+        let cut = answered.filter(|_| matches!(fetch, RobotsFetch::Unreachable(_)));
+        // Every response counts, as at the server: each redirect on the way too.
+        for status in responses.iter().map(|f| f.status).chain(cut) {
+            *self.http.status.entry(status.to_string()).or_default() += 1;
+        }
         // With the row marked changed in the same step: the next checkpoint holds both.
         self.store_robots(site, &responses);
         self.touch_site(site);
@@ -1258,7 +1300,6 @@ impl<F: Schedule> Coordinator<F> {
                 body,
                 retry_after,
             } => {
-                *self.http.status.entry(status.to_string()).or_default() += 1;
                 self.http.bytes += body.len() as u64;
                 let ra = retry_after
                     .as_deref()
@@ -1305,16 +1346,23 @@ impl<F: Schedule> Coordinator<F> {
             RobotsOutcome::GaveUp => {
                 s.robots_gave_up = true;
                 let origin = s.origin.clone();
+                let last = s.robots.summary().last_response;
+                let reason: Arc<str> = gave_up_reason(last).into();
                 let ids = self.frontier.remove_site_items(site);
                 for id in ids {
                     self.errors.robots_forbidden += 1;
                     self.resources
-                        .update(id, |r| r.reason = Some("robots.txt unreachable".into()));
+                        .update(id, |r| r.reason = Some(reason.clone()));
                     self.set_state(id, ResourceState::FetchForbidden);
                 }
-                self.warn(format!(
-                    "{origin}: robots.txt unreachable after retries; nothing is fetched there"
-                ));
+                self.warn(match last {
+                    Some(RobotsResponse::Status(code)) => format!(
+                        "{origin}: robots.txt answered {code} on every try; nothing is fetched there"
+                    ),
+                    _ => format!(
+                        "{origin}: robots.txt unreachable after retries; nothing is fetched there"
+                    ),
+                });
             }
         }
         self.frontier.unhold(site, now);
@@ -1341,6 +1389,17 @@ impl<F: Schedule> Coordinator<F> {
                 self.fail(id, site, format!("connect: {e}"), Failure::Connect);
             }
             FetchOutcome::Other(e) => self.fail(id, site, e, Failure::Other),
+        }
+    }
+
+    /// A response the server sent whose fetch then ended without it (its body timed out or
+    /// broke, or the task was cut): counted as the server counts it, and kept on the URL's row
+    /// (so that taking the row back for a resume takes the count back too).
+    fn count_answer(&mut self, site: SiteId, page: Option<u32>, status: u16) {
+        *self.http.status.entry(status.to_string()).or_default() += 1;
+        if let Some(id) = page {
+            *self.sites[site.index()].status.entry(status).or_default() += 1;
+            self.resources.update(id, |r| r.status = Some(status));
         }
     }
 
@@ -1676,6 +1735,16 @@ fn clear_folder(dir: &std::path::Path) -> Result<(), StoreError> {
         })?;
     }
     Ok(())
+}
+
+/// Why the URLs of a site whose robots.txt was given up are not fetched: the status it kept
+/// answering, if it answered (RFC 9309 calls a 5xx "unreachable" too, but a user reads that
+/// as no answer at all).
+fn gave_up_reason(last: Option<RobotsResponse>) -> String {
+    match last {
+        Some(RobotsResponse::Status(code)) => format!("robots.txt answered {code}"),
+        _ => "robots.txt unreachable".to_string(),
+    }
 }
 
 fn phase_name(p: Phase) -> &'static str {

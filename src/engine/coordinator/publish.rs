@@ -326,6 +326,7 @@ impl<F: Schedule> Coordinator<F> {
             log: self.log.iter().cloned().collect(),
             cluster: self.cluster_view(),
             fault: self.fault.clone(),
+            ended: None,
         }
     }
 
