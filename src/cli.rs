@@ -1198,17 +1198,31 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         ..cfg.clone()
     }
     .validate()?;
-    eprintln!(
-        "crawltop demo: generating {} sites of {} pages in {}",
-        args.sites,
-        args.pages,
-        dir.display()
-    );
-    let manifest = testweb::generate(&dir, &gen_opts, false)?;
     let headless = args.headless;
     // The demo always writes an index; no thread has started yet.
     crate::allocator::tune();
-    let result = runtime()?.block_on(async move {
+    let rt = runtime()?;
+    let result = rt.block_on(async move {
+        // From here a signal (a hangup too) stops the demo, which then removes its folder.
+        let mut signals = Signals::new()?;
+        eprintln!(
+            "crawltop demo: generating {} sites of {} pages in {}",
+            args.sites,
+            args.pages,
+            dir.display()
+        );
+        let web = dir.clone();
+        let generating =
+            tokio::task::spawn_blocking(move || testweb::generate(&web, &gen_opts, false));
+        let manifest = tokio::select! {
+            made = generating => made.context("the generator stopped")??,
+            () = signals.next() => {
+                eprintln!("crawltop demo: stopped while its web was being written");
+                return Ok(None);
+            }
+        };
+        // Kept to the end: the crawl listens too, and a signal between the two is not lost.
+        let _signals = signals;
         let mut serve = ServeOptions::new(&dir);
         serve.keep_records = false;
         let server = Server::start(serve).await?;
@@ -1223,6 +1237,8 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         server.finished().await;
         result
     });
+    // The runtime waits for a generator cut short by a signal before its folder goes.
+    drop(rt);
     drop(temp);
     if let Some(keep) = &args.keep {
         eprintln!("crawltop demo: the web is kept in {}", keep.display());

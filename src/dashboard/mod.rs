@@ -56,10 +56,36 @@ pub async fn run(
     handle: CrawlHandle,
     opts: DashboardOptions,
 ) -> Result<Option<Summary>, DashboardError> {
-    let mut terminal = ratatui::try_init()?;
+    let mut terminal = match ratatui::try_init() {
+        Ok(terminal) => terminal,
+        Err(e) => return without_terminal(handle, e).await,
+    };
     let result = event_loop(&mut terminal, handle, &opts).await;
     ratatui::restore();
     result
+}
+
+/// The terminal could not be taken: the crawl stops as on SIGTERM, its stats written. One that
+/// is gone (it hung up as the crawl started: EIO, ENXIO) ends the dashboard quietly, as a hangup
+/// does; any other failure is said.
+async fn without_terminal(
+    handle: CrawlHandle,
+    e: std::io::Error,
+) -> Result<Option<Summary>, DashboardError> {
+    // EIO, ENXIO.
+    let gone = matches!(e.raw_os_error(), Some(5 | 6));
+    if gone {
+        crate::hangup::detach();
+    }
+    handle
+        .commander()
+        .send(Command::Stop, CommandSource::Signal);
+    let summary = handle.finished().await?;
+    if gone {
+        Ok(Some(summary))
+    } else {
+        Err(e.into())
+    }
 }
 
 async fn event_loop(
@@ -71,7 +97,8 @@ async fn event_loop(
     if let Some(p) = &opts.stats_path {
         app.set_stats_path(p.clone());
     }
-    let size = terminal.size()?;
+    // A size that cannot be read is the first frame's failure (below), not this one's.
+    let size = terminal.size().unwrap_or_default();
     app.resize(size.width, size.height);
     let mut snapshots = handle.snapshots();
     app.set_table(handle.sites());
@@ -145,6 +172,7 @@ async fn event_loop(
                 Some(Ok(_)) => {}
                 // The terminal is gone: stop the crawl, wait for its end, leave.
                 Some(Err(_)) | None => {
+                    crate::hangup::detach();
                     commander.send(Command::Stop, CommandSource::Key);
                     break;
                 }

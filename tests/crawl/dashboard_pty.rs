@@ -745,3 +745,39 @@ async fn a_closed_terminal_stops_the_crawl_which_writes_its_stats_and_resumes_la
     assert!(resumed.status.success(), "{err}");
     assert!(err.contains("resuming the crawl"), "{err}");
 }
+#[tokio::test]
+async fn a_demo_whose_terminal_closes_removes_its_folder() {
+    // Closed while the demo writes its web, then while it crawls it.
+    for stage in ["web", "crawl"] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let temp = tmp.path().join("temp");
+        std::fs::create_dir(&temp).expect("mkdir");
+        let args = ["demo", "--sites", "2", "--pages", "200", "--delay-ms", "20"];
+        let (child, master) =
+            spawn_in_unread_pty(&args, tmp.path(), &[("TMPDIR", temp.as_os_str())]);
+        // Its folder made, and for the second stage its crawl's index: the crawl runs.
+        let made = async {
+            loop {
+                let folder = std::fs::read_dir(&temp)
+                    .expect("temp")
+                    .next()
+                    .map(|e| e.expect("entry").path());
+                if folder.is_some_and(|f| stage == "web" || f.join("crawl/index").is_dir()) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(PATIENCE, made)
+            .await
+            .expect("the demo gets there");
+        drop(master);
+        let status = wait_exit(child).await;
+        assert!(status.success(), "{stage}: {status:?}");
+        let left: Vec<_> = std::fs::read_dir(&temp)
+            .expect("temp")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        assert!(left.is_empty(), "{stage}: the demo left {left:?}");
+    }
+}
