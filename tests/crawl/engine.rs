@@ -281,6 +281,43 @@ async fn depth_limit_cuts_where_it_should() {
     }
 }
 
+/// Each URL's record names the page that led to it at its depth: the referrer's depth plus one
+/// (the same depth after a redirect, whose target keeps its source's), also for URLs found
+/// again by a shorter path after a longer one (the audit saw 25 whose referrer was the page of
+/// the longer path).
+#[tokio::test]
+async fn a_urls_referrer_is_the_page_one_level_above_it() {
+    let web = TestWeb::start(GenOptions::new(3, 100).seed(24).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.delay_ms = 0;
+    cfg.workers = 16;
+    let crawled = crawl(cfg).await;
+    let mut checked = 0;
+    for (url, row) in &crawled.urls {
+        let Some(referrer) = row["referrer"].as_str() else {
+            assert_eq!(row["depth"], 0, "{url}: no referrer, so a seed");
+            continue;
+        };
+        let above = &crawled.urls[referrer];
+        let redirect = above["status"]
+            .as_u64()
+            .is_some_and(|s| (300..400).contains(&s));
+        let step = u64::from(!redirect);
+        assert_eq!(
+            row["depth"].as_u64(),
+            above["depth"].as_u64().map(|d| d + step),
+            "{url} (depth {}) found from {referrer} (depth {}, status {})",
+            row["depth"],
+            above["depth"],
+            above["status"]
+        );
+        checked += 1;
+    }
+    assert!(checked > 200, "{checked}");
+}
+
 #[tokio::test]
 async fn scope_and_page_limits() {
     let web = TestWeb::start(GenOptions::new(3, 20).seed(2).crawl_delay_s(0.01))

@@ -721,7 +721,7 @@ impl<F: Schedule> Coordinator<F> {
         hops: u8,
     ) {
         if let Some(id) = self.by_url.get(key) {
-            self.rediscover(id, depth);
+            self.rediscover(id, depth, referrer);
             return;
         }
         // Shared: it becomes a row here when this member pulls it (or is ignored, below).
@@ -746,15 +746,18 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
-    /// A URL seen before, found again: a shorter path lowers its depth, and a URL cut as too
-    /// deep comes back when the shorter path brings it within the limit.
-    fn rediscover(&mut self, id: u32, depth: u32) {
+    /// A URL seen before, found again: a shorter path lowers its depth (and makes its referrer
+    /// the page on that path), and a URL cut as too deep comes back when the shorter path
+    /// brings it within the limit.
+    fn rediscover(&mut self, id: u32, depth: u32, referrer: Option<u32>) {
         if depth >= self.resources.depth(id) {
             return;
         }
         self.touch(id);
         let mut r = self.resources.get(id);
         r.depth = depth;
+        // The page that led to it at this depth (its record says depth = referrer's + 1).
+        r.referrer = referrer;
         let too_deep = r.ignored == Some(IgnoreReason::TooDeep);
         let back = too_deep && self.cfg.depth.is_none_or(|max| depth <= max);
         let url = back
