@@ -802,6 +802,32 @@ async fn observers_that_never_read_do_not_slow_the_crawl() {
     drop(stuck);
 }
 
+/// A crawl of the hostile site's `path` alone (patience 120 s), stopped once a snapshot shows
+/// `ready`: it must end without waiting for the page.
+async fn stopped_once(
+    web: &TestWeb,
+    path: &str,
+    ready: impl Fn(&crawltop::snapshot::Snapshot) -> bool,
+) -> Crawled {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![web.url("hostile", path)]);
+    cfg.delay_ms = 0;
+    cfg.timeout_ms = 120_000;
+    cfg.stats_out = Some(dir.path().join("stats.json"));
+    cfg.urls_out = Some(dir.path().join("urls.jsonl"));
+    let handle = engine::spawn(cfg).expect("starts");
+    let mut snaps = handle.snapshots();
+    wait_for_snapshot(&mut snaps, ready).await;
+    handle
+        .commander()
+        .send(Command::Stop, CommandSource::Library);
+    let summary = tokio::time::timeout(PATIENCE, handle.finished())
+        .await
+        .expect("the stop did not wait for the page")
+        .expect("no error");
+    read_outputs(summary, dir)
+}
+
 #[tokio::test]
 async fn stop_cuts_in_flight_work_after_a_grace_period() {
     // A 60 s stall with a 120 s patience: a stop must not wait for it.
@@ -810,29 +836,13 @@ async fn stop_cuts_in_flight_work_after_a_grace_period() {
     })
     .await
     .expect("web");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut cfg = config(vec![web.url("hostile", "/stall.html")]);
-    cfg.delay_ms = 0;
-    cfg.timeout_ms = 120_000;
-    cfg.stats_out = Some(dir.path().join("stats.json"));
-    cfg.urls_out = Some(dir.path().join("urls.jsonl"));
-    let handle = engine::spawn(cfg).expect("starts");
-    let mut snaps = handle.snapshots();
-    wait_for_snapshot(&mut snaps, |s| {
+    let crawled = stopped_once(&web, "/stall.html", |s| {
         s.scheduler.spider.done == 1 && s.scheduler.assigned == 1
     })
     .await;
-    handle
-        .commander()
-        .send(Command::Stop, CommandSource::Library);
-    let summary = tokio::time::timeout(PATIENCE, handle.finished())
-        .await
-        .expect("the stop did not wait for the 60 s stall")
-        .expect("no error");
-    assert!(!summary.completed);
+    assert!(!crawled.summary.completed);
     // The final snapshot says so too (the dashboard's last screen reads it).
-    assert_eq!(summary.snapshot.ended, Some(Ended::Stopped));
-    let crawled = read_outputs(summary, dir);
+    assert_eq!(crawled.summary.snapshot.ended, Some(Ended::Stopped));
     assert_eq!(crawled.stats["ended"], "stopped");
     let stall = &crawled.urls[&web.url("hostile", "/stall.html")];
     assert_eq!(stall["state"], "discovered");
@@ -954,23 +964,7 @@ async fn a_response_cut_by_a_stop_is_counted_as_the_server_counts_it() {
     })
     .await
     .expect("web");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut cfg = config(vec![web.url("hostile", "/trickle.html")]);
-    cfg.delay_ms = 0;
-    cfg.timeout_ms = 120_000;
-    cfg.stats_out = Some(dir.path().join("stats.json"));
-    cfg.urls_out = Some(dir.path().join("urls.jsonl"));
-    let handle = engine::spawn(cfg).expect("starts");
-    let mut snaps = handle.snapshots();
-    wait_for_snapshot(&mut snaps, |s| s.workers.busy_by.receiving == 1).await;
-    handle
-        .commander()
-        .send(Command::Stop, CommandSource::Library);
-    let summary = tokio::time::timeout(PATIENCE, handle.finished())
-        .await
-        .expect("the stop cut the trickle")
-        .expect("no error");
-    let crawled = read_outputs(summary, dir);
+    let crawled = stopped_once(&web, "/trickle.html", |s| s.workers.busy_by.receiving == 1).await;
     logged(&web, "/trickle.html").await;
     let records = web.log().records();
     let trickle = &crawled.urls[&web.url("hostile", "/trickle.html")];

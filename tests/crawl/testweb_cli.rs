@@ -155,16 +155,18 @@ fn read_log(path: &std::path::Path) -> Vec<serde_json::Value> {
 }
 
 fn gen_web(dir: &std::path::Path) {
+    gen_sites(dir, 2, 5);
+}
+
+/// `gen-site --out DIR --sites W --pages P`, which must succeed; what it printed.
+fn gen_sites(dir: &std::path::Path, sites: usize, pages: usize) -> Output {
+    let (sites, pages) = (sites.to_string(), pages.to_string());
+    let out = dir.to_str().expect("utf8");
     let o = crawltop(&[
-        "gen-site",
-        "--out",
-        dir.to_str().expect("utf8"),
-        "--sites",
-        "2",
-        "--pages",
-        "5",
+        "gen-site", "--out", out, "--sites", &sites, "--pages", &pages,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    o
 }
 
 #[test]
@@ -374,16 +376,7 @@ fn serve_refuses_a_folder_that_is_not_a_generated_web() {
 fn gen_site_names_sort_as_numbers_and_counts_read_as_english() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("web");
-    let o = crawltop(&[
-        "gen-site",
-        "--out",
-        out.to_str().expect("utf8"),
-        "--sites",
-        "101",
-        "--pages",
-        "1",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    gen_sites(&out, 101, 1);
     let names: Vec<String> = Manifest::load(&out)
         .expect("manifest")
         .sites
@@ -397,16 +390,7 @@ fn gen_site_names_sort_as_numbers_and_counts_read_as_english() {
     assert_eq!(names, sorted, "name order is index order");
     // Up to 100 sites the names keep two digits.
     let small = tmp.path().join("small");
-    let o = crawltop(&[
-        "gen-site",
-        "--out",
-        small.to_str().expect("utf8"),
-        "--sites",
-        "1",
-        "--pages",
-        "1",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = gen_sites(&small, 1, 1);
     assert!(small.join("site00").is_dir());
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(said.starts_with("wrote 1 site to "), "{said}");
@@ -431,16 +415,7 @@ fn gen_site_names_sort_as_numbers_and_counts_read_as_english() {
 fn gen_site_help_says_how_many_pages_a_site_gets() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("web");
-    let o = crawltop(&[
-        "gen-site",
-        "--out",
-        out.to_str().expect("utf8"),
-        "--sites",
-        "5",
-        "--pages",
-        "10",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    gen_sites(&out, 5, 10);
     let html = |site: &str| {
         let mut n = 0;
         let mut dirs = vec![out.join(site)];
