@@ -132,11 +132,25 @@ fn render_header(app: &App, area: Rect, buf: &mut Buffer) {
     // A member of a shared crawl: the whole crawl's pages and members beside its own.
     if let Some(c) = &snap.cluster {
         let pages = c.totals.get("pages").copied().unwrap_or(0);
-        let alive = c.members.iter().filter(|m| !m.gone).count();
+        // A member that died never says it left: past a few seconds of silence it is not
+        // counted as working (the members pane shows it silent).
+        let left_or_silent =
+            |m: &&crate::snapshot::MemberRow| m.gone || m.last_beat_s > SILENT_AFTER_S;
+        let silent = c
+            .members
+            .iter()
+            .filter(|m| !m.gone && left_or_silent(m))
+            .count();
+        let alive = c.members.iter().filter(|m| !left_or_silent(m)).count();
+        let members = if alive == 1 { "member" } else { "members" };
+        let silent = match silent {
+            0 => String::new(),
+            n => format!(", {n} silent"),
+        };
         left.extend([
             Span::styled("crawl-wide ", DIM),
             Span::styled(count(u64::try_from(pages).unwrap_or(0)), bold),
-            Span::styled(format!(" · {alive} members "), DIM),
+            Span::styled(format!(" · {alive} {members}{silent} "), DIM),
         ]);
     }
     let mut right = vec![
@@ -1418,7 +1432,8 @@ mod tests {
         let mut app = app_with(snap, 100, 30);
         let text = screen_text(&draw(&app, 100, 30));
         assert!(text.contains("crawl-wide 1,234"), "{text}");
-        assert!(text.contains("2 members"), "{text}");
+        // beta left; gamma has not beaten for 12 s: it is not counted as working.
+        assert!(text.contains("1 member, 1 silent"), "{text}");
         assert!(!text.contains("Members of"), "the heap until c: {text}");
         app.apply(Action::ToggleMembers);
         let text = screen_text(&draw(&app, 100, 50));
