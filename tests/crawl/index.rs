@@ -43,14 +43,7 @@ async fn search_counts_and_wc_agree_with_a_brute_force_scan() {
                 continue;
             }
             let url = web.url(&site.name, &p.path);
-            let body = http
-                .get(&url)
-                .send()
-                .await
-                .expect("get")
-                .bytes()
-                .await
-                .expect("body");
+            let body = crate::util::served_body(&http, &url).await;
             let parsed = crawltop::parse::parse_html(
                 &body,
                 Some("text/html"),

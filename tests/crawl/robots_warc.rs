@@ -48,14 +48,7 @@ fn by_url_and_status<'a>(
 async fn assert_built_like_pages(web: &TestWeb, records: &[RobotsRecord]) {
     let http = client();
     for r in records {
-        let served = http
-            .get(&r.uri)
-            .send()
-            .await
-            .expect("get")
-            .bytes()
-            .await
-            .expect("body");
+        let served = crate::util::served_body(&http, &r.uri).await;
         assert_eq!(r.body.as_slice(), &served[..], "{}", r.uri);
         assert!(
             r.digest_ok,

@@ -63,14 +63,7 @@ async fn a_crawl_keeps_every_response_once_in_warc_and_mirror() {
             r.bytes,
             "{url}: the server sent another length"
         );
-        let served = http
-            .get(&url)
-            .send()
-            .await
-            .expect("get")
-            .bytes()
-            .await
-            .expect("body");
+        let served = crate::util::served_body(&http, &url).await;
         assert_eq!(stored.as_slice(), &served[..], "{url}");
         // 2xx pages are mirrored too, with the same bytes.
         if (200..300).contains(&r.status) {

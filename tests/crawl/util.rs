@@ -20,6 +20,17 @@ pub fn client() -> reqwest::Client {
         .expect("client builds")
 }
 
+/// The body the test server sends for `url`.
+pub async fn served_body(http: &reqwest::Client, url: &str) -> bytes::Bytes {
+    http.get(url)
+        .send()
+        .await
+        .expect("get")
+        .bytes()
+        .await
+        .expect("body")
+}
+
 /// The body of a GET of `url` as text (the test fails if the server cannot be reached).
 pub async fn get_text(http: &reqwest::Client, url: &str) -> String {
     http.get(url)
