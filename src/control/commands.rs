@@ -105,6 +105,7 @@ pub(super) fn command_reply(cmd: Command) -> serde_json::Value {
         Command::Pause => serde_json::json!({"ok": true, "command": "pause"}),
         Command::Resume => serde_json::json!({"ok": true, "command": "resume"}),
         Command::Stop => serde_json::json!({"ok": true, "command": "stop"}),
+        Command::Leave => serde_json::json!({"ok": true, "command": "leave"}),
         Command::Export => serde_json::json!({"ok": true, "command": "export"}),
         Command::SetDelay(d) => {
             serde_json::json!({"ok": true, "command": "delay", "ms": d.as_millis() as u64})

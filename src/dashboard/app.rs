@@ -79,7 +79,8 @@ pub enum Scroll {
 pub enum Effect {
     None,
     Send(Command),
-    /// Send `Command::Stop`; the app stops running by itself once a finished snapshot arrives.
+    /// Send `Command::Leave` (a stop, or a shared crawl's member leaving); the app stops
+    /// running by itself once a finished snapshot arrives.
     Quit,
     /// Abort the crawl and leave now.
     QuitNow,

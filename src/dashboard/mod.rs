@@ -162,18 +162,21 @@ async fn event_loop(
                         Effect::None | Effect::Exit => {}
                         Effect::Search(request) => search(request),
                         Effect::Send(command) => send_key(&mut app, &commander, command, opts),
+                        // In a shared crawl only this member leaves (as on Ctrl-C
+                        // headless); `s` stops every member.
                         Effect::Quit => {
-                            commander.send(Command::Stop, CommandSource::Key);
+                            commander.send(Command::Leave, CommandSource::Key);
                         }
                         Effect::QuitNow => abort.cancel(),
                     }
                 }
                 Some(Ok(Event::Resize(w, h))) => app.resize(w, h),
                 Some(Ok(_)) => {}
-                // The terminal is gone: stop the crawl, wait for its end, leave.
+                // The terminal is gone: stop the crawl (this member's part), wait for its
+                // end, leave.
                 Some(Err(_)) | None => {
                     crate::hangup::detach();
-                    commander.send(Command::Stop, CommandSource::Key);
+                    commander.send(Command::Leave, CommandSource::Key);
                     break;
                 }
             },
@@ -192,7 +195,7 @@ async fn event_loop(
     }
     // Leaving: the crawl ends (stopped or aborted) and its stats are written before we return.
     if app.snapshot().state != RunState::Finished {
-        commander.send(Command::Stop, CommandSource::Key);
+        commander.send(Command::Leave, CommandSource::Key);
     }
     let s = finished
         .await

@@ -38,6 +38,10 @@ pub enum Command {
     SetWorkers(usize),
     /// In-flight fetches finish, then the crawl ends and the stats are written.
     Stop,
+    /// Stop this process's part: in a crawl of its own the same as `Stop`; a member of a
+    /// shared crawl hands its sites back and leaves while the others go on (the dashboard's
+    /// `q` and Ctrl-C, as a signal does).
+    Leave,
     /// Write the stats files now, without stopping.
     Export,
 }
@@ -50,6 +54,7 @@ impl std::fmt::Display for Command {
             Command::SetDelay(d) => write!(f, "delay {} ms", d.as_millis()),
             Command::SetWorkers(n) => write!(f, "workers {n}"),
             Command::Stop => write!(f, "stop"),
+            Command::Leave => write!(f, "leave"),
             Command::Export => write!(f, "export"),
         }
     }
@@ -70,6 +75,7 @@ impl std::str::FromStr for Command {
             ["pause"] => Ok(Command::Pause),
             ["resume"] => Ok(Command::Resume),
             ["stop"] => Ok(Command::Stop),
+            ["leave"] => Ok(Command::Leave),
             ["export"] => Ok(Command::Export),
             ["delay", ms, "ms"] | ["delay", ms] => {
                 Ok(Command::SetDelay(Duration::from_millis(number(ms)?)))
@@ -288,6 +294,7 @@ mod tests {
             Command::Pause,
             Command::Resume,
             Command::Stop,
+            Command::Leave,
             Command::Export,
             Command::SetDelay(Duration::from_millis(250)),
             Command::SetWorkers(8),

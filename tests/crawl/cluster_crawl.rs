@@ -6,6 +6,7 @@
 //! They need Debian's `redis-server`; see `cluster::redis_here`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -275,6 +276,105 @@ async fn a_member_stopped_by_a_signal_hands_its_sites_back_at_once() {
     assert_eq!(b["totals"]["completed"], true);
     let a = stats(&stats_a);
     assert_eq!(a["totals"]["completed"], false, "a stopped before the end");
+    drop(cluster);
+}
+
+/// `q` on a member's dashboard makes that member leave, as Ctrl-C or SIGTERM do headless: the
+/// other member finishes the crawl, and nothing is lost or fetched twice.
+#[tokio::test]
+async fn q_on_a_members_dashboard_makes_it_leave_and_the_other_finishes_the_crawl() {
+    if !redis_here("q_on_a_members_dashboard_makes_it_leave...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(4, 80).seed(23).crawl_delay_s(0.03))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let (stats_a, stats_b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+    let joined = nodes.join(",");
+    // Leases of ten minutes: only a hand-back lets the other member have a's sites in time.
+    let lease = ["--lease-ms", "600000"];
+    let (a, screen, mut keys) = crate::dashboard_pty::spawn_in_pty(
+        &[
+            "crawl",
+            "--cluster",
+            &joined,
+            "--crawl-id",
+            "leave",
+            "--seeds-file",
+            seeds.to_str().expect("utf8"),
+            "--workers",
+            "4",
+            "--delay-ms",
+            "20",
+            lease[0],
+            lease[1],
+            "--stats-out",
+            stats_a.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+    );
+    screen.wait_for("running").await;
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 8))
+        .await
+        .expect("member a crawls");
+    let mut b = member(
+        &nodes,
+        "leave",
+        &stats_b,
+        &[lease[0], lease[1], "--control", "127.0.0.1:0"],
+    );
+    let addr_b = control_addr(&mut b).await;
+    let http = crate::util::client();
+    // b has joined once it counts both members (a stop from here on is one it must obey).
+    let both = async {
+        while member_stats(&http, addr_b).await["cluster"]["members"]
+            .as_array()
+            .map_or(0, Vec::len)
+            < 2
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(CRAWL_PATIENCE, both)
+        .await
+        .expect("b sees both members");
+    assert!(
+        web.log().records().len() < 4 * 80,
+        "the crawl was over before the test could press q"
+    );
+
+    keys.write_all(b"q").expect("key");
+    keys.flush().expect("flush");
+    let status = crate::dashboard_pty::wait_exit(a).await;
+    assert!(status.success(), "member a: {status:?}\n{}", screen.text());
+    ends_well(b, "member b").await;
+
+    let records = web.log().records();
+    assert_eq!(covered(&web, &records), 0, "a leave repeats nothing");
+    polite(&web, &records, Duration::from_millis(20));
+    let (a, b) = (stats(&stats_a), stats(&stats_b));
+    assert_eq!(b["totals"]["completed"], true, "b finished the crawl");
+    assert_eq!(a["totals"]["completed"], false, "a left before the end");
+    let gave = |s: &serde_json::Value, word: &str| {
+        s["commands"]
+            .as_array()
+            .expect("commands")
+            .iter()
+            .any(|c| c["command"] == word)
+    };
+    assert!(
+        gave(&a, "leave"),
+        "a's stats record its leave: {}",
+        a["commands"]
+    );
+    assert!(
+        !gave(&a, "stop") && !gave(&b, "stop"),
+        "nobody stopped the crawl"
+    );
     drop(cluster);
 }
 

@@ -12,7 +12,7 @@ use crate::util::{PATIENCE, bin};
 
 /// Everything the program wrote to its terminal, raw and as a screen.
 #[derive(Clone)]
-struct Screen {
+pub(crate) struct Screen {
     raw: Arc<Mutex<Vec<u8>>>,
     parser: Arc<Mutex<vt100::Parser>>,
     changed: Arc<tokio::sync::Notify>,
@@ -21,7 +21,7 @@ struct Screen {
 }
 
 impl Screen {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.parser.lock().expect("parser").screen().contents()
     }
 
@@ -30,7 +30,7 @@ impl Screen {
     }
 
     /// Waits until the screen shows `needle` (case-insensitive).
-    async fn wait_for(&self, needle: &str) {
+    pub(crate) async fn wait_for(&self, needle: &str) {
         let needle = needle.to_lowercase();
         tokio::time::timeout(PATIENCE, async {
             loop {
@@ -46,10 +46,10 @@ impl Screen {
     }
 }
 
-type Child = Box<dyn portable_pty::Child + Send + Sync>;
+pub(crate) type Child = Box<dyn portable_pty::Child + Send + Sync>;
 
 /// Starts the binary in a 100x30 pseudo-terminal; its output feeds a `Screen`.
-fn spawn_in_pty(
+pub(crate) fn spawn_in_pty(
     args: &[&str],
     cwd: &std::path::Path,
 ) -> (Child, Screen, Box<dyn std::io::Write + Send>) {
@@ -120,7 +120,7 @@ async fn assert_restored(screen: &Screen) {
     assert!(shown > hidden, "the cursor is visible at the end");
 }
 
-async fn wait_exit(mut child: Child) -> portable_pty::ExitStatus {
+pub(crate) async fn wait_exit(mut child: Child) -> portable_pty::ExitStatus {
     tokio::time::timeout(PATIENCE, tokio::task::spawn_blocking(move || child.wait()))
         .await
         .expect("the process exits")

@@ -597,7 +597,7 @@ impl<F: Schedule> Coordinator<F> {
                     | CommandSource::Port
                     | CommandSource::Library
             ),
-            Command::Export => false,
+            Command::Leave | Command::Export => false,
         };
         let Some(link) = self.cluster.as_ref().filter(|_| crawl_wide) else {
             return false;

@@ -564,6 +564,11 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     fn command(&mut self, command: Command, source: CommandSource) {
+        // Leaving a crawl of one's own is stopping it.
+        let command = match command {
+            Command::Leave if self.cluster.is_none() => Command::Stop,
+            other => other,
+        };
         // In a shared crawl, a command for the whole crawl is applied when it comes back from
         // the crawl's command log, here as in every member.
         if self.share_command(command, source) {
@@ -615,7 +620,7 @@ impl<F: Schedule> Coordinator<F> {
                 // Mercator's B follows the workers: more sites may be scheduled at once.
                 self.frontier.set_back_queues(back_queues(n));
             }
-            Command::Stop => {
+            Command::Stop | Command::Leave => {
                 if !self.stopping {
                     self.stopping = true;
                     self.stop_deadline = Some(Instant::now() + STOP_GRACE);
