@@ -21,6 +21,7 @@ fn rows(sites: usize) -> Vec<SiteRow> {
             origin: format!("http://127.0.0.1:{}", 10_000 + i),
             robots_state: RobotsState::Handled,
             crawl_delay_ms: None,
+            crawl_delay_asked_ms: None,
             delay_ms: 100,
             delay_source: DelaySource::Configured,
             queued: (i * 7919 % 1000) as u64,

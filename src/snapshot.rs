@@ -345,6 +345,10 @@ pub struct SiteRow {
     pub robots_state: crate::robots::RobotsState,
     /// The robots.txt Crawl-delay as applied (after the cap), if any.
     pub crawl_delay_ms: Option<u64>,
+    /// The Crawl-delay as the site asked for it, before the cap (`--max-crawl-delay-ms`):
+    /// above `crawl_delay_ms` when it was capped.
+    #[serde(default)]
+    pub crawl_delay_asked_ms: Option<u64>,
     /// The delay between contacts now in force for this site.
     pub delay_ms: u64,
     pub delay_source: DelaySource,

@@ -775,6 +775,16 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
     Line::from(spans).render(area, buf);
 }
 
+/// `  (asked 10 min, capped)` when the site's Crawl-delay was cut to the maximum.
+fn capped_from(site: &SiteRow) -> String {
+    match (site.crawl_delay_asked_ms, site.crawl_delay_ms) {
+        (Some(asked), Some(used)) if asked > used => {
+            format!("  (asked {}, capped)", widgets::millis(asked))
+        }
+        _ => String::new(),
+    }
+}
+
 // --- overlays ----------------------------------------------------------------------------------
 
 fn render_results(app: &App, area: Rect, buf: &mut Buffer) {
@@ -958,6 +968,7 @@ fn render_detail(snap: &Snapshot, site: Option<&SiteRow>, area: Rect, buf: &mut 
                 site.crawl_delay_ms
                     .map_or("none".to_owned(), widgets::millis),
             ),
+            Span::styled(capped_from(site), DIM),
         ]),
         Line::from(vec![
             label("next contact"),
@@ -1101,6 +1112,11 @@ mod tests {
                 DelaySource::CrawlDelay | DelaySource::CappedCrawlDelay
             )
             .then_some(delay_ms),
+            crawl_delay_asked_ms: match delay_source {
+                DelaySource::CrawlDelay => Some(delay_ms),
+                DelaySource::CappedCrawlDelay => Some(delay_ms * 2),
+                _ => None,
+            },
             delay_ms,
             delay_source,
             queued,
@@ -1375,6 +1391,23 @@ mod tests {
         let mut app = app_with(fixture(), 100, 30);
         app.apply(Action::OpenDetail);
         insta::assert_snapshot!(draw(&app, 100, 30).backend());
+    }
+
+    /// A capped Crawl-delay says what the site asked for beside what is obeyed.
+    #[test]
+    fn a_capped_crawl_delay_shows_what_the_site_asked() {
+        let mut app = app_with(fixture(), 100, 30);
+        app.apply(Action::OpenFilter);
+        for c in "18007".chars() {
+            app.apply(Action::FilterPrompt(Edit::Insert(c)));
+        }
+        app.apply(Action::ApplyFilter);
+        app.apply(Action::OpenDetail);
+        let text = screen_text(&draw(&app, 100, 30));
+        assert!(
+            text.contains("Crawl-delay   30 s  (asked 1 min, capped)"),
+            "{text}"
+        );
     }
 
     #[test]

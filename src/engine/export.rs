@@ -106,12 +106,13 @@ pub(super) fn write_all(
         atomically(path, |w| {
             writeln!(
                 w,
-                "origin,robots_state,crawl_delay_ms,delay_ms,delay_source,queued,fetched,errors"
+                "origin,robots_state,crawl_delay_ms,delay_ms,delay_source,queued,fetched,errors,\
+                 crawl_delay_asked_ms"
             )?;
             for s in &snap.sites {
                 writeln!(
                     w,
-                    "{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{}",
                     csv(&s.origin),
                     enum_name(&s.robots_state),
                     s.crawl_delay_ms.map_or(String::new(), |d| d.to_string()),
@@ -119,7 +120,9 @@ pub(super) fn write_all(
                     enum_name(&s.delay_source),
                     s.queued,
                     s.fetched,
-                    s.errors
+                    s.errors,
+                    s.crawl_delay_asked_ms
+                        .map_or(String::new(), |d| d.to_string()),
                 )?;
             }
             Ok(())

@@ -134,9 +134,16 @@ async fn a_crawl_writes_its_files_and_reports_progress() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("origin,robots_state,crawl_delay_ms,delay_ms,delay_source,queued,fetched,errors")
+        Some(
+            "origin,robots_state,crawl_delay_ms,delay_ms,delay_source,queued,fetched,errors,\
+             crawl_delay_asked_ms"
+        )
     );
-    assert_eq!(lines.count(), 2);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2);
+    // site01's robots.txt asks a Crawl-delay of 10 ms (as given and as obeyed); site00's none.
+    let delays: Vec<(&str, &str)> = rows.iter().map(|r| (r[2], r[8])).collect();
+    assert_eq!(delays, [("", ""), ("10", "10")], "{csv}");
     let url_lines = std::fs::read_to_string(&urls).expect("urls");
     let first: serde_json::Value =
         serde_json::from_str(url_lines.lines().next().expect("a line")).expect("json");

@@ -733,6 +733,7 @@ async fn a_capped_crawl_delay_is_obeyed_at_the_cap_and_logged_once() {
     let row = &crawled.summary.snapshot.sites[0];
     assert_eq!(row.delay_ms, 200);
     assert_eq!(row.crawl_delay_ms, Some(200));
+    assert_eq!(row.crawl_delay_asked_ms, Some(1_000), "what the site asked");
     assert_eq!(
         row.delay_source,
         crawltop::snapshot::DelaySource::CappedCrawlDelay

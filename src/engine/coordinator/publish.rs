@@ -363,6 +363,9 @@ impl<F: Schedule> Coordinator<F> {
                 origin: v.origin.to_string(),
                 robots_state: s.robots.state(),
                 crawl_delay_ms: s.crawl_delay.map(|c| c.effective.as_millis() as u64),
+                crawl_delay_asked_ms: s
+                    .crawl_delay
+                    .map(|c| u64::try_from(c.requested.as_millis()).unwrap_or(u64::MAX)),
                 delay_ms: v.delay.as_millis() as u64,
                 delay_source: s.delay_source(self.delay, now),
                 queued: v.queued as u64,
