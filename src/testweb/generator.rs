@@ -279,7 +279,13 @@ fn write_web(dir: &Path, opts: &GenOptions, book: &Book) -> Result<Manifest, Gen
         })?;
         write_file(&site_dir, SITE_CONFIG_FILE, &config_json)?;
         if let Some(robots) = &site.robots_txt {
-            write_file(&site_dir, "robots.txt", robots.as_bytes())?;
+            // The server answers the moved site's `/robots.txt` with a redirect to this file.
+            let file = if site.role == RobotsRole::Moved {
+                MOVED_ROBOTS_TXT.trim_start_matches('/')
+            } else {
+                "robots.txt"
+            };
+            write_file(&site_dir, file, robots.as_bytes())?;
         }
         for (res_idx, res) in site.resources.iter().enumerate() {
             let mut rng = Rng::for_page(opts.seed, site_idx, res_idx);
@@ -532,6 +538,7 @@ impl SitePlan {
                     || path_and_query.ends_with(".cgi")
             }
             RobotsRole::ServerError => true,
+            RobotsRole::Moved => path_and_query.starts_with("/private/"),
             RobotsRole::CrawlDelay
             | RobotsRole::OtherAgent
             | RobotsRole::None
@@ -552,6 +559,7 @@ fn robots_txt(name: &str, role: RobotsRole, crawl_delay_s: Option<f64>) -> Optio
             crawl_delay_s.unwrap_or(1.0)
         )),
         RobotsRole::OtherAgent => Some(format!("{head}User-agent: otherbot\nDisallow: /\n")),
+        RobotsRole::Moved => Some(format!("{head}User-agent: *\nDisallow: /private/\n")),
         // robots500's file exists too, so that only the server's 500 keeps a crawler out.
         RobotsRole::AllowAll | RobotsRole::ServerError => {
             Some(format!("{head}User-agent: *\nDisallow:\n"))
@@ -585,7 +593,7 @@ fn site_name(index: usize, sites: usize) -> String {
 fn plan(opts: &GenOptions) -> WebPlan {
     let mut rng = Rng::new(opts.seed);
     let mut sites: Vec<SitePlan> = Vec::new();
-    let total = opts.sites + if opts.hostile { 2 } else { 0 };
+    let total = opts.sites + if opts.hostile { 3 } else { 0 };
     for i in 0..opts.sites {
         let role = role_for(i);
         let delay = (role == RobotsRole::CrawlDelay).then_some(opts.crawl_delay_s);
@@ -623,6 +631,7 @@ fn plan(opts: &GenOptions) -> WebPlan {
     if opts.hostile {
         sites.push(plan_hostile_site());
         sites.push(plan_robots500_site());
+        sites.push(plan_robots_moved_site());
     }
     if let Some(h) = &opts.heavy {
         // Their own random numbers: the sites above stay as they were, but for these links.
@@ -906,12 +915,45 @@ fn plan_hostile_site() -> SitePlan {
 }
 
 fn plan_robots500_site() -> SitePlan {
-    let mut site = SitePlan::new(
-        "robots500".into(),
+    robots_test_site(
+        "robots500",
         SiteKind::Robots500,
         RobotsRole::ServerError,
-        None,
+        BehaviourKind::RobotsServerError,
+        "robots.txt always answers 500: a polite crawler fetches nothing else here".into(),
+    )
+}
+
+/// Where the `robotsmoved` site's `/robots.txt` redirects (a 301), and the file it finds there.
+pub const MOVED_ROBOTS_TXT: &str = "/policy/robots.txt";
+
+fn plan_robots_moved_site() -> SitePlan {
+    let mut site = robots_test_site(
+        "robotsmoved",
+        SiteKind::RobotsMoved,
+        RobotsRole::Moved,
+        BehaviourKind::RobotsRedirect,
+        format!(
+            "robots.txt answers 301 to {MOVED_ROBOTS_TXT}, which disallows /private/: a polite \
+             crawler follows it and never asks for /private/secret.html"
+        ),
     );
+    // It exists and is linked: only the rules behind the redirect keep a crawler out.
+    site.add_html("/private/secret.html");
+    site.link(0, usize::MAX, "/private/secret.html");
+    site
+}
+
+/// A site of three pages (an index and two pages linking each other) whose robots.txt is what
+/// it tests.
+fn robots_test_site(
+    name: &str,
+    kind: SiteKind,
+    role: RobotsRole,
+    behaviour: BehaviourKind,
+    description: String,
+) -> SitePlan {
+    let mut site = SitePlan::new(name.into(), kind, role, None);
     let index = site.add_html("/");
     for j in 0..2 {
         let page = site.add_html(&format!("/p{j}.html"));
@@ -920,9 +962,8 @@ fn plan_robots500_site() -> SitePlan {
     }
     site.behaviours = vec![Behaviour {
         path: "/robots.txt".into(),
-        kind: BehaviourKind::RobotsServerError,
-        description: "robots.txt always answers 500: a polite crawler fetches nothing else here"
-            .into(),
+        kind: behaviour,
+        description,
     }];
     site
 }

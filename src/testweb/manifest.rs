@@ -22,7 +22,7 @@ pub struct Manifest {
     pub seed: u64,
     /// The origin placeholder pattern used in the files (see [`crate::testweb::placeholder`]).
     pub placeholder: String,
-    /// Every site, in port order (`site00`, `site01`, ..., then `hostile` and `robots500`).
+    /// Every site, in port order (`site00`, `site01`, ..., then `hostile`, `robots500` and `robotsmoved`).
     pub sites: Vec<SiteManifest>,
 }
 
@@ -36,6 +36,9 @@ pub enum SiteKind {
     Hostile,
     /// A site whose robots.txt always answers 500 (`--hostile`): nothing on it may be fetched.
     Robots500,
+    /// A site whose `/robots.txt` answers 301 to `/policy/robots.txt` (`--hostile`): the rules
+    /// found there apply to the site.
+    RobotsMoved,
     /// Highlighted source listings of 1 to 8 MB (`--heavy`).
     Listings,
     /// API docs: 300+ links a page and a long `rel=next` chain (`--heavy`).
@@ -59,6 +62,9 @@ pub enum RobotsRole {
     None,
     /// robots.txt answers 500 (the `robots500` site).
     ServerError,
+    /// robots.txt redirects to `/policy/robots.txt`, which disallows `/private/` (the
+    /// `robotsmoved` site).
+    Moved,
     /// Allows everything (the hostile site).
     AllowAll,
 }
@@ -168,6 +174,7 @@ pub enum BehaviourKind {
     TooManyRequests,
     Unavailable,
     RobotsServerError,
+    RobotsRedirect,
 }
 
 impl Manifest {
@@ -182,7 +189,7 @@ impl Manifest {
         self.sites.iter().find(|s| s.name == name)
     }
 
-    /// The normal sites (not hostile, not robots500).
+    /// The normal sites (not hostile, robots500 or robotsmoved).
     pub fn normal_sites(&self) -> impl Iterator<Item = &SiteManifest> {
         self.sites.iter().filter(|s| s.kind == SiteKind::Normal)
     }

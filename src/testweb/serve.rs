@@ -715,6 +715,12 @@ async fn route(shared: &Arc<Shared>, site: usize, uri: &hyper::Uri) -> Reply {
                 "robots.txt is broken on purpose",
             );
         }
+        SiteKind::RobotsMoved if uri.path() == "/robots.txt" => {
+            return Reply::redirect(
+                StatusCode::MOVED_PERMANENTLY,
+                super::generator::MOVED_ROBOTS_TXT,
+            );
+        }
         SiteKind::Hostile => {
             if let Some(reply) = hostile::route(&shared.hostile, uri).await {
                 return reply;
@@ -731,6 +737,7 @@ async fn route(shared: &Arc<Shared>, site: usize, uri: &hyper::Uri) -> Reply {
         }
         SiteKind::Normal
         | SiteKind::Robots500
+        | SiteKind::RobotsMoved
         | SiteKind::Listings
         | SiteKind::Docs
         | SiteKind::LinkFarm => {}

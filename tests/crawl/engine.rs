@@ -718,6 +718,52 @@ async fn hostile_paths_end_in_clear_states_and_the_crawl_finishes() {
     );
 }
 
+/// RFC 9309 2.3.1.2: a crawler follows robots.txt's redirects and obeys the rules at the end.
+/// Judged at the server: `/private/secret.html` exists and is linked, only the moved rules keep
+/// a crawler out.
+#[tokio::test]
+async fn a_robots_txt_that_redirects_is_followed_and_its_rules_obeyed() {
+    let web = TestWeb::start(GenOptions::new(1, 3).hostile(true))
+        .await
+        .expect("web");
+    let mut cfg = config(vec![web.url("robotsmoved", "/")]);
+    cfg.delay_ms = 0;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    let asked: Vec<(String, u16)> = web
+        .log()
+        .site_records("robotsmoved")
+        .into_iter()
+        .map(|r| (r.path, r.status))
+        .collect();
+    let moved = crawltop::testweb::generator::MOVED_ROBOTS_TXT;
+    assert_eq!(
+        asked[..2],
+        [("/robots.txt".to_string(), 301), (moved.to_string(), 200)],
+        "robots.txt and its redirect first: {asked:?}"
+    );
+    let site = web.manifest().site("robotsmoved").expect("site");
+    let pages: BTreeSet<&str> = asked[2..].iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(pages, site.page_paths(), "{asked:?}");
+    for path in &site.disallowed {
+        let url = web.url("robotsmoved", path);
+        assert_eq!(crawled.urls[&url]["reason"], "disallowed by robots.txt");
+    }
+    let row = crawled
+        .summary
+        .snapshot
+        .sites
+        .iter()
+        .find(|r| r.origin == web.origin("robotsmoved"))
+        .expect("row");
+    assert_eq!(row.robots_state, crawltop::robots::RobotsState::Handled);
+    assert!(
+        row.robots_rules.contains("1 disallow"),
+        "{}",
+        row.robots_rules
+    );
+}
+
 #[tokio::test]
 async fn a_capped_crawl_delay_is_obeyed_at_the_cap_and_logged_once() {
     // site01 asks for a 1 s Crawl-delay; the cap is 200 ms.

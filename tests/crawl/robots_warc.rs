@@ -9,6 +9,7 @@ use std::process::Stdio;
 
 use crawltop::store::checkpoint::{Checkpoint, Found};
 use crawltop::store::warc_reader::{Responses, WarcReadError, held_parts};
+use crawltop::testweb::generator::MOVED_ROBOTS_TXT;
 use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, SplitMix64, TestWeb};
 
@@ -20,11 +21,9 @@ use crate::util::{PATIENCE, RobotsRecord, bin, client, read_warc};
 fn answered(web: &TestWeb, from_us: u64, to_us: u64) -> BTreeMap<(String, u16), usize> {
     let mut out = BTreeMap::new();
     for r in web.log().records() {
-        if r.path == "/robots.txt"
-            && r.status != 499
-            && r.complete
-            && (from_us..to_us).contains(&r.t_us)
-        {
+        let robots =
+            r.path == "/robots.txt" || (r.site == "robotsmoved" && r.path == MOVED_ROBOTS_TXT);
+        if robots && r.status != 499 && r.complete && (from_us..to_us).contains(&r.t_us) {
             *out.entry((web.url(&r.site, &r.path), r.status))
                 .or_default() += 1;
         }
@@ -56,12 +55,22 @@ async fn assert_built_like_pages(web: &TestWeb, records: &[RobotsRecord]) {
             r.uri
         );
         assert_eq!(r.seq, None, "{}: robots.txt is not a page", r.uri);
-        assert_eq!(format!("{}robots.txt", r.robots_for), r.uri);
+        // Each is the origin's /robots.txt, or where robotsmoved's redirects it (for that
+        // origin).
+        let own = format!("{}robots.txt", r.robots_for);
+        let moved = web.url("robotsmoved", MOVED_ROBOTS_TXT);
+        let path = if r.uri == moved {
+            assert_eq!(own, web.url("robotsmoved", "/robots.txt"), "{}", r.uri);
+            MOVED_ROBOTS_TXT
+        } else {
+            assert_eq!(own, r.uri);
+            "/robots.txt"
+        };
         assert!(
             web.manifest()
                 .sites
                 .iter()
-                .any(|s| web.url(&s.name, "/robots.txt") == r.uri),
+                .any(|s| web.url(&s.name, "/robots.txt") == own),
             "{}",
             r.uri
         );
@@ -71,7 +80,8 @@ async fn assert_built_like_pages(web: &TestWeb, records: &[RobotsRecord]) {
             .unwrap_or_else(|| panic!("{}: no request record linked", r.uri));
         let request = String::from_utf8_lossy(request);
         assert!(
-            request.starts_with("GET /robots.txt HTTP/1.1\r\n") && request.contains("User-Agent: "),
+            request.starts_with(&format!("GET {path} HTTP/1.1\r\n"))
+                && request.contains("User-Agent: "),
             "{request}"
         );
     }
@@ -85,6 +95,7 @@ async fn every_robots_txt_answer_the_server_gave_is_one_record_in_the_warc_files
     let out = tempfile::tempdir().expect("tempdir");
     let mut seeds = seeds(&web, SiteKind::Normal);
     seeds.push(web.url("robots500", "/"));
+    seeds.push(web.url("robotsmoved", "/"));
     let mut cfg = config(seeds);
     cfg.delay_ms = 0;
     cfg.robots_retries = 1;
@@ -93,10 +104,11 @@ async fn every_robots_txt_answer_the_server_gave_is_one_record_in_the_warc_files
     assert!(crawled.summary.completed);
 
     let served = answered(&web, 0, u64::MAX);
-    // Not vacuous: a 200, the 404 of the site without one, and robots500's try and retry.
+    // Not vacuous: a 200, the 404 of the site without one, robotsmoved's 301, and robots500's
+    // try and retry.
     let statuses: Vec<u16> = served.keys().map(|(_, s)| *s).collect();
     assert!(
-        statuses.contains(&200) && statuses.contains(&404),
+        statuses.contains(&200) && statuses.contains(&404) && statuses.contains(&301),
         "{served:?}"
     );
     assert_eq!(

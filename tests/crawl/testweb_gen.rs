@@ -524,7 +524,7 @@ fn page_sizes_vary_from_about_one_to_thirty_kb() {
 }
 
 #[test]
-fn hostile_web_has_its_two_extra_sites() {
+fn hostile_web_has_its_three_extra_sites() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let m = generate(
         &tmp.path().join("w"),
@@ -539,7 +539,8 @@ fn hostile_web_has_its_two_extra_sites() {
             SiteKind::Normal,
             SiteKind::Normal,
             SiteKind::Hostile,
-            SiteKind::Robots500
+            SiteKind::Robots500,
+            SiteKind::RobotsMoved
         ]
     );
     let hostile = m.site("hostile").expect("hostile");
@@ -547,6 +548,17 @@ fn hostile_web_has_its_two_extra_sites() {
     let r500 = m.site("robots500").expect("robots500");
     assert!(r500.pages.is_empty());
     assert_eq!(r500.disallowed, ["/"]);
+    let moved = m.site("robotsmoved").expect("robotsmoved");
+    assert_eq!(moved.page_paths(), ["/", "/p0.html", "/p1.html"].into());
+    assert_eq!(moved.disallowed, ["/private/secret.html"]);
+    let dir = tmp.path().join("w/robotsmoved");
+    assert!(
+        !dir.join("robots.txt").exists(),
+        "the server answers it with a redirect"
+    );
+    let rules = std::fs::read_to_string(dir.join("policy/robots.txt")).expect("policy");
+    assert!(rules.contains("Disallow: /private/"), "{rules}");
+    assert!(dir.join("private/secret.html").is_file());
 }
 
 fn no_partial_left(parent: &Path) {
