@@ -145,7 +145,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
     /// Number of sites (a Crawl-delay site, a site without robots.txt, and a disallowed folder
-    /// are among them; a hostile site, a robots.txt-500 site and a site whose robots.txt
+    /// are among them; a hostile site, a robots.txt-500 site and two sites whose robots.txt
     /// redirects are added).
     #[arg(long, default_value_t = 8)]
     pub sites: usize,
@@ -461,8 +461,9 @@ pub struct GenSiteArgs {
     /// A UTF-8 text file to take page text from, instead of the embedded book.
     #[arg(long)]
     pub text: Option<PathBuf>,
-    /// Add the hostile site (misbehaving paths), a site whose robots.txt answers 500 and one
-    /// whose robots.txt redirects (301) to the file that holds its rules.
+    /// Add the hostile site (misbehaving paths), a site whose robots.txt answers 500, one whose
+    /// robots.txt redirects (301) to the file that holds its rules, and one whose robots.txt
+    /// redirects to that file on the other site.
     #[arg(long)]
     pub hostile: bool,
     /// The Crawl-delay, in seconds, of the site that has one (the second: site01).

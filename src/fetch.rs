@@ -2,9 +2,10 @@
 //!
 //! It owns the client (pool, proxy, cookies, user agent), the limits (total patience, body cap)
 //! and the phase a fetch is in, which the engine's snapshot reads from a [`PhaseCell`]. It never
-//! follows a redirect for a page (every target goes back through the frontier; only robots.txt
-//! follows redirects, as RFC 9309 says), never holds more than the body cap of a body, never
-//! prints, and never panics on anything a server sends: whatever happens ends as a value.
+//! follows a redirect, not even robots.txt's (RFC 9309 asks a crawler to follow those: the
+//! engine does, each hop a contact of the site it lands on, under that site's politeness), never
+//! holds more than the body cap of a body, never prints, and never panics on anything a server
+//! sends: whatever happens ends as a value.
 //!
 //! Bodies are decoded here rather than by reqwest: reqwest's decompression removes
 //! `Content-Encoding` from the headers, and the crawl needs it (stats, WARC records). Decoding
@@ -209,28 +210,31 @@ pub enum FetchOutcome {
     Other(String),
 }
 
-/// How a robots.txt fetch ended; interpreting the status is the robots module's job.
+/// How one robots.txt request ended; interpreting the status is the robots module's job, and
+/// following a redirect the engine's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RobotsFetch {
-    /// The status after following redirects, and the body cut at [`ROBOTS_MAX_BYTES`].
+    /// The answer: its status, and the body cut at [`ROBOTS_MAX_BYTES`].
     Response {
         status: u16,
         body: Bytes,
         retry_after: Option<String>,
     },
+    /// A redirect to an `http` or `https` URL (the Location resolved against the request's
+    /// URL). One without a usable Location is a `Response`: its status stands.
+    Redirect(Url),
     /// Network failure or timeout: no status to go by.
     Unreachable(String),
-    /// More than [`ROBOTS_MAX_REDIRECTS`] consecutive redirects.
+    /// More than [`ROBOTS_MAX_REDIRECTS`] consecutive redirects (the engine counts them).
     TooManyRedirects,
 }
 
-/// A robots.txt fetch: how it ended, and every response it got on the way, in order (each
-/// redirect of the chain, then the answer; none when no server answered), which a crawl keeps in
-/// its WARC files as it keeps a page's.
+/// A robots.txt request: how it ended, and the response it got (none when no server answered),
+/// which a crawl keeps in its WARC files as it keeps a page's.
 #[derive(Debug, Clone)]
 pub struct RobotsFetched {
     pub fetch: RobotsFetch,
-    /// Each body cut at [`ROBOTS_MAX_BYTES`], as the answer's.
+    /// The body cut at [`ROBOTS_MAX_BYTES`], as the answer's.
     pub responses: Vec<Fetched>,
 }
 
@@ -289,59 +293,46 @@ impl Fetcher {
         outcome
     }
 
-    /// GET `/robots.txt` of `origin`, following up to five redirects to any origin, all hops
-    /// under one total patience; the body is cut at [`ROBOTS_MAX_BYTES`].
-    pub async fn robots(&self, origin: &Url, phase: &PhaseCell) -> RobotsFetched {
+    /// GET `url`, a site's `/robots.txt` or a hop of its redirects, under the total patience;
+    /// the body is cut at [`ROBOTS_MAX_BYTES`]. A redirect is returned, not followed.
+    pub async fn robots(&self, url: &Url, phase: &PhaseCell) -> RobotsFetched {
         let deadline = Instant::now() + self.timeout;
-        let mut responses = Vec::new();
-        let fetch = self
-            .robots_hops(origin, phase, deadline, &mut responses)
-            .await;
+        let outcome = self.fetch(url, phase, deadline, ROBOTS_MAX_BYTES).await;
         phase.set(Phase::Idle);
-        RobotsFetched { fetch, responses }
-    }
-
-    async fn robots_hops(
-        &self,
-        origin: &Url,
-        phase: &PhaseCell,
-        deadline: Instant,
-        responses: &mut Vec<Fetched>,
-    ) -> RobotsFetch {
-        let mut url = match origin.join("/robots.txt") {
-            Ok(url) => url,
-            Err(e) => return RobotsFetch::Unreachable(format!("{origin}: {e}")),
+        let fetched = match outcome {
+            FetchOutcome::Response(f) => f,
+            FetchOutcome::Timeout { during } => {
+                let fetch = RobotsFetch::Unreachable(format!("{url}: timed out ({during:?})"));
+                return RobotsFetched {
+                    fetch,
+                    responses: Vec::new(),
+                };
+            }
+            FetchOutcome::Connect(e) | FetchOutcome::Other(e) => {
+                return RobotsFetched {
+                    fetch: RobotsFetch::Unreachable(e),
+                    responses: Vec::new(),
+                };
+            }
         };
-        let mut redirects = 0;
-        loop {
-            let fetched = match self.fetch(&url, phase, deadline, ROBOTS_MAX_BYTES).await {
-                FetchOutcome::Response(f) => f,
-                FetchOutcome::Timeout { during } => {
-                    return RobotsFetch::Unreachable(format!("{url}: timed out ({during:?})"));
-                }
-                FetchOutcome::Connect(e) | FetchOutcome::Other(e) => {
-                    return RobotsFetch::Unreachable(e);
-                }
-            };
-            // A redirect without a usable Location has nowhere to go: its status stands.
-            let next = is_redirect(fetched.status)
-                .then_some(fetched.location.as_deref())
-                .flatten()
-                .and_then(|loc| url.join(loc).ok());
-            let answer = RobotsFetch::Response {
+        // A redirect without a usable Location (or to another scheme) has nowhere to go: its
+        // status stands.
+        let next = is_redirect(fetched.status)
+            .then_some(fetched.location.as_deref())
+            .flatten()
+            .and_then(|loc| url.join(loc).ok())
+            .filter(|next| matches!(next.scheme(), "http" | "https") && next.has_host());
+        let fetch = match next {
+            Some(next) => RobotsFetch::Redirect(next),
+            None => RobotsFetch::Response {
                 status: fetched.status,
                 body: fetched.body.clone(),
                 retry_after: fetched.retry_after.clone(),
-            };
-            responses.push(*fetched);
-            let Some(next) = next else {
-                return answer;
-            };
-            if redirects == ROBOTS_MAX_REDIRECTS {
-                return RobotsFetch::TooManyRedirects;
-            }
-            redirects += 1;
-            url = next;
+            },
+        };
+        RobotsFetched {
+            fetch,
+            responses: vec![*fetched],
         }
     }
 
@@ -1412,7 +1403,8 @@ mod tests {
 
         async fn robots_with_responses(f: &Fetcher, origin: &str) -> RobotsFetched {
             let phase = PhaseCell::new();
-            let out = f.robots(&url(origin), &phase).await;
+            let robots_txt = url(origin).join("/robots.txt").expect("url");
+            let out = f.robots(&robots_txt, &phase).await;
             assert_eq!(phase.get(), Phase::Idle);
             out
         }
@@ -1488,54 +1480,52 @@ mod tests {
             addr
         }
 
+        /// A redirect is handed back, its Location resolved against the URL asked (absolute
+        /// path from `/robots.txt`, relative from `/hop/1`), with the response that said so.
         #[tokio::test]
-        async fn robots_follows_redirects_up_to_five() {
+        async fn robots_hands_back_a_redirect_resolved_against_the_url_asked() {
+            let addr = redirecting_robots(3).await;
             let f = fetcher(|_| {});
-            for hops in [3, 5] {
-                let addr = redirecting_robots(hops).await;
-                let RobotsFetched {
-                    fetch: out,
-                    responses,
-                } = robots_with_responses(&f, &format!("http://{addr}")).await;
-                // Every response on the way is kept, each with the URL it answered.
-                let statuses: Vec<u16> = responses.iter().map(|r| r.status).collect();
-                let mut expected: Vec<u16> = (0..hops)
-                    .map(|n| [301, 302, 307, 308][n as usize % 4])
-                    .collect();
-                expected.push(200);
-                assert_eq!(statuses, expected, "{hops} redirects");
-                assert_eq!(responses[0].final_url.path(), "/robots.txt");
-                assert_eq!(responses[1].final_url.path(), "/hop/1");
-                assert_eq!(
-                    out,
-                    RobotsFetch::Response {
-                        status: 200,
-                        body: responses[hops as usize].body.clone(),
-                        retry_after: None
-                    }
-                );
-                assert_eq!(
-                    out,
-                    RobotsFetch::Response {
-                        status: 200,
-                        body: Bytes::from_static(b"User-agent: *\nDisallow: /x\n"),
-                        retry_after: None
-                    },
-                    "{hops} redirects"
-                );
-            }
+            let mut url = Url::parse(&format!("http://{addr}/robots.txt")).expect("url");
+            let mut statuses = Vec::new();
+            let answer = loop {
+                let phase = PhaseCell::new();
+                let out = f.robots(&url, &phase).await;
+                assert_eq!(phase.get(), Phase::Idle);
+                assert_eq!(out.responses.len(), 1, "{url}: one request, one response");
+                assert_eq!(out.responses[0].final_url, url);
+                statuses.push(out.responses[0].status);
+                match out.fetch {
+                    RobotsFetch::Redirect(next) => url = next,
+                    other => break other,
+                }
+            };
+            assert_eq!(statuses, [301, 302, 307, 200]);
+            assert_eq!(url.path(), "/hop/3");
+            assert_eq!(
+                answer,
+                RobotsFetch::Response {
+                    status: 200,
+                    body: Bytes::from_static(b"User-agent: *\nDisallow: /x\n"),
+                    retry_after: None
+                }
+            );
         }
 
+        /// A redirect to another scheme, or without a Location, is an answer: its status stands.
         #[tokio::test]
-        async fn robots_gives_up_after_five_redirects() {
-            let addr = redirecting_robots(6).await;
-            let out = robots_with_responses(&fetcher(|_| {}), &format!("http://{addr}")).await;
-            assert_eq!(out.fetch, RobotsFetch::TooManyRedirects);
-            assert_eq!(
-                out.responses.len(),
-                6,
-                "the six redirects that were answered"
-            );
+        async fn robots_redirect_nowhere_usable_is_its_status() {
+            let (addr, _rx) = extra_server(|head| match path_of(head) {
+                "/robots.txt" => reply("301 Moved", &[("Location", "ftp://127.0.0.1/r.txt")], b""),
+                _ => reply("302 Found", &[], b""),
+            })
+            .await;
+            let f = fetcher(|_| {});
+            for (path, status) in [("/robots.txt", 301), ("/other", 302)] {
+                let url = Url::parse(&format!("http://{addr}{path}")).expect("url");
+                let out = f.robots(&url, &PhaseCell::new()).await.fetch;
+                assert_eq!(robots_status(&out), Some(status), "{path}: {out:?}");
+            }
         }
 
         #[tokio::test]
@@ -1567,14 +1557,11 @@ mod tests {
         #[tokio::test]
         async fn robots_that_stall_are_unreachable() {
             let web = hostile_web(|_| {}).await;
-            let (addr, _rx) = extra_server({
-                let stall = web.url("hostile", "/stall.html");
-                move |_| reply("302 Found", &[("Location", &stall)], b"")
-            })
-            .await;
+            let stall = Url::parse(&web.url("hostile", "/stall.html")).expect("url");
             let f = fetcher(|c| c.timeout = Duration::from_millis(300));
-            let out = robots(&f, &format!("http://{addr}")).await;
-            assert!(matches!(out, RobotsFetch::Unreachable(_)), "{out:?}");
+            let out = f.robots(&stall, &PhaseCell::new()).await;
+            assert!(out.responses.is_empty());
+            assert!(matches!(out.fetch, RobotsFetch::Unreachable(_)), "{out:?}");
         }
 
         async fn cookie_server() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {

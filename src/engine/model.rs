@@ -222,6 +222,9 @@ pub(super) struct Site {
     pub(super) recent_errors: VecDeque<String>,
     /// robots.txt's final answer, for the checkpoint.
     pub(super) robots_memo: RobotsMemo,
+    /// Where robots.txt redirected, and after how many redirects: the next contact for it asks
+    /// there (in memory only: a resume starts again from `/robots.txt`).
+    pub(super) robots_next: Option<(url::Url, usize)>,
     /// Changed since the last checkpoint.
     pub(super) dirty: bool,
 }
@@ -250,6 +253,7 @@ impl Site {
             cap_logged: false,
             recent_errors: VecDeque::new(),
             robots_memo: RobotsMemo::default(),
+            robots_next: None,
             dirty: false,
         }
     }

@@ -530,6 +530,31 @@ impl<T> Frontier<T> {
         }
     }
 
+    /// Permission to contact `site` once now outside its back queue, for a request that is
+    /// not one of its items (a hop of another site's robots.txt redirects that lands here), on
+    /// the terms of [`Frontier::next_site`]: never while it is held, at its `per_site` limit or
+    /// before its time. Granted, it counts as a contact in flight, which
+    /// [`Frontier::complete`] ends; the site needs no back queue or items for it.
+    pub fn try_contact(&mut self, site: SiteId, now: Tick) -> bool {
+        let state = self.site_ref(site);
+        if state.hold != HoldState::Open
+            || state.in_flight >= self.per_site
+            || self.next_allowed(site) > now
+        {
+            return false;
+        }
+        let site_state = self.site_mut(site);
+        site_state.in_flight += 1;
+        site_state.last_start = Some(site_state.last_start.map_or(now, |t| t.max(now)));
+        match site_state.standing {
+            Standing::Unanswered => self.unanswered_in_flight += 1,
+            Standing::Answered => self.answered_in_flight += 1,
+        }
+        self.rearm(site);
+        self.tidy_heap();
+        true
+    }
+
     /// The site's next item from its back queue. The engine calls this under a slot, and may
     /// drop an item (robots-forbidden) and take again; `None` when its back queue is empty,
     /// or when its next item is in a spilled chunk that cannot be read now (the item stays

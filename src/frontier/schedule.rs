@@ -11,7 +11,9 @@
 //! The protocol is the one `mod.rs` describes for [`Frontier`]: push URLs; keep one timer at
 //! [`Schedule::next_ready_at`]; each [`Schedule::next_site`] is a slot (one contact of that
 //! site, now); under a slot [`Schedule::hold`] the site for its robots.txt or
-//! [`Schedule::take`] its next URL; [`Schedule::complete`] the slot when the contact ends.
+//! [`Schedule::take`] its next URL; [`Schedule::complete`] the slot when the contact ends. A
+//! robots.txt redirect to another origin asks that origin for a contact of its own
+//! ([`Schedule::try_contact`]), completed the same way.
 //!
 //! The shared crawl of issue 13 does not implement it: a member's rows are only the URLs it
 //! pulls, so it schedules them with this same frontier, and the coordinator's `cluster` room
@@ -63,6 +65,11 @@ pub trait Schedule {
     fn answered(&mut self, _site: SiteId) {}
     /// A contact of `site` ended at `now` ("site done at t").
     fn complete(&mut self, site: SiteId, now: Tick);
+    /// Permission to contact `site` once now for a request that is none of its URLs (a hop of
+    /// another site's robots.txt redirects that lands here), on a slot's terms: refused while
+    /// the site is held, at its `per_site` limit or before its time. Granted, it is a contact
+    /// in flight, which [`Schedule::complete`] ends.
+    fn try_contact(&mut self, site: SiteId, now: Tick) -> bool;
 
     /// The site's own delay (Crawl-delay, adaptive); the global one applies on top.
     fn set_site_delay(&mut self, site: SiteId, delay: Duration);
@@ -151,6 +158,9 @@ impl Schedule for Frontier<u32> {
     #[inline]
     fn complete(&mut self, site: SiteId, now: Tick) {
         Frontier::complete(self, site, now);
+    }
+    fn try_contact(&mut self, site: SiteId, now: Tick) -> bool {
+        Frontier::try_contact(self, site, now)
     }
     fn set_site_delay(&mut self, site: SiteId, delay: Duration) {
         Frontier::set_site_delay(self, site, delay);

@@ -578,6 +578,44 @@ fn hold_during_a_slot_stops_further_slots_with_per_site_above_one() {
     assert_eq!(f.take(a), Some(1));
 }
 
+/// A contact outside the back queue (a robots.txt hop landing here) keeps the site's rules: never
+/// while held, at its limit or before its time; granted, it delays the next slot as one does.
+#[test]
+fn a_contact_outside_the_queue_is_granted_on_a_slots_terms_and_delays_the_next() {
+    let mut f = Frontier::new(config(2, 1, 100));
+    let a = f.site("http://a.test");
+    let x = f.site("http://x.test");
+    // A site with nothing queued can be contacted.
+    assert!(f.try_contact(x, ms(0)));
+    assert_eq!(f.in_flight(x), 1);
+    assert!(!f.try_contact(x, ms(0)), "at its per-site limit");
+    f.complete(x, ms(10));
+    assert!(!f.try_contact(x, ms(109)), "before its delay");
+    assert!(f.try_contact(x, ms(110)));
+    f.complete(x, ms(120));
+    // Its queued URLs then wait the delay after that contact too.
+    f.push(x, 0, 1);
+    assert_eq!(f.next_ready_at(), Some(ms(220)));
+    assert_eq!(f.next_site(ms(219)), None);
+    assert_eq!(f.next_site(ms(220)), Some(x));
+    // In flight through a slot, or held: refused.
+    assert!(!f.try_contact(x, ms(500)));
+    f.take(x);
+    f.complete(x, ms(500));
+    f.push(a, 0, 2);
+    assert_eq!(f.next_site(ms(600)), Some(a));
+    f.hold(a);
+    f.complete(a, ms(600));
+    assert!(!f.try_contact(a, ms(5_000)), "held");
+    f.unhold(a, ms(5_000));
+    assert!(f.try_contact(a, ms(5_000)));
+    assert_eq!(f.next_site(ms(5_000)), None, "a's one contact is in flight");
+    f.complete(a, ms(5_010));
+    assert_eq!(f.next_site(ms(5_110)), Some(a));
+    assert_eq!(f.stray_completions(), 0);
+    f.check_invariants();
+}
+
 #[test]
 fn unhold_with_nothing_queued_schedules_nothing_until_a_push() {
     let mut f = Frontier::new(config(2, 1, 100));

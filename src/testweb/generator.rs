@@ -538,7 +538,7 @@ impl SitePlan {
                     || path_and_query.ends_with(".cgi")
             }
             RobotsRole::ServerError => true,
-            RobotsRole::Moved => path_and_query.starts_with("/private/"),
+            RobotsRole::Moved | RobotsRole::MovedAway => path_and_query.starts_with("/private/"),
             RobotsRole::CrawlDelay
             | RobotsRole::OtherAgent
             | RobotsRole::None
@@ -564,7 +564,8 @@ fn robots_txt(name: &str, role: RobotsRole, crawl_delay_s: Option<f64>) -> Optio
         RobotsRole::AllowAll | RobotsRole::ServerError => {
             Some(format!("{head}User-agent: *\nDisallow:\n"))
         }
-        RobotsRole::None => None,
+        // robotsaway's rules are robotsmoved's file.
+        RobotsRole::None | RobotsRole::MovedAway => None,
     }
 }
 
@@ -593,7 +594,7 @@ fn site_name(index: usize, sites: usize) -> String {
 fn plan(opts: &GenOptions) -> WebPlan {
     let mut rng = Rng::new(opts.seed);
     let mut sites: Vec<SitePlan> = Vec::new();
-    let total = opts.sites + if opts.hostile { 3 } else { 0 };
+    let total = opts.sites + if opts.hostile { 4 } else { 0 };
     for i in 0..opts.sites {
         let role = role_for(i);
         let delay = (role == RobotsRole::CrawlDelay).then_some(opts.crawl_delay_s);
@@ -632,6 +633,7 @@ fn plan(opts: &GenOptions) -> WebPlan {
         sites.push(plan_hostile_site());
         sites.push(plan_robots500_site());
         sites.push(plan_robots_moved_site());
+        sites.push(plan_robots_away_site());
     }
     if let Some(h) = &opts.heavy {
         // Their own random numbers: the sites above stay as they were, but for these links.
@@ -939,6 +941,23 @@ fn plan_robots_moved_site() -> SitePlan {
         ),
     );
     // It exists and is linked: only the rules behind the redirect keep a crawler out.
+    site.add_html("/private/secret.html");
+    site.link(0, usize::MAX, "/private/secret.html");
+    site
+}
+
+fn plan_robots_away_site() -> SitePlan {
+    let mut site = robots_test_site(
+        "robotsaway",
+        SiteKind::RobotsAway,
+        RobotsRole::MovedAway,
+        BehaviourKind::RobotsRedirect,
+        format!(
+            "robots.txt answers 302 to robotsmoved's {MOVED_ROBOTS_TXT} (another origin), which \
+             disallows /private/: a polite crawler asks there under robotsmoved's politeness and \
+             never asks for /private/secret.html here"
+        ),
+    );
     site.add_html("/private/secret.html");
     site.link(0, usize::MAX, "/private/secret.html");
     site

@@ -22,7 +22,7 @@ pub struct Manifest {
     pub seed: u64,
     /// The origin placeholder pattern used in the files (see [`crate::testweb::placeholder`]).
     pub placeholder: String,
-    /// Every site, in port order (`site00`, `site01`, ..., then `hostile`, `robots500` and `robotsmoved`).
+    /// Every site, in port order (`site00`, `site01`, ..., then `hostile`, `robots500`, `robotsmoved` and `robotsaway`).
     pub sites: Vec<SiteManifest>,
 }
 
@@ -39,6 +39,9 @@ pub enum SiteKind {
     /// A site whose `/robots.txt` answers 301 to `/policy/robots.txt` (`--hostile`): the rules
     /// found there apply to the site.
     RobotsMoved,
+    /// A site whose `/robots.txt` answers 302 to `robotsmoved`'s `/policy/robots.txt`, another
+    /// origin (`--hostile`): those rules apply to this site too.
+    RobotsAway,
     /// Highlighted source listings of 1 to 8 MB (`--heavy`).
     Listings,
     /// API docs: 300+ links a page and a long `rel=next` chain (`--heavy`).
@@ -65,6 +68,8 @@ pub enum RobotsRole {
     /// robots.txt redirects to `/policy/robots.txt`, which disallows `/private/` (the
     /// `robotsmoved` site).
     Moved,
+    /// robots.txt redirects to `robotsmoved`'s `/policy/robots.txt` (the `robotsaway` site).
+    MovedAway,
     /// Allows everything (the hostile site).
     AllowAll,
 }
@@ -189,7 +194,7 @@ impl Manifest {
         self.sites.iter().find(|s| s.name == name)
     }
 
-    /// The normal sites (not hostile, robots500 or robotsmoved).
+    /// The normal sites (not hostile, robots500, robotsmoved or robotsaway).
     pub fn normal_sites(&self) -> impl Iterator<Item = &SiteManifest> {
         self.sites.iter().filter(|s| s.kind == SiteKind::Normal)
     }

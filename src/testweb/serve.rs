@@ -721,6 +721,15 @@ async fn route(shared: &Arc<Shared>, site: usize, uri: &hyper::Uri) -> Reply {
                 super::generator::MOVED_ROBOTS_TXT,
             );
         }
+        SiteKind::RobotsAway if uri.path() == "/robots.txt" => {
+            return match shared.origins.get("robotsmoved") {
+                Some(origin) => Reply::redirect(
+                    StatusCode::FOUND,
+                    &format!("{origin}{}", super::generator::MOVED_ROBOTS_TXT),
+                ),
+                None => Reply::text(StatusCode::NOT_FOUND, "not found"),
+            };
+        }
         SiteKind::Hostile => {
             if let Some(reply) = hostile::route(&shared.hostile, uri).await {
                 return reply;
@@ -738,6 +747,7 @@ async fn route(shared: &Arc<Shared>, site: usize, uri: &hyper::Uri) -> Reply {
         SiteKind::Normal
         | SiteKind::Robots500
         | SiteKind::RobotsMoved
+        | SiteKind::RobotsAway
         | SiteKind::Listings
         | SiteKind::Docs
         | SiteKind::LinkFarm => {}

@@ -377,15 +377,15 @@ fn demo_crawls_its_own_web_and_cleans_up_unless_kept() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
     assert_eq!(json["totals"]["completed"], true);
-    // Two sites, the hostile one, robots500 and robotsmoved: every kind of robots.txt state
-    // shows up.
+    // Two sites, the hostile one, robots500, robotsmoved and robotsaway: every kind of
+    // robots.txt state shows up.
     let states: Vec<&str> = json["sites"]
         .as_array()
         .expect("sites")
         .iter()
         .map(|s| s["robots_state"].as_str().expect("state"))
         .collect();
-    assert_eq!(states.len(), 5, "{states:?}");
+    assert_eq!(states.len(), 6, "{states:?}");
     assert!(states.contains(&"error"), "{states:?}");
     assert!(json["errors"]["timeout"].as_u64().expect("n") >= 1);
 

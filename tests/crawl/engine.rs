@@ -764,6 +764,46 @@ async fn a_robots_txt_that_redirects_is_followed_and_its_rules_obeyed() {
     );
 }
 
+/// Each hop of a robots.txt's redirects is a request to the site it lands on, and keeps that
+/// site's politeness: robotsmoved's own hop waits its delay, and robotsaway's hop to
+/// robotsmoved's policy file (another origin) neither overlaps robotsmoved's requests nor
+/// comes sooner than its delay. Judged at the server.
+#[tokio::test]
+async fn robots_txt_redirects_keep_the_politeness_of_the_site_they_land_on() {
+    let web = TestWeb::start(GenOptions::new(1, 3).hostile(true))
+        .await
+        .expect("web");
+    let delay = Duration::from_millis(300);
+    let mut cfg = config(vec![
+        web.url("robotsmoved", "/"),
+        web.url("robotsaway", "/"),
+    ]);
+    cfg.delay_ms = delay.as_millis() as u64;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    let records = web.log().records();
+    assert_polite(&records, "robotsmoved", delay, 1);
+    assert_polite(&records, "robotsaway", delay, 1);
+    let moved = crawltop::testweb::generator::MOVED_ROBOTS_TXT;
+    let policy_asked = records
+        .iter()
+        .filter(|r| r.site == "robotsmoved" && r.path == moved)
+        .count();
+    assert_eq!(policy_asked, 2, "once for each site whose rules it holds");
+    // robotsaway obeys the rules it was sent to.
+    let away = web.manifest().site("robotsaway").expect("site");
+    let asked: BTreeSet<&str> = records
+        .iter()
+        .filter(|r| r.site == "robotsaway" && r.path != "/robots.txt")
+        .map(|r| r.path.as_str())
+        .collect();
+    assert_eq!(asked, away.page_paths());
+    for path in &away.disallowed {
+        let url = web.url("robotsaway", path);
+        assert_eq!(crawled.urls[&url]["reason"], "disallowed by robots.txt");
+    }
+}
+
 #[tokio::test]
 async fn a_capped_crawl_delay_is_obeyed_at_the_cap_and_logged_once() {
     // site01 asks for a 1 s Crawl-delay; the cap is 200 ms.

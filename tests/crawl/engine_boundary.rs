@@ -223,6 +223,13 @@ impl Schedule for Descending {
             .completed
             .push((site, now));
     }
+    fn try_contact(&mut self, _: SiteId, _: Tick) -> bool {
+        if self.in_flight > 0 {
+            return false;
+        }
+        self.in_flight += 1;
+        true
+    }
     fn set_site_delay(&mut self, _: SiteId, _: Duration) {}
     fn set_default_delay(&mut self, _: Duration) {}
     fn defer(&mut self, _: SiteId, _: Tick) {}

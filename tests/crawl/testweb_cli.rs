@@ -35,7 +35,7 @@ fn gen_site_writes_a_web_and_its_manifest() {
     assert!(o.status.success(), "{}", stderr(&o));
     let m = Manifest::load(&out).expect("manifest");
     assert_eq!(m.seed, 9);
-    assert_eq!(m.sites.len(), 6);
+    assert_eq!(m.sites.len(), 7);
     assert!(out.join("site02/index.html").is_file());
     assert!(out.join("hostile/malformed.html").is_file());
 }

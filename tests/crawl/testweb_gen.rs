@@ -524,7 +524,7 @@ fn page_sizes_vary_from_about_one_to_thirty_kb() {
 }
 
 #[test]
-fn hostile_web_has_its_three_extra_sites() {
+fn hostile_web_has_its_four_extra_sites() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let m = generate(
         &tmp.path().join("w"),
@@ -540,7 +540,8 @@ fn hostile_web_has_its_three_extra_sites() {
             SiteKind::Normal,
             SiteKind::Hostile,
             SiteKind::Robots500,
-            SiteKind::RobotsMoved
+            SiteKind::RobotsMoved,
+            SiteKind::RobotsAway
         ]
     );
     let hostile = m.site("hostile").expect("hostile");
@@ -559,6 +560,9 @@ fn hostile_web_has_its_three_extra_sites() {
     let rules = std::fs::read_to_string(dir.join("policy/robots.txt")).expect("policy");
     assert!(rules.contains("Disallow: /private/"), "{rules}");
     assert!(dir.join("private/secret.html").is_file());
+    let away = m.site("robotsaway").expect("robotsaway");
+    assert_eq!(away.disallowed, ["/private/secret.html"]);
+    assert!(!tmp.path().join("w/robotsaway/robots.txt").exists());
 }
 
 fn no_partial_left(parent: &Path) {

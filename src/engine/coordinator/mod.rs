@@ -37,7 +37,8 @@ use crate::canonical::canonicalize;
 use crate::config::{CrawlConfig, PRODUCT_TOKEN};
 use crate::extract::{ExtractLine, Extraction, Extractor};
 use crate::fetch::{
-    FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, RobotsFetch, RobotsFetched,
+    FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, ROBOTS_MAX_REDIRECTS,
+    RobotsFetch, RobotsFetched,
 };
 use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
@@ -67,6 +68,9 @@ const STORE_FAILED_HINT: &str = "Stop the crawl and run the same command again o
 /// How long a stop waits for in-flight work before cutting it (a stalled server must not
 /// hold the user's terminal for a whole fetch patience).
 const STOP_GRACE: Duration = Duration::from_secs(3);
+/// A site whose robots.txt redirected to an origin that may not be contacted yet asks again
+/// after this (or that origin's next allowed contact, if later).
+const HOP_RETRY: Duration = Duration::from_millis(100);
 
 /// What a worker hands back.
 enum TaskDone {
@@ -852,29 +856,7 @@ impl<F: Schedule> Coordinator<F> {
     fn use_contact(&mut self, site: SiteId, now: Duration) {
         self.live.mark(site);
         if self.needs_robots(site) {
-            // No other contact until robots.txt is resolved.
-            self.frontier.hold(site);
-            let Some(slot) = self.slots.take() else {
-                self.frontier.complete(site, now);
-                return;
-            };
-            let fetcher = self.fetcher.clone();
-            let origin = self.sites[site.index()].origin.clone();
-            let cell = self.slots.cells[slot].clone();
-            let handle = self.tasks.spawn(async move {
-                let fetch = fetcher.robots(&origin, &cell).await;
-                TaskDone::Robots { site, fetch }
-            });
-            self.running.insert(
-                handle.id(),
-                Running {
-                    slot,
-                    site,
-                    page: None,
-                    seq: None,
-                    abort: handle,
-                },
-            );
+            self.robots_contact(site, now);
             return;
         }
         // Resolved here or elsewhere (skipped, a resume, another member of a shared crawl).
@@ -916,6 +898,70 @@ impl<F: Schedule> Coordinator<F> {
                 }
             }
         }
+    }
+
+    /// The contact `site` was given goes to its robots.txt: `/robots.txt`, or where it
+    /// redirected. A hop to another origin is a contact of that origin instead, under its
+    /// politeness (RFC 9309 lets redirects cross origins; the site they land on is owed its
+    /// delay and its `--per-site` limit like any other): when that origin may not be contacted
+    /// now, `site` waits for it.
+    fn robots_contact(&mut self, site: SiteId, now: Duration) {
+        let s = &self.sites[site.index()];
+        let url = match &s.robots_next {
+            Some((url, _)) => url.clone(),
+            None => match s.origin.join("/robots.txt") {
+                Ok(url) => url,
+                // An origin always takes a path; should it not, there is nothing to ask.
+                Err(e) => {
+                    let fetch = RobotsFetch::Unreachable(format!("{}: {e}", s.origin));
+                    self.frontier.complete(site, now);
+                    let fetched = RobotsFetched {
+                        fetch,
+                        responses: Vec::new(),
+                    };
+                    self.on_robots(site, fetched, None, now);
+                    return;
+                }
+            },
+        };
+        let target = if same_origin(&s.origin, &url) {
+            site
+        } else {
+            let target = self.site_for(&url);
+            // This site's contact is not used: the request goes to the other origin.
+            self.frontier.complete(site, now);
+            if !self.frontier.try_contact(target, now) {
+                let at = self.frontier.next_allowed(target).max(now + HOP_RETRY);
+                self.frontier.defer(site, at);
+                self.touch_site(target);
+                return;
+            }
+            target
+        };
+        // No other contact until robots.txt is resolved.
+        self.frontier.hold(site);
+        let Some(slot) = self.slots.take() else {
+            // Unreachable by construction (dispatch checks for a free slot).
+            self.frontier.complete(target, now);
+            self.frontier.unhold(site, now);
+            return;
+        };
+        let fetcher = self.fetcher.clone();
+        let cell = self.slots.cells[slot].clone();
+        let handle = self.tasks.spawn(async move {
+            let fetch = fetcher.robots(&url, &cell).await;
+            TaskDone::Robots { site, fetch }
+        });
+        self.running.insert(
+            handle.id(),
+            Running {
+                slot,
+                site: target,
+                page: None,
+                seq: None,
+                abort: handle,
+            },
+        );
     }
 
     fn spawn_page(&mut self, site: SiteId, id: u32, url: Url) {
@@ -1302,7 +1348,15 @@ impl<F: Schedule> Coordinator<F> {
         self.touch_site(site);
         let wall = crate::clock::wall();
         let s = &mut self.sites[site.index()];
+        let hops = s.robots_next.take().map_or(0, |(_, n)| n);
         let outcome = match fetch {
+            RobotsFetch::Redirect(next) if hops < ROBOTS_MAX_REDIRECTS => {
+                // The next hop is the site's next contact for robots.txt (or a contact of the
+                // origin it lands on), after the delay.
+                s.robots_next = Some((next, hops + 1));
+                self.frontier.unhold(site, now);
+                return;
+            }
             RobotsFetch::Response {
                 status,
                 body,
@@ -1320,7 +1374,7 @@ impl<F: Schedule> Coordinator<F> {
                 outcome
             }
             RobotsFetch::Unreachable(_) => s.robots.on_unreachable(&self.policy),
-            RobotsFetch::TooManyRedirects => {
+            RobotsFetch::Redirect(_) | RobotsFetch::TooManyRedirects => {
                 s.robots_memo = RobotsMemo::TooManyRedirects;
                 s.robots.on_too_many_redirects()
             }
