@@ -804,6 +804,103 @@ async fn robots_txt_redirects_keep_the_politeness_of_the_site_they_land_on() {
     }
 }
 
+/// A site on 127.0.0.1 whose `/robots.txt` redirects `hops` times (`/r/1`, `/r/2`, ...) to a file
+/// disallowing `/secret.html`, which its index links to beside `/ok.html`. Returns its origin
+/// and every path asked, in order.
+async fn robots_chain_site(hops: u32) -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("bound"));
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = asked.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let path = head.split(' ').nth(1).unwrap_or("").to_string();
+                log.lock().expect("log").push(path.clone());
+                let hop = |n: u32| {
+                    if n < hops {
+                        (
+                            "301 Moved",
+                            format!("Location: /r/{}\r\n", n + 1),
+                            String::new(),
+                        )
+                    } else {
+                        let rules = "User-agent: *\nDisallow: /secret.html\n".to_string();
+                        ("200 OK", String::new(), rules)
+                    }
+                };
+                let (status, extra, body) = match path.as_str() {
+                    "/robots.txt" => hop(0),
+                    "/" => (
+                        "200 OK",
+                        "Content-Type: text/html\r\n".to_string(),
+                        r#"<a href="/secret.html">s</a> <a href="/ok.html">o</a>"#.to_string(),
+                    ),
+                    p => match p.strip_prefix("/r/").and_then(|n| n.parse().ok()) {
+                        Some(n) => hop(n),
+                        None => (
+                            "200 OK",
+                            "Content-Type: text/html\r\n".to_string(),
+                            "<p>a page</p>".to_string(),
+                        ),
+                    },
+                };
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    (origin, asked)
+}
+
+/// RFC 9309 2.3.1.2: five redirects are followed and the rules at the end obeyed; past five the
+/// file is taken as unavailable (everything allowed), as the site's state says.
+#[tokio::test]
+async fn robots_txt_redirects_are_followed_five_times_and_no_more() {
+    for (hops, secret_asked, state) in [(5, false, "handled"), (6, true, "unexisting")] {
+        let (origin, asked) = robots_chain_site(hops).await;
+        let mut cfg = config(vec![format!("{origin}/")]);
+        cfg.delay_ms = 0;
+        let crawled = crawl(cfg).await;
+        assert!(crawled.summary.completed);
+        let asked = asked.lock().expect("log").clone();
+        let robots_hops = asked
+            .iter()
+            .filter(|p| *p == "/robots.txt" || p.starts_with("/r/"))
+            .count();
+        assert_eq!(
+            robots_hops,
+            6.min(hops as usize + 1),
+            "{hops} redirects: {asked:?}"
+        );
+        assert_eq!(
+            asked.iter().any(|p| p == "/secret.html"),
+            secret_asked,
+            "{hops} redirects: {asked:?}"
+        );
+        assert!(asked.iter().any(|p| p == "/ok.html"), "{asked:?}");
+        let row = &crawled.stats["sites"][0];
+        assert_eq!(row["robots_state"], state, "{hops} redirects");
+    }
+}
+
 #[tokio::test]
 async fn a_capped_crawl_delay_is_obeyed_at_the_cap_and_logged_once() {
     // site01 asks for a 1 s Crawl-delay; the cap is 200 ms.
