@@ -532,24 +532,42 @@ async fn wrong_paths_methods_and_parameters_get_clear_errors() {
     live.handle.abort();
 }
 
-/// Requests `/stats` over one keep-alive connection until `stop`; returns the 200s seen.
-async fn hammer(addr: SocketAddr, stop: CancellationToken) -> u64 {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let mut stream = tokio::io::BufReader::new(stream);
-    let mut ok = 0;
-    while !stop.is_cancelled() {
-        let req = format!("GET /stats HTTP/1.1\r\nHost: {addr}\r\n\r\n");
-        if stream.get_mut().write_all(req.as_bytes()).await.is_err() {
-            break;
+/// One keep-alive connection to the API, spoken to in raw HTTP/1.1.
+struct KeepAlive {
+    stream: tokio::io::BufReader<TcpStream>,
+}
+
+impl KeepAlive {
+    async fn connect(addr: SocketAddr) -> KeepAlive {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        KeepAlive {
+            stream: tokio::io::BufReader::new(stream),
         }
+    }
+
+    async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.get_mut().write_all(bytes).await
+    }
+
+    /// The next response's status (its body read), or None when the server closed (or broke)
+    /// first.
+    async fn response(&mut self) -> Option<u16> {
         let mut status_line = String::new();
-        if stream.read_line(&mut status_line).await.unwrap_or(0) == 0 {
-            break;
+        if self.stream.read_line(&mut status_line).await.unwrap_or(0) == 0 {
+            return None;
         }
+        let status = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("a status line");
         let mut length = 0;
         loop {
             let mut line = String::new();
-            stream.read_line(&mut line).await.expect("a header line");
+            self.stream
+                .read_line(&mut line)
+                .await
+                .expect("a header line");
             if line == "\r\n" {
                 break;
             }
@@ -560,9 +578,24 @@ async fn hammer(addr: SocketAddr, stop: CancellationToken) -> u64 {
             }
         }
         let mut body = vec![0; length];
-        stream.read_exact(&mut body).await.expect("a body");
-        if status_line.starts_with("HTTP/1.1 200") {
-            ok += 1;
+        self.stream.read_exact(&mut body).await.expect("a body");
+        Some(status)
+    }
+}
+
+/// Requests `/stats` over one keep-alive connection until `stop`; returns the 200s seen.
+async fn hammer(addr: SocketAddr, stop: CancellationToken) -> u64 {
+    let mut conn = KeepAlive::connect(addr).await;
+    let mut ok = 0;
+    while !stop.is_cancelled() {
+        let req = format!("GET /stats HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        if conn.send(req.as_bytes()).await.is_err() {
+            break;
+        }
+        match conn.response().await {
+            Some(200) => ok += 1,
+            Some(_) => {}
+            None => break,
         }
     }
     ok
