@@ -18,6 +18,9 @@ use crate::testweb::{GenOptions, TestWeb};
 
 /// Generous bound for waiting on an event; a test that needs it has failed anyway.
 pub(super) const PATIENCE: Duration = Duration::from_secs(30);
+/// Well below the idle timeouts (5 s between HTTP requests, 10 s on the command port): a
+/// newcomer answered within it did not wait for anyone's silence to end.
+pub(super) const PROMPTLY: Duration = Duration::from_secs(2);
 
 pub(super) fn loopback() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 0))
