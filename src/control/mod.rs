@@ -7,7 +7,7 @@
 //! validation, renderings, sending), `metrics` (`/metrics` through `prometheus-client`),
 //! `index` (queries on the crawl's index), [`port`] (the line protocol), `places` (how many
 //! clients a door serves, and which idle one goes when a newcomer finds them all taken),
-//! `client` (reqwest).
+//! `keepalive` (when an HTTP connection is idle), `client` (reqwest).
 //!
 //! They are observers of the engine's handle, like the dashboard: they read the latest
 //! [`Snapshot`] (cloning the `Arc` out of the watch channel and dropping the borrow at once)
@@ -20,6 +20,7 @@ mod auth;
 mod client;
 mod commands;
 mod index;
+mod keepalive;
 mod metrics;
 mod places;
 pub mod port;
@@ -52,6 +53,7 @@ use crate::engine::{Command, Commander};
 use crate::snapshot::{CommandSource, Snapshot};
 use commands::{Handlers, View};
 use index::{IndexQuery, QueryError};
+use keepalive::{Watch, WatchedBody, WatchedIo};
 use places::{Place, Places};
 
 /// A client has this long to send a request's headers, and an idle keep-alive connection
@@ -63,7 +65,8 @@ const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 /// What a connection gets to finish its response at shutdown or at the end of its lifetime.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// Connections served at once, so that a flood of stalled clients costs a bounded number of
-/// tasks and buffers; a newcomer beyond them waits until one ends.
+/// tasks and buffers. A newcomer beyond them takes the place of the longest idle keep-alive
+/// connection, or waits while every one is busy (`places`).
 const MAX_CONNECTIONS: usize = 256;
 
 /// Where and how a control room listens.
@@ -248,30 +251,31 @@ async fn serve_connection(
     place: Place,
     stop: CancellationToken,
 ) {
-    // Busy for good, never evicted once started, until the connection tells its place when it
-    // is idle; evicted before its first poll, it goes at once.
-    if place.busy().is_err() {
-        return;
-    }
+    let watch = Arc::new(Watch::new(place));
+    let answers = watch.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let shared = shared.clone();
+        let watch = answers.clone();
         async move {
             // Queries read the index on the blocking pool; everything else answers at once.
-            if let Some(query) = IndexQuery::from_path(req.uri().path()) {
-                return Ok::<_, Infallible>(search_reply(&shared, &req, query).await);
-            }
-            Ok(respond(&shared, &req))
+            let reply = match IndexQuery::from_path(req.uri().path()) {
+                Some(query) => search_reply(&shared, &req, query).await,
+                None => respond(&shared, &req),
+            };
+            Ok::<_, Infallible>(reply.map(|body| WatchedBody::new(body, watch)))
         }
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(TokioIo::new(WatchedIo::new(stream, watch.clone())), service);
     tokio::pin!(conn);
+    // An evicted connection is idle: hyper's graceful shutdown closes it at once.
     let ended = tokio::select! {
         r = conn.as_mut() => Some(r),
         () = stop.cancelled() => None,
+        () = watch.place.evicted() => None,
         () = tokio::time::sleep(CONNECTION_LIFETIME) => None,
     };
     match ended {
