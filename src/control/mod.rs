@@ -5,20 +5,24 @@
 //!
 //! Rooms: `auth` (token rules, the bearer check), `commands` (the handlers both doors share:
 //! validation, renderings, sending), `metrics` (`/metrics` through `prometheus-client`),
-//! `index` (queries on the crawl's index), [`port`] (the line protocol), `client` (reqwest).
+//! `index` (queries on the crawl's index), [`port`] (the line protocol), `places` (how many
+//! clients a door serves, and which idle one goes when a newcomer finds them all taken),
+//! `keepalive` (when an HTTP connection is idle), `client` (reqwest).
 //!
 //! They are observers of the engine's handle, like the dashboard: they read the latest
 //! [`Snapshot`] (cloning the `Arc` out of the watch channel and dropping the borrow at once)
 //! and send [`Command`]s with [`CommandSource::Api`] or [`CommandSource::Port`]. They must never
 //! reach into engine internals, never hold a snapshot borrow across an await, never let a
-//! client (slow, stalled, silent or many) hold up the crawl, and never listen off loopback
-//! without a token.
+//! client (slow, stalled, silent or many) hold up the crawl, never let idle clients keep a
+//! newcomer out (`places`), and never listen off loopback without a token.
 
 mod auth;
 mod client;
 mod commands;
 mod index;
+mod keepalive;
 mod metrics;
+mod places;
 pub mod port;
 #[cfg(test)]
 mod tests;
@@ -36,7 +40,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -49,6 +53,8 @@ use crate::engine::{Command, Commander};
 use crate::snapshot::{CommandSource, Snapshot};
 use commands::{Handlers, View};
 use index::{IndexQuery, QueryError};
+use keepalive::{Watch, WatchedBody, WatchedIo};
+use places::{Place, Places};
 
 /// A client has this long to send a request's headers, and an idle keep-alive connection
 /// this long to start the next one; then the connection is closed.
@@ -58,8 +64,9 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 /// What a connection gets to finish its response at shutdown or at the end of its lifetime.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
-/// Connections served at once; more wait in the listen backlog, so a flood of stalled clients
-/// costs a bounded number of tasks and buffers.
+/// Connections served at once, so that a flood of stalled clients costs a bounded number of
+/// tasks and buffers. A newcomer beyond them takes the place of the longest idle keep-alive
+/// connection, or waits while every one is busy (`places`).
 const MAX_CONNECTIONS: usize = 256;
 
 /// Where and how a control room listens.
@@ -123,17 +130,17 @@ impl ControlServer {
         self.tasks.wait().await;
     }
 
-    /// Serves every accepted connection with `serve`, at most `max` at once.
+    /// Serves every accepted connection with `serve`, at most `max` at once (`places`).
     fn start<F, Fut>(listener: TcpListener, local_addr: SocketAddr, max: usize, serve: F) -> Self
     where
-        F: Fn(TcpStream, CancellationToken) -> Fut + Send + 'static,
+        F: Fn(TcpStream, Place, CancellationToken) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
         tasks.spawn(accept_loop(
             listener,
-            max,
+            Arc::new(Places::new(max)),
             serve,
             stop.clone(),
             tasks.clone(),
@@ -193,7 +200,7 @@ pub async fn serve_with_index(
         listener,
         local_addr,
         MAX_CONNECTIONS,
-        move |stream, stop| serve_connection(shared.clone(), stream, stop),
+        move |stream, place, stop| serve_connection(shared.clone(), stream, place, stop),
     ))
 }
 
@@ -202,34 +209,32 @@ struct Shared {
     handlers: Arc<Handlers>,
 }
 
+/// Accepts, then finds the newcomer a place: with every place held, the longest idle client
+/// gives up its own. While every holder is busy the newcomer waits here, accepted but not
+/// served, and nobody else is accepted.
 async fn accept_loop<F, Fut>(
     listener: TcpListener,
-    max: usize,
+    places: Arc<Places>,
     serve: F,
     stop: CancellationToken,
     tasks: TaskTracker,
 ) where
-    F: Fn(TcpStream, CancellationToken) -> Fut,
+    F: Fn(TcpStream, Place, CancellationToken) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let slots = Arc::new(Semaphore::new(max));
     loop {
-        let slot = tokio::select! {
-            () = stop.cancelled() => return,
-            s = slots.clone().acquire_owned() => s.expect("the connection semaphore is never closed"),
-        };
         let accepted = tokio::select! {
             () = stop.cancelled() => return,
             a = listener.accept() => a,
         };
         match accepted {
             Ok((stream, _)) => {
+                let place = tokio::select! {
+                    () = stop.cancelled() => return,
+                    p = places.make_room() => p,
+                };
                 let _ = stream.set_nodelay(true);
-                let served = serve(stream, stop.clone());
-                tasks.spawn(async move {
-                    served.await;
-                    drop(slot);
-                });
+                tasks.spawn(serve(stream, place, stop.clone()));
             }
             Err(e) => {
                 // Out of file descriptors and the like: wait a little instead of spinning.
@@ -240,26 +245,37 @@ async fn accept_loop<F, Fut>(
     }
 }
 
-async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, stop: CancellationToken) {
+async fn serve_connection(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    place: Place,
+    stop: CancellationToken,
+) {
+    let watch = Arc::new(Watch::new(place));
+    let answers = watch.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let shared = shared.clone();
+        let watch = answers.clone();
         async move {
             // Queries read the index on the blocking pool; everything else answers at once.
-            if let Some(query) = IndexQuery::from_path(req.uri().path()) {
-                return Ok::<_, Infallible>(search_reply(&shared, &req, query).await);
-            }
-            Ok(respond(&shared, &req))
+            let reply = match IndexQuery::from_path(req.uri().path()) {
+                Some(query) => search_reply(&shared, &req, query).await,
+                None => respond(&shared, &req),
+            };
+            Ok::<_, Infallible>(reply.map(|body| WatchedBody::new(body, watch)))
         }
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(TokioIo::new(WatchedIo::new(stream, watch.clone())), service);
     tokio::pin!(conn);
+    // An evicted connection is idle: hyper's graceful shutdown closes it at once.
     let ended = tokio::select! {
         r = conn.as_mut() => Some(r),
         () = stop.cancelled() => None,
+        () = watch.place.evicted() => None,
         () = tokio::time::sleep(CONNECTION_LIFETIME) => None,
     };
     match ended {

@@ -16,12 +16,14 @@
 //! A command's answer that is not `OK` or a block is one line `ERR message`, and the connection
 //! stays usable: an unknown command, a missing, extra or out-of-range argument (the same checks
 //! and words as the HTTP API: `control::commands`), bytes that are not UTF-8, a query without
-//! `--out`, a crawl that is over. Only three things close it: a line longer than 8 KiB (after
-//! `ERR`), a wrong or missing `AUTH` when a token is set (after `ERR`), and silence: a client
-//! that sends no whole line for 10 s is let go after `ERR idle for 10 s (no command line);
-//! closing`, one that does not read its answers for 10 s without a word. At most 64 clients are
-//! served at once; more wait in the listen backlog (idle ones holding every place keep a
-//! newcomer waiting up to their 10 s).
+//! `--out`, a crawl that is over. Only four things close it: a line longer than 8 KiB (after
+//! `ERR`), a wrong or missing `AUTH` when a token is set (after `ERR`), silence, and a full
+//! port. A client that sends no whole line for 10 s is let go after `ERR idle for 10 s (no
+//! command line); closing`, one that does not read its answers for 10 s without a word. At
+//! most 64 clients are served at once; a newcomer beyond them takes the place of the client
+//! waiting longest for its next line, which is let go after `ERR the port is full; closing
+//! this idle session`. A client in the middle of a line or a command keeps its place: while
+//! all 64 are, a newcomer waits until one is done (`control::places`).
 //!
 //! It owns the line reading, its bounds and the words of the answers. It must never hold a
 //! snapshot borrow or a lock across an await, and never let one client hold up the crawl or
@@ -39,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::commands::{self, Handlers, View};
 use super::index::{self, IndexQuery};
+use super::places::Place;
 use super::{ControlError, ControlOptions, ControlServer, auth};
 use crate::engine::{Command, Commander};
 use crate::snapshot::{CommandSource, Snapshot};
@@ -85,7 +88,9 @@ pub async fn serve_port(
         listener,
         local_addr,
         MAX_CLIENTS,
-        move |stream, stop| serve_client(handlers.clone(), token.clone(), stream, stop),
+        move |stream, place, stop| {
+            serve_client(handlers.clone(), token.clone(), stream, place, stop)
+        },
     ))
 }
 
@@ -97,6 +102,8 @@ enum Line {
     TooLong,
     /// Nothing (or no whole line) came for [`IDLE_TIMEOUT`].
     Idle,
+    /// The client's place went to a newcomer while it was waiting for its next line.
+    Evicted,
     /// The client closed, or the port is shutting down.
     End,
 }
@@ -114,22 +121,24 @@ async fn serve_client(
     handlers: Arc<Handlers>,
     token: Option<Arc<str>>,
     stream: TcpStream,
+    place: Place,
     stop: CancellationToken,
 ) {
     let mut stream = BufReader::new(stream);
     let mut authenticated = token.is_none();
     loop {
-        let answer = match read_line(&mut stream, &stop).await {
+        let answer = match read_line(&mut stream, &place, &stop).await {
             Line::End => return,
-            // Nothing unread is left behind, so the close needs no linger.
+            // Nothing unread is left behind, so these closes need no linger.
             Line::Idle => {
                 let said = format!(
-                    "ERR idle for {} s (no command line); closing\n",
+                    "ERR idle for {} s (no command line); closing",
                     IDLE_TIMEOUT.as_secs()
                 );
-                let _ =
-                    tokio::time::timeout(LINGER, stream.get_mut().write_all(said.as_bytes())).await;
-                return;
+                return last_line(stream, &said).await;
+            }
+            Line::Evicted => {
+                return last_line(stream, "ERR the port is full; closing this idle session").await;
             }
             Line::TooLong => Answer::Close(format!(
                 "ERR the line is longer than {MAX_LINE} bytes; closing"
@@ -177,8 +186,32 @@ async fn serve_client(
     }
 }
 
-/// Reads one line of at most [`MAX_LINE`] bytes, waiting at most [`IDLE_TIMEOUT`].
-async fn read_line(stream: &mut BufReader<TcpStream>, stop: &CancellationToken) -> Line {
+/// Reads one line of at most [`MAX_LINE`] bytes, waiting at most [`IDLE_TIMEOUT`]. Until
+/// its first byte comes the client is idle, and may lose its place to a newcomer.
+async fn read_line(
+    stream: &mut BufReader<TcpStream>,
+    place: &Place,
+    stop: &CancellationToken,
+) -> Line {
+    let deadline = tokio::time::Instant::now() + IDLE_TIMEOUT;
+    // A line that came with the last one is no pause: the client stays busy.
+    if stream.buffer().is_empty() {
+        place.idle();
+    }
+    let first = tokio::select! {
+        () = stop.cancelled() => return Line::End,
+        () = place.evicted() => return Line::Evicted,
+        r = tokio::time::timeout_at(deadline, stream.fill_buf()) => r.map(|r| r.map(<[u8]>::is_empty)),
+    };
+    match first {
+        Err(_) => return Line::Idle,
+        Ok(Err(_) | Ok(true)) => return Line::End,
+        Ok(Ok(false)) => {}
+    }
+    // Evicted in the very moment its line came, it goes as if the line had come a moment later.
+    if place.busy().is_err() {
+        return Line::Evicted;
+    }
     let mut buf = Vec::new();
     let read = async {
         (&mut *stream)
@@ -188,7 +221,7 @@ async fn read_line(stream: &mut BufReader<TcpStream>, stop: &CancellationToken) 
     };
     let n = tokio::select! {
         () = stop.cancelled() => return Line::End,
-        r = tokio::time::timeout(IDLE_TIMEOUT, read) => match r {
+        r = tokio::time::timeout_at(deadline, read) => match r {
             Ok(Ok(n)) => n,
             Ok(Err(_)) => return Line::End,
             Err(_) => return Line::Idle,
@@ -328,6 +361,13 @@ fn block(value: serde_json::Value) -> Vec<String> {
         serde_json::Value::Array(items) => items.iter().map(ToString::to_string).collect(),
         other => vec![other.to_string()],
     }
+}
+
+/// Says `line` and closes, giving the write at most [`LINGER`]: for a client that has left
+/// nothing unread, so that no reset can overtake the line.
+async fn last_line(mut stream: BufReader<TcpStream>, line: &str) {
+    let said = format!("{line}\n");
+    let _ = tokio::time::timeout(LINGER, stream.get_mut().write_all(said.as_bytes())).await;
 }
 
 /// Closes our side, then reads and drops what the client still sends for a short while, so

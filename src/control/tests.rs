@@ -18,6 +18,9 @@ use crate::testweb::{GenOptions, TestWeb};
 
 /// Generous bound for waiting on an event; a test that needs it has failed anyway.
 pub(super) const PATIENCE: Duration = Duration::from_secs(30);
+/// Well below the idle timeouts (5 s between HTTP requests, 10 s on the command port): a
+/// newcomer answered within it did not wait for anyone's silence to end.
+pub(super) const PROMPTLY: Duration = Duration::from_secs(2);
 
 pub(super) fn loopback() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 0))
@@ -532,24 +535,42 @@ async fn wrong_paths_methods_and_parameters_get_clear_errors() {
     live.handle.abort();
 }
 
-/// Requests `/stats` over one keep-alive connection until `stop`; returns the 200s seen.
-async fn hammer(addr: SocketAddr, stop: CancellationToken) -> u64 {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let mut stream = tokio::io::BufReader::new(stream);
-    let mut ok = 0;
-    while !stop.is_cancelled() {
-        let req = format!("GET /stats HTTP/1.1\r\nHost: {addr}\r\n\r\n");
-        if stream.get_mut().write_all(req.as_bytes()).await.is_err() {
-            break;
+/// One keep-alive connection to the API, spoken to in raw HTTP/1.1.
+struct KeepAlive {
+    stream: tokio::io::BufReader<TcpStream>,
+}
+
+impl KeepAlive {
+    async fn connect(addr: SocketAddr) -> KeepAlive {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        KeepAlive {
+            stream: tokio::io::BufReader::new(stream),
         }
+    }
+
+    async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.get_mut().write_all(bytes).await
+    }
+
+    /// The next response's status (its body read), or None when the server closed (or broke)
+    /// first.
+    async fn response(&mut self) -> Option<u16> {
         let mut status_line = String::new();
-        if stream.read_line(&mut status_line).await.unwrap_or(0) == 0 {
-            break;
+        if self.stream.read_line(&mut status_line).await.unwrap_or(0) == 0 {
+            return None;
         }
+        let status = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("a status line");
         let mut length = 0;
         loop {
             let mut line = String::new();
-            stream.read_line(&mut line).await.expect("a header line");
+            self.stream
+                .read_line(&mut line)
+                .await
+                .expect("a header line");
             if line == "\r\n" {
                 break;
             }
@@ -560,9 +581,40 @@ async fn hammer(addr: SocketAddr, stop: CancellationToken) -> u64 {
             }
         }
         let mut body = vec![0; length];
-        stream.read_exact(&mut body).await.expect("a body");
-        if status_line.starts_with("HTTP/1.1 200") {
-            ok += 1;
+        self.stream.read_exact(&mut body).await.expect("a body");
+        Some(status)
+    }
+
+    /// Sends `request` and waits for its answer's status.
+    async fn status(&mut self, request: &str) -> u16 {
+        self.send(request.as_bytes()).await.expect("write");
+        let answer = tokio::time::timeout(PATIENCE, self.response()).await;
+        answer.expect("an answer in time").expect("an answer")
+    }
+
+    /// What the server sends until it closes.
+    async fn rest(&mut self) -> std::io::Result<Vec<u8>> {
+        let mut rest = Vec::new();
+        tokio::time::timeout(PATIENCE, self.stream.read_to_end(&mut rest))
+            .await
+            .expect("the server closes in time")?;
+        Ok(rest)
+    }
+}
+
+/// Requests `/stats` over one keep-alive connection until `stop`; returns the 200s seen.
+async fn hammer(addr: SocketAddr, stop: CancellationToken) -> u64 {
+    let mut conn = KeepAlive::connect(addr).await;
+    let mut ok = 0;
+    while !stop.is_cancelled() {
+        let req = format!("GET /stats HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        if conn.send(req.as_bytes()).await.is_err() {
+            break;
+        }
+        match conn.response().await {
+            Some(200) => ok += 1,
+            Some(_) => {}
+            None => break,
         }
     }
     ok
@@ -638,6 +690,56 @@ async fn half_sent_and_idle_connections_are_closed_by_the_server() {
         let mut buf = Vec::new();
         let read = tokio::time::timeout(bound, stream.read_to_end(&mut buf)).await;
         assert!(read.is_ok(), "{what}: still open after {bound:?}");
+    }
+    live.handle.abort();
+}
+
+#[tokio::test]
+async fn a_full_api_lets_a_newcomer_in_by_closing_the_longest_idle_keep_alive() {
+    let live = Live::start(GenOptions::new(1, 3), 5, None).await;
+    let addr = live.addr();
+    let get = format!("GET /stats HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    // In first, so the longest idle were it idle: a connection in the middle of its second
+    // request's headers (sent well before the newcomer comes, a few hundred exchanges later).
+    let mut half = KeepAlive::connect(addr).await;
+    assert_eq!(half.status(&get).await, 200);
+    half.send(b"GET /stats HTTP/1.1\r\nHost:")
+        .await
+        .expect("write");
+    // Then one that has sent nothing since it came: accepted before the next is answered, so
+    // idle the longest.
+    let mut silent = KeepAlive::connect(addr).await;
+    // The other places, each connection idle after one answer, the first the longest.
+    let mut idle = Vec::new();
+    for _ in 2..MAX_CONNECTIONS {
+        let mut c = KeepAlive::connect(addr).await;
+        assert_eq!(c.status(&get).await, 200);
+        idle.push(c);
+    }
+
+    // A newcomer takes the silent one's place...
+    let mut newcomer = KeepAlive::connect(addr).await;
+    let status = tokio::time::timeout(PROMPTLY, newcomer.status(&get))
+        .await
+        .expect("a newcomer to a full API is answered at once");
+    assert_eq!(status, 200);
+    assert_eq!(silent.rest().await.expect("a clean close"), b"");
+    // ...and the next one that of the keep-alive idle longest, closed gracefully: no answer,
+    // no reset, the end of the stream.
+    let answer = tokio::time::timeout(PROMPTLY, client_request(addr, None, "GET", "/stats"))
+        .await
+        .expect("a newcomer to a full API is answered at once")
+        .expect("an answer");
+    assert_eq!(answer.0, 200);
+    let mut first = idle.remove(0);
+    assert_eq!(first.rest().await.expect("a clean close"), b"");
+    // The one mid-request was not: it gets its answer.
+    half.send(b" x\r\n\r\n").await.expect("write");
+    let answer = tokio::time::timeout(PATIENCE, half.response()).await;
+    assert_eq!(answer.expect("an answer in time"), Some(200));
+    // Nor any other.
+    for c in idle.iter_mut().chain([&mut newcomer]) {
+        assert_eq!(c.status(&get).await, 200);
     }
     live.handle.abort();
 }

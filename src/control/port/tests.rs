@@ -5,7 +5,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, Buf
 use tokio::net::TcpStream;
 
 use super::*;
-use crate::control::tests::{PATIENCE, commands_from, crawl, loopback, wait_snapshot};
+use crate::control::tests::{PATIENCE, PROMPTLY, commands_from, crawl, loopback, wait_snapshot};
 use crate::engine::CrawlHandle;
 use crate::snapshot::RunState;
 use crate::testweb::{GenOptions, TestWeb};
@@ -262,14 +262,25 @@ async fn silent_and_many_clients_hold_up_neither_the_crawl_nor_each_other() {
     // The crawl goes on meanwhile.
     let before = live.handle.snapshots().borrow().resources.fetched;
     wait_snapshot(&live.handle, |s| s.resources.fetched >= before + 5).await;
-    // The silent ones are let go after the idle timeout, and a newcomer is served.
-    let started = tokio::time::Instant::now();
+    // A newcomer is served at once: the longest silent makes room, and is told why.
     let mut c = live.client().await;
-    assert_eq!(c.ask("PAUSE").await, "OK pause");
-    assert!(started.elapsed() < IDLE_TIMEOUT * 3);
+    let paused = tokio::time::timeout(PROMPTLY, c.ask("PAUSE")).await;
+    assert_eq!(paused.expect("a newcomer is served at once"), "OK pause");
     let mut first = BufReader::new(silent.remove(0));
     let mut rest = Vec::new();
-    let closed = tokio::time::timeout(IDLE_TIMEOUT + PATIENCE, first.read_to_end(&mut rest)).await;
+    let closed = tokio::time::timeout(PATIENCE, first.read_to_end(&mut rest)).await;
+    assert!(
+        closed.is_ok(),
+        "the longest silent client is still connected"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&rest),
+        "ERR the port is full; closing this idle session\n"
+    );
+    // The silent ones that no newcomer needed are let go after the idle timeout.
+    let mut last = BufReader::new(silent.pop().expect("a silent client"));
+    rest.clear();
+    let closed = tokio::time::timeout(IDLE_TIMEOUT + PATIENCE, last.read_to_end(&mut rest)).await;
     assert!(closed.is_ok(), "a silent client is still connected");
     assert_eq!(
         String::from_utf8_lossy(&rest),
@@ -290,6 +301,90 @@ async fn silent_and_many_clients_hold_up_neither_the_crawl_nor_each_other() {
         assert_eq!(answer, format!("OK delay {} ms", 100 + i));
     }
     drop(silent);
+    live.handle.abort();
+}
+
+/// `MAX_CLIENTS - 1` clients that each had one answer, one after the other, so that they fell
+/// idle in that order: the first is the longest idle.
+async fn idle_clients(live: &Live) -> Vec<Client> {
+    let mut idle = Vec::new();
+    for _ in 1..MAX_CLIENTS {
+        let mut c = live.client().await;
+        assert!(c.ask("STATS").await.starts_with('{'));
+        idle.push(c);
+    }
+    idle
+}
+
+#[tokio::test]
+async fn a_full_port_lets_a_newcomer_in_by_closing_the_longest_idle_client() {
+    let live = Live::start(None).await;
+    // In first, so the longest idle were it idle: a client in the middle of a line. The start
+    // of the line comes with a whole one, so the server holds it once the answer is out.
+    let mut partial = live.client().await;
+    partial.send(b"STATS\nDELAY 3").await;
+    assert!(partial.line().await.expect("an answer").starts_with('{'));
+    let mut idle = idle_clients(&live).await;
+
+    let mut newcomer = live.client().await;
+    let stats = tokio::time::timeout(PROMPTLY, newcomer.ask("STATS"))
+        .await
+        .expect("a newcomer to a full port is answered at once");
+    assert!(stats.starts_with('{'), "{stats}");
+    // The longest idle is told why, and let go.
+    let mut first = idle.remove(0);
+    assert_eq!(
+        first.line().await.as_deref(),
+        Some("ERR the port is full; closing this idle session")
+    );
+    assert!(first.closed_within(PATIENCE).await);
+    // The one mid-line was not: it finishes its command.
+    partial.send(b"0\n").await;
+    assert_eq!(partial.line().await.as_deref(), Some("OK delay 30 ms"));
+    // Nor any other.
+    for c in &mut idle {
+        assert!(c.ask("STATS").await.starts_with('{'));
+    }
+    assert!(newcomer.ask("STATS").await.starts_with('{'));
+    live.handle.abort();
+}
+
+#[tokio::test]
+async fn a_newcomer_waits_while_every_client_is_mid_command_then_takes_the_first_idle_place() {
+    let live = Live::start(None).await;
+    let mut busy = Vec::new();
+    for _ in 0..MAX_CLIENTS {
+        let mut c = live.client().await;
+        c.send(b"STATS\nSTA").await;
+        assert!(c.line().await.expect("an answer").starts_with('{'));
+        busy.push(c);
+    }
+    let mut newcomer = live.client().await;
+    newcomer.send(b"STATS\n").await;
+    // An observation window: nobody is idle, so nobody is closed to make room.
+    let early = tokio::time::timeout(Duration::from_millis(500), newcomer.line()).await;
+    assert!(
+        early.is_err(),
+        "answered while every place was busy: {early:?}"
+    );
+    // The first to finish its command falls idle, and makes room.
+    let first = &mut busy[0];
+    first.send(b"TS\n").await;
+    assert!(first.line().await.expect("an answer").starts_with('{'));
+    assert_eq!(
+        first.line().await.as_deref(),
+        Some("ERR the port is full; closing this idle session")
+    );
+    assert!(first.closed_within(PATIENCE).await);
+    let stats = tokio::time::timeout(PROMPTLY, newcomer.line())
+        .await
+        .expect("the newcomer is served once a place falls idle");
+    assert!(stats.expect("an answer").starts_with('{'));
+    // The others were left alone.
+    for c in &mut busy[1..] {
+        c.send(b"TS\n").await;
+        assert!(c.line().await.expect("an answer").starts_with('{'));
+    }
     live.handle.abort();
 }
 
