@@ -412,10 +412,11 @@ async fn a_token_must_come_first_as_auth() {
     let snap = wait_snapshot(&live.handle, |s| s.state == RunState::Paused).await;
     // Only the authenticated PAUSE reached the engine.
     assert_eq!(commands_from(&snap, CommandSource::Port), ["pause"]);
-    // Off loopback the port needs a token before it binds anything.
+    // Off loopback the port needs a token before it binds anything (TEST-NET-1, on no
+    // interface here: a bind would fail with another error, and send nothing).
     let got = serve_port(
         ControlOptions {
-            addr: "0.0.0.0:0".parse().expect("addr"),
+            addr: "192.0.2.1:7071".parse().expect("addr"),
             token: None,
         },
         None,
