@@ -267,8 +267,10 @@ pub struct CrawlArgs {
     /// Start a new WARC file past this size [default: 1 GiB].
     #[arg(long)]
     pub warc_max_bytes: Option<u64>,
-    /// Write the checkpoint in --out this often; after a kill, at most this much crawling is
-    /// fetched again [default: 1000].
+    /// Write the checkpoint in --out this often [default: 1000]. After a kill, what was fetched
+    /// after the last checkpoint is fetched again: this much crawling, plus whatever finished
+    /// while the oldest fetch then in flight was still running (pages are committed in the
+    /// order they were scheduled, so one slow fetch, up to --timeout-ms, holds the mark).
     #[arg(long, value_name = "MS")]
     pub checkpoint_ms: Option<u64>,
     /// With --out: URLs each frontier queue keeps in memory; longer queues wait on disk in

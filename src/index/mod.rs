@@ -1204,7 +1204,14 @@ fn check_query(query: &str) -> Result<(), IndexError> {
     Ok(())
 }
 
-/// The 1-based numbered lines of `text` holding any of `words`, tokenized as the index does.
+/// The most characters of a matching line a hit carries: a longer line (a minified page's
+/// whole text) is cut to this around its first match, each cut marked `…`.
+pub const LINE_WINDOW: usize = 200;
+/// Characters kept before the first match when a line is cut.
+const LINE_LEAD: usize = 60;
+
+/// The 1-based numbered lines of `text` holding any of `words`, tokenized as the index does,
+/// each cut to [`LINE_WINDOW`] characters around its first match.
 fn matching_lines(
     analyzer: &mut TextAnalyzer,
     text: &str,
@@ -1212,15 +1219,35 @@ fn matching_lines(
 ) -> Vec<(usize, String)> {
     text.lines()
         .enumerate()
-        .filter(|(_, line)| {
-            let mut found = false;
-            analyzer
-                .token_stream(line)
-                .process(&mut |token| found |= words.contains(&token.text));
-            found
+        .filter_map(|(i, line)| {
+            let mut first: Option<usize> = None;
+            analyzer.token_stream(line).process(&mut |token| {
+                if first.is_none() && words.contains(&token.text) {
+                    first = Some(token.offset_from);
+                }
+            });
+            first.map(|at| (i + 1, around(line, at)))
         })
-        .map(|(i, line)| (i + 1, line.to_owned()))
         .collect()
+}
+
+/// `line` if it has at most [`LINE_WINDOW`] characters, else [`LINE_WINDOW`] of them starting
+/// [`LINE_LEAD`] before byte `at` (a match's start), with `…` where it was cut.
+fn around(line: &str, at: usize) -> String {
+    if line.chars().count() <= LINE_WINDOW {
+        return line.to_owned();
+    }
+    let before = line.get(..at).map_or(0, |b| b.chars().count());
+    let start = before.saturating_sub(LINE_LEAD);
+    let mut window: String = line.chars().skip(start).take(LINE_WINDOW).collect();
+    let cut_end = start + LINE_WINDOW < line.chars().count();
+    if start > 0 {
+        window.insert(0, '…');
+    }
+    if cut_end {
+        window.push('…');
+    }
+    window
 }
 
 #[cfg(test)]
@@ -1604,6 +1631,40 @@ mod tests {
             hits_of(&reader, "rabbit"),
             vec![(2, "rabbit\u{FFFD}hole ok".to_string())]
         );
+    }
+
+    /// A minified page's text is one long line: a hit carries a window of it around the first
+    /// match, not the whole line; a line of the window's size is kept whole.
+    #[test]
+    fn a_long_matching_line_is_cut_around_its_first_match() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let filler = |n: usize| "ab ".repeat(n);
+        let long = format!("{}zebra {}", filler(2_000), filler(2_000));
+        // Exactly the window's size, in characters (two bytes each for the é).
+        let whole = format!("{}zebra ", "é ".repeat((LINE_WINDOW - 6) / 2));
+        assert_eq!(whole.chars().count(), LINE_WINDOW);
+        let pages = vec![
+            one_page(1, format!("first\n{long}\nlast zebra")),
+            one_page(2, whole.clone()),
+        ];
+        let (reader, _) = index_of(dir.path(), &pages);
+        let hits = reader.search("zebra", 10).expect("search");
+        let lines = |seq: u64| {
+            hits.iter()
+                .find(|h| h.seq == seq)
+                .map(|h| h.lines.clone())
+                .expect("hit")
+        };
+        let cut = lines(1);
+        assert_eq!(cut.len(), 2, "every matching line is still listed");
+        let (n, window) = &cut[0];
+        assert_eq!(*n, 2);
+        assert_eq!(window.chars().count(), LINE_WINDOW + 2, "{window}");
+        assert!(window.starts_with('…') && window.ends_with('…'), "{window}");
+        let at = window.find("zebra").expect("the match is in the window");
+        assert_eq!(window[..at].chars().count(), 1 + LINE_LEAD, "{window}");
+        assert_eq!(cut[1], (3, "last zebra".to_string()));
+        assert_eq!(lines(2), [(1, whole)]);
     }
 
     fn hits_of(reader: &IndexReader, word: &str) -> Vec<(usize, String)> {
