@@ -187,9 +187,16 @@ impl Resource {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub(super) enum RobotsMemo {
-    /// Not resolved yet (or still being retried): a resume fetches it again.
+    /// Not resolved yet: a resume fetches it again.
     #[default]
     Unresolved,
+    /// Not resolved: the last `tries` fetches failed, the last with `status` (a 5xx or 429) or
+    /// with no answer (`None`). A resume goes on with the retries where they were (the next
+    /// try at the site's kept next contact) instead of starting them over.
+    Failing {
+        tries: u32,
+        status: Option<u16>,
+    },
     /// The final answer: status and body (base64), replayed through the same rules.
     Response {
         status: u16,

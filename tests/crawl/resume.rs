@@ -1066,3 +1066,62 @@ async fn crawls_killed_before_their_first_record_leave_no_warc_file_of_a_warcinf
         response.expect("every record held reads");
     }
 }
+
+/// robots500's robots.txt answers 500 on every try. A crawl stopped between its tries and
+/// resumed asks it as many times in all as one run does (one try and `--robots-retries` more),
+/// and its stats say so. Judged at the server.
+#[tokio::test]
+async fn a_failing_robots_txt_is_retried_across_a_resume_as_in_one_run() {
+    let web = TestWeb::start(GenOptions::new(1, 3).hostile(true))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, stats_path) = (tmp.path().join("out"), tmp.path().join("stats.json"));
+    let command = || {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.arg("crawl")
+            .arg(web.url("robots500", "/"))
+            .args([
+                "--headless",
+                "--robots-retries",
+                "2",
+                "--checkpoint-ms",
+                "100",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .arg("--stats-out")
+            .arg(&stats_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    };
+    let tries = |records: &[crawltop::testweb::RequestRecord]| {
+        records
+            .iter()
+            .filter(|r| r.site == "robots500" && r.path == "/robots.txt")
+            .count()
+    };
+    let mut first = command().spawn().expect("starts");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| tries(r) >= 2))
+        .await
+        .expect("two tries");
+    stop_gracefully(&mut first).await;
+    assert_eq!(tries(&web.log().records()), 2, "stopped between tries");
+    let status = tokio::time::timeout(PATIENCE, command().status())
+        .await
+        .expect("the resumed crawl ends")
+        .expect("status");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        tries(&web.log().records()),
+        3,
+        "one try and two retries in all"
+    );
+    let stats = stats(&stats_path);
+    let row = &stats["sites"][0];
+    assert_eq!(row["robots_state"], "error");
+    let rules = row["robots_rules"].as_str().expect("rules");
+    assert!(rules.contains("last answer 500; 3 failed tries"), "{rules}");
+}

@@ -331,8 +331,23 @@ impl<F: Schedule> Coordinator<F> {
                 RobotsMemo::TooManyRedirects => {
                     s.robots.on_too_many_redirects();
                 }
+                RobotsMemo::Failing { tries, status } => {
+                    // The same failures, so the same count and the same last answer; a site
+                    // that gave up failed once more than the retries allow.
+                    let tries = if gave_up {
+                        (*tries).max(policy.max_retries + 1)
+                    } else {
+                        *tries
+                    };
+                    for _ in 0..tries {
+                        match status {
+                            Some(code) => s.robots.on_response(*code, &[], None, &policy),
+                            None => s.robots.on_unreachable(&policy),
+                        };
+                    }
+                }
             }
-            if gave_up {
+            if gave_up && !matches!(memo, RobotsMemo::Failing { .. }) {
                 // The same number of failures gives up the same way.
                 for _ in 0..=policy.max_retries {
                     s.robots.on_unreachable(&policy);

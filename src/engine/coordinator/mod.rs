@@ -1380,7 +1380,15 @@ impl<F: Schedule> Coordinator<F> {
             }
         };
         if !matches!(outcome, RobotsOutcome::Resolved) {
-            s.robots_memo = RobotsMemo::Unresolved;
+            // Kept so that a resume goes on with the retries where they were.
+            let summary = s.robots.summary();
+            s.robots_memo = RobotsMemo::Failing {
+                tries: summary.failures,
+                status: match summary.last_response {
+                    Some(RobotsResponse::Status(code)) => Some(code),
+                    _ => None,
+                },
+            };
         }
         match outcome {
             RobotsOutcome::Resolved => {
