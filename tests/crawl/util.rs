@@ -119,6 +119,23 @@ pub struct RobotsRecord {
     pub request: Option<Vec<u8>>,
 }
 
+/// Every file below `dir`, in no particular order.
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).expect("readable folder") {
+            let path = entry.expect("readable entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
 /// Reads every WARC file in `dir`.
 pub fn read_warc(dir: &std::path::Path) -> WarcRead {
     let mut out = WarcRead {

@@ -1,0 +1,161 @@
+//! What a crawl keeps of what real servers send oddly: URLs that spell one character two ways
+//! (two pages, so two mirror files), bodies in several gzip members or in codings crawltop
+//! does not decode, and HTML sent without a Content-Type. Each site is a small server written
+//! here, since the test web serves none of these on purpose.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+
+use crawltop::store::committer::StoreKind;
+use crawltop::store::mirror::mirror_path;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpListener;
+
+use crate::engine::{config, crawl};
+
+/// One answer: its status line's code, its headers (Content-Length is added) and its body.
+#[derive(Debug, Clone)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn new(headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> Answer {
+        Answer {
+            status: 200,
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            body: body.into(),
+        }
+    }
+
+    fn html(body: impl Into<Vec<u8>>) -> Answer {
+        Answer::new(&[("Content-Type", "text/html")], body)
+    }
+}
+
+/// A site on 127.0.0.1 (port chosen by the OS) that answers each request path from `answers`
+/// as it is spelled on the request line, 404 for any other (robots.txt too: everything is
+/// allowed). One request per connection. Returns the origin and every path asked, in order.
+async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("bound"));
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let answers = Arc::new(answers);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (log, answers) = (log.clone(), answers.clone());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&head);
+                let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                let answer = answers.get(&path).cloned().unwrap_or(Answer {
+                    status: 404,
+                    headers: vec![("Content-Type".into(), "text/plain".into())],
+                    body: b"not here".to_vec(),
+                });
+                log.lock().expect("no test thread panicked").push(path);
+                let mut reply = format!("HTTP/1.1 {} X\r\nConnection: close\r\n", answer.status);
+                for (k, v) in &answer.headers {
+                    let _ = write!(reply, "{k}: {v}\r\n");
+                }
+                let _ = write!(reply, "Content-Length: {}\r\n\r\n", answer.body.len());
+                let mut reply = reply.into_bytes();
+                reply.extend_from_slice(&answer.body);
+                let _ = stream.write_all(&reply).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    (origin, asked)
+}
+
+/// A page linking every path of `links`.
+fn linking(links: &[&str]) -> Answer {
+    let mut anchors = String::new();
+    for l in links {
+        let _ = writeln!(anchors, "<a href=\"{l}\">{l}</a>");
+    }
+    Answer::html(format!("<html><body>{anchors}</body></html>"))
+}
+
+#[tokio::test]
+async fn a_mirror_keeps_one_file_for_each_spelling_of_a_reserved_character() {
+    // Each pair is two URLs (the crawl keeps them apart) that decode to the same bytes.
+    let pages = [
+        "/n/plus+sign.html",
+        "/n/plus%2Bsign.html",
+        "/n/eq=x.html",
+        "/n/eq%3Dx.html",
+        "/n/a,b;c&d@e$f!g'h(i)j.html",
+        "/n/a%2Cb%3Bc%26d%40e%24f%21g%27h%28i%29j.html",
+        "/n/Talk:Page",
+        "/n/Talk%3APage",
+        "/n/star*.html",
+        "/n/star%2A.html",
+        "/n/pipe|/x.html",
+        "/n/pipe%7C/x.html",
+    ];
+    let mut answers: BTreeMap<String, Answer> = pages
+        .iter()
+        .map(|p| {
+            (
+                (*p).to_owned(),
+                Answer::html(format!("<p>the page {p}</p>")),
+            )
+        })
+        .collect();
+    answers.insert("/".into(), linking(&pages));
+    let (origin, asked) = quirky_site(answers.clone()).await;
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.delay_ms = 0;
+    cfg.out = Some(out.path().to_path_buf());
+    cfg.store = StoreKind::Mirror;
+    let crawled = crawl(cfg).await;
+
+    let asked = asked.lock().expect("no test thread panicked").clone();
+    for (path, answer) in &answers {
+        assert_eq!(
+            asked.iter().filter(|a| *a == path).count(),
+            1,
+            "{path} asked once: {asked:?}"
+        );
+        let url = url::Url::parse(&format!("{origin}{path}")).expect("url");
+        assert_eq!(
+            crawled.urls[url.as_str()]["state"],
+            "parsed",
+            "{url}: {:?}",
+            crawled.urls[url.as_str()]
+        );
+        let file = out
+            .path()
+            .join("pages")
+            .join(mirror_path(&url).expect("mirrorable"));
+        let stored = std::fs::read(&file).unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_eq!(
+            String::from_utf8_lossy(&stored),
+            String::from_utf8_lossy(&answer.body),
+            "{url} in {}",
+            file.display()
+        );
+    }
+    assert_eq!(
+        crate::util::files_under(&out.path().join("pages")).len(),
+        answers.len(),
+        "one file per page"
+    );
+}
