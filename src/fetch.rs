@@ -627,7 +627,8 @@ type Brotli = brotli_decompressor::DecompressorWriter<Sink>;
 /// The response's content coding, as a streaming decoder writing into a [`Sink`].
 enum Codec {
     Identity(Sink),
-    Gzip(flate2::write::GzDecoder<Sink>),
+    /// Every member: RFC 1952 lets a gzip file be several members one after the other.
+    Gzip(flate2::write::MultiGzDecoder<Sink>),
     /// `deflate` before its first two bytes are known: RFC 9110 says zlib-wrapped, but some
     /// servers send raw deflate, and the zlib header tells the two apart.
     DeflateUndecided(Sink, Vec<u8>),
@@ -648,7 +649,7 @@ impl Decoder {
         let sink = Sink::new(cap, reserve);
         let coding = content_encoding.map(|c| c.trim().to_ascii_lowercase());
         let codec = match coding.as_deref() {
-            Some("gzip" | "x-gzip") => Codec::Gzip(flate2::write::GzDecoder::new(sink)),
+            Some("gzip" | "x-gzip") => Codec::Gzip(flate2::write::MultiGzDecoder::new(sink)),
             Some("deflate") => Codec::DeflateUndecided(sink, Vec::new()),
             Some("br") => Codec::Brotli(Box::new(Brotli::new(sink, 32 * 1024))),
             // identity, absent, or a coding this client did not ask for: left as it came.
@@ -738,7 +739,16 @@ impl Decoder {
         if self.sink().state == SinkState::Overflowed {
             return Err(Stop::Full);
         }
-        result.map_err(|e| Stop::Invalid(e.to_string()))
+        result.map_err(|e| {
+            Stop::Invalid(match e.kind() {
+                // A decoder whose stream has ended takes no more bytes, which `write_all` calls
+                // "failed to write whole buffer".
+                std::io::ErrorKind::WriteZero => {
+                    "more bytes follow the end of the compressed data".to_owned()
+                }
+                _ => e.to_string(),
+            })
+        })
     }
 
     /// The decoded body; the decoder accepts nothing after this.
@@ -779,6 +789,12 @@ mod tests {
 
         fn gzip(data: &[u8]) -> Vec<u8> {
             let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(data).expect("in memory");
+            e.finish().expect("in memory")
+        }
+
+        fn zlib(data: &[u8]) -> Vec<u8> {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
             e.write_all(data).expect("in memory");
             e.finish().expect("in memory")
         }
@@ -825,6 +841,51 @@ mod tests {
             assert_eq!(end, Err(Stop::Full));
             assert_eq!(body.len(), 1 << 20);
             assert!(body.iter().all(|&b| b == 0));
+        }
+
+        #[test]
+        fn every_member_of_a_gzip_body_is_decoded() {
+            let (first, second) = PAGE.split_at(PAGE.len() / 2);
+            let wire = [gzip(first), gzip(second)].concat();
+            for size in [1, 7, wire.len()] {
+                let chunks: Vec<&[u8]> = wire.chunks(size).collect();
+                let (end, body) = decode(Some("gzip"), 1000, &chunks);
+                assert_eq!(end, Ok(()), "chunks of {size}");
+                assert_eq!(body, PAGE, "chunks of {size}");
+            }
+            // The cap counts the decoded bytes of all members together.
+            let (end, body) = decode(Some("gzip"), PAGE.len() - 1, &[&wire]);
+            assert_eq!(end, Err(Stop::Full));
+            assert_eq!(body, &PAGE[..PAGE.len() - 1]);
+        }
+
+        #[test]
+        fn a_body_that_does_not_decode_says_why_plainly() {
+            let junk = b"trailing junk".to_vec();
+            let cases = [
+                ("gzip", b"this is not gzip at all".to_vec()),
+                ("gzip", [gzip(PAGE), junk.clone()].concat()),
+                ("gzip", gzip(PAGE)[..20].to_vec()),
+                ("deflate", [zlib(PAGE), junk].concat()),
+            ];
+            for (coding, wire) in cases {
+                let (end, _) = decode(Some(coding), 1000, &[&wire]);
+                let Err(Stop::Invalid(why)) = end else {
+                    panic!("{coding}: {end:?}");
+                };
+                assert!(!why.contains("whole buffer") && !why.is_empty(), "{why}");
+            }
+            let (end, _) = decode(
+                Some("deflate"),
+                1000,
+                &[&[zlib(PAGE), b"x".to_vec()].concat()],
+            );
+            assert_eq!(
+                end,
+                Err(Stop::Invalid(
+                    "more bytes follow the end of the compressed data".to_owned()
+                ))
+            );
         }
 
         #[test]

@@ -159,3 +159,67 @@ async fn a_mirror_keeps_one_file_for_each_spelling_of_a_reserved_character() {
         "one file per page"
     );
 }
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).expect("in memory");
+    e.finish().expect("in memory")
+}
+
+/// A crawl of `origin` storing WARC files and the index in a new folder.
+async fn crawl_into_warc(origin: &str) -> (crate::engine::Crawled, tempfile::TempDir) {
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.delay_ms = 0;
+    cfg.out = Some(out.path().to_path_buf());
+    cfg.store = StoreKind::Warc;
+    (crawl(cfg).await, out)
+}
+
+#[tokio::test]
+async fn a_gzip_body_of_two_members_is_parsed_stored_and_its_links_followed() {
+    let page = b"<html><body><p>zebramultione</p><a href=\"/from-first.html\">x</a>\
+                 <p>zebramultitwo</p><a href=\"/from-second.html\">y</a></body></html>";
+    let (first, second) = page.split_at(page.len() / 2);
+    let wire = [gzip(first), gzip(second)].concat();
+    let answers = BTreeMap::from([
+        ("/".to_owned(), linking(&["/multi.html"])),
+        (
+            "/multi.html".to_owned(),
+            Answer::new(
+                &[("Content-Type", "text/html"), ("Content-Encoding", "gzip")],
+                wire,
+            ),
+        ),
+        ("/from-first.html".to_owned(), Answer::html("<p>first</p>")),
+        (
+            "/from-second.html".to_owned(),
+            Answer::html("<p>second</p>"),
+        ),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let (crawled, out) = crawl_into_warc(&origin).await;
+
+    let multi = &crawled.urls[&format!("{origin}/multi.html")];
+    assert_eq!(multi["state"], "parsed", "{multi}");
+    let asked = asked.lock().expect("no test thread panicked").clone();
+    for linked in ["/from-first.html", "/from-second.html"] {
+        assert!(
+            asked.iter().any(|a| a == linked),
+            "{linked} not asked: {asked:?}"
+        );
+    }
+    let warc = crate::util::read_warc(&out.path().join("warc"));
+    assert_eq!(
+        warc.bodies[&format!("{origin}/multi.html")],
+        page,
+        "stored decoded, both members"
+    );
+    let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
+    for word in ["zebramultione", "zebramultitwo"] {
+        let hits = reader.search(word, 10).expect("search");
+        assert_eq!(hits.len(), 1, "{word}");
+        assert_eq!(hits[0].url, format!("{origin}/multi.html"));
+    }
+}
