@@ -18,6 +18,7 @@ pub mod dom;
 mod entities;
 pub mod pool;
 mod stream;
+mod verdict;
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -28,6 +29,7 @@ use url::Url;
 use crate::canonical::canonicalize;
 
 pub use charset::decode;
+pub use verdict::{Verdict, verdict};
 
 /// Everything extracted from one HTML page.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -223,3 +223,110 @@ async fn a_gzip_body_of_two_members_is_parsed_stored_and_its_links_followed() {
         assert_eq!(hits[0].url, format!("{origin}/multi.html"));
     }
 }
+
+#[tokio::test]
+async fn stacked_codings_are_decoded_and_a_coding_crawltop_cannot_decode_is_kept_as_sent() {
+    let page = |word: &str, link: &str| {
+        format!("<html><body><p>{word}</p><a href=\"{link}\">x</a></body></html>").into_bytes()
+    };
+    let double = page("zebradouble", "/from-double.html");
+    // zstd's magic number, then what a parse would read as HTML if it took the bytes as they are.
+    let zstd = [
+        b"\x28\xb5\x2f\xfd".as_slice(),
+        &page("zebrazstd", "/from-zstd.html"),
+    ]
+    .concat();
+    let gzip_zstd = gzip(&page("zebragzipzstd", "/from-gzip-zstd.html"));
+    let encoded = |coding: &str, body: &[u8]| {
+        Answer::new(
+            &[("Content-Type", "text/html"), ("Content-Encoding", coding)],
+            body.to_vec(),
+        )
+    };
+    let answers = BTreeMap::from([
+        (
+            "/".to_owned(),
+            linking(&["/double.html", "/zstd.html", "/gzip-zstd.html"]),
+        ),
+        (
+            "/double.html".to_owned(),
+            encoded("gzip, gzip", &gzip(&gzip(&double))),
+        ),
+        ("/zstd.html".to_owned(), encoded("zstd", &zstd)),
+        (
+            "/gzip-zstd.html".to_owned(),
+            encoded("gzip, zstd", &gzip_zstd),
+        ),
+        ("/from-double.html".to_owned(), Answer::html("<p>x</p>")),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let (crawled, out) = crawl_into_warc(&origin).await;
+    let asked = asked.lock().expect("no test thread panicked").clone();
+    let warc = crate::util::read_warc(&out.path().join("warc"));
+    let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
+    let hits = |word: &str| reader.search(word, 10).expect("search").len();
+
+    // Decoded right to left: parsed, indexed, its link followed, stored decoded.
+    let url = format!("{origin}/double.html");
+    assert_eq!(
+        crawled.urls[&url]["state"], "parsed",
+        "{}",
+        crawled.urls[&url]
+    );
+    assert!(asked.iter().any(|a| a == "/from-double.html"), "{asked:?}");
+    assert_eq!(hits("zebradouble"), 1);
+    assert_eq!(warc.bodies[&url], double);
+    let head = warc.heads[&url].to_ascii_lowercase();
+    assert!(
+        head.contains("\r\nx-crawltop-original-content-encoding: gzip, gzip\r\n")
+            && !head.contains("\r\ncontent-encoding"),
+        "{head}"
+    );
+
+    // Not decoded: not parsed nor indexed, its links not followed, the row says why, and the
+    // record keeps the bytes and the Content-Encoding the server sent.
+    for (path, coding, sent, word, link) in [
+        ("/zstd.html", "zstd", &zstd, "zebrazstd", "/from-zstd.html"),
+        (
+            "/gzip-zstd.html",
+            "gzip, zstd",
+            &gzip_zstd,
+            "zebragzipzstd",
+            "/from-gzip-zstd.html",
+        ),
+    ] {
+        let url = format!("{origin}{path}");
+        let row = &crawled.urls[&url];
+        assert_eq!(row["state"], "parse_ignored", "{row}");
+        assert_eq!(
+            row["reason"], "content-encoding zstd is not supported",
+            "{row}"
+        );
+        assert_eq!(hits(word), 0, "{word} indexed");
+        assert!(!asked.iter().any(|a| a == link), "{link} asked: {asked:?}");
+        assert_eq!(&warc.bodies[&url], sent, "{url} stored as sent");
+        let head = &warc.heads[&url];
+        assert!(
+            head.contains(&format!("\r\ncontent-encoding: {coding}\r\n"))
+                && !head
+                    .to_ascii_lowercase()
+                    .contains("original-content-encoding"),
+            "{head}"
+        );
+    }
+    let resources = &crawled.stats["resources"];
+    assert_eq!(resources["parse_ignored"], 2, "{resources}");
+
+    // An index built again from the WARC files takes the same pages.
+    drop(reader);
+    let rebuilt = crawltop::reindex::reindex(out.path(), 64, true, |_| {}).expect("reindex");
+    assert_eq!(rebuilt.pages, 3, "/, /double.html, /from-double.html");
+    let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
+    for (word, pages) in [("zebradouble", 1), ("zebrazstd", 0), ("zebragzipzstd", 0)] {
+        assert_eq!(
+            reader.search(word, 10).expect("search").len(),
+            pages,
+            "{word}"
+        );
+    }
+}

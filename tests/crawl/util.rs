@@ -90,6 +90,9 @@ pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 pub struct WarcRead {
     /// Target URI -> body, of the pages.
     pub bodies: std::collections::BTreeMap<String, Vec<u8>>,
+    /// Target URI -> the HTTP head stored before the body (status line and headers), of the
+    /// pages.
+    pub heads: std::collections::BTreeMap<String, String>,
     /// How many response records each page's URI has.
     pub counts: std::collections::BTreeMap<String, usize>,
     /// The pages' URIs in file order: the commit order.
@@ -140,6 +143,7 @@ pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 pub fn read_warc(dir: &std::path::Path) -> WarcRead {
     let mut out = WarcRead {
         bodies: std::collections::BTreeMap::new(),
+        heads: std::collections::BTreeMap::new(),
         counts: std::collections::BTreeMap::new(),
         order: Vec::new(),
         robots: Vec::new(),
@@ -208,6 +212,8 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
                 ));
                 continue;
             }
+            let head = String::from_utf8_lossy(&block[..split]).into_owned();
+            out.heads.insert(uri.clone(), head);
             out.bodies.insert(uri.clone(), body);
             *out.counts.entry(uri.clone()).or_default() += 1;
             out.order.push(uri);
