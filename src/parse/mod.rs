@@ -157,7 +157,7 @@ pub enum LinkKind {
 }
 /// True for `text/html` and `application/xhtml+xml`, ignoring parameters and case.
 ///
-/// A missing Content-Type is not HTML here: whether to sniff such a body is the engine's call.
+/// A missing Content-Type is not HTML here: whether to sniff such a body is [`verdict`]'s call.
 pub fn is_html(content_type: Option<&str>) -> bool {
     content_type.is_some_and(|ct| {
         let essence = ct.split(';').next().unwrap_or_default().trim();

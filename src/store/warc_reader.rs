@@ -77,7 +77,7 @@ impl StoredResponse {
         let coding = crate::fetch::unsupported_coding(self.header("content-encoding"));
         self.robots_for.is_none()
             && (200..300).contains(&self.status)
-            && crate::parse::verdict(self.header("content-type"), coding.as_deref())
+            && crate::parse::verdict(self.header("content-type"), coding.as_deref(), &self.body)
                 == crate::parse::Verdict::Html
     }
 }

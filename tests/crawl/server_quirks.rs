@@ -330,3 +330,85 @@ async fn stacked_codings_are_decoded_and_a_coding_crawltop_cannot_decode_is_kept
         );
     }
 }
+
+#[tokio::test]
+async fn html_sent_without_a_content_type_is_sniffed_and_every_page_left_unparsed_says_why() {
+    let page = |word: &str, link: &str| {
+        format!("\n<!DOCTYPE html><html><body><p>{word}</p><a href=\"{link}\">x</a></body></html>")
+    };
+    let answers = BTreeMap::from([
+        (
+            "/".to_owned(),
+            linking(&["/notype.html", "/octet.html", "/image.png", "/notype.bin"]),
+        ),
+        (
+            "/notype.html".to_owned(),
+            Answer::new(&[], page("zebranotype", "/from-notype.html")),
+        ),
+        (
+            "/octet.html".to_owned(),
+            Answer::new(
+                &[("Content-Type", "application/octet-stream")],
+                page("zebraoctet", "/from-octet.html"),
+            ),
+        ),
+        (
+            "/image.png".to_owned(),
+            Answer::new(
+                &[("Content-Type", "image/png")],
+                b"\x89PNG\r\n\x1a\n".to_vec(),
+            ),
+        ),
+        (
+            "/notype.bin".to_owned(),
+            Answer::new(
+                &[],
+                b"\x00\x01 <a href=\"/from-bin.html\">zebrabin</a>".to_vec(),
+            ),
+        ),
+        ("/from-notype.html".to_owned(), Answer::html("<p>x</p>")),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let (crawled, out) = crawl_into_warc(&origin).await;
+    let asked = asked.lock().expect("no test thread panicked").clone();
+    let row = |path: &str| crawled.urls[&format!("{origin}{path}")].clone();
+
+    assert_eq!(
+        row("/notype.html")["state"],
+        "parsed",
+        "{}",
+        row("/notype.html")
+    );
+    assert!(asked.iter().any(|a| a == "/from-notype.html"), "{asked:?}");
+    let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
+    assert_eq!(reader.search("zebranotype", 10).expect("search").len(), 1);
+
+    for (path, reason) in [
+        ("/octet.html", "not HTML: application/octet-stream"),
+        ("/image.png", "not HTML: image/png"),
+        (
+            "/notype.bin",
+            "not HTML: no Content-Type, and the body does not start like HTML",
+        ),
+    ] {
+        let row = row(path);
+        assert_eq!(
+            (row["state"].as_str(), row["reason"].as_str()),
+            (Some("parse_ignored"), Some(reason)),
+            "{row}"
+        );
+    }
+    for unfollowed in ["/from-octet.html", "/from-bin.html"] {
+        assert!(!asked.iter().any(|a| a == unfollowed), "{asked:?}");
+    }
+    for word in ["zebraoctet", "zebrabin"] {
+        assert_eq!(reader.search(word, 10).expect("search").len(), 0, "{word}");
+    }
+
+    // An index built again from the WARC files sniffs the same page.
+    drop(reader);
+    let rebuilt = crawltop::reindex::reindex(out.path(), 64, true, |_| {}).expect("reindex");
+    assert_eq!(rebuilt.pages, 3, "/, /notype.html, /from-notype.html");
+    let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
+    assert_eq!(reader.search("zebranotype", 10).expect("search").len(), 1);
+}

@@ -1801,7 +1801,11 @@ async fn parse_in_pool(
 /// What becomes of a 2xx body: decided in the fetch task, and again (same inputs, same answer)
 /// for the row of a page it left unparsed.
 fn verdict(f: &Fetched) -> Verdict {
-    crate::parse::verdict(f.content_type.as_deref(), f.unsupported_coding().as_deref())
+    crate::parse::verdict(
+        f.content_type.as_deref(),
+        f.unsupported_coding().as_deref(),
+        &f.body,
+    )
 }
 
 /// Waits for the committer's backlog to drain.
