@@ -125,7 +125,7 @@ fn hex_value(b: u8) -> Option<u8> {
 }
 
 /// RFC 3986 section 2.3.
-fn is_unreserved(b: u8) -> bool {
+pub(crate) fn is_unreserved(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
 }
 

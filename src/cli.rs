@@ -1531,9 +1531,7 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
         Responses::of(parts).filter(|r| r.as_ref().map_or(true, |r| r.robots_for.is_none()));
     for (i, response) in pages_read.enumerate() {
         let response = response?;
-        if !(200..300).contains(&response.status)
-            || !crate::parse::is_html(response.header("content-type"))
-        {
+        if !response.is_html_page() {
             continue;
         }
         pages += 1;

@@ -10,7 +10,9 @@
 //! Bodies are decoded here rather than by reqwest: reqwest's decompression removes
 //! `Content-Encoding` from the headers, and the crawl needs it (stats, WARC records). Decoding
 //! chunk by chunk into a capped buffer also makes the cap count decoded bytes, so a gzip bomb
-//! costs no more memory than a plain page of the cap's size.
+//! costs no more memory than a plain page of the cap's size. Stacked codings are decoded in turn;
+//! a body in any coding this client does not decode is kept whole as it came, and says so
+//! ([`unsupported_coding`]), so that nothing downstream takes it for decoded.
 
 use std::future::Future;
 use std::io::Write as _;
@@ -176,8 +178,9 @@ pub struct Fetched {
     pub content_type: Option<String>,
     pub location: Option<String>,
     pub retry_after: Option<String>,
-    /// As the server sent it. The body is decoded for `gzip`, `x-gzip`, `deflate` and `br`;
-    /// for any other coding it is left as it came.
+    /// As the server sent it. The body is decoded when every coding listed is `gzip`,
+    /// `x-gzip`, `deflate` or `br` (stacked ones too); when one is not, it is left as it came
+    /// ([`Fetched::unsupported_coding`]).
     pub content_encoding: Option<String>,
     /// Every response header as received (non-UTF-8 bytes replaced), in order: for the WARC
     /// record.
@@ -613,18 +616,159 @@ impl std::io::Write for Sink {
     }
 }
 
-type Brotli = brotli_decompressor::DecompressorWriter<Sink>;
+/// A content coding this client decodes (and asks for: `Accept-Encoding: gzip, deflate, br`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coding {
+    Gzip,
+    Deflate,
+    Brotli,
+}
 
-/// The response's content coding, as a streaming decoder writing into a [`Sink`].
+/// The codings of a `Content-Encoding` value in the order the server applied them, or the first
+/// one this client does not decode. `identity` (no coding) and empty list elements are skipped.
+fn codings(content_encoding: Option<&str>) -> Result<Vec<Coding>, String> {
+    let Some(value) = content_encoding else {
+        return Ok(Vec::new());
+    };
+    value
+        .split(',')
+        .map(|c| c.trim().to_ascii_lowercase())
+        .filter(|c| !c.is_empty() && c != "identity")
+        .map(|c| match c.as_str() {
+            "gzip" | "x-gzip" => Ok(Coding::Gzip),
+            "deflate" => Ok(Coding::Deflate),
+            "br" => Ok(Coding::Brotli),
+            _ => Err(c),
+        })
+        .collect()
+}
+
+/// The first content coding of `content_encoding` that this client does not decode, if any:
+/// a body so labelled is kept as it came, every coding on it, and is no page to parse (nor
+/// is its WARC record's `Content-Encoding` taken away).
+pub fn unsupported_coding(content_encoding: Option<&str>) -> Option<String> {
+    codings(content_encoding).err()
+}
+
+impl Fetched {
+    /// The coding still on the body, named as in [`unsupported_coding`]: `None` when the body
+    /// is decoded (or had no coding).
+    pub fn unsupported_coding(&self) -> Option<String> {
+        unsupported_coding(self.content_encoding.as_deref())
+    }
+}
+
+/// One content coding as a streaming decoder writing into the next one; the last writes into
+/// the [`Sink`]. Stacked codings (`Content-Encoding: gzip, br`) are decoded in the reverse
+/// order of their listing (RFC 9110 8.4), so the wire goes into the last one listed.
 enum Codec {
     Identity(Sink),
-    Gzip(flate2::write::GzDecoder<Sink>),
+    /// Every member: RFC 1952 lets a gzip file be several members one after the other.
+    Gzip(Box<flate2::write::MultiGzDecoder<Codec>>),
     /// `deflate` before its first two bytes are known: RFC 9110 says zlib-wrapped, but some
     /// servers send raw deflate, and the zlib header tells the two apart.
-    DeflateUndecided(Sink, Vec<u8>),
-    Zlib(flate2::write::ZlibDecoder<Sink>),
-    RawDeflate(flate2::write::DeflateDecoder<Sink>),
-    Brotli(Box<Brotli>),
+    DeflateUndecided(Box<Codec>, Vec<u8>),
+    Zlib(Box<flate2::write::ZlibDecoder<Codec>>),
+    RawDeflate(Box<flate2::write::DeflateDecoder<Codec>>),
+    Brotli(Box<brotli_decompressor::DecompressorWriter<Codec>>),
+}
+
+impl Codec {
+    /// `coding` decoded into `inner`.
+    fn wrap(inner: Codec, coding: Coding) -> Codec {
+        match coding {
+            Coding::Gzip => Codec::Gzip(Box::new(flate2::write::MultiGzDecoder::new(inner))),
+            Coding::Deflate => Codec::DeflateUndecided(Box::new(inner), Vec::new()),
+            Coding::Brotli => Codec::Brotli(Box::new(
+                brotli_decompressor::DecompressorWriter::new(inner, 32 * 1024),
+            )),
+        }
+    }
+
+    fn sink(&self) -> &Sink {
+        match self {
+            Codec::Identity(s) => s,
+            Codec::DeflateUndecided(inner, _) => inner.sink(),
+            Codec::Gzip(d) => d.get_ref().sink(),
+            Codec::Zlib(d) => d.get_ref().sink(),
+            Codec::RawDeflate(d) => d.get_ref().sink(),
+            Codec::Brotli(d) => d.get_ref().sink(),
+        }
+    }
+
+    fn sink_mut(&mut self) -> &mut Sink {
+        match self {
+            Codec::Identity(s) => s,
+            Codec::DeflateUndecided(inner, _) => inner.sink_mut(),
+            Codec::Gzip(d) => d.get_mut().sink_mut(),
+            Codec::Zlib(d) => d.get_mut().sink_mut(),
+            Codec::RawDeflate(d) => d.get_mut().sink_mut(),
+            Codec::Brotli(d) => d.get_mut().sink_mut(),
+        }
+    }
+
+    /// Picks zlib or raw deflate from what is held, and feeds it on.
+    fn decide_deflate(&mut self) -> std::io::Result<()> {
+        let placeholder = Codec::Identity(Sink::new(0, 0));
+        let Codec::DeflateUndecided(inner, held) = std::mem::replace(self, placeholder) else {
+            unreachable!("decide_deflate is only called on an undecided deflate decoder");
+        };
+        // RFC 1950: method 8 in the low nibble, and the first two bytes a multiple of 31.
+        let zlib = held.len() >= 2
+            && held[0] & 0x0f == 8
+            && (u16::from(held[0]) << 8 | u16::from(held[1])) % 31 == 0;
+        *self = if zlib {
+            Codec::Zlib(Box::new(flate2::write::ZlibDecoder::new(*inner)))
+        } else {
+            Codec::RawDeflate(Box::new(flate2::write::DeflateDecoder::new(*inner)))
+        };
+        self.write_all(&held)
+    }
+
+    /// The input is over: flushes what each decoder still holds, outermost first, and checks
+    /// each stream ended.
+    fn finish(&mut self) -> std::io::Result<()> {
+        if matches!(self, Codec::DeflateUndecided(..)) {
+            self.decide_deflate()?;
+        }
+        match self {
+            Codec::Identity(_) | Codec::DeflateUndecided(..) => Ok(()),
+            Codec::Gzip(d) => d.try_finish().and_then(|()| d.get_mut().finish()),
+            Codec::Zlib(d) => d.try_finish().and_then(|()| d.get_mut().finish()),
+            Codec::RawDeflate(d) => d.try_finish().and_then(|()| d.get_mut().finish()),
+            Codec::Brotli(d) => d.close().and_then(|()| d.get_mut().finish()),
+        }
+    }
+}
+
+impl std::io::Write for Codec {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Codec::Identity(s) => s.write(data),
+            Codec::Gzip(d) => d.write(data),
+            Codec::Zlib(d) => d.write(data),
+            Codec::RawDeflate(d) => d.write(data),
+            Codec::Brotli(d) => d.write(data),
+            Codec::DeflateUndecided(_, held) => {
+                held.extend_from_slice(data);
+                if held.len() >= 2 {
+                    self.decide_deflate()?;
+                }
+                Ok(data.len())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Codec::Identity(s) => s.flush(),
+            Codec::Gzip(d) => d.flush(),
+            Codec::Zlib(d) => d.flush(),
+            Codec::RawDeflate(d) => d.flush(),
+            Codec::Brotli(d) => d.flush(),
+            Codec::DeflateUndecided(..) => Ok(()),
+        }
+    }
 }
 
 /// Decodes a body chunk by chunk into a capped buffer.
@@ -635,106 +779,51 @@ struct Decoder {
 }
 
 impl Decoder {
+    /// A body in a coding this client does not decode ([`unsupported_coding`]) is kept as it came.
     fn new(content_encoding: Option<&str>, cap: usize, reserve: usize) -> Decoder {
-        let sink = Sink::new(cap, reserve);
-        let coding = content_encoding.map(|c| c.trim().to_ascii_lowercase());
-        let codec = match coding.as_deref() {
-            Some("gzip" | "x-gzip") => Codec::Gzip(flate2::write::GzDecoder::new(sink)),
-            Some("deflate") => Codec::DeflateUndecided(sink, Vec::new()),
-            Some("br") => Codec::Brotli(Box::new(Brotli::new(sink, 32 * 1024))),
-            // identity, absent, or a coding this client did not ask for: left as it came.
-            _ => Codec::Identity(sink),
+        let sink = Codec::Identity(Sink::new(cap, reserve));
+        let codec = match codings(content_encoding) {
+            Ok(codings) => codings.into_iter().fold(sink, Codec::wrap),
+            Err(_) => sink,
         };
         Decoder { codec, fed: false }
-    }
-
-    fn sink(&self) -> &Sink {
-        match &self.codec {
-            Codec::Identity(s) | Codec::DeflateUndecided(s, _) => s,
-            Codec::Gzip(d) => d.get_ref(),
-            Codec::Zlib(d) => d.get_ref(),
-            Codec::RawDeflate(d) => d.get_ref(),
-            Codec::Brotli(d) => d.get_ref(),
-        }
-    }
-
-    fn sink_mut(&mut self) -> &mut Sink {
-        match &mut self.codec {
-            Codec::Identity(s) | Codec::DeflateUndecided(s, _) => s,
-            Codec::Gzip(d) => d.get_mut(),
-            Codec::Zlib(d) => d.get_mut(),
-            Codec::RawDeflate(d) => d.get_mut(),
-            Codec::Brotli(d) => d.get_mut(),
-        }
     }
 
     /// Feeds bytes as they came off the wire.
     fn write(&mut self, wire: &[u8]) -> Result<(), Stop> {
         self.fed |= !wire.is_empty();
-        let written = match &mut self.codec {
-            Codec::Identity(s) => s.write_all(wire),
-            Codec::Gzip(d) => d.write_all(wire),
-            Codec::Zlib(d) => d.write_all(wire),
-            Codec::RawDeflate(d) => d.write_all(wire),
-            Codec::Brotli(d) => d.write_all(wire),
-            Codec::DeflateUndecided(_, held) => {
-                held.extend_from_slice(wire);
-                if held.len() < 2 {
-                    return Ok(());
-                }
-                return self.decide_deflate();
-            }
-        };
+        let written = self.codec.write_all(wire);
         self.check(written)
     }
 
-    /// Picks zlib or raw deflate from what is held, and feeds it on.
-    fn decide_deflate(&mut self) -> Result<(), Stop> {
-        let placeholder = Codec::Identity(Sink::new(0, 0));
-        let Codec::DeflateUndecided(sink, held) = std::mem::replace(&mut self.codec, placeholder)
-        else {
-            unreachable!("decide_deflate is only called on an undecided deflate decoder");
-        };
-        // RFC 1950: method 8 in the low nibble, and the first two bytes a multiple of 31.
-        let zlib = held.len() >= 2
-            && held[0] & 0x0f == 8
-            && (u16::from(held[0]) << 8 | u16::from(held[1])) % 31 == 0;
-        self.codec = if zlib {
-            Codec::Zlib(flate2::write::ZlibDecoder::new(sink))
-        } else {
-            Codec::RawDeflate(flate2::write::DeflateDecoder::new(sink))
-        };
-        self.write(&held)
-    }
-
-    /// The body is over: flushes what the decoder still holds and checks the stream ended.
+    /// The body is over: flushes what the decoders still hold and checks the streams ended.
     fn finish(&mut self) -> Result<(), Stop> {
         if !self.fed {
             return Ok(());
         }
-        if matches!(self.codec, Codec::DeflateUndecided(..)) {
-            self.decide_deflate()?;
-        }
-        let finished = match &mut self.codec {
-            Codec::Identity(_) | Codec::DeflateUndecided(..) => Ok(()),
-            Codec::Gzip(d) => d.try_finish(),
-            Codec::Zlib(d) => d.try_finish(),
-            Codec::RawDeflate(d) => d.try_finish(),
-            Codec::Brotli(d) => d.close(),
-        };
+        let finished = self.codec.finish();
         self.check(finished)
     }
 
     fn check(&self, result: std::io::Result<()>) -> Result<(), Stop> {
-        if self.sink().state == SinkState::Overflowed {
+        if self.codec.sink().state == SinkState::Overflowed {
             return Err(Stop::Full);
         }
-        result.map_err(|e| Stop::Invalid(e.to_string()))
+        result.map_err(|e| {
+            Stop::Invalid(match e.kind() {
+                // A decoder whose stream has ended takes no more bytes, which `write_all` calls
+                // "failed to write whole buffer".
+                std::io::ErrorKind::WriteZero => {
+                    "more bytes follow the end of the compressed data".to_owned()
+                }
+                _ => e.to_string(),
+            })
+        })
     }
 
     /// The decoded body; the decoder accepts nothing after this.
     fn take_body(&mut self) -> Vec<u8> {
-        let sink = self.sink_mut();
+        let sink = self.codec.sink_mut();
         // A decoder dropped later may still flush into the sink: refuse it.
         sink.state = SinkState::Overflowed;
         sink.cap = 0;
@@ -770,6 +859,12 @@ mod tests {
 
         fn gzip(data: &[u8]) -> Vec<u8> {
             let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(data).expect("in memory");
+            e.finish().expect("in memory")
+        }
+
+        fn zlib(data: &[u8]) -> Vec<u8> {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
             e.write_all(data).expect("in memory");
             e.finish().expect("in memory")
         }
@@ -810,12 +905,60 @@ mod tests {
 
         #[test]
         fn gzip_cap_counts_decoded_bytes() {
-            let wire = gzip(&vec![0u8; 8 << 20]);
-            assert!(wire.len() < 64 << 10, "the test needs a small wire size");
-            let (end, body) = decode(Some("gzip"), 1 << 20, &[&wire]);
+            let zeros = gzip(&vec![0u8; 8 << 20]);
+            // Stacked, the cap counts the bytes of the last decoding.
+            for (coding, wire) in [("gzip", zeros.clone()), ("gzip, gzip", gzip(&zeros))] {
+                assert!(wire.len() < 64 << 10, "the test needs a small wire size");
+                let (end, body) = decode(Some(coding), 1 << 20, &[&wire]);
+                assert_eq!(end, Err(Stop::Full), "{coding}");
+                assert_eq!(body.len(), 1 << 20);
+                assert!(body.iter().all(|&b| b == 0));
+            }
+        }
+
+        #[test]
+        fn every_member_of_a_gzip_body_is_decoded() {
+            let (first, second) = PAGE.split_at(PAGE.len() / 2);
+            let wire = [gzip(first), gzip(second)].concat();
+            for size in [1, 7, wire.len()] {
+                let chunks: Vec<&[u8]> = wire.chunks(size).collect();
+                let (end, body) = decode(Some("gzip"), 1000, &chunks);
+                assert_eq!(end, Ok(()), "chunks of {size}");
+                assert_eq!(body, PAGE, "chunks of {size}");
+            }
+            // The cap counts the decoded bytes of all members together.
+            let (end, body) = decode(Some("gzip"), PAGE.len() - 1, &[&wire]);
             assert_eq!(end, Err(Stop::Full));
-            assert_eq!(body.len(), 1 << 20);
-            assert!(body.iter().all(|&b| b == 0));
+            assert_eq!(body, &PAGE[..PAGE.len() - 1]);
+        }
+
+        #[test]
+        fn a_body_that_does_not_decode_says_why_plainly() {
+            let junk = b"trailing junk".to_vec();
+            let cases = [
+                ("gzip", b"this is not gzip at all".to_vec()),
+                ("gzip", [gzip(PAGE), junk.clone()].concat()),
+                ("gzip", gzip(PAGE)[..20].to_vec()),
+                ("deflate", [zlib(PAGE), junk].concat()),
+            ];
+            for (coding, wire) in cases {
+                let (end, _) = decode(Some(coding), 1000, &[&wire]);
+                let Err(Stop::Invalid(why)) = end else {
+                    panic!("{coding}: {end:?}");
+                };
+                assert!(!why.contains("whole buffer") && !why.is_empty(), "{why}");
+            }
+            let (end, _) = decode(
+                Some("deflate"),
+                1000,
+                &[&[zlib(PAGE), b"x".to_vec()].concat()],
+            );
+            assert_eq!(
+                end,
+                Err(Stop::Invalid(
+                    "more bytes follow the end of the compressed data".to_owned()
+                ))
+            );
         }
 
         #[test]
@@ -875,10 +1018,58 @@ mod tests {
         }
 
         #[test]
-        fn an_unknown_coding_is_left_as_it_came() {
-            let (end, body) = decode(Some("zstd"), 1000, &[b"\x28\xb5\x2f\xfd"]);
-            assert_eq!(end, Ok(()));
-            assert_eq!(body, b"\x28\xb5\x2f\xfd");
+        fn stacked_codings_are_decoded_last_listed_first() {
+            let mut br = Vec::new();
+            {
+                let mut w = brotli::CompressorWriter::new(&mut br, 4096, 5, 22);
+                w.write_all(&gzip(PAGE)).expect("in memory");
+            }
+            let mut raw =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            raw.write_all(PAGE).expect("in memory");
+            let raw = raw.finish().expect("in memory");
+            for (coding, wire) in [
+                ("gzip, gzip", gzip(&gzip(PAGE))),
+                ("gzip, br", br),
+                ("deflate, gzip", gzip(&raw)),
+                ("GZIP,deflate", zlib(&gzip(PAGE))),
+                ("identity, gzip, identity", gzip(PAGE)),
+                ("gzip,, gzip", gzip(&gzip(PAGE))),
+            ] {
+                for size in [1, wire.len()] {
+                    let chunks: Vec<&[u8]> = wire.chunks(size).collect();
+                    let (end, body) = decode(Some(coding), 1000, &chunks);
+                    assert_eq!(
+                        (end, body.as_slice()),
+                        (Ok(()), PAGE),
+                        "{coding}, chunks of {size}"
+                    );
+                }
+                assert_eq!(unsupported_coding(Some(coding)), None, "{coding}");
+            }
+        }
+
+        #[test]
+        fn a_coding_this_client_does_not_decode_leaves_every_coding_on() {
+            let wire = [b"\x28\xb5\x2f\xfd".as_slice(), &gzip(PAGE)].concat();
+            for (coding, unsupported) in [
+                ("zstd", "zstd"),
+                ("gzip, zstd", "zstd"),
+                ("compress , gzip", "compress"),
+                ("x-unknown", "x-unknown"),
+            ] {
+                let (end, body) = decode(Some(coding), 1000, &[&wire]);
+                assert_eq!(end, Ok(()), "{coding}");
+                assert_eq!(body, wire, "{coding}: kept as it came");
+                assert_eq!(
+                    unsupported_coding(Some(coding)).as_deref(),
+                    Some(unsupported),
+                    "{coding}"
+                );
+            }
+            for decoded in [None, Some(""), Some("identity"), Some(" Br ")] {
+                assert_eq!(unsupported_coding(decoded), None, "{decoded:?}");
+            }
         }
     }
 

@@ -151,10 +151,7 @@ fn add_pages(
         done.responses += 1;
         let ctype = response.header("content-type");
         // A robots.txt answer is not a page, whatever type it says it is.
-        if response.robots_for.is_some()
-            || !(200..300).contains(&response.status)
-            || !crate::parse::is_html(ctype)
-        {
+        if !response.is_html_page() {
             continue;
         }
         let Some(seq) = response.seq else {

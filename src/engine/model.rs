@@ -31,9 +31,9 @@ use crate::store::commit::Seq;
 ///
 /// Every resource starts `Discovered`. From there: `FetchIgnored` (out of scope, too deep, over
 /// a limit; a shorter path may bring a too-deep one back to `Discovered`), `FetchForbidden`
-/// (robots.txt), `FetchError`, or `Fetched`; a fetched page ends `ParseIgnored` (not HTML),
-/// `ParseError` or `Parsed`. A resume may take a fetched resource back to `Discovered` (its
-/// result was not committed) to fetch it again.
+/// (robots.txt), `FetchError`, or `Fetched`; a fetched page ends `ParseIgnored` (not HTML, or
+/// in a content coding the fetch does not decode), `ParseError` or `Parsed`. A resume may take
+/// a fetched resource back to `Discovered` (its result was not committed) to fetch it again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum ResourceState {

@@ -18,6 +18,7 @@ pub mod dom;
 mod entities;
 pub mod pool;
 mod stream;
+mod verdict;
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -28,6 +29,7 @@ use url::Url;
 use crate::canonical::canonicalize;
 
 pub use charset::decode;
+pub use verdict::{Verdict, verdict};
 
 /// Everything extracted from one HTML page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,7 +157,7 @@ pub enum LinkKind {
 }
 /// True for `text/html` and `application/xhtml+xml`, ignoring parameters and case.
 ///
-/// A missing Content-Type is not HTML here: whether to sniff such a body is the engine's call.
+/// A missing Content-Type is not HTML here: whether to sniff such a body is [`verdict`]'s call.
 pub fn is_html(content_type: Option<&str>) -> bool {
     content_type.is_some_and(|ct| {
         let essence = ct.split(';').next().unwrap_or_default().trim();

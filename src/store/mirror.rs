@@ -12,13 +12,24 @@
 //!   the port always written (80 and 443 filled in). An IPv6 host `[::1]` becomes
 //!   `ipv6~0000-0000-0000-0000-0000-0000-0000-0001`: no colons or brackets, and the `~`
 //!   keeps it apart from any domain name (a domain's `~` is escaped, see below).
-//! - **Escaping**: each path segment is percent-decoded, then every byte or character that
-//!   could be special anywhere is written back as `%XX` (upper-case hex): `/`, `\`, NUL and all
-//!   control characters, `%` itself, the Windows-reserved `<>:"|?*`, space, `#`, `` ` `` and
-//!   `~` (reserved below for this module's own marks), bytes that are not UTF-8, a leading `.`
-//!   (so no name is `.`, `..` or hidden) and a trailing `.` (Windows drops it). A segment named
-//!   like a Windows device (`CON`, `aux.html`, `COM1`) gets its first letter escaped. Other
-//!   Unicode is kept as is; NFC and NFD spellings stay distinct files.
+//! - **Escaping**: each path segment is read in its canonical form (`crate::canonical`: the
+//!   spellings the crawl takes for one URL share a file) and percent-decoded, then every byte
+//!   or character that could be special anywhere is written back as `%XX` (upper-case hex):
+//!   `/`, `\`, NUL and all control characters, `%` itself, the Windows-reserved `<>:"|?*`,
+//!   space, `#`, `` ` `` and `~` (reserved below for this module's own marks), bytes that are
+//!   not UTF-8, a leading `.` (so no name is `.`, `..` or hidden) and a trailing `.` (Windows
+//!   drops it). A segment named like a Windows device (`CON`, `aux.html`, `COM1`) gets its
+//!   first letter escaped. Other Unicode is kept as is; NFC and NFD spellings stay distinct
+//!   files.
+//! - **Spellings a URL keeps apart**: a delimiter of RFC 3986 (`!$&'()*+,:;=@[]`, and `^` `|`,
+//!   which the URL parser leaves raw too) may stand in a path as is or as its escape, and the
+//!   two are different URLs to the crawl and to a server (`/C++` is not `/C%2B%2B`). Decoding
+//!   both would give them one file, so the escape is written as the URL spells it: `%2B` where
+//!   the raw character is kept in names (`+` stays `+`), and `%%3A` where the raw character is
+//!   itself escaped (`:` is `%3A`, so the URL's `%3A` needs a spelling of its own). A `%` that
+//!   starts no escape (`/a%zz`, not `/a%25zz`) is `%%25`. Raw characters keep the names they
+//!   always had: only URLs spelling such an escape (or a stray `%`) were moved when this rule
+//!   came, and they were the ones sharing a file with another URL.
 //! - **Files and folders never clash**: `/a`, `/a/` and `/a/b` must all fit in one tree. A
 //!   file name always contains a `.` or a `~` and never ends in `~dir`; a folder name is
 //!   either plain (no `.`, no `~`) or ends in `~dir`. So `/a` is the file `a~file` (no
@@ -37,19 +48,22 @@
 //!   `~deep~<16 hex>~dir` folder named by a hash of the folded part. The decision depends on
 //!   the folders only, so all pages of one deep folder land in the same place.
 //!
-//! Apart from the folder-page alias, two URLs share a file only when they spell the same
-//! bytes differently (`%61` and `a`), on an http/https pair for one host and port, or on a
-//! hash collision (32 bits for queries: worth knowing for a page with many thousands of
-//! query variants; the WARC keeps every response regardless).
+//! Apart from the folder-page alias, two URLs share a file only when the crawl takes them
+//! for one URL anyway (`%61` and `a`, see `crate::canonical`), on an http/https pair for one
+//! host and port, or on a hash collision (32 bits for queries: worth knowing for a page with
+//! many thousands of query variants; the WARC keeps every response regardless).
 
 use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use percent_encoding::percent_decode_str;
 use url::{Host, Url};
 use xxhash_rust::xxh3::xxh3_64;
+
+// Canonical URLs hold an escape of an unreserved character only where decoding it would form
+// a new escape with a stray `%` before it.
+use crate::canonical::is_unreserved;
 
 /// Longest name this module writes, in bytes (most file systems allow 255).
 pub const MAX_NAME: usize = 200;
@@ -70,6 +84,11 @@ const FOLD_NAME_LEN: usize = "~deep~".len() + 16 + DIR_MARK.len();
 
 /// ASCII punctuation kept as is in names: harmless on Linux, macOS and Windows.
 const KEPT_PUNCTUATION: &str = "-_.!$&'()+,;=@[]{}^";
+
+/// The ASCII characters other than unreserved ones that a parsed URL's path may hold raw, so
+/// that each has two spellings the crawl keeps apart (pinned against the `url` crate by
+/// `raw_in_paths_is_what_the_url_parser_leaves_raw`).
+const RAW_IN_PATHS: &str = "!$&'()*+,:;=@[]^|";
 
 /// Device names Windows reserves, with or without an extension.
 const WINDOWS_DEVICES: [&str; 24] = [
@@ -99,10 +118,8 @@ pub fn mirror_path(url: &Url) -> Option<PathBuf> {
         return None;
     }
     let site = site_name(&url.host()?, url.port_or_known_default()?);
-    let segments: Vec<Vec<u8>> = url
-        .path_segments()?
-        .map(|segment| percent_decode_str(segment).collect())
-        .collect();
+    let canonical = crate::canonical::canonical(url);
+    let segments: Vec<&str> = canonical.path_segments()?.collect();
     let (last, folders) = segments.split_last()?;
     let folders = fold_deep(&site, folders.iter().map(|f| folder_name(f)).collect());
     let mut path = PathBuf::from(site);
@@ -156,7 +173,7 @@ fn write_new(path: &Path, body: &[u8]) -> io::Result<()> {
 
 fn site_name(host: &Host<&str>, port: u16) -> String {
     let host = match host {
-        Host::Domain(domain) => escape(domain.to_ascii_lowercase().as_bytes()),
+        Host::Domain(domain) => defuse_dots(escape_bytes(domain.to_ascii_lowercase().as_bytes())),
         Host::Ipv4(address) => address.to_string(),
         Host::Ipv6(address) => {
             let groups: Vec<String> = address
@@ -170,7 +187,7 @@ fn site_name(host: &Host<&str>, port: u16) -> String {
     fit(&host, &format!("_{port}"))
 }
 
-fn folder_name(segment: &[u8]) -> String {
+fn folder_name(segment: &str) -> String {
     let literal = defuse_device(escape(segment));
     if !literal.is_empty() && !literal.contains('.') && literal.len() <= MAX_NAME {
         literal
@@ -179,7 +196,7 @@ fn folder_name(segment: &[u8]) -> String {
     }
 }
 
-fn file_name(segment: &[u8], query: Option<&str>) -> String {
+fn file_name(segment: &str, query: Option<&str>) -> String {
     let literal = if segment.is_empty() {
         FOLDER_PAGE.to_owned()
     } else {
@@ -226,7 +243,7 @@ fn fit(stem: &str, suffix: &str) -> String {
 }
 
 /// The longest prefix of `text` within `max` bytes that ends neither inside a character nor
-/// inside a `%XX` escape (so the cut name still reads as escapes plus plain text).
+/// inside a `%XX` or `%%XX` escape (so the cut name still reads as escapes plus plain text).
 fn cut(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
@@ -242,10 +259,61 @@ fn cut(text: &str, max: usize) -> &str {
     {
         end = end.saturating_sub(2) + percent;
     }
+    // A `%` just before the cut starts a `%%XX`: escapes end in hex digits, never in `%`.
+    if end > 0 && bytes[end - 1] == b'%' {
+        end -= 1;
+    }
     &text[..end]
 }
 
-fn escape(raw: &[u8]) -> String {
+/// The name of a path segment, `segment` as the URL spells it (percent-encoded): decoded and
+/// escaped again, except for the spellings the decoding would merge (module doc).
+fn escape(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = String::with_capacity(segment.len());
+    // Bytes named as their decoded value, escaped together (a character may span escapes).
+    let mut decoded = Vec::with_capacity(segment.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = match bytes[i] {
+            b'%' => bytes.get(i + 1..i + 3).and_then(hex_byte),
+            _ => None,
+        };
+        let byte = escaped.unwrap_or(bytes[i]);
+        i += if escaped.is_some() { 3 } else { 1 };
+        let raw_in_paths = RAW_IN_PATHS.contains(char::from(byte));
+        // `%%XX` where `%XX` already names the raw character, or names nothing else yet.
+        let doubled = match escaped {
+            Some(_) if raw_in_paths && is_kept(char::from(byte)) => false,
+            Some(_) if raw_in_paths || is_unreserved(byte) => true,
+            None if byte == b'%' => true,
+            _ => {
+                decoded.push(byte);
+                continue;
+            }
+        };
+        out.push_str(&escape_bytes(&decoded));
+        decoded.clear();
+        if doubled {
+            out.push('%');
+        }
+        push_escaped(&mut out, byte);
+    }
+    out.push_str(&escape_bytes(&decoded));
+    defuse_dots(out)
+}
+
+/// The value of a `%XX` escape's two hex digits.
+fn hex_byte(digits: &[u8]) -> Option<u8> {
+    let digit = |d: &u8| char::from(*d).to_digit(16);
+    match digits {
+        [hi, lo] => u8::try_from(digit(hi)? << 4 | digit(lo)?).ok(),
+        _ => None,
+    }
+}
+
+/// `raw` with every byte or character that is not kept in names written as `%XX`.
+fn escape_bytes(raw: &[u8]) -> String {
     let mut out = String::with_capacity(raw.len());
     for chunk in raw.utf8_chunks() {
         for c in chunk.valid().chars() {
@@ -262,6 +330,11 @@ fn escape(raw: &[u8]) -> String {
             push_escaped(&mut out, b);
         }
     }
+    out
+}
+
+/// No name is hidden, `.` or `..`, or loses a trailing dot on Windows.
+fn defuse_dots(mut out: String) -> String {
     if out.starts_with('.') {
         out.replace_range(..1, "%2E");
     }
@@ -527,10 +600,10 @@ mod tests {
     #[test]
     fn encoded_dot_dot_alone_never_becomes_a_parent_reference() {
         // A URL built by hand (not parsed) can still carry a raw `..`: escaping is the second wall.
-        assert_eq!(folder_name(b".."), "%2E%2E");
-        assert_eq!(folder_name(b"."), "%2E");
-        assert_eq!(file_name(b"..", None), "%2E%2E~file");
-        assert_eq!(file_name(b".", None), "%2E~file");
+        assert_eq!(folder_name(".."), "%2E%2E");
+        assert_eq!(folder_name("."), "%2E");
+        assert_eq!(file_name("..", None), "%2E%2E~file");
+        assert_eq!(file_name(".", None), "%2E~file");
     }
 
     #[test]
@@ -556,7 +629,7 @@ mod tests {
     #[test]
     fn windows_reserved_characters_are_escaped() {
         assert_eq!(
-            path_of("http://h/a%3C%3E%3A%22%7C%3F%2A.html"),
+            path_of("http://h/a%3C%3E:%22|%3F*.html"),
             "h_80/a%3C%3E%3A%22%7C%3F%2A.html"
         );
     }
@@ -589,6 +662,94 @@ mod tests {
             "h_80/%7Euser/a%25b%7Efile~file"
         );
         assert_eq!(path_of("http://h/x~dir/y.html"), "h_80/x%7Edir/y.html");
+    }
+
+    // --- spellings of one character that are two URLs ------------------------------
+
+    #[test]
+    fn raw_in_paths_is_what_the_url_parser_leaves_raw() {
+        for b in 0x21..0x7F_u8 {
+            let c = char::from(b);
+            if is_unreserved(b) || matches!(c, '%' | '/' | '\\') {
+                continue;
+            }
+            let url = Url::parse(&format!("http://h/a{c}b")).expect("test URL parses");
+            let left_raw = url.path() == format!("/a{c}b");
+            assert_eq!(left_raw, RAW_IN_PATHS.contains(c), "{c:?} in {url}");
+        }
+    }
+
+    #[test]
+    fn a_reserved_character_and_its_escape_are_two_files() {
+        assert_eq!(
+            path_of("http://h/n/plus+sign.html"),
+            "h_80/n/plus+sign.html"
+        );
+        assert_eq!(
+            path_of("http://h/n/plus%2Bsign.html"),
+            "h_80/n/plus%2Bsign.html"
+        );
+        assert_eq!(
+            path_of("http://h/n/plus%2bsign.html"),
+            "h_80/n/plus%2Bsign.html"
+        );
+        assert_eq!(path_of("http://h/wiki/Talk:X"), "h_80/wiki/Talk%3AX~file");
+        assert_eq!(
+            path_of("http://h/wiki/Talk%3AX"),
+            "h_80/wiki/Talk%%3AX~file"
+        );
+        assert_eq!(path_of("http://h/a%zz.html"), "h_80/a%%25zz.html");
+        assert_eq!(path_of("http://h/a%25zz.html"), "h_80/a%25zz.html");
+        assert_eq!(path_of("http://h/C%2B%2B/x.html"), "h_80/C%2B%2B/x.html");
+    }
+
+    /// Every character a path may spell both ways, in every place of a name: the two spellings
+    /// never share a file, the raw one keeps the name it had before escapes were kept apart,
+    /// and both stay plain names.
+    #[test]
+    fn every_pair_of_spellings_maps_to_two_files_and_the_raw_one_is_unchanged() {
+        let mut pairs: Vec<(String, String)> = RAW_IN_PATHS
+            .chars()
+            .map(|c| (c.to_string(), format!("%{:02X}", u32::from(c))))
+            .collect();
+        pairs.push(("%".to_owned(), "%25".to_owned()));
+        let places = [
+            ("http://h/", ".html"),
+            ("http://h/", ""),
+            ("http://h/", "/x.html"),
+            ("http://h/a", "b.html"),
+            ("http://h/a.", "/"),
+            ("http://h/CON", ".html"),
+            ("http://h/", "zz.html"),
+            ("http://h/%C3", "%A9.html"),
+            ("http://h/x/", "?q=1"),
+        ];
+        let mut rng = SplitMix::new(0x5EED);
+        for (raw, escaped) in &pairs {
+            for (before, after) in places {
+                let long = "y".repeat(rng.index(3) * 120);
+                let url = |c: &str| format!("{before}{long}{c}{after}");
+                let (raw_url, escaped_url) = (url(raw), url(escaped));
+                let raw_path = path_of(&raw_url);
+                let escaped_path = path_of(&escaped_url);
+                assert_ne!(raw_path, escaped_path, "{raw_url} and {escaped_url}");
+                assert_contained(Path::new(&raw_path));
+                assert_contained(Path::new(&escaped_path));
+                // A stray `%` is the one raw spelling that moved.
+                if raw == "%" {
+                    continue;
+                }
+                let parsed = Url::parse(&raw_url).expect("test URL parses");
+                for segment in parsed.path_segments().expect("http URL has a path") {
+                    let decoded: Vec<u8> = percent_encoding::percent_decode_str(segment).collect();
+                    assert_eq!(
+                        escape(segment),
+                        defuse_dots(escape_bytes(&decoded)),
+                        "{segment} in {raw_url} changed its name"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -677,7 +838,10 @@ mod tests {
         assert_eq!(cut("ab%2F", 4), "ab");
         assert_eq!(cut("ab%2F", 3), "ab");
         assert_eq!(cut("ab%2Fc", 5), "ab%2F");
-        let name = file_name("/".repeat(300).as_bytes(), None);
+        assert_eq!(cut("ab%%3A", 4), "ab");
+        assert_eq!(cut("ab%%3A", 5), "ab");
+        assert_eq!(cut("ab%%3Ac", 6), "ab%%3A");
+        let name = file_name(&"%2F".repeat(300), None);
         assert!(name.len() <= MAX_NAME);
         let stem = name.split('~').next().expect("stem");
         assert!(
@@ -806,6 +970,25 @@ mod tests {
         ";",
         "=",
         "&",
+        "+",
+        "%2B",
+        "%2b",
+        "%3D",
+        "*",
+        "%2A",
+        "%3a",
+        "'",
+        "%27",
+        "[",
+        "%5B",
+        "^",
+        "%5E",
+        "@",
+        "%40",
+        "41",
+        "2B",
+        "%41",
+        "%%41",
     ];
 
     fn hostile_url(rng: &mut SplitMix) -> String {
@@ -845,18 +1028,20 @@ mod tests {
         url
     }
 
-    type PageKey = (String, Vec<Vec<u8>>, Option<String>);
+    type PageKey = (String, Vec<String>, Option<String>);
 
-    /// What makes two URLs the same page for the mirror: the site, the decoded bytes of
-    /// each segment (a trailing slash meaning `index.html`) and the query.
+    /// What makes two URLs the same page for the mirror: the site, each segment of the
+    /// canonical path (the crawl's own test of sameness; a trailing slash meaning
+    /// `index.html`) and the query.
     fn page_key(url: &Url) -> PageKey {
-        let mut segments: Vec<Vec<u8>> = url
+        let canonical = crate::canonical::canonical(url);
+        let mut segments: Vec<String> = canonical
             .path_segments()
             .expect("http URL has a path")
-            .map(|s| percent_decode_str(s).collect())
+            .map(str::to_owned)
             .collect();
         if let Some(last) = segments.last_mut().filter(|last| last.is_empty()) {
-            *last = FOLDER_PAGE.as_bytes().to_vec();
+            *last = FOLDER_PAGE.to_owned();
         }
         let site = format!(
             "{}:{}",

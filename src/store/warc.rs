@@ -74,7 +74,9 @@ impl Truncation {
 }
 
 /// One fetch as the engine saw it. The body is the decoded body (the fetch module removes any
-/// Content-Encoding); `response_headers` are the server's headers as received.
+/// Content-Encoding it decodes; a body in a coding it does not decode is as it came, see
+/// [`crate::fetch::unsupported_coding`]); `response_headers` are the server's headers as
+/// received.
 #[derive(Debug, Clone, Copy)]
 pub struct Exchange<'a> {
     pub target_uri: &'a str,
@@ -473,12 +475,20 @@ fn exchange_members(
 /// (the response block is this head followed by the body): the body is decoded and
 /// de-chunked, so Content-Encoding and Transfer-Encoding would make readers decode it again.
 /// The removed Content-Encoding is kept under [`ORIGINAL_CONTENT_ENCODING`], and
-/// Content-Length is the stored length (a truncated body says so in `WARC-Truncated`).
+/// Content-Length is the stored length (a truncated body says so in `WARC-Truncated`). A body
+/// the fetch module could not decode is stored as it came, so its Content-Encoding stays.
 fn response_head(ex: &Exchange<'_>) -> Vec<u8> {
     let mut head = format!("HTTP/1.1 {} {}\r\n", ex.status, one_line(ex.reason));
+    let codings: Vec<&str> = ex
+        .response_headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("content-encoding"))
+        .map(|(_, value)| value.as_str())
+        .collect();
+    let decoded = crate::fetch::unsupported_coding(Some(&codings.join(", "))).is_none();
     let mut original_encodings = Vec::new();
     for (name, value) in ex.response_headers {
-        if name.eq_ignore_ascii_case("content-encoding") {
+        if decoded && name.eq_ignore_ascii_case("content-encoding") {
             original_encodings.push(one_line(value));
         } else if !name.eq_ignore_ascii_case("transfer-encoding")
             && !name.eq_ignore_ascii_case("content-length")
@@ -1214,6 +1224,28 @@ mod tests {
             http_head(&records[2].block),
             "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nContent-Length: 2\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn a_body_in_a_coding_the_fetch_does_not_decode_keeps_its_content_encoding() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut writer = WarcWriter::new(dir.path(), "crawl", 1 << 30).expect("new");
+        let response_headers = headers(&[
+            ("content-type", "text/html"),
+            ("Content-Encoding", "gzip"),
+            ("content-encoding", "zstd"),
+        ]);
+        let body = b"\x28\xb5\x2f\xfd as it came";
+        writer
+            .write_exchange(&exchange("http://a.test/", &response_headers, body))
+            .expect("write");
+        let records = read_with_warc_crate(writer.current_file().expect("a file"));
+        assert_eq!(
+            http_head(&records[2].block),
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\nContent-Encoding: gzip\r\n\
+             content-encoding: zstd\r\nContent-Length: 15\r\n\r\n"
+        );
+        assert!(records[2].block.ends_with(body));
     }
 
     #[test]

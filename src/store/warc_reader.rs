@@ -57,7 +57,8 @@ pub struct StoredResponse {
     /// origin whose robots.txt it answers ([`ROBOTS_FIELD`]).
     pub robots_for: Option<String>,
     pub status: u16,
-    /// The response headers as stored (the body is decoded: see `warc.rs`).
+    /// The response headers as stored (the body is decoded unless a Content-Encoding is left:
+    /// see `warc.rs`).
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
@@ -68,6 +69,16 @@ impl StoredResponse {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// A page the crawl parsed: a 2xx answer that is no robots.txt response and that the
+    /// parse's [`crate::parse::verdict`] takes for HTML, as the crawl did when it fetched it.
+    pub fn is_html_page(&self) -> bool {
+        let coding = crate::fetch::unsupported_coding(self.header("content-encoding"));
+        self.robots_for.is_none()
+            && (200..300).contains(&self.status)
+            && crate::parse::verdict(self.header("content-type"), coding.as_deref(), &self.body)
+                == crate::parse::Verdict::Html
     }
 }
 

@@ -20,6 +20,7 @@ mod parse_pool;
 mod reindex;
 mod resume;
 mod robots_warc;
+mod server_quirks;
 mod sites;
 mod store;
 mod testweb_cli;

@@ -468,24 +468,18 @@ async fn every_site_role_is_present_with_four_sites_or_more() {
 }
 
 fn tree_digest(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir") {
-            let p = e.expect("entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p
-                    .strip_prefix(dir)
-                    .expect("inside")
-                    .to_string_lossy()
-                    .into_owned();
-                out.insert(rel, std::fs::read(&p).expect("read"));
-            }
-        }
-    }
-    out
+    crate::util::files_under(dir)
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(dir)
+                .expect("inside")
+                .to_string_lossy()
+                .into_owned();
+            let bytes = std::fs::read(&p).expect("read");
+            (rel, bytes)
+        })
+        .collect()
 }
 
 #[test]

@@ -90,6 +90,9 @@ pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 pub struct WarcRead {
     /// Target URI -> body, of the pages.
     pub bodies: std::collections::BTreeMap<String, Vec<u8>>,
+    /// Target URI -> the HTTP head stored before the body (status line and headers), of the
+    /// pages.
+    pub heads: std::collections::BTreeMap<String, String>,
     /// How many response records each page's URI has.
     pub counts: std::collections::BTreeMap<String, usize>,
     /// The pages' URIs in file order: the commit order.
@@ -119,10 +122,28 @@ pub struct RobotsRecord {
     pub request: Option<Vec<u8>>,
 }
 
+/// Every file below `dir`, in no particular order.
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).expect("readable folder") {
+            let path = entry.expect("readable entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
 /// Reads every WARC file in `dir`.
 pub fn read_warc(dir: &std::path::Path) -> WarcRead {
     let mut out = WarcRead {
         bodies: std::collections::BTreeMap::new(),
+        heads: std::collections::BTreeMap::new(),
         counts: std::collections::BTreeMap::new(),
         order: Vec::new(),
         robots: Vec::new(),
@@ -191,6 +212,8 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
                 ));
                 continue;
             }
+            let head = String::from_utf8_lossy(&block[..split]).into_owned();
+            out.heads.insert(uri.clone(), head);
             out.bodies.insert(uri.clone(), body);
             *out.counts.entry(uri.clone()).or_default() += 1;
             out.order.push(uri);

@@ -43,7 +43,7 @@ use crate::fetch::{
 use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
 use crate::parse::pool::ParsePool;
-use crate::parse::{ParsedPage, Text};
+use crate::parse::{ParsedPage, Text, Verdict};
 use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsResponse, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
 use crate::snapshot::{
@@ -1010,8 +1010,7 @@ impl<F: Schedule> Coordinator<F> {
             }
             let (parsed, extracted) = match &outcome {
                 FetchOutcome::Response(f)
-                    if (200..300).contains(&f.status)
-                        && crate::parse::is_html(f.content_type.as_deref()) =>
+                    if (200..300).contains(&f.status) && verdict(f) == Verdict::Html =>
                 {
                     match parse_in_pool(&pool, f, &cell, text, extractor, hook).await {
                         Ok((page, extracted)) => (Some(Ok(page)), extracted),
@@ -1529,7 +1528,7 @@ impl<F: Schedule> Coordinator<F> {
             200..=299 => {
                 self.sites[site.index()].backoff_attempt = 0;
                 self.count_fetched(id, site);
-                self.on_parsed(id, parsed);
+                self.on_parsed(id, f, parsed);
             }
             _ => self.fail(
                 id,
@@ -1546,8 +1545,12 @@ impl<F: Schedule> Coordinator<F> {
         self.set_state(id, ResourceState::Fetched);
     }
 
-    fn on_parsed(&mut self, id: u32, parsed: Option<Result<ParsedPage, String>>) {
+    fn on_parsed(&mut self, id: u32, f: &Fetched, parsed: Option<Result<ParsedPage, String>>) {
         let Some(parsed) = parsed else {
+            if let Verdict::Ignored(reason) = verdict(f) {
+                self.resources
+                    .update(id, |r| r.reason = Some(reason.into()));
+            }
             self.set_state(id, ResourceState::ParseIgnored);
             return;
         };
@@ -1855,6 +1858,16 @@ async fn parse_in_pool(
         .result()
         .await
         .map_err(|e| e.to_string())
+}
+
+/// What becomes of a 2xx body: decided in the fetch task, and again (same inputs, same answer)
+/// for the row of a page it left unparsed.
+fn verdict(f: &Fetched) -> Verdict {
+    crate::parse::verdict(
+        f.content_type.as_deref(),
+        f.unsupported_coding().as_deref(),
+        &f.body,
+    )
 }
 
 /// Waits for the committer's backlog to drain.

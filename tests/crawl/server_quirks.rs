@@ -1,0 +1,414 @@
+//! What a crawl keeps of what real servers send oddly: URLs that spell one character two ways
+//! (two pages, so two mirror files), bodies in several gzip members or in codings crawltop
+//! does not decode, and HTML sent without a Content-Type. Each site is a small server written
+//! here, since the test web serves none of these on purpose.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+
+use crawltop::store::committer::StoreKind;
+use crawltop::store::mirror::mirror_path;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpListener;
+
+use crate::engine::{config, crawl};
+
+/// One answer: its status line's code, its headers (Content-Length is added) and its body.
+#[derive(Debug, Clone)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn new(headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> Answer {
+        Answer {
+            status: 200,
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            body: body.into(),
+        }
+    }
+
+    fn html(body: impl Into<Vec<u8>>) -> Answer {
+        Answer::new(&[("Content-Type", "text/html")], body)
+    }
+}
+
+/// A site on 127.0.0.1 (port chosen by the OS) that answers each request path from `answers`
+/// as it is spelled on the request line, 404 for any other (robots.txt too: everything is
+/// allowed). One request per connection. Returns the origin and every path asked, in order.
+async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("bound"));
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let answers = Arc::new(answers);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (log, answers) = (log.clone(), answers.clone());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&head);
+                let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                let answer = answers.get(&path).cloned().unwrap_or(Answer {
+                    status: 404,
+                    headers: vec![("Content-Type".into(), "text/plain".into())],
+                    body: b"not here".to_vec(),
+                });
+                log.lock().expect("no test thread panicked").push(path);
+                let mut reply = format!("HTTP/1.1 {} X\r\nConnection: close\r\n", answer.status);
+                for (k, v) in &answer.headers {
+                    let _ = write!(reply, "{k}: {v}\r\n");
+                }
+                let _ = write!(reply, "Content-Length: {}\r\n\r\n", answer.body.len());
+                let mut reply = reply.into_bytes();
+                reply.extend_from_slice(&answer.body);
+                let _ = stream.write_all(&reply).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    (origin, asked)
+}
+
+/// A page linking every path of `links`.
+fn linking(links: &[&str]) -> Answer {
+    let mut anchors = String::new();
+    for l in links {
+        let _ = writeln!(anchors, "<a href=\"{l}\">{l}</a>");
+    }
+    Answer::html(format!("<html><body>{anchors}</body></html>"))
+}
+
+#[tokio::test]
+async fn a_mirror_keeps_one_file_for_each_spelling_of_a_reserved_character() {
+    // Each pair is two URLs (the crawl keeps them apart) that decode to the same bytes.
+    let pages = [
+        "/n/plus+sign.html",
+        "/n/plus%2Bsign.html",
+        "/n/eq=x.html",
+        "/n/eq%3Dx.html",
+        "/n/a,b;c&d@e$f!g'h(i)j.html",
+        "/n/a%2Cb%3Bc%26d%40e%24f%21g%27h%28i%29j.html",
+        "/n/Talk:Page",
+        "/n/Talk%3APage",
+        "/n/star*.html",
+        "/n/star%2A.html",
+        "/n/pipe|/x.html",
+        "/n/pipe%7C/x.html",
+    ];
+    let mut answers: BTreeMap<String, Answer> = pages
+        .iter()
+        .map(|p| {
+            (
+                (*p).to_owned(),
+                Answer::html(format!("<p>the page {p}</p>")),
+            )
+        })
+        .collect();
+    answers.insert("/".into(), linking(&pages));
+    let (origin, asked) = quirky_site(answers.clone()).await;
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.delay_ms = 0;
+    cfg.out = Some(out.path().to_path_buf());
+    cfg.store = StoreKind::Mirror;
+    let crawled = crawl(cfg).await;
+
+    let asked = asked.lock().expect("no test thread panicked").clone();
+    for (path, answer) in &answers {
+        assert_eq!(
+            asked.iter().filter(|a| *a == path).count(),
+            1,
+            "{path} asked once: {asked:?}"
+        );
+        let url = url::Url::parse(&format!("{origin}{path}")).expect("url");
+        assert_eq!(
+            crawled.urls[url.as_str()]["state"],
+            "parsed",
+            "{url}: {:?}",
+            crawled.urls[url.as_str()]
+        );
+        let file = out
+            .path()
+            .join("pages")
+            .join(mirror_path(&url).expect("mirrorable"));
+        let stored = std::fs::read(&file).unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_eq!(
+            String::from_utf8_lossy(&stored),
+            String::from_utf8_lossy(&answer.body),
+            "{url} in {}",
+            file.display()
+        );
+    }
+    assert_eq!(
+        crate::util::files_under(&out.path().join("pages")).len(),
+        answers.len(),
+        "one file per page"
+    );
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).expect("in memory");
+    e.finish().expect("in memory")
+}
+
+/// A crawl of `origin` storing WARC files and the index in a new folder.
+async fn crawl_into_warc(origin: &str) -> (crate::engine::Crawled, tempfile::TempDir) {
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.delay_ms = 0;
+    cfg.out = Some(out.path().to_path_buf());
+    cfg.store = StoreKind::Warc;
+    (crawl(cfg).await, out)
+}
+
+#[tokio::test]
+async fn a_gzip_body_of_two_members_is_parsed_stored_and_its_links_followed() {
+    let page = b"<html><body><p>zebramultione</p><a href=\"/from-first.html\">x</a>\
+                 <p>zebramultitwo</p><a href=\"/from-second.html\">y</a></body></html>";
+    let (first, second) = page.split_at(page.len() / 2);
+    let wire = [gzip(first), gzip(second)].concat();
+    let answers = BTreeMap::from([
+        ("/".to_owned(), linking(&["/multi.html"])),
+        (
+            "/multi.html".to_owned(),
+            Answer::new(
+                &[("Content-Type", "text/html"), ("Content-Encoding", "gzip")],
+                wire,
+            ),
+        ),
+        ("/from-first.html".to_owned(), Answer::html("<p>first</p>")),
+        (
+            "/from-second.html".to_owned(),
+            Answer::html("<p>second</p>"),
+        ),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let (crawled, out) = crawl_into_warc(&origin).await;
+
+    let multi = &crawled.urls[&format!("{origin}/multi.html")];
+    assert_eq!(multi["state"], "parsed", "{multi}");
+    let asked = asked.lock().expect("no test thread panicked").clone();
+    for linked in ["/from-first.html", "/from-second.html"] {
+        assert!(
+            asked.iter().any(|a| a == linked),
+            "{linked} not asked: {asked:?}"
+        );
+    }
+    let warc = crate::util::read_warc(&out.path().join("warc"));
+    assert_eq!(
+        warc.bodies[&format!("{origin}/multi.html")],
+        page,
+        "stored decoded, both members"
+    );
+    let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
+    for word in ["zebramultione", "zebramultitwo"] {
+        let hits = reader.search(word, 10).expect("search");
+        assert_eq!(hits.len(), 1, "{word}");
+        assert_eq!(hits[0].url, format!("{origin}/multi.html"));
+    }
+}
+
+#[tokio::test]
+async fn stacked_codings_are_decoded_and_a_coding_crawltop_cannot_decode_is_kept_as_sent() {
+    let page = |word: &str, link: &str| {
+        format!("<html><body><p>{word}</p><a href=\"{link}\">x</a></body></html>").into_bytes()
+    };
+    let double = page("zebradouble", "/from-double.html");
+    // zstd's magic number, then what a parse would read as HTML if it took the bytes as they are.
+    let zstd = [
+        b"\x28\xb5\x2f\xfd".as_slice(),
+        &page("zebrazstd", "/from-zstd.html"),
+    ]
+    .concat();
+    let gzip_zstd = gzip(&page("zebragzipzstd", "/from-gzip-zstd.html"));
+    let encoded = |coding: &str, body: &[u8]| {
+        Answer::new(
+            &[("Content-Type", "text/html"), ("Content-Encoding", coding)],
+            body.to_vec(),
+        )
+    };
+    let answers = BTreeMap::from([
+        (
+            "/".to_owned(),
+            linking(&["/double.html", "/zstd.html", "/gzip-zstd.html"]),
+        ),
+        (
+            "/double.html".to_owned(),
+            encoded("gzip, gzip", &gzip(&gzip(&double))),
+        ),
+        ("/zstd.html".to_owned(), encoded("zstd", &zstd)),
+        (
+            "/gzip-zstd.html".to_owned(),
+            encoded("gzip, zstd", &gzip_zstd),
+        ),
+        ("/from-double.html".to_owned(), Answer::html("<p>x</p>")),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let (crawled, out) = crawl_into_warc(&origin).await;
+    let asked = asked.lock().expect("no test thread panicked").clone();
+    let warc = crate::util::read_warc(&out.path().join("warc"));
+    let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
+    let hits = |word: &str| reader.search(word, 10).expect("search").len();
+
+    // Decoded right to left: parsed, indexed, its link followed, stored decoded.
+    let url = format!("{origin}/double.html");
+    assert_eq!(
+        crawled.urls[&url]["state"], "parsed",
+        "{}",
+        crawled.urls[&url]
+    );
+    assert!(asked.iter().any(|a| a == "/from-double.html"), "{asked:?}");
+    assert_eq!(hits("zebradouble"), 1);
+    assert_eq!(warc.bodies[&url], double);
+    let head = warc.heads[&url].to_ascii_lowercase();
+    assert!(
+        head.contains("\r\nx-crawltop-original-content-encoding: gzip, gzip\r\n")
+            && !head.contains("\r\ncontent-encoding"),
+        "{head}"
+    );
+
+    // Not decoded: not parsed nor indexed, its links not followed, the row says why, and the
+    // record keeps the bytes and the Content-Encoding the server sent.
+    for (path, coding, sent, word, link) in [
+        ("/zstd.html", "zstd", &zstd, "zebrazstd", "/from-zstd.html"),
+        (
+            "/gzip-zstd.html",
+            "gzip, zstd",
+            &gzip_zstd,
+            "zebragzipzstd",
+            "/from-gzip-zstd.html",
+        ),
+    ] {
+        let url = format!("{origin}{path}");
+        let row = &crawled.urls[&url];
+        assert_eq!(row["state"], "parse_ignored", "{row}");
+        assert_eq!(
+            row["reason"], "content-encoding zstd is not supported",
+            "{row}"
+        );
+        assert_eq!(hits(word), 0, "{word} indexed");
+        assert!(!asked.iter().any(|a| a == link), "{link} asked: {asked:?}");
+        assert_eq!(&warc.bodies[&url], sent, "{url} stored as sent");
+        let head = &warc.heads[&url];
+        assert!(
+            head.contains(&format!("\r\ncontent-encoding: {coding}\r\n"))
+                && !head
+                    .to_ascii_lowercase()
+                    .contains("original-content-encoding"),
+            "{head}"
+        );
+    }
+    let resources = &crawled.stats["resources"];
+    assert_eq!(resources["parse_ignored"], 2, "{resources}");
+
+    // An index built again from the WARC files takes the same pages.
+    drop(reader);
+    let rebuilt = crawltop::reindex::reindex(out.path(), 64, true, |_| {}).expect("reindex");
+    assert_eq!(rebuilt.pages, 3, "/, /double.html, /from-double.html");
+    let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
+    for (word, pages) in [("zebradouble", 1), ("zebrazstd", 0), ("zebragzipzstd", 0)] {
+        assert_eq!(
+            reader.search(word, 10).expect("search").len(),
+            pages,
+            "{word}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn html_sent_without_a_content_type_is_sniffed_and_every_page_left_unparsed_says_why() {
+    let page = |word: &str, link: &str| {
+        format!("\n<!DOCTYPE html><html><body><p>{word}</p><a href=\"{link}\">x</a></body></html>")
+    };
+    let answers = BTreeMap::from([
+        (
+            "/".to_owned(),
+            linking(&["/notype.html", "/octet.html", "/image.png", "/notype.bin"]),
+        ),
+        (
+            "/notype.html".to_owned(),
+            Answer::new(&[], page("zebranotype", "/from-notype.html")),
+        ),
+        (
+            "/octet.html".to_owned(),
+            Answer::new(
+                &[("Content-Type", "application/octet-stream")],
+                page("zebraoctet", "/from-octet.html"),
+            ),
+        ),
+        (
+            "/image.png".to_owned(),
+            Answer::new(
+                &[("Content-Type", "image/png")],
+                b"\x89PNG\r\n\x1a\n".to_vec(),
+            ),
+        ),
+        (
+            "/notype.bin".to_owned(),
+            Answer::new(
+                &[],
+                b"\x00\x01 <a href=\"/from-bin.html\">zebrabin</a>".to_vec(),
+            ),
+        ),
+        ("/from-notype.html".to_owned(), Answer::html("<p>x</p>")),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let (crawled, out) = crawl_into_warc(&origin).await;
+    let asked = asked.lock().expect("no test thread panicked").clone();
+    let row = |path: &str| crawled.urls[&format!("{origin}{path}")].clone();
+
+    assert_eq!(
+        row("/notype.html")["state"],
+        "parsed",
+        "{}",
+        row("/notype.html")
+    );
+    assert!(asked.iter().any(|a| a == "/from-notype.html"), "{asked:?}");
+    let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
+    assert_eq!(reader.search("zebranotype", 10).expect("search").len(), 1);
+
+    for (path, reason) in [
+        ("/octet.html", "not HTML: application/octet-stream"),
+        ("/image.png", "not HTML: image/png"),
+        (
+            "/notype.bin",
+            "not HTML: no Content-Type, and the body does not start like HTML",
+        ),
+    ] {
+        let row = row(path);
+        assert_eq!(
+            (row["state"].as_str(), row["reason"].as_str()),
+            (Some("parse_ignored"), Some(reason)),
+            "{row}"
+        );
+    }
+    for unfollowed in ["/from-octet.html", "/from-bin.html"] {
+        assert!(!asked.iter().any(|a| a == unfollowed), "{asked:?}");
+    }
+    for word in ["zebraoctet", "zebrabin"] {
+        assert_eq!(reader.search(word, 10).expect("search").len(), 0, "{word}");
+    }
+
+    // An index built again from the WARC files sniffs the same page.
+    drop(reader);
+    let rebuilt = crawltop::reindex::reindex(out.path(), 64, true, |_| {}).expect("reindex");
+    assert_eq!(rebuilt.pages, 3, "/, /notype.html, /from-notype.html");
+    let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
+    assert_eq!(reader.search("zebranotype", 10).expect("search").len(), 1);
+}
