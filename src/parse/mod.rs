@@ -154,6 +154,8 @@ pub enum LinkKind {
     Iframe,
     LinkNext,
     LinkPrev,
+    /// `<meta http-equiv="refresh" content="N; url=...">`: a browser goes there after N s.
+    Refresh,
 }
 /// True for `text/html` and `application/xhtml+xml`, ignoring parameters and case.
 ///
@@ -435,6 +437,18 @@ impl Collected {
                 if name.eq_ignore_ascii_case("robots") || name.eq_ignore_ascii_case("crawltop") {
                     self.meta_robots.add(&attr("content").unwrap_or_default());
                 }
+                let refresh =
+                    attr("http-equiv").is_some_and(|v| v.trim().eq_ignore_ascii_case("refresh"));
+                if let Some(url) = attr("content")
+                    .filter(|_| refresh)
+                    .and_then(|c| refresh_url(&c))
+                {
+                    self.links.push(RawLink {
+                        href: Href::Owned(url),
+                        kind: LinkKind::Refresh,
+                        nofollow: false,
+                    });
+                }
                 return;
             }
             _ => return,
@@ -447,6 +461,39 @@ impl Collected {
             });
         }
     }
+}
+
+/// The URL of a `<meta http-equiv="refresh">`'s `content` (`5; url=/next.html`, `0;URL='x'`,
+/// `0, /x`), as the HTML standard's shared declarative refresh steps read it; `None` when it
+/// names no URL (a refresh of the page itself) or does not start with a time.
+fn refresh_url(content: &str) -> Option<String> {
+    let ws = |c: char| matches!(c, '\t' | '\n' | '\x0C' | '\r' | ' ');
+    let rest = content.trim_start_matches(ws);
+    let after_time = rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if after_time.len() == rest.len() {
+        return None;
+    }
+    let rest = after_time;
+    if !rest.starts_with(|c: char| ws(c) || c == ';' || c == ',') {
+        return None;
+    }
+    let rest = rest.trim_start_matches(ws);
+    let rest = rest
+        .strip_prefix([';', ','])
+        .unwrap_or(rest)
+        .trim_start_matches(ws);
+    // `url =` is optional; without its `=`, the URL starts at the `u`.
+    let rest = rest
+        .get(..3)
+        .filter(|u| u.eq_ignore_ascii_case("url"))
+        .and_then(|_| rest[3..].trim_start_matches(ws).strip_prefix('='))
+        .map_or(rest, |r| r.trim_start_matches(ws));
+    let url = match rest.chars().next() {
+        Some(quote @ ('"' | '\'')) => rest[1..].split(quote).next().unwrap_or_default(),
+        _ => rest,
+    };
+    let url = url.trim_end_matches(ws);
+    (!url.is_empty()).then(|| url.to_string())
 }
 
 /// Elements whose content is never shown as text. The title is kept apart; an iframe's
@@ -836,6 +883,30 @@ mod tests {
                 ("/dir/sub/if.html", LinkKind::Iframe),
             ]
         );
+    }
+
+    #[test]
+    fn a_meta_refresh_is_a_link_to_its_url_as_browsers_read_it() {
+        for (content, want) in [
+            ("0; url=/n/refresh.html", Some("/n/refresh.html")),
+            ("5;URL='q.html'", Some("q.html")),
+            ("3, url = \"x y.html\" ", Some("x y.html")),
+            ("0.5 ; /direct.html", Some("/direct.html")),
+            ("1 urlish.html", Some("urlish.html")),
+            ("  10", None),
+            ("0;", None),
+            ("soon; url=x.html", None),
+            ("0x; url=x.html", None),
+        ] {
+            assert_eq!(refresh_url(content).as_deref(), want, "{content:?}");
+        }
+        let page = parse(
+            r#"<head><meta http-equiv="Refresh" content="0; url=moved.html">
+               <meta http-equiv="content-type" content="0; url=not-a-refresh.html"></head>"#,
+        );
+        let kinds: Vec<(&str, LinkKind)> =
+            page.links.iter().map(|l| (l.url.path(), l.kind)).collect();
+        assert_eq!(kinds, [("/dir/sub/moved.html", LinkKind::Refresh)]);
     }
 
     #[test]

@@ -417,6 +417,8 @@ struct Resource {
     links: Vec<LinkPlan>,
     /// `<link rel=next>` target, a followable link too.
     link_next: Option<String>,
+    /// `<meta http-equiv=refresh>` target on this site, a followable link too.
+    refresh: Option<String>,
     base: Option<Base>,
     meta: Meta,
     /// Special bodies of the hostile site.
@@ -498,6 +500,7 @@ impl SitePlan {
             content,
             links: Vec::new(),
             link_next: None,
+            refresh: None,
             base: None,
             meta: Meta::None,
             special: Special::None,
@@ -880,7 +883,11 @@ fn plan_hostile_site() -> SitePlan {
     let cafe = site.add("/caf%C3%A9.html", "café.html", ContentKind::Html);
     let r429 = site.add_html("/retry/429.html");
     let r503 = site.add_html("/retry/503.html");
-    for r in [unquoted, table, cafe, r429, r503] {
+    // An old-style redirect: the only way to the page it names.
+    let refresh = site.add_html("/refresh.html");
+    site.resources[refresh].refresh = Some("/refreshed.html".into());
+    let refreshed = site.add_html("/refreshed.html");
+    for r in [unquoted, table, cafe, r429, r503, refreshed] {
         site.link(r, me, "/");
     }
     // What a browser finds in the two special bodies (rendered by hand, below).
@@ -895,6 +902,7 @@ fn plan_hostile_site() -> SitePlan {
         "/latin1.html",
         "/retry/429.html",
         "/retry/503.html",
+        "/refresh.html",
         "/loop/a",
         "/chain/0",
         CALENDAR_START,
@@ -1167,9 +1175,11 @@ fn followable(res: &Resource, me: usize) -> Vec<(usize, String)> {
         _ => None,
     });
     let next = res.link_next.as_deref().map(|next| (me, next));
+    let refresh = res.refresh.as_deref().map(|to| (me, to));
     // A docs page has hundreds of links: a set keeps this linear.
     let mut seen: HashSet<(usize, &str)> = HashSet::new();
     urls.chain(next)
+        .chain(refresh)
         .filter(|item| seen.insert(*item))
         .map(|(site, path)| (site, path.to_string()))
         .collect()
@@ -1332,6 +1342,13 @@ fn render_html(web: &WebPlan, me: usize, res: &Resource, book: &Book, rng: &mut 
         Meta::NoFollow => head.push_str("<meta name=\"robots\" content=\"nofollow\">\n"),
         Meta::NoIndex => head.push_str("<meta name=\"robots\" content=\"noindex\">\n"),
         Meta::None => {}
+    }
+    if let Some(to) = &res.refresh {
+        let _ = writeln!(
+            head,
+            "<meta http-equiv=\"refresh\" content=\"0; url={}\">",
+            escape(to)
+        );
     }
     write_link_next(&mut head, web, me, res, rng);
     head.push_str("</head>\n<body>\n");

@@ -675,6 +675,14 @@ async fn hostile_paths_end_in_clear_states_and_the_crawl_finishes() {
             .contains_key(&web.url("hostile", "/m/eof.html"))
     );
     assert_eq!(state("/latin1.html").0, "parsed");
+    // Reachable only through a `<meta http-equiv=refresh>`: asked at the server.
+    assert_eq!(state("/refreshed.html").0, "parsed");
+    assert!(
+        web.log()
+            .site_records("hostile")
+            .iter()
+            .any(|r| r.path == "/refreshed.html" && r.status == 200)
+    );
     assert_eq!(
         state("/caf%C3%A9.html").0,
         "parsed",
