@@ -174,6 +174,9 @@ impl PhaseCell {
 pub struct Fetched {
     /// The URL asked for (never a redirect target: none is followed).
     pub final_url: Url,
+    /// The protocol version the server answered with, as a status line writes it
+    /// (`HTTP/1.0`, `HTTP/1.1`, `HTTP/2.0`).
+    pub version: &'static str,
     pub status: u16,
     pub content_type: Option<String>,
     pub location: Option<String>,
@@ -378,6 +381,7 @@ impl Fetcher {
         let mut decoder = Decoder::new(content_encoding.as_deref(), cap, reserve);
         let mut fetched = Fetched {
             final_url: resp.url().clone(),
+            version: version_name(resp.version()),
             status: resp.status().as_u16(),
             content_type: header_text(headers, &header::CONTENT_TYPE),
             location: header_text(headers, &header::LOCATION),
@@ -433,6 +437,17 @@ impl Fetcher {
         fetched.body = Bytes::from(decoder.take_body());
         fetched.elapsed = started.elapsed();
         FetchOutcome::Response(Box::new(fetched))
+    }
+}
+
+/// How a status line names an HTTP version.
+fn version_name(version: reqwest::Version) -> &'static str {
+    match version {
+        reqwest::Version::HTTP_09 => "HTTP/0.9",
+        reqwest::Version::HTTP_10 => "HTTP/1.0",
+        reqwest::Version::HTTP_2 => "HTTP/2.0",
+        reqwest::Version::HTTP_3 => "HTTP/3.0",
+        _ => "HTTP/1.1",
     }
 }
 

@@ -231,6 +231,8 @@ pub struct FetchRecord {
     pub date: SystemTime,
     /// The request as crawltop sent it (request line and headers).
     pub request: Vec<u8>,
+    /// The version of the response's status line (`HTTP/1.1`).
+    pub version: &'static str,
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
@@ -876,6 +878,7 @@ fn write_fetch(
         date: fetch.date,
         ip: None,
         request_line_and_headers: &fetch.request,
+        version: fetch.version,
         status: fetch.status,
         reason,
         response_headers: &fetch.headers,

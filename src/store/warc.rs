@@ -92,6 +92,8 @@ pub struct Exchange<'a> {
     pub ip: Option<IpAddr>,
     /// The HTTP request as sent, e.g. `b"GET /p.html HTTP/1.1\r\nHost: a\r\n\r\n"`.
     pub request_line_and_headers: &'a [u8],
+    /// The version of the response's status line, as the server answered (`HTTP/1.0`).
+    pub version: &'a str,
     pub status: u16,
     pub reason: &'a str,
     pub response_headers: &'a [(String, String)],
@@ -471,14 +473,19 @@ fn exchange_members(
     ExchangeMembers { bytes, request_len }
 }
 
-/// The head of the response as an HTTP/1.1 message whose headers describe the body as stored
+/// The head of the response, with the server's status line version, whose headers describe the body as stored
 /// (the response block is this head followed by the body): the body is decoded and
 /// de-chunked, so Content-Encoding and Transfer-Encoding would make readers decode it again.
 /// The removed Content-Encoding is kept under [`ORIGINAL_CONTENT_ENCODING`], and
 /// Content-Length is the stored length (a truncated body says so in `WARC-Truncated`). A body
 /// the fetch module could not decode is stored as it came, so its Content-Encoding stays.
 fn response_head(ex: &Exchange<'_>) -> Vec<u8> {
-    let mut head = format!("HTTP/1.1 {} {}\r\n", ex.status, one_line(ex.reason));
+    let mut head = format!(
+        "{} {} {}\r\n",
+        one_line(ex.version),
+        ex.status,
+        one_line(ex.reason)
+    );
     let codings: Vec<&str> = ex
         .response_headers
         .iter()
@@ -839,6 +846,7 @@ mod tests {
             date: date(),
             ip: Some(IpAddr::from([127, 0, 0, 1])),
             request_line_and_headers: REQUEST,
+            version: "HTTP/1.1",
             status: 200,
             reason: "OK",
             response_headers,

@@ -385,6 +385,7 @@ mod tests {
             date: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             ip: None,
             request_line_and_headers: b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            version: "HTTP/1.1",
             status: 200,
             reason: "OK",
             response_headers: headers,

@@ -14,9 +14,11 @@ use tokio::net::TcpListener;
 
 use crate::engine::{config, crawl};
 
-/// One answer: its status line's code, its headers (Content-Length is added) and its body.
+/// One answer: its status line's version and code, its headers (Content-Length is added) and
+/// its body.
 #[derive(Debug, Clone)]
 struct Answer {
+    version: &'static str,
     status: u16,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
@@ -25,6 +27,7 @@ struct Answer {
 impl Answer {
     fn new(headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> Answer {
         Answer {
+            version: "HTTP/1.1",
             status: 200,
             headers: headers
                 .iter()
@@ -36,6 +39,14 @@ impl Answer {
 
     fn html(body: impl Into<Vec<u8>>) -> Answer {
         Answer::new(&[("Content-Type", "text/html")], body)
+    }
+
+    /// A 301 to `to`.
+    fn moved(to: &str) -> Answer {
+        Answer {
+            status: 301,
+            ..Answer::new(&[("Location", to)], "")
+        }
     }
 }
 
@@ -64,11 +75,13 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Arc<Mutex<Ve
                 let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
                 let answer = answers.get(&path).cloned().unwrap_or(Answer {
                     status: 404,
-                    headers: vec![("Content-Type".into(), "text/plain".into())],
-                    body: b"not here".to_vec(),
+                    ..Answer::new(&[("Content-Type", "text/plain")], "not here")
                 });
                 log.lock().expect("no test thread panicked").push(path);
-                let mut reply = format!("HTTP/1.1 {} X\r\nConnection: close\r\n", answer.status);
+                let mut reply = format!(
+                    "{} {} X\r\nConnection: close\r\n",
+                    answer.version, answer.status
+                );
                 for (k, v) in &answer.headers {
                     let _ = write!(reply, "{k}: {v}\r\n");
                 }
@@ -411,4 +424,71 @@ async fn html_sent_without_a_content_type_is_sniffed_and_every_page_left_unparse
     assert_eq!(rebuilt.pages, 3, "/, /notype.html, /from-notype.html");
     let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
     assert_eq!(reader.search("zebranotype", 10).expect("search").len(), 1);
+}
+
+/// A WARC response record's status line says the version the server answered with.
+#[tokio::test]
+async fn a_warc_record_keeps_the_http_version_the_server_answered_with() {
+    let mut answers = BTreeMap::new();
+    answers.insert("/".to_owned(), linking(&["/old.html"]));
+    answers.insert(
+        "/old.html".to_owned(),
+        Answer {
+            version: "HTTP/1.0",
+            ..Answer::html("<p>from an old server</p>")
+        },
+    );
+    let (origin, _) = quirky_site(answers).await;
+    let (_, out) = crawl_into_warc(&origin).await;
+    let warc = crate::util::read_warc(&out.path().join("warc"));
+    let head = |path: &str| warc.heads[&format!("{origin}{path}")].clone();
+    assert!(
+        head("/old.html").starts_with("HTTP/1.0 200 "),
+        "{}",
+        head("/old.html")
+    );
+    assert!(head("/").starts_with("HTTP/1.1 200 "), "{}", head("/"));
+}
+
+/// RFC 9309 2.3.1.2: five redirects of robots.txt are followed and the rules at the end
+/// obeyed; past five the file is taken as unavailable (everything allowed), as the site's
+/// state says.
+#[tokio::test]
+async fn robots_txt_redirects_are_followed_five_times_and_no_more() {
+    for (hops, secret_asked, state) in [(5, false, "handled"), (6, true, "unexisting")] {
+        let mut answers = BTreeMap::new();
+        answers.insert("/".to_owned(), linking(&["/secret.html", "/ok.html"]));
+        for page in ["/secret.html", "/ok.html"] {
+            answers.insert(page.to_owned(), Answer::html("<p>a page</p>"));
+        }
+        answers.insert("/robots.txt".to_owned(), Answer::moved("/r/1"));
+        for n in 1..hops {
+            answers.insert(format!("/r/{n}"), Answer::moved(&format!("/r/{}", n + 1)));
+        }
+        answers.insert(
+            format!("/r/{hops}"),
+            Answer::new(&[], "User-agent: *\nDisallow: /secret.html\n"),
+        );
+        let (origin, asked) = quirky_site(answers).await;
+        let mut cfg = config(vec![format!("{origin}/")]);
+        cfg.delay_ms = 0;
+        let crawled = crawl(cfg).await;
+        assert!(crawled.summary.completed);
+        let asked = asked.lock().expect("no test thread panicked").clone();
+        let robots_hops = asked
+            .iter()
+            .filter(|p| *p == "/robots.txt" || p.starts_with("/r/"))
+            .count();
+        assert_eq!(robots_hops, 6.min(hops + 1), "{hops} redirects: {asked:?}");
+        assert_eq!(
+            asked.iter().any(|p| p == "/secret.html"),
+            secret_asked,
+            "{hops} redirects: {asked:?}"
+        );
+        assert!(asked.iter().any(|p| p == "/ok.html"), "{asked:?}");
+        assert_eq!(
+            crawled.stats["sites"][0]["robots_state"], state,
+            "{hops} redirects"
+        );
+    }
 }

@@ -1204,6 +1204,7 @@ impl<F: Schedule> Coordinator<F> {
             url: url.clone(),
             date,
             request: request.into_bytes(),
+            version: f.version,
             status: f.status,
             headers: f.headers.clone(),
             body: f.body.clone(),
