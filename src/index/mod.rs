@@ -1208,7 +1208,7 @@ fn check_query(query: &str) -> Result<(), IndexError> {
 /// whole text) is cut to this around its first match, each cut marked `…`.
 pub const LINE_WINDOW: usize = 200;
 /// Characters kept before the first match when a line is cut.
-const LINE_LEAD: usize = 60;
+pub const LINE_LEAD: usize = 60;
 
 /// The 1-based numbered lines of `text` holding any of `words`, tokenized as the index does,
 /// each cut to [`LINE_WINDOW`] characters around its first match.

@@ -21,6 +21,38 @@ fn tokens(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// `line` as a hit shows it: whole up to `LINE_WINDOW` characters, else that many from
+/// `LINE_LEAD` before the first token that is `word`, `…` at each cut.
+fn shown(line: &str, word: &str) -> String {
+    use crawltop::index::{LINE_LEAD, LINE_WINDOW};
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= LINE_WINDOW {
+        return line.to_string();
+    }
+    let mut at = 0;
+    let mut start = 0;
+    for i in 0..=chars.len() {
+        if i == chars.len() || !chars[i].is_alphanumeric() {
+            let token: String = chars[start..i].iter().collect();
+            if token.to_lowercase() == word {
+                at = start;
+                break;
+            }
+            start = i + 1;
+        }
+    }
+    let from = at.saturating_sub(LINE_LEAD);
+    let to = (from + LINE_WINDOW).min(chars.len());
+    let mut out: String = chars[from..to].iter().collect();
+    if from > 0 {
+        out.insert(0, '…');
+    }
+    if to < chars.len() {
+        out.push('…');
+    }
+    out
+}
+
 #[tokio::test]
 async fn search_counts_and_wc_agree_with_a_brute_force_scan() {
     let web = TestWeb::start(GenOptions::new(3, 20).seed(12).crawl_delay_s(0.01))
@@ -121,7 +153,7 @@ async fn search_counts_and_wc_agree_with_a_brute_force_scan() {
                 .lines()
                 .enumerate()
                 .filter(|(_, l)| tokens(l).iter().any(|w| w == word))
-                .map(|(i, l)| (i + 1, l.to_string()))
+                .map(|(i, l)| (i + 1, shown(l, word)))
                 .collect();
             assert_eq!(hit.lines, want_lines, "lines of {} for {word}", hit.url);
         }
