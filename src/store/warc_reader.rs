@@ -120,7 +120,12 @@ pub struct WarcPart {
 /// every file is read whole; a mark that names no WARC file (the crawl had written no record
 /// at its checkpoint) holds none of the crawl's files.
 pub fn held_parts(dir: &Path, mark: Option<&Mark>) -> Result<Vec<WarcPart>, WarcReadError> {
-    let files = warc_files(dir)?;
+    let files = match warc_files(dir) {
+        // The mark holds no file, and a resume removed every file it did not hold: nothing
+        // to read is the right answer, not an error.
+        Err(WarcReadError::NoWarc(_)) if mark.is_some_and(|m| m.warc.is_none()) => Vec::new(),
+        other => other?,
+    };
     let whole = |path| WarcPart { path, end: None };
     let Some(mark) = mark else {
         return Ok(files.into_iter().map(whole).collect());
@@ -552,6 +557,20 @@ mod tests {
             matches!(&err, WarcReadError::NotAsMarked { path, .. } if path == &marked),
             "{err}"
         );
+    }
+
+    /// A crawl killed before its first checkpoint held a record, then resumed (which removes
+    /// the files its mark does not hold), reads as holding nothing.
+    #[test]
+    fn a_mark_that_holds_no_file_reads_an_empty_folder_as_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let parts = held_parts(dir.path(), Some(&checkpoint(None))).expect("nothing held");
+        assert!(parts.is_empty());
+        // Without a mark, or with one naming a file, no WARC file is an error still.
+        assert!(matches!(
+            held_parts(dir.path(), None),
+            Err(WarcReadError::NoWarc(_))
+        ));
     }
 
     #[test]
