@@ -492,3 +492,36 @@ async fn robots_txt_redirects_are_followed_five_times_and_no_more() {
         );
     }
 }
+
+/// A robots.txt that redirects to another crawled origin's own robots.txt (`http://` to
+/// `https://` of one host, on the real web) is answered by that origin's answer: the file is
+/// asked once, and its rules hold for both sites.
+#[tokio::test]
+async fn a_robots_txt_redirected_to_another_sites_robots_txt_is_asked_there_once() {
+    let site = |robots: Answer| {
+        let mut answers = BTreeMap::new();
+        answers.insert("/".to_owned(), linking(&["/secret.html", "/ok.html"]));
+        for page in ["/secret.html", "/ok.html"] {
+            answers.insert(page.to_owned(), Answer::html("<p>a page</p>"));
+        }
+        answers.insert("/robots.txt".to_owned(), robots);
+        answers
+    };
+    let rules = Answer::new(&[], "User-agent: *\nDisallow: /secret.html\n");
+    let (x, x_asked) = quirky_site(site(rules)).await;
+    let (a, a_asked) = quirky_site(site(Answer::moved(&format!("{x}/robots.txt")))).await;
+    let mut cfg = config(vec![format!("{x}/"), format!("{a}/")]);
+    cfg.delay_ms = 0;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    for (origin, asked, robots) in [(&x, &x_asked, 1), (&a, &a_asked, 1)] {
+        let asked = asked.lock().expect("no test thread panicked").clone();
+        let count = |p: &str| asked.iter().filter(|a| *a == p).count();
+        assert_eq!(count("/robots.txt"), robots, "{origin}: {asked:?}");
+        assert_eq!(count("/secret.html"), 0, "{origin}: {asked:?}");
+        assert_eq!(count("/ok.html"), 1, "{origin}: {asked:?}");
+    }
+    for row in crawled.stats["sites"].as_array().expect("sites") {
+        assert_eq!(row["robots_state"], "handled", "{row}");
+    }
+}

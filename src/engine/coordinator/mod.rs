@@ -930,6 +930,16 @@ impl<F: Schedule> Coordinator<F> {
             let target = self.site_for(&url);
             // This site's contact is not used: the request goes to the other origin.
             self.frontier.complete(site, now);
+            if let Some(answer) = self.robots_answer_of(target, &url) {
+                // That origin's own robots.txt, already answered in this crawl: the same file,
+                // so no request (`http://` to `https://` of one host is the common case).
+                let fetched = RobotsFetched {
+                    fetch: answer,
+                    responses: Vec::new(),
+                };
+                self.on_robots(site, fetched, None, now);
+                return;
+            }
             if !self.frontier.try_contact(target, now) {
                 let at = self.frontier.next_allowed(target).max(now + HOP_RETRY);
                 self.frontier.defer(site, at);
@@ -962,6 +972,23 @@ impl<F: Schedule> Coordinator<F> {
                 abort: handle,
             },
         );
+    }
+
+    /// The answer `target`'s robots.txt gave in this crawl, when `url` is that file and it was
+    /// resolved by it (a redirect chain that ended there is resolved too: its memo is the end).
+    fn robots_answer_of(&self, target: SiteId, url: &Url) -> Option<RobotsFetch> {
+        if url.path() != "/robots.txt" || url.query().is_some() {
+            return None;
+        }
+        match &self.sites[target.index()].robots_memo {
+            RobotsMemo::Response { status, body } => Some(RobotsFetch::Response {
+                status: *status,
+                body: data_encoding::BASE64.decode(body.as_bytes()).ok()?.into(),
+                retry_after: None,
+            }),
+            RobotsMemo::TooManyRedirects => Some(RobotsFetch::TooManyRedirects),
+            RobotsMemo::Unresolved | RobotsMemo::Failing { .. } => None,
+        }
     }
 
     fn spawn_page(&mut self, site: SiteId, id: u32, url: Url) {
