@@ -232,6 +232,9 @@ pub(super) struct Site {
     /// Where robots.txt redirected, and after how many redirects: the next contact for it asks
     /// there (in memory only: a resume starts again from `/robots.txt`).
     pub(super) robots_next: Option<(url::Url, usize)>,
+    /// Sites whose robots.txt hop to this origin was refused (it was busy or not due yet),
+    /// longest waiting first: its next contact goes to the first of them.
+    pub(super) hops_waiting: VecDeque<SiteId>,
     /// Changed since the last checkpoint.
     pub(super) dirty: bool,
 }
@@ -261,6 +264,7 @@ impl Site {
             recent_errors: VecDeque::new(),
             robots_memo: RobotsMemo::default(),
             robots_next: None,
+            hops_waiting: VecDeque::new(),
             dirty: false,
         }
     }

@@ -18,6 +18,8 @@ use crate::engine::{config, crawl};
 /// its body.
 #[derive(Debug, Clone)]
 struct Answer {
+    /// How long the server waits before it answers.
+    after: std::time::Duration,
     version: &'static str,
     status: u16,
     headers: Vec<(String, String)>,
@@ -27,6 +29,7 @@ struct Answer {
 impl Answer {
     fn new(headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> Answer {
         Answer {
+            after: std::time::Duration::ZERO,
             version: "HTTP/1.1",
             status: 200,
             headers: headers
@@ -50,13 +53,27 @@ impl Answer {
     }
 }
 
+/// Every request a quirky site got: its path, and when it came, in order.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<(String, std::time::Instant)>>>);
+
+impl Log {
+    fn timed(&self) -> Vec<(String, std::time::Instant)> {
+        self.0.lock().expect("no test thread panicked").clone()
+    }
+
+    fn paths(&self) -> Vec<String> {
+        self.timed().into_iter().map(|(p, _)| p).collect()
+    }
+}
+
 /// A site on 127.0.0.1 (port chosen by the OS) that answers each request path from `answers`
 /// as it is spelled on the request line, 404 for any other (robots.txt too: everything is
 /// allowed). One request per connection. Returns the origin and every path asked, in order.
-async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Arc<Mutex<Vec<String>>>) {
+async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Log) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let origin = format!("http://{}", listener.local_addr().expect("bound"));
-    let asked = Arc::new(Mutex::new(Vec::new()));
+    let asked = Log::default();
     let log = asked.clone();
     let answers = Arc::new(answers);
     tokio::spawn(async move {
@@ -77,7 +94,10 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Arc<Mutex<Ve
                     status: 404,
                     ..Answer::new(&[("Content-Type", "text/plain")], "not here")
                 });
-                log.lock().expect("no test thread panicked").push(path);
+                log.0
+                    .lock()
+                    .expect("no test thread panicked")
+                    .push((path, std::time::Instant::now()));
                 let mut reply = format!(
                     "{} {} X\r\nConnection: close\r\n",
                     answer.version, answer.status
@@ -88,6 +108,7 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Arc<Mutex<Ve
                 let _ = write!(reply, "Content-Length: {}\r\n\r\n", answer.body.len());
                 let mut reply = reply.into_bytes();
                 reply.extend_from_slice(&answer.body);
+                tokio::time::sleep(answer.after).await;
                 let _ = stream.write_all(&reply).await;
                 let _ = stream.shutdown().await;
             });
@@ -140,7 +161,7 @@ async fn a_mirror_keeps_one_file_for_each_spelling_of_a_reserved_character() {
     cfg.store = StoreKind::Mirror;
     let crawled = crawl(cfg).await;
 
-    let asked = asked.lock().expect("no test thread panicked").clone();
+    let asked = asked.paths();
     for (path, answer) in &answers {
         assert_eq!(
             asked.iter().filter(|a| *a == path).count(),
@@ -216,7 +237,7 @@ async fn a_gzip_body_of_two_members_is_parsed_stored_and_its_links_followed() {
 
     let multi = &crawled.urls[&format!("{origin}/multi.html")];
     assert_eq!(multi["state"], "parsed", "{multi}");
-    let asked = asked.lock().expect("no test thread panicked").clone();
+    let asked = asked.paths();
     for linked in ["/from-first.html", "/from-second.html"] {
         assert!(
             asked.iter().any(|a| a == linked),
@@ -274,7 +295,7 @@ async fn stacked_codings_are_decoded_and_a_coding_crawltop_cannot_decode_is_kept
     ]);
     let (origin, asked) = quirky_site(answers).await;
     let (crawled, out) = crawl_into_warc(&origin).await;
-    let asked = asked.lock().expect("no test thread panicked").clone();
+    let asked = asked.paths();
     let warc = crate::util::read_warc(&out.path().join("warc"));
     let reader = crawltop::index::IndexReader::open(&out.path().join("index")).expect("index");
     let hits = |word: &str| reader.search(word, 10).expect("search").len();
@@ -383,7 +404,7 @@ async fn html_sent_without_a_content_type_is_sniffed_and_every_page_left_unparse
     ]);
     let (origin, asked) = quirky_site(answers).await;
     let (crawled, out) = crawl_into_warc(&origin).await;
-    let asked = asked.lock().expect("no test thread panicked").clone();
+    let asked = asked.paths();
     let row = |path: &str| crawled.urls[&format!("{origin}{path}")].clone();
 
     assert_eq!(
@@ -474,7 +495,7 @@ async fn robots_txt_redirects_are_followed_five_times_and_no_more() {
         cfg.delay_ms = 0;
         let crawled = crawl(cfg).await;
         assert!(crawled.summary.completed);
-        let asked = asked.lock().expect("no test thread panicked").clone();
+        let asked = asked.paths();
         let robots_hops = asked
             .iter()
             .filter(|p| *p == "/robots.txt" || p.starts_with("/r/"))
@@ -515,7 +536,7 @@ async fn a_robots_txt_redirected_to_another_sites_robots_txt_is_asked_there_once
     let crawled = crawl(cfg).await;
     assert!(crawled.summary.completed);
     for (origin, asked, robots) in [(&x, &x_asked, 1), (&a, &a_asked, 1)] {
-        let asked = asked.lock().expect("no test thread panicked").clone();
+        let asked = asked.paths();
         let count = |p: &str| asked.iter().filter(|a| *a == p).count();
         assert_eq!(count("/robots.txt"), robots, "{origin}: {asked:?}");
         assert_eq!(count("/secret.html"), 0, "{origin}: {asked:?}");
@@ -524,4 +545,98 @@ async fn a_robots_txt_redirected_to_another_sites_robots_txt_is_asked_there_once
     for row in crawled.stats["sites"].as_array().expect("sites") {
         assert_eq!(row["robots_state"], "handled", "{row}");
     }
+}
+
+/// A site of `pages` pages (`/p0.html`, ...) linked from its index, whose robots.txt allows
+/// all, with `extra` answers besides.
+fn site_of_pages(pages: usize, extra: &[(&str, Answer)]) -> BTreeMap<String, Answer> {
+    site_of_slow_pages(pages, std::time::Duration::ZERO, extra)
+}
+
+/// [`site_of_pages`] whose pages each take `after` to answer.
+fn site_of_slow_pages(
+    pages: usize,
+    after: std::time::Duration,
+    extra: &[(&str, Answer)],
+) -> BTreeMap<String, Answer> {
+    let paths: Vec<String> = (0..pages).map(|i| format!("/p{i}.html")).collect();
+    let mut answers = BTreeMap::new();
+    let links: Vec<&str> = paths.iter().map(String::as_str).collect();
+    answers.insert("/".to_owned(), linking(&links));
+    for p in &paths {
+        let page = Answer::html("<p>a page</p>");
+        answers.insert(p.clone(), Answer { after, ..page });
+    }
+    answers.insert(
+        "/robots.txt".to_owned(),
+        Answer::new(&[], "User-agent: *\nDisallow:\n"),
+    );
+    for (path, answer) in extra {
+        answers.insert((*path).to_owned(), answer.clone());
+    }
+    answers
+}
+
+/// A robots.txt hop owed to a busy site goes first on that site's next turn: it does not wait
+/// behind the site's own queue (30 pages at 100 ms there), which is polite all the same.
+#[tokio::test]
+async fn a_robots_txt_hop_to_a_busy_site_goes_first_on_its_next_turn() {
+    let rules = Answer::new(&[], "User-agent: *\nDisallow: /secret.html\n");
+    // Its pages take a while to answer, so its next turn is always a little later than the
+    // turn the hop was told to wait for.
+    let slow = std::time::Duration::from_millis(30);
+    let (z, z_asked) = quirky_site(site_of_slow_pages(30, slow, &[("/policy.txt", rules)])).await;
+    let moved = Answer {
+        status: 302,
+        ..Answer::new(&[("Location", &format!("{z}/policy.txt"))], "")
+    };
+    let (a, a_asked) = quirky_site(site_of_pages(2, &[("/robots.txt", moved)])).await;
+    let mut cfg = config(vec![format!("{z}/"), format!("{a}/")]);
+    cfg.delay_ms = 100;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    let at_z = z_asked.paths();
+    let hop = at_z
+        .iter()
+        .position(|p| p == "/policy.txt")
+        .expect("the hop was made");
+    assert!(hop <= 2, "the hop waited behind z's queue: {at_z:?}");
+    assert_eq!(at_z.len(), 2 + 30 + 1, "{at_z:?}");
+    assert!(a_asked.paths().iter().any(|p| p == "/p1.html"));
+}
+
+/// A robots.txt hop answered 429 with Retry-After backs off the site it landed on, as that
+/// site's own 429 would: no request there until the wait is over.
+#[tokio::test]
+async fn a_robots_txt_hop_answered_429_backs_off_the_site_it_landed_on() {
+    let busy = Answer {
+        status: 429,
+        ..Answer::new(&[("Retry-After", "2")], "slow down")
+    };
+    let (z, z_asked) = quirky_site(site_of_pages(10, &[("/policy.txt", busy)])).await;
+    let moved = Answer {
+        status: 302,
+        ..Answer::new(&[("Location", &format!("{z}/policy.txt"))], "")
+    };
+    let (a, _) = quirky_site(site_of_pages(2, &[("/robots.txt", moved)])).await;
+    let mut cfg = config(vec![format!("{z}/"), format!("{a}/")]);
+    cfg.delay_ms = 50;
+    cfg.robots_retries = 1;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    let at_z = z_asked.timed();
+    let (first_429, at) = at_z
+        .iter()
+        .enumerate()
+        .find(|(_, (p, _))| p == "/policy.txt")
+        .map(|(i, (_, t))| (i, *t))
+        .expect("the hop was made");
+    let next = at_z.get(first_429 + 1).expect("z was crawled on");
+    assert!(
+        next.1.duration_since(at) >= std::time::Duration::from_secs(2),
+        "{} came {:?} after the 429: {:?}",
+        next.0,
+        next.1.duration_since(at),
+        at_z.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
 }

@@ -855,6 +855,9 @@ impl<F: Schedule> Coordinator<F> {
     /// A site may be contacted once now: for its robots.txt, or for its next allowed page.
     fn use_contact(&mut self, site: SiteId, now: Duration) {
         self.live.mark(site);
+        if self.owed_hop(site, now) {
+            return;
+        }
         if self.needs_robots(site) {
             self.robots_contact(site, now);
             return;
@@ -919,7 +922,7 @@ impl<F: Schedule> Coordinator<F> {
                         fetch,
                         responses: Vec::new(),
                     };
-                    self.on_robots(site, fetched, None, now);
+                    self.on_robots(site, site, fetched, None, now);
                     return;
                 }
             },
@@ -937,17 +940,52 @@ impl<F: Schedule> Coordinator<F> {
                     fetch: answer,
                     responses: Vec::new(),
                 };
-                self.on_robots(site, fetched, None, now);
+                self.on_robots(site, site, fetched, None, now);
                 return;
             }
             if !self.frontier.try_contact(target, now) {
+                // It waits in that origin's line: its next turn goes to the hop first (else its
+                // own URLs could take every turn), or, with none queued there, this site asks
+                // again when the origin's time comes.
+                let line = &mut self.sites[target.index()].hops_waiting;
+                if !line.contains(&site) {
+                    line.push_back(site);
+                }
                 let at = self.frontier.next_allowed(target).max(now + HOP_RETRY);
                 self.frontier.defer(site, at);
                 self.touch_site(target);
                 return;
             }
+            self.sites[target.index()]
+                .hops_waiting
+                .retain(|s| *s != site);
             target
         };
+        self.spawn_robots(site, url, target, now);
+    }
+
+    /// The contact `target` was given goes to a robots.txt hop another site waits to make
+    /// there, if one does (the longest waiting first). False when none is owed.
+    fn owed_hop(&mut self, target: SiteId, now: Duration) -> bool {
+        while let Some(waiting) = self.sites[target.index()].hops_waiting.pop_front() {
+            let owed = self.sites[waiting.index()]
+                .robots_next
+                .as_ref()
+                .filter(|(url, _)| same_origin(&self.sites[target.index()].origin, url))
+                .map(|(url, _)| url.clone());
+            // Resolved meanwhile, or its chain went on elsewhere.
+            let Some(url) = owed.filter(|_| self.needs_robots(waiting)) else {
+                continue;
+            };
+            self.spawn_robots(waiting, url, target, now);
+            return true;
+        }
+        false
+    }
+
+    /// Fetches `url` for `site`'s robots.txt under a contact of `target` (the site itself, or
+    /// the origin a hop lands on), holding `site` until the answer is in.
+    fn spawn_robots(&mut self, site: SiteId, url: Url, target: SiteId, now: Duration) {
         // No other contact until robots.txt is resolved.
         self.frontier.hold(site);
         let Some(slot) = self.slots.take() else {
@@ -1129,7 +1167,9 @@ impl<F: Schedule> Coordinator<F> {
             self.spider_done += 1;
         }
         match result {
-            Some(TaskDone::Robots { site, fetch }) => self.on_robots(site, fetch, answered, now),
+            Some(TaskDone::Robots { site, fetch }) => {
+                self.on_robots(site, running.site, fetch, answered, now);
+            }
             Some(TaskDone::Page(p)) => {
                 let PageDone {
                     id,
@@ -1357,14 +1397,19 @@ impl<F: Schedule> Coordinator<F> {
 
     /// A robots.txt fetch ended; `answered` is the status of the last response whose headers
     /// came, which is among `responses` unless its body then failed.
+    ///
+    /// `contacted` is the site the request went to: `site` itself, or the origin a hop of its
+    /// redirects landed on.
     fn on_robots(
         &mut self,
         site: SiteId,
+        contacted: SiteId,
         fetched: RobotsFetched,
         answered: Option<u16>,
         now: Duration,
     ) {
         let RobotsFetched { fetch, responses } = fetched;
+        let pushed_back = pushed_back(&fetch);
         let cut = answered.filter(|_| matches!(fetch, RobotsFetch::Unreachable(_)));
         // Every response counts, as at the server: each redirect on the way too.
         for status in responses.iter().map(|f| f.status).chain(cut) {
@@ -1408,14 +1453,7 @@ impl<F: Schedule> Coordinator<F> {
         };
         if !matches!(outcome, RobotsOutcome::Resolved) {
             // Kept so that a resume goes on with the retries where they were.
-            let summary = s.robots.summary();
-            s.robots_memo = RobotsMemo::Failing {
-                tries: summary.failures,
-                status: match summary.last_response {
-                    Some(RobotsResponse::Status(code)) => Some(code),
-                    _ => None,
-                },
-            };
+            s.robots_memo = failing_memo(&s.robots);
         }
         match outcome {
             RobotsOutcome::Resolved => {
@@ -1439,6 +1477,12 @@ impl<F: Schedule> Coordinator<F> {
             RobotsOutcome::Retry { after } => {
                 s.pushback = Some((DelaySource::Backoff, now + after));
                 self.frontier.defer(site, now + after);
+                // A hop's origin that pushed back is backed off too, as for its own pages.
+                if let Some(source) = pushed_back.filter(|_| contacted != site) {
+                    self.sites[contacted.index()].pushback = Some((source, now + after));
+                    self.frontier.defer(contacted, now + after);
+                    self.touch_site(contacted);
+                }
             }
             RobotsOutcome::GaveUp => {
                 s.robots_gave_up = true;
@@ -1886,6 +1930,34 @@ async fn parse_in_pool(
         .result()
         .await
         .map_err(|e| e.to_string())
+}
+
+/// A robots.txt that failed, as the checkpoint keeps it: how many tries, and the last answer.
+fn failing_memo(robots: &crate::robots::SiteRobots) -> RobotsMemo {
+    let summary = robots.summary();
+    RobotsMemo::Failing {
+        tries: summary.failures,
+        status: match summary.last_response {
+            Some(RobotsResponse::Status(code)) => Some(code),
+            _ => None,
+        },
+    }
+}
+
+/// A 429 or 503 is the server pushing back, whoever asked: with its Retry-After or not.
+fn pushed_back(fetch: &RobotsFetch) -> Option<DelaySource> {
+    match fetch {
+        RobotsFetch::Response {
+            status: 429 | 503,
+            retry_after,
+            ..
+        } => Some(if retry_after.is_some() {
+            DelaySource::RetryAfter
+        } else {
+            DelaySource::Backoff
+        }),
+        _ => None,
+    }
 }
 
 /// What becomes of a 2xx body: decided in the fetch task, and again (same inputs, same answer)
