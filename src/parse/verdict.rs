@@ -54,7 +54,7 @@ pub fn verdict(
     unsupported_coding: Option<&str>,
     body: &[u8],
 ) -> Verdict {
-    let named = content_type.map(str::trim).filter(|ct| names_a_type(ct));
+    let named = content_type.and_then(named_type);
     if let Some(named) = named
         && !is_html(Some(named))
     {
@@ -72,6 +72,17 @@ pub fn verdict(
             None => "not HTML: no Content-Type, and the body does not start like HTML".to_owned(),
         },
     )
+}
+
+/// The type a Content-Type value names, if any. Repeated headers come joined with `, `
+/// (`text/plain, text/html`): as WHATWG Fetch's "extract a MIME type" does, the last value that
+/// names a type wins.
+fn named_type(content_type: &str) -> Option<&str> {
+    content_type
+        .split(',')
+        .map(str::trim)
+        .filter(|ct| names_a_type(ct))
+        .last()
 }
 
 /// Whether a Content-Type value names a type to obey: a `type/subtype` essence that is not one
@@ -109,6 +120,28 @@ mod tests {
 
     fn ignored(reason: &str) -> Verdict {
         Verdict::Ignored(reason.to_owned())
+    }
+
+    /// Two Content-Type headers arrive joined: the last one that names a type decides, as in a
+    /// browser (`names_a_type` used to take `text/plain, text/html` for one odd type).
+    #[test]
+    fn of_repeated_content_types_the_last_that_names_one_decides() {
+        assert_eq!(
+            verdict(Some("text/plain, text/html"), None, b"x"),
+            Verdict::Html
+        );
+        assert_eq!(
+            verdict(Some("text/html, image/png"), None, PAGE),
+            ignored("not HTML: image/png")
+        );
+        assert_eq!(
+            verdict(Some("text/html; charset=utf-8, */*"), None, b"x"),
+            Verdict::Html
+        );
+        assert_eq!(
+            verdict(Some("nonsense, */*"), None, b"plain"),
+            ignored("not HTML: nonsense, */*, and the body does not start like HTML")
+        );
     }
 
     #[test]

@@ -640,3 +640,28 @@ async fn a_robots_txt_hop_answered_429_backs_off_the_site_it_landed_on() {
         at_z.iter().map(|(p, _)| p).collect::<Vec<_>>()
     );
 }
+
+/// Two Content-Type headers (stacked proxies send them): the last that names a type decides,
+/// as in a browser, so an HTML page is parsed and its links followed.
+#[tokio::test]
+async fn of_two_content_type_headers_the_last_decides() {
+    let mut answers = BTreeMap::new();
+    answers.insert(
+        "/".to_owned(),
+        Answer::new(
+            &[
+                ("Content-Type", "text/plain"),
+                ("Content-Type", "text/html"),
+            ],
+            r#"<html><body><a href="/linked.html">x</a></body></html>"#,
+        ),
+    );
+    answers.insert("/linked.html".to_owned(), Answer::html("<p>found</p>"));
+    let (origin, asked) = quirky_site(answers).await;
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.delay_ms = 0;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    assert_eq!(crawled.urls[&format!("{origin}/")]["state"], "parsed");
+    assert!(asked.paths().iter().any(|p| p == "/linked.html"));
+}
