@@ -81,8 +81,8 @@ fn named_type(content_type: &str) -> Option<&str> {
     content_type
         .split(',')
         .map(str::trim)
-        .filter(|ct| names_a_type(ct))
-        .last()
+        .rev()
+        .find(|ct| names_a_type(ct))
 }
 
 /// Whether a Content-Type value names a type to obey: a `type/subtype` essence that is not one
