@@ -1137,6 +1137,7 @@ mod tests {
             index: true,
             store: None,
             settings: None,
+            mirror_names: crate::store::mirror::NAMES,
         };
         crate::store::checkpoint::Checkpoint::create(dir, &mark).expect("state")
     }

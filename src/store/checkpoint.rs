@@ -178,10 +178,18 @@ pub struct Mark {
     /// states written before it was kept (not checked then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<std::collections::BTreeMap<String, String>>,
+    /// The mirror's naming rules ([`crate::store::mirror::NAMES`]); 1 in states written before
+    /// it was kept.
+    #[serde(default = "first_names")]
+    pub mirror_names: u32,
 }
 
 fn indexed() -> bool {
     true
+}
+
+fn first_names() -> u32 {
+    1
 }
 
 /// What one checkpoint changes, built by the engine.
@@ -232,6 +240,7 @@ pub struct Checkpoint {
     index: bool,
     store: Option<StoreKind>,
     settings: Option<std::collections::BTreeMap<String, String>>,
+    mirror_names: u32,
     /// Cut pages for the next checkpoint's `text_cuts` table ([`Checkpoint::add_text_cuts`]);
     /// kept until a checkpoint holding them is committed.
     cut_pages: Vec<CutPage>,
@@ -329,6 +338,7 @@ impl Checkpoint {
             text_cut: first.text_cut,
             index: first.index,
             store: first.store,
+            mirror_names: first.mirror_names,
             settings: first.settings.clone(),
             cut_pages: Vec::new(),
             written: 0,
@@ -351,6 +361,7 @@ impl Checkpoint {
             index: mark.index,
             store: mark.store,
             settings: mark.settings.clone(),
+            mirror_names: mark.mirror_names,
             cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
@@ -457,6 +468,7 @@ impl Checkpoint {
                 index: self.index,
                 store: self.store,
                 settings: self.settings.clone(),
+                mirror_names: self.mirror_names,
             };
             let bytes = serde_json::to_vec(&mark).map_err(|e| err(&e))?;
             meta.insert(KEY_MARK, bytes.as_slice())
@@ -749,6 +761,7 @@ mod tests {
             index: true,
             store: Some(StoreKind::Warc),
             settings: None,
+            mirror_names: crate::store::mirror::NAMES,
         }
     }
 

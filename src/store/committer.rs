@@ -124,6 +124,15 @@ pub enum StoreError {
     )]
     MirrorMissing { dir: PathBuf, committed: u64 },
     #[error(
+        "{}'s mirror (pages/) was written by an older crawltop (file-name rules {was}), which gave \
+         `/p+` and `/p%2B` one file; this one (rules {}) keeps them apart, so going on would mix \
+         the two and write pages over others. Finish the crawl with the crawltop that began it, \
+         or start over with --fresh",
+        dir.display(),
+        super::mirror::NAMES
+    )]
+    MirrorNames { dir: PathBuf, was: u32 },
+    #[error(
         "{} holds what a crawl stored ({}) but no checkpoint ({}): without it the crawl cannot be \
          resumed, and a new one would store its pages a second time; start over with --fresh \
          (it deletes only what crawltop keeps), or use another --out",
@@ -451,6 +460,14 @@ impl Committer {
                     committed: mark.seq,
                 });
             }
+            // A mirror written under older naming rules: this run would name some pages the
+            // way the older one named others, and write one over another.
+            if kind.mirror() && mark.seq > 0 && mark.mirror_names != super::mirror::NAMES {
+                return Err(StoreError::MirrorNames {
+                    dir: dir.to_path_buf(),
+                    was: mark.mirror_names,
+                });
+            }
         }
         let mut extract = (extract_out.as_deref())
             .map(|path| ExtractFile::open(path, start))
@@ -502,6 +519,7 @@ impl Committer {
                     index: indexed,
                     store: Some(kind),
                     settings: Some(settings),
+                    mirror_names: super::mirror::NAMES,
                 },
             )?,
             Start::Resume(mark) => {
@@ -521,6 +539,9 @@ impl Committer {
                         store: Some(kind),
                         // An older state, which kept none, keeps this run's from now on.
                         settings: Some(settings),
+                        // Refused above for a mirror of older rules; WARC-only folders take
+                        // these rules from now on.
+                        mirror_names: super::mirror::NAMES,
                     },
                 )?
             }

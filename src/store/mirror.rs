@@ -67,6 +67,11 @@ use crate::canonical::is_unreserved;
 
 /// Longest name this module writes, in bytes (most file systems allow 255).
 pub const MAX_NAME: usize = 200;
+/// The version of these naming rules a crawl folder's mirror was written with (its checkpoint's
+/// mark keeps it). 2: an escaped reserved character keeps its escape (`/p%2B` and `/p+` are
+/// two files). A mirror of an older version (1) named both `/p+`, so a resume under these
+/// rules would write one page over another: it is refused.
+pub const NAMES: u32 = 2;
 
 /// Longest relative path this module returns, in bytes, so that the root may take up to
 /// about a thousand bytes before Linux's `PATH_MAX` of 4096.

@@ -411,6 +411,7 @@ mod tests {
             index: true,
             store: Some(crate::store::committer::StoreKind::Warc),
             settings: None,
+            mirror_names: crate::store::mirror::NAMES,
         }
     }
 

@@ -955,6 +955,64 @@ async fn a_mirror_crawl_that_lost_its_pages_folder_is_refused_and_left_as_it_was
     }
 }
 
+/// A mirror begun by a crawltop whose file names gave `/p+` and `/p%2B` one file (its mark
+/// keeps no `mirror_names`) is not resumed under the new names, which would write pages over
+/// others: refused before anything is fetched, and left as it was.
+#[tokio::test]
+async fn a_mirror_written_under_older_file_name_rules_is_not_resumed() {
+    let web = TestWeb::start(GenOptions::new(1, 60)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let stats = dir.path().join("stats.json");
+    let mirror = |web: &TestWeb| {
+        let mut cmd = crawl_command(web, &out, &stats);
+        cmd.args(["--store", "mirror"]);
+        cmd
+    };
+    let mut child = mirror(&web).spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
+        .await
+        .expect("the crawl runs");
+    stop_gracefully(&mut child).await;
+    // What an older crawltop wrote: the same mark without the rules' version.
+    {
+        use redb::ReadableTable as _;
+        let meta: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+        let db = redb::Database::open(out.join("state.redb")).expect("open");
+        let txn = db.begin_write().expect("txn");
+        {
+            let mut table = txn.open_table(meta).expect("meta");
+            let mut mark: serde_json::Value = {
+                let bytes = table.get("mark").expect("get").expect("a mark");
+                serde_json::from_slice(bytes.value()).expect("json")
+            };
+            assert_eq!(mark["mirror_names"], 2, "{mark}");
+            mark.as_object_mut().expect("object").remove("mirror_names");
+            let bytes = serde_json::to_vec(&mark).expect("json");
+            table.insert("mark", bytes.as_slice()).expect("insert");
+        }
+        txn.commit().expect("commit");
+    }
+    let before = crate::util::listing(&out.join("pages"));
+    let requests = web.log().records().len();
+    let output = mirror(&web)
+        .stderr(Stdio::piped())
+        .output()
+        .await
+        .expect("run");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    for says in ["older crawltop", "/p%2B", "--fresh"] {
+        assert!(err.contains(says), "{says:?} in {err}");
+    }
+    assert_eq!(web.log().records().len(), requests, "nothing fetched");
+    assert_eq!(
+        crate::util::listing(&out.join("pages")),
+        before,
+        "the mirror as it was"
+    );
+}
+
 /// How many records each WARC file in `warc` holds, its warcinfo record included.
 fn records_per_file(warc: &Path) -> BTreeMap<String, usize> {
     let Ok(entries) = std::fs::read_dir(warc) else {
