@@ -235,6 +235,9 @@ pub(super) struct Site {
     /// Sites whose robots.txt hop to this origin was refused (it was busy or not due yet),
     /// longest waiting first: its next contact goes to the first of them.
     pub(super) hops_waiting: VecDeque<SiteId>,
+    /// The responses of a robots.txt chain not ended yet (its redirects so far), with when
+    /// each was sent: stored when the chain ends.
+    pub(super) robots_chain: Vec<(crate::fetch::Fetched, std::time::SystemTime)>,
     /// Changed since the last checkpoint.
     pub(super) dirty: bool,
 }
@@ -265,6 +268,7 @@ impl Site {
             robots_memo: RobotsMemo::default(),
             robots_next: None,
             hops_waiting: VecDeque::new(),
+            robots_chain: Vec::new(),
             dirty: false,
         }
     }

@@ -306,3 +306,62 @@ async fn killed_and_resumed_crawls_store_each_robots_txt_answer_once() {
         "the crawl ended before it was killed three times"
     );
 }
+
+/// A robots.txt chain a kill cuts (robotsmoved's 301 in, its hop not made yet) is asked again
+/// from its start by the resume, and stored once: the redirect waits with the site until the
+/// chain ends, so the killed run's answer never reached the files.
+#[tokio::test]
+async fn a_robots_txt_chain_cut_by_a_kill_is_stored_once() {
+    let web = TestWeb::start(GenOptions::new(1, 2).hostile(true))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let command = || {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.arg("crawl")
+            .arg(web.url("robotsmoved", "/"))
+            // The hop waits the site's delay: long enough to kill the crawl between the two.
+            .args(["--headless", "--delay-ms", "4000", "--checkpoint-ms", "100"])
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    };
+    let asked = |path: &str| {
+        web.log()
+            .records()
+            .iter()
+            .filter(|r| r.site == "robotsmoved" && r.path == path)
+            .count()
+    };
+    let mut first = command().stderr(Stdio::piped()).spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| !r.is_empty()))
+        .await
+        .expect("robots.txt asked");
+    // The first progress line comes 2 s in: many checkpoints after the 301, before the hop.
+    let mut stderr = first.stderr.take().expect("stderr");
+    crate::util::read_stderr_until(&mut stderr, |s| s.contains("] running ")).await;
+    first.start_kill().expect("SIGKILL");
+    first.wait().await.expect("reaped");
+    assert_eq!(
+        (asked("/robots.txt"), asked(MOVED_ROBOTS_TXT)),
+        (1, 0),
+        "killed between the redirect and its hop"
+    );
+    let status = tokio::time::timeout(PATIENCE, command().stderr(Stdio::null()).status())
+        .await
+        .expect("the resume ends")
+        .expect("status");
+    assert!(status.success(), "{status:?}");
+    assert_eq!((asked("/robots.txt"), asked(MOVED_ROBOTS_TXT)), (2, 1));
+    let warc = read_warc(&out.join("warc"));
+    let stored = by_url_and_status(warc.robots.iter().map(|r| (r.uri.as_str(), r.status)));
+    let want: BTreeMap<(String, u16), usize> = [
+        ((web.url("robotsmoved", "/robots.txt"), 301), 1),
+        ((web.url("robotsmoved", MOVED_ROBOTS_TXT), 200), 1),
+    ]
+    .into();
+    assert_eq!(stored, want, "the chain once");
+}

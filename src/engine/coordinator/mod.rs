@@ -1279,26 +1279,48 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
-    /// Hands the committer every response a robots.txt fetch of `site` got (its redirects and
-    /// its answer), for the WARC files, before anything else of this fetch can reach a
-    /// checkpoint: the caller marks the site's row changed in the same step.
-    fn store_robots(&self, site: SiteId, responses: &[Fetched]) {
+    /// Counts a robots.txt request's response (as the server counts it: each redirect too),
+    /// and keeps it for the WARC files. A redirect's response waits with the site until its
+    /// chain ends; then the whole chain is stored, with the row marked changed in the same
+    /// step, so the next checkpoint holds both. A chain a kill cut is asked again from its
+    /// start, and stored once.
+    fn keep_robots_responses(
+        &mut self,
+        site: SiteId,
+        fetch: &RobotsFetch,
+        responses: Vec<Fetched>,
+        answered: Option<u16>,
+    ) {
+        let cut = answered.filter(|_| matches!(fetch, RobotsFetch::Unreachable(_)));
+        for status in responses.iter().map(|f| f.status).chain(cut) {
+            *self.http.status.entry(status.to_string()).or_default() += 1;
+        }
+        let sent = crate::clock::wall();
+        let dated = responses.into_iter().map(|f| {
+            let date = sent - f.elapsed;
+            (f, date)
+        });
+        let s = &mut self.sites[site.index()];
+        s.robots_chain.extend(dated);
+        let hopping = matches!(fetch, RobotsFetch::Redirect(_))
+            && s.robots_next.as_ref().map_or(0, |(_, n)| *n) < ROBOTS_MAX_REDIRECTS;
+        if !hopping {
+            let chain = std::mem::take(&mut s.robots_chain);
+            self.store_robots(site, &chain);
+        }
+        self.touch_site(site);
+    }
+
+    /// Hands the committer every response of `site`'s robots.txt chain (its redirects and its
+    /// answer, each with when it was sent), for the WARC files, before anything else of it can
+    /// reach a checkpoint: the caller marks the site's row changed in the same step.
+    fn store_robots(&self, site: SiteId, responses: &[(Fetched, SystemTime)]) {
         let Some(committer) = &self.committer else {
             return;
         };
         let origin = &self.sites[site.index()].origin;
-        // Each hop was sent when the ones after it had not started: back from now.
-        let mut sent = crate::clock::wall();
-        let dated: Vec<SystemTime> = responses
-            .iter()
-            .rev()
-            .map(|f| {
-                sent -= f.elapsed;
-                sent
-            })
-            .collect();
-        for (f, date) in responses.iter().zip(dated.into_iter().rev()) {
-            committer.send_robots(origin, self.fetch_record(f, date));
+        for (f, date) in responses {
+            committer.send_robots(origin, self.fetch_record(f, *date));
         }
     }
 
@@ -1410,14 +1432,7 @@ impl<F: Schedule> Coordinator<F> {
     ) {
         let RobotsFetched { fetch, responses } = fetched;
         let pushed_back = pushed_back(&fetch);
-        let cut = answered.filter(|_| matches!(fetch, RobotsFetch::Unreachable(_)));
-        // Every response counts, as at the server: each redirect on the way too.
-        for status in responses.iter().map(|f| f.status).chain(cut) {
-            *self.http.status.entry(status.to_string()).or_default() += 1;
-        }
-        // With the row marked changed in the same step: the next checkpoint holds both.
-        self.store_robots(site, &responses);
-        self.touch_site(site);
+        self.keep_robots_responses(site, &fetch, responses, answered);
         let wall = crate::clock::wall();
         let s = &mut self.sites[site.index()];
         let hops = s.robots_next.take().map_or(0, |(_, n)| n);
