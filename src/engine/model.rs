@@ -238,6 +238,8 @@ pub(super) struct Site {
     /// The responses of a robots.txt chain not ended yet (its redirects so far), with when
     /// each was sent: stored when the chain ends.
     pub(super) robots_chain: Vec<(crate::fetch::Fetched, std::time::SystemTime)>,
+    /// Where the last answer to robots.txt came from, when redirects led there.
+    pub(super) robots_via: Option<url::Url>,
     /// Changed since the last checkpoint.
     pub(super) dirty: bool,
 }
@@ -269,6 +271,7 @@ impl Site {
             robots_next: None,
             hops_waiting: VecDeque::new(),
             robots_chain: Vec::new(),
+            robots_via: None,
             dirty: false,
         }
     }

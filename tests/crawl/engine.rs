@@ -770,6 +770,9 @@ async fn a_robots_txt_that_redirects_is_followed_and_its_rules_obeyed() {
         "{}",
         row.robots_rules
     );
+    // The rules line names the file that answered.
+    let via = format!("via {}", web.url("robotsmoved", moved));
+    assert!(row.robots_rules.ends_with(&via), "{}", row.robots_rules);
 }
 
 /// Each hop of a robots.txt's redirects is a request to the site it lands on, and keeps that

@@ -1435,7 +1435,10 @@ impl<F: Schedule> Coordinator<F> {
         self.keep_robots_responses(site, &fetch, responses, answered);
         let wall = crate::clock::wall();
         let s = &mut self.sites[site.index()];
-        let hops = s.robots_next.take().map_or(0, |(_, n)| n);
+        let asked = s.robots_next.take();
+        let hops = asked.as_ref().map_or(0, |(_, n)| *n);
+        // The file that answered, when a redirect led there (the rules text names it).
+        s.robots_via = asked.map(|(url, _)| url);
         let outcome = match fetch {
             RobotsFetch::Redirect(next) if hops < ROBOTS_MAX_REDIRECTS => {
                 // The next hop is the site's next contact for robots.txt (or a contact of the

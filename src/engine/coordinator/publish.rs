@@ -375,7 +375,7 @@ impl<F: Schedule> Coordinator<F> {
                 next_allowed_in_ms: 0,
                 status: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                 recent_errors: s.recent_errors.iter().cloned().collect(),
-                robots_rules: robots_line(&s.robots.summary()),
+                robots_rules: robots_line(&s.robots.summary(), s.robots_via.as_ref()),
             };
             let next_at = v.next_allowed.as_millis() as u64;
             self.live.set_waiting(i, waiting, blocked);
@@ -478,7 +478,8 @@ fn shares(states: &[WorkerState]) -> Shares {
 }
 
 /// One line about a site's robots.txt, for the dashboard's site detail.
-fn robots_line(r: &crate::robots::RobotsSummary) -> String {
+/// The site detail's rules line; `via` is the file that answered when redirects led there.
+fn robots_line(r: &crate::robots::RobotsSummary, via: Option<&url::Url>) -> String {
     use crate::robots::RobotsResponse;
     let mut parts = Vec::new();
     match (&r.group, r.rules) {
@@ -509,6 +510,9 @@ fn robots_line(r: &crate::robots::RobotsSummary) -> String {
     }
     if !r.sitemaps.is_empty() {
         parts.push(format!("{} sitemaps", r.sitemaps.len()));
+    }
+    if let Some(url) = via {
+        parts.push(format!("via {url}"));
     }
     parts.join("; ")
 }
