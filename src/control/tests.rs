@@ -711,6 +711,7 @@ async fn a_full_api_lets_a_newcomer_in_by_closing_the_longest_idle_keep_alive() 
     // Then one that has sent nothing since it came: accepted before the next is answered, so
     // idle the longest.
     let mut silent = KeepAlive::connect(addr).await;
+    let silent_came = std::time::Instant::now();
     // The other places, each connection idle after one answer, the first the longest.
     let mut idle = Vec::new();
     for _ in 2..MAX_CONNECTIONS {
@@ -719,7 +720,9 @@ async fn a_full_api_lets_a_newcomer_in_by_closing_the_longest_idle_keep_alive() 
         idle.push(c);
     }
 
-    // A newcomer takes the silent one's place...
+    // A newcomer takes the silent one's place, once its grace as a newcomer is over (the
+    // rule is a time: a client that has said nothing for that long is idle)...
+    tokio::time::sleep_until((silent_came + super::places::FRESH_GRACE).into()).await;
     let mut newcomer = KeepAlive::connect(addr).await;
     let status = tokio::time::timeout(PROMPTLY, newcomer.status(&get))
         .await

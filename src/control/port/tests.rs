@@ -427,3 +427,31 @@ async fn a_token_must_come_first_as_auth() {
     assert!(matches!(got, Err(ControlError::PortNeedsToken(_))));
     live.handle.abort();
 }
+
+/// A burst of clients beyond the limit, each sending `STATS` as soon as it is connected: none
+/// pushes another out (a newcomer's grace keeps the place of one that has not spoken yet), all
+/// are answered.
+#[tokio::test]
+async fn a_burst_of_clients_beyond_the_limit_is_answered_whole() {
+    let live = Live::start(None).await;
+    let addr = live.port.local_addr();
+    let clients = (0..MAX_CLIENTS + 36).map(|_| {
+        tokio::spawn(async move {
+            let mut c = Client::connect(addr).await;
+            c.ask("STATS").await
+        })
+    });
+    let answers = futures::future::join_all(clients).await;
+    let refused: Vec<String> = answers
+        .into_iter()
+        .map(|a| a.expect("the client ran"))
+        .filter(|a| !a.starts_with('{'))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "{} refused: {:?}",
+        refused.len(),
+        refused.first()
+    );
+    live.handle.abort();
+}
