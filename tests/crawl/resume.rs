@@ -896,22 +896,30 @@ fn pages_served(web: &TestWeb) -> std::collections::BTreeSet<String> {
     served
 }
 
+/// [`crawl_command`] storing a mirror.
+fn mirror_command(web: &TestWeb, out: &Path, stats: &Path) -> tokio::process::Command {
+    let mut cmd = crawl_command(web, out, stats);
+    cmd.args(["--store", "mirror"]);
+    cmd
+}
+
+/// A mirror crawl into `out`, stopped gracefully once the server has had 10 requests.
+async fn stopped_mirror_crawl(web: &TestWeb, out: &Path, stats: &Path) {
+    let mut child = mirror_command(web, out, stats).spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
+        .await
+        .expect("the crawl runs");
+    stop_gracefully(&mut child).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mirror_crawl_that_lost_its_pages_folder_is_refused_and_left_as_it_was() {
     let web = TestWeb::start(GenOptions::new(1, 60)).await.expect("web");
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("crawl");
     let stats = dir.path().join("stats.json");
-    let mirror = |web: &TestWeb| {
-        let mut cmd = crawl_command(web, &out, &stats);
-        cmd.args(["--store", "mirror"]);
-        cmd
-    };
-    let mut child = mirror(&web).spawn().expect("spawn");
-    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
-        .await
-        .expect("the crawl runs");
-    stop_gracefully(&mut child).await;
+    stopped_mirror_crawl(&web, &out, &stats).await;
+    let mirror = |web: &TestWeb| mirror_command(web, &out, &stats);
 
     let kept = dir.path().join("kept");
     std::fs::rename(out.join("pages"), &kept).expect("mirror away");
@@ -964,16 +972,8 @@ async fn a_mirror_written_under_older_file_name_rules_is_not_resumed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("crawl");
     let stats = dir.path().join("stats.json");
-    let mirror = |web: &TestWeb| {
-        let mut cmd = crawl_command(web, &out, &stats);
-        cmd.args(["--store", "mirror"]);
-        cmd
-    };
-    let mut child = mirror(&web).spawn().expect("spawn");
-    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
-        .await
-        .expect("the crawl runs");
-    stop_gracefully(&mut child).await;
+    stopped_mirror_crawl(&web, &out, &stats).await;
+    let mirror = |web: &TestWeb| mirror_command(web, &out, &stats);
     // What an older crawltop wrote: the same mark without the rules' version.
     {
         use redb::ReadableTable as _;
