@@ -903,6 +903,23 @@ fn mirror_command(web: &TestWeb, out: &Path, stats: &Path) -> tokio::process::Co
     cmd
 }
 
+/// Runs `cmd`, which must exit 2 saying each of `says` on stderr, having asked the server
+/// nothing.
+async fn refused_before_any_request(
+    web: &TestWeb,
+    mut cmd: tokio::process::Command,
+    says: &[&str],
+) {
+    let requests = web.log().records().len();
+    let output = cmd.stderr(Stdio::piped()).output().await.expect("run");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    for said in says {
+        assert!(err.contains(said), "{said:?} in {err}");
+    }
+    assert_eq!(web.log().records().len(), requests, "nothing fetched");
+}
+
 /// A mirror crawl into `out`, stopped gracefully once the server has had 10 requests.
 async fn stopped_mirror_crawl(web: &TestWeb, out: &Path, stats: &Path) {
     let mut child = mirror_command(web, out, stats).spawn().expect("spawn");
@@ -933,18 +950,12 @@ async fn a_mirror_crawl_that_lost_its_pages_folder_is_refused_and_left_as_it_was
     };
     let before = listing();
     assert!(!before.is_empty(), "the index is there");
-    let requests = web.log().records().len();
-    let output = mirror(&web)
-        .stderr(Stdio::piped())
-        .output()
-        .await
-        .expect("run");
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{err}");
-    for says in ["has no pages/", "put pages/ back", "--fresh"] {
-        assert!(err.contains(says), "{says:?} in {err}");
-    }
-    assert_eq!(web.log().records().len(), requests, "nothing fetched");
+    refused_before_any_request(
+        &web,
+        mirror(&web),
+        &["has no pages/", "put pages/ back", "--fresh"],
+    )
+    .await;
     assert!(!out.join("pages").exists(), "no new mirror made");
     assert_eq!(listing(), before, "what the crawl stored is left as it was");
 
@@ -994,18 +1005,7 @@ async fn a_mirror_written_under_older_file_name_rules_is_not_resumed() {
         txn.commit().expect("commit");
     }
     let before = crate::util::listing(&out.join("pages"));
-    let requests = web.log().records().len();
-    let output = mirror(&web)
-        .stderr(Stdio::piped())
-        .output()
-        .await
-        .expect("run");
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{err}");
-    for says in ["older crawltop", "/p%2B", "--fresh"] {
-        assert!(err.contains(says), "{says:?} in {err}");
-    }
-    assert_eq!(web.log().records().len(), requests, "nothing fetched");
+    refused_before_any_request(&web, mirror(&web), &["older crawltop", "/p%2B", "--fresh"]).await;
     assert_eq!(
         crate::util::listing(&out.join("pages")),
         before,
