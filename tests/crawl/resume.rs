@@ -829,19 +829,7 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
             .collect::<BTreeMap<_, _>>()
     };
     let refused = |says: &'static [&'static str]| {
-        let web = &web;
-        let cmd = crawl_command(web, &out, &stats);
-        async move {
-            let mut cmd = cmd;
-            let requests = web.log().records().len();
-            let output = cmd.stderr(Stdio::piped()).output().await.expect("run");
-            let err = String::from_utf8_lossy(&output.stderr);
-            assert_eq!(output.status.code(), Some(2), "{err}");
-            for s in says {
-                assert!(err.contains(s), "{s:?} in {err}");
-            }
-            assert_eq!(web.log().records().len(), requests, "nothing fetched");
-        }
+        refused_before_any_request(&web, crawl_command(&web, &out, &stats), says)
     };
 
     let kept = dir.path().join("kept");
