@@ -235,6 +235,8 @@ pub(super) struct Site {
     /// Sites whose robots.txt hop to this origin was refused (it was busy or not due yet),
     /// longest waiting first: its next contact goes to the first of them.
     pub(super) hops_waiting: VecDeque<SiteId>,
+    /// The origin in whose `hops_waiting` this site waits, if any (an entry elsewhere is stale).
+    pub(super) waiting_at: Option<SiteId>,
     /// The responses of a robots.txt chain not ended yet (its redirects so far), with when
     /// each was sent: stored when the chain ends.
     pub(super) robots_chain: Vec<(crate::fetch::Fetched, std::time::SystemTime)>,
@@ -270,6 +272,7 @@ impl Site {
             robots_memo: RobotsMemo::default(),
             robots_next: None,
             hops_waiting: VecDeque::new(),
+            waiting_at: None,
             robots_chain: Vec::new(),
             robots_via: None,
             dirty: false,

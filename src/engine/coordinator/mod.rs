@@ -947,18 +947,18 @@ impl<F: Schedule> Coordinator<F> {
                 // It waits in that origin's line: its next turn goes to the hop first (else its
                 // own URLs could take every turn), or, with none queued there, this site asks
                 // again when the origin's time comes.
-                let line = &mut self.sites[target.index()].hops_waiting;
-                if !line.contains(&site) {
-                    line.push_back(site);
+                // Once in the line (its own mark, not a search: 100,000 sites may wait there).
+                if self.sites[site.index()].waiting_at != Some(target) {
+                    self.sites[site.index()].waiting_at = Some(target);
+                    self.sites[target.index()].hops_waiting.push_back(site);
                 }
                 let at = self.frontier.next_allowed(target).max(now + HOP_RETRY);
                 self.frontier.defer(site, at);
                 self.touch_site(target);
                 return;
             }
-            self.sites[target.index()]
-                .hops_waiting
-                .retain(|s| *s != site);
+            // Out of the line, if it was in it: its entry is passed over when it comes up.
+            self.sites[site.index()].waiting_at = None;
             target
         };
         self.spawn_robots(site, url, target, now);
@@ -968,6 +968,10 @@ impl<F: Schedule> Coordinator<F> {
     /// there, if one does (the longest waiting first). False when none is owed.
     fn owed_hop(&mut self, target: SiteId, now: Duration) -> bool {
         while let Some(waiting) = self.sites[target.index()].hops_waiting.pop_front() {
+            // An entry it left (its hop was made another way) is passed over.
+            if self.sites[waiting.index()].waiting_at.take() != Some(target) {
+                continue;
+            }
             let owed = self.sites[waiting.index()]
                 .robots_next
                 .as_ref()
