@@ -910,7 +910,7 @@ impl<F: Schedule> Coordinator<F> {
     /// now, `site` waits for it.
     fn robots_contact(&mut self, site: SiteId, now: Duration) {
         let s = &self.sites[site.index()];
-        let url = match s.robots_next() {
+        let url = match &s.robots_next {
             Some((url, _)) => url.clone(),
             None => match s.origin.join("/robots.txt") {
                 Ok(url) => url,
@@ -973,7 +973,8 @@ impl<F: Schedule> Coordinator<F> {
                 continue;
             }
             let owed = self.sites[waiting.index()]
-                .robots_next()
+                .robots_next
+                .as_ref()
                 .filter(|(url, _)| same_origin(&self.sites[target.index()].origin, url))
                 .map(|(url, _)| url.clone());
             // Resolved meanwhile, or its chain went on elsewhere.
@@ -1304,17 +1305,11 @@ impl<F: Schedule> Coordinator<F> {
             (f, date)
         });
         let s = &mut self.sites[site.index()];
+        s.robots_chain.extend(dated);
         let hopping = matches!(fetch, RobotsFetch::Redirect(_))
-            && s.robots_next().map_or(0, |(_, n)| *n) < ROBOTS_MAX_REDIRECTS;
-        if hopping {
-            s.redirects_mut().chain.extend(dated);
-        } else {
-            let mut chain = s
-                .redirects
-                .as_mut()
-                .map(|r| std::mem::take(&mut r.chain))
-                .unwrap_or_default();
-            chain.extend(dated);
+            && s.robots_next.as_ref().map_or(0, |(_, n)| *n) < ROBOTS_MAX_REDIRECTS;
+        if !hopping {
+            let chain = std::mem::take(&mut s.robots_chain);
             self.store_robots(site, &chain);
         }
         self.touch_site(site);
@@ -1444,18 +1439,15 @@ impl<F: Schedule> Coordinator<F> {
         self.keep_robots_responses(site, &fetch, responses, answered);
         let wall = crate::clock::wall();
         let s = &mut self.sites[site.index()];
-        let asked = s.redirects.as_mut().and_then(|r| r.next.take());
+        let asked = s.robots_next.take();
         let hops = asked.as_ref().map_or(0, |(_, n)| *n);
         // The file that answered, when a redirect led there (the rules text names it).
-        let via = asked.map(|(url, _)| url);
-        if via.is_some() || s.redirects.is_some() {
-            s.redirects_mut().via = via;
-        }
+        s.robots_via = asked.map(|(url, _)| url);
         let outcome = match fetch {
             RobotsFetch::Redirect(next) if hops < ROBOTS_MAX_REDIRECTS => {
                 // The next hop is the site's next contact for robots.txt (or a contact of the
                 // origin it lands on), after the delay.
-                s.redirects_mut().next = Some((next, hops + 1));
+                s.robots_next = Some((next, hops + 1));
                 self.frontier.unhold(site, now);
                 return;
             }
