@@ -10,6 +10,7 @@ pub mod app;
 pub mod keys;
 pub mod layout;
 pub mod search;
+pub mod terminal;
 pub mod view;
 pub mod widgets;
 
@@ -24,9 +25,16 @@ use crate::snapshot::{CommandSource, RunState, Snapshot};
 use app::{App, Effect};
 use search::{IndexSearch, SearchRequest};
 
-/// Set in the environment, the dashboard panics after its first frame: how the tests prove
-/// that a panic gives the terminal back.
+/// Set in the environment, the dashboard panics after its first frame (or, set to `input`,
+/// just before it reads its input): how the tests prove that a panic gives the terminal back,
+/// and that one with the terminal gone ends as a panic (unwinding, exit code 101), not an
+/// abort.
 pub const PANIC_ENV: &str = "CRAWLTOP_TEST_PANIC";
+
+/// Set in the environment to a path, the dashboard, having taken the terminal, creates that
+/// file and waits until it is removed before it reads the terminal's input: how the tests close
+/// the terminal at that moment.
+pub const HOLD_ENV: &str = "CRAWLTOP_TEST_HOLD_BEFORE_INPUT";
 
 /// Why the dashboard ended without a summary.
 #[derive(Debug, thiserror::Error)]
@@ -51,17 +59,17 @@ pub struct DashboardOptions {
 
 /// Runs the dashboard over a crawl until the user leaves, and returns the crawl's summary.
 ///
-/// The terminal is restored on return, on error and on panic (ratatui's panic hook).
+/// The terminal is given back on return, on error and on panic (`terminal::take`).
 pub async fn run(
     handle: CrawlHandle,
     opts: DashboardOptions,
 ) -> Result<Option<Summary>, DashboardError> {
-    let mut terminal = match ratatui::try_init() {
+    let mut terminal = match terminal::take() {
         Ok(terminal) => terminal,
         Err(e) => return without_terminal(handle, e).await,
     };
     let result = event_loop(&mut terminal, handle, &opts).await;
-    ratatui::restore();
+    terminal::give_back();
     result
 }
 
@@ -107,11 +115,11 @@ async fn event_loop(
     let abort = handle.abort_token();
     let mut finished = tokio::spawn(handle.finished());
     let mut summary: Option<Summary> = None;
-    let mut events = EventStream::new();
+    // `None` when the terminal went away since it was taken: the first frame or event says so.
+    let mut events = input();
     let (mut term, mut hup) = (stop_signals()?, crate::hangup::listen()?);
     let mut snapshots_open = true;
-    // Fault injection for the tests: a panic must still give the terminal back.
-    let panic_after_draw = std::env::var_os(PANIC_ENV).is_some();
+    let panic_after_draw = std::env::var_os(PANIC_ENV).is_some_and(|v| v != "input");
     let index = Arc::new(IndexSearch::new(opts.index_dir.clone()));
     let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel();
     let search = |request: SearchRequest| {
@@ -155,7 +163,7 @@ async fn event_loop(
                 }
             }
             Some((id, outcome)) = answers.recv() => app.set_search_answer(id, outcome),
-            event = events.next() => match event {
+            event = next_event(events.as_mut()) => match event {
                 Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
                     let Some(action) = keys::action(&app, key) else { continue };
                     match app.apply(action) {
@@ -201,6 +209,33 @@ async fn event_loop(
         .await
         .map_err(|e| EngineError::Task(e.to_string()))??;
     Ok(Some(s))
+}
+
+/// The terminal's input from here on (`terminal::events`), after the tests' hold and panic.
+fn input() -> Option<EventStream> {
+    if let Some(path) = std::env::var_os(HOLD_ENV) {
+        hold(path.as_ref());
+    }
+    assert!(
+        std::env::var_os(PANIC_ENV).is_none_or(|v| v != "input"),
+        "{PANIC_ENV} is input: panicking on purpose"
+    );
+    terminal::events()
+}
+
+/// The next input event; `None` when the input ended or could not be read at all.
+async fn next_event(events: Option<&mut EventStream>) -> Option<std::io::Result<Event>> {
+    events?.next().await
+}
+
+/// The tests' hold (`HOLD_ENV`): says it is here, waits until told to go on.
+fn hold(path: &std::path::Path) {
+    if std::fs::write(path, b"").is_err() {
+        return;
+    }
+    while path.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// A command a key gave, to the engine; an export says where the stats went.

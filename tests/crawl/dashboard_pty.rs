@@ -369,6 +369,49 @@ async fn a_panic_gives_the_terminal_back() {
     );
 }
 
+#[tokio::test]
+async fn a_panic_on_a_terminal_that_is_gone_unwinds_and_the_demo_removes_its_folder() {
+    // Giving a gone terminal back fails; a hook that panicked on that (ratatui's prints the
+    // failure, and printing to a closed terminal panics) aborted the process, and an abort
+    // removes nothing.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let temp = tmp.path().join("temp");
+    std::fs::create_dir(&temp).expect("mkdir");
+    let hold = tmp.path().join("hold");
+    let env = [
+        ("TMPDIR", temp.as_os_str()),
+        (crawltop::dashboard::HOLD_ENV, hold.as_os_str()),
+        (
+            crawltop::dashboard::PANIC_ENV,
+            std::ffi::OsStr::new("input"),
+        ),
+    ];
+    let args = ["demo", "--sites", "2", "--pages", "50"];
+    let (child, master) = spawn_in_unread_pty(&args, tmp.path(), &env);
+    let held = async {
+        while !hold.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(PATIENCE, held)
+        .await
+        .expect("the dashboard holds before its input");
+    drop(master);
+    std::fs::remove_file(&hold).expect("let the dashboard go on");
+    let status = wait_exit(child).await;
+    assert_eq!(
+        status.exit_code(),
+        101,
+        "a panic's exit, not an abort: {status:?}"
+    );
+    assert!(status.signal().is_none(), "{status:?}");
+    let left: Vec<_> = std::fs::read_dir(&temp)
+        .expect("temp")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert!(left.is_empty(), "the demo left {left:?}");
+}
+
 /// Writes `text` to the terminal as typed keys.
 fn type_keys(keys: &mut Box<dyn std::io::Write + Send>, text: &str) {
     keys.write_all(text.as_bytes()).expect("keys");
@@ -747,22 +790,34 @@ async fn a_closed_terminal_stops_the_crawl_which_writes_its_stats_and_resumes_la
 }
 #[tokio::test]
 async fn a_demo_whose_terminal_closes_removes_its_folder() {
-    // Closed while the demo writes its web, then while it crawls it.
-    for stage in ["web", "crawl"] {
+    // Closed while the demo writes its web; between the dashboard taking the terminal and
+    // reading its first key (crossterm's reader then cannot open it: this once aborted the
+    // demo); and while it crawls.
+    for stage in ["web", "input", "crawl"] {
         let tmp = tempfile::tempdir().expect("tempdir");
         let temp = tmp.path().join("temp");
         std::fs::create_dir(&temp).expect("mkdir");
+        let hold = tmp.path().join("hold");
+        let mut env = vec![("TMPDIR", temp.as_os_str())];
+        if stage == "input" {
+            env.push((crawltop::dashboard::HOLD_ENV, hold.as_os_str()));
+        }
         let args = ["demo", "--sites", "2", "--pages", "200", "--delay-ms", "20"];
-        let (child, master) =
-            spawn_in_unread_pty(&args, tmp.path(), &[("TMPDIR", temp.as_os_str())]);
-        // Its folder made, and for the second stage its crawl's index: the crawl runs.
+        let (child, master) = spawn_in_unread_pty(&args, tmp.path(), &env);
+        // Its folder made; for the second stage the dashboard held before its input; for the
+        // third its crawl's index: the crawl runs.
         let made = async {
             loop {
                 let folder = std::fs::read_dir(&temp)
                     .expect("temp")
                     .next()
                     .map(|e| e.expect("entry").path());
-                if folder.is_some_and(|f| stage == "web" || f.join("crawl/index").is_dir()) {
+                let there = match stage {
+                    "web" => folder.is_some(),
+                    "input" => hold.exists(),
+                    _ => folder.is_some_and(|f| f.join("crawl/index").is_dir()),
+                };
+                if there {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -772,6 +827,9 @@ async fn a_demo_whose_terminal_closes_removes_its_folder() {
             .await
             .expect("the demo gets there");
         drop(master);
+        if stage == "input" {
+            std::fs::remove_file(&hold).expect("let the dashboard go on");
+        }
         let status = wait_exit(child).await;
         assert!(status.success(), "{stage}: {status:?}");
         let left: Vec<_> = std::fs::read_dir(&temp)

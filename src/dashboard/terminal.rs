@@ -1,0 +1,62 @@
+//! The terminal the dashboard draws on: taken (raw mode, alternate screen), its input events,
+//! and given back on every way out, a panic included.
+//!
+//! It must never panic or print: giving the terminal back runs inside the panic hook, often
+//! when the terminal is gone (hung up, closed), and a write there fails. A panic inside the
+//! panic hook aborts the process, which then leaves its crawl folder half-written; an error
+//! here is dropped instead.
+
+use std::io::stdout;
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crossterm::event::EventStream;
+use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
+use ratatui::DefaultTerminal;
+use ratatui::backend::CrosstermBackend;
+
+/// Whether the terminal is taken now: what a panic has to give back.
+static TAKEN: AtomicBool = AtomicBool::new(false);
+static HOOK: Once = Once::new();
+
+/// Takes the terminal: raw mode, the alternate screen, and a panic hook that gives it back
+/// before the panic's message is printed. On error, whatever was taken is given back.
+pub fn take() -> std::io::Result<DefaultTerminal> {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            give_back();
+            // The default hook prints the message and ignores a write that fails.
+            previous(info);
+        }));
+    });
+    crossterm::terminal::enable_raw_mode()?;
+    TAKEN.store(true, Ordering::SeqCst);
+    let taken = crossterm::execute!(stdout(), EnterAlternateScreen)
+        .and_then(|()| ratatui::Terminal::new(CrosstermBackend::new(stdout())));
+    if taken.is_err() {
+        give_back();
+    }
+    taken
+}
+
+/// Gives the terminal back (raw mode off, the main screen again) if it is taken. Never fails:
+/// on a terminal that is gone there is nothing to give back and nobody to tell.
+pub fn give_back() {
+    if TAKEN.swap(false, Ordering::SeqCst) {
+        let _ = crossterm::terminal::disable_raw_mode();
+        let _ = crossterm::execute!(stdout(), LeaveAlternateScreen);
+    }
+}
+
+/// The terminal's input events, or `None` when it went away after it was taken.
+///
+/// crossterm opens its input reader once, on first use, and `EventStream::new` panics when
+/// that reader could not open the terminal (a hangup between `take` and here: the terminal is
+/// no longer a terminal and `/dev/tty` is gone). A poll that takes no time opens the reader
+/// and says so with an error instead.
+pub fn events() -> Option<EventStream> {
+    crossterm::event::poll(Duration::ZERO).ok()?;
+    Some(EventStream::new())
+}
