@@ -229,7 +229,8 @@ pub enum RobotsFetch {
     /// A redirect to an `http` or `https` URL (the Location resolved against the request's
     /// URL). One without a usable Location is a `Response`: its status stands.
     Redirect(Url),
-    /// Network failure or timeout: no status to go by.
+    /// Network failure or timeout: no status to go by. Also a 2xx whose body is in a content
+    /// coding this client does not decode: no rules to go by.
     Unreachable(String),
     /// More than [`ROBOTS_MAX_REDIRECTS`] consecutive redirects (the engine counts them).
     TooManyRedirects,
@@ -330,6 +331,16 @@ impl Fetcher {
             .filter(|next| matches!(next.scheme(), "http" | "https") && next.has_host());
         let fetch = match next {
             Some(next) => RobotsFetch::Redirect(next),
+            // Rules that cannot be read are not "no rules": as unreachable, retried, and in the
+            // end a full disallow (RFC 9309 2.3.1.4), never allow-all from garbage.
+            None if (200..300).contains(&fetched.status)
+                && let Some(coding) = fetched.unsupported_coding() =>
+            {
+                RobotsFetch::Unreachable(format!(
+                    "{url}: answered {} in a content coding crawltop does not decode ({coding})",
+                    fetched.status
+                ))
+            }
             None => RobotsFetch::Response {
                 status: fetched.status,
                 body: fetched.body.clone(),

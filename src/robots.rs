@@ -126,6 +126,17 @@ pub struct CrawlDelay {
     pub capped: bool,
 }
 
+impl CrawlDelay {
+    /// What the site asked for, for a log line: `3600 s`, or `too long to count` ([`ENDLESS`]).
+    pub fn asked(&self) -> String {
+        if self.requested == ENDLESS {
+            "too long to count".to_owned()
+        } else {
+            format!("{} s", self.requested.as_secs_f64())
+        }
+    }
+}
+
 /// How many rules of the group that applies to us allow and disallow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RuleCounts {
@@ -351,7 +362,10 @@ impl Parsed {
         // bytes, not UTF-8: a BOM is skipped, invalid UTF-8 and binary lines are no
         // directives, so garbage parses to "no rules" and allows everything.
         let robots = Robots::parse(body, policy.user_agent_token.as_str());
-        let crawl_delay = robots.crawl_delay().map(|requested| CrawlDelay {
+        let requested = robots
+            .crawl_delay()
+            .or_else(|| endless_delay(body, policy.user_agent_token.as_str()));
+        let crawl_delay = requested.map(|requested| CrawlDelay {
             effective: requested.min(policy.max_crawl_delay),
             requested,
             capped: requested > policy.max_crawl_delay,
@@ -375,6 +389,62 @@ impl Parsed {
             disallow: rules.len() - allow,
         }
     }
+}
+
+/// The Crawl-delay our group asked for when it is a positive number too long for a `Duration`
+/// (`inf`, `1e300`, 2^64 s): [`ENDLESS`]. robotxt drops such a value as if none were given, but
+/// a site that wrote one asked to be left alone as long as can be, which is the cap, not the
+/// crawler's fastest pace.
+///
+/// robotxt keeps its groups to itself, so it is asked again, on a copy whose too-long values
+/// are written `1` (padded to the same length, so its byte limit cuts at the same place): a
+/// delay for us there was one of them. Only files with such a value are parsed twice.
+fn endless_delay(body: &[u8], token: &str) -> Option<Duration> {
+    let mut copy: Option<Vec<u8>> = None;
+    let mut at = 0;
+    for line in body.split_inclusive(|&b| matches!(b, b'\r' | b'\n' | b'\0')) {
+        if let Some(value) = too_long_delay(line) {
+            let copy = copy.get_or_insert_with(|| body.to_vec());
+            let value = &mut copy[at + value.start..at + value.end];
+            value.fill(b' ');
+            value[0] = b'1';
+        }
+        at += line.len();
+    }
+    Robots::parse(&copy?, token).crawl_delay().map(|_| ENDLESS)
+}
+
+/// A Crawl-delay too long to count: what [`CrawlDelay::requested`] says of `inf` or `1e300`.
+pub const ENDLESS: Duration = Duration::MAX;
+
+/// Where the value of a Crawl-delay line is, when it is a positive number too long for a
+/// `Duration`. The line is read as robotxt reads it: the key (any of its spellings, any case)
+/// after spaces and tabs, then a colon or spaces, the value up to a `#`, trimmed.
+fn too_long_delay(line: &[u8]) -> Option<std::ops::Range<usize>> {
+    const KEYS: [&[u8]; 3] = [b"crawl-delay", b"crawl delay", b"crawldelay"];
+    let is_space = |c: &u8| *c == b' ' || *c == b'\t';
+    let start = line.iter().position(|c| !is_space(c))?;
+    let key = KEYS.iter().find(|key| {
+        line[start..]
+            .get(..key.len())
+            .is_some_and(|k| k.eq_ignore_ascii_case(key))
+    })?;
+    let after_key = start + key.len();
+    let spaces = line[after_key..].iter().take_while(|c| is_space(c)).count();
+    let value_at = match line.get(after_key + spaces) {
+        Some(b':') => after_key + spaces + 1,
+        _ if spaces > 0 => after_key + spaces,
+        _ => return None,
+    };
+    let end = line[value_at..]
+        .iter()
+        .position(|&c| matches!(c, b'#' | b'\r' | b'\n' | b'\0'))
+        .map_or(line.len(), |end| value_at + end);
+    let value = std::str::from_utf8(&line[value_at..end]).ok()?;
+    let lead = value.len() - value.trim_start().len();
+    let secs: f64 = value.trim().parse().ok()?;
+    let too_long = secs > 0.0 && Duration::try_from_secs_f64(secs).is_err();
+    too_long.then(|| value_at + lead..value_at + lead + value.trim().len())
 }
 
 /// Whether a `User-agent: *` line is in the file (its group is the one obeyed when none names
@@ -811,10 +881,65 @@ User-Agent: quxbot
         let other =
             handled("User-agent: slowbot\nCrawl-delay: 10\n\nUser-agent: *\nDisallow: /x\n");
         assert_eq!(other.crawl_delay(), None);
-        for value in ["-5", "soon", "NaN", "inf", "1e400", ""] {
+        for value in ["-5", "soon", "NaN", "-inf", "0x10", ""] {
             let site = handled(&format!("User-agent: *\nCrawl-delay: {value}\n"));
             assert_eq!(site.crawl_delay(), None, "{value:?}");
         }
+    }
+
+    #[test]
+    fn a_crawl_delay_too_long_to_count_is_the_maximum() {
+        // robotxt drops these as if no delay were asked: the crawler's fastest pace.
+        for value in [
+            "inf",
+            "+inf",
+            "1e300",
+            "1e400",
+            "18446744073709551616",
+            "Infinity",
+        ] {
+            for spelling in ["Crawl-delay: ", "crawl delay ", "CRAWLDELAY:\t"] {
+                let file = format!("User-agent: *\n{spelling}{value} # forever\r\n");
+                let expected = CrawlDelay {
+                    effective: secs(30),
+                    requested: ENDLESS,
+                    capped: true,
+                };
+                assert_eq!(handled(&file).crawl_delay(), Some(expected), "{file:?}");
+            }
+        }
+        // Only our group's: another agent's endless delay, or one before any group, is not.
+        for file in [
+            "User-agent: slowbot\nCrawl-delay: inf\n\nUser-agent: *\nDisallow: /x\n",
+            "Crawl-delay: inf\nUser-agent: *\nDisallow: /x\n",
+            "User-agent: *\nCrawl-delayed: inf\n",
+        ] {
+            assert_eq!(handled(file).crawl_delay(), None, "{file:?}");
+        }
+        // A delay that counts, beside an endless one in the same group, is the smaller.
+        let endless = handled("User-agent: *\nCrawl-delay: inf\n").crawl_delay();
+        assert_eq!(
+            endless.map(|d| d.asked()).as_deref(),
+            Some("too long to count")
+        );
+        let json = serde_json::to_value(endless).expect("json");
+        assert_eq!(json["requested_ms"], u64::MAX);
+        let both = handled("User-agent: *\nCrawl-delay: inf\nCrawl-delay: 3\n");
+        assert_eq!(
+            both.crawl_delay().map(|d| d.asked()).as_deref(),
+            Some("3 s")
+        );
+        assert_eq!(both.crawl_delay().map(|d| d.requested), Some(secs(3)));
+        // The file is cut at the byte limit where it was: a line that ends beyond it (and that
+        // written shorter would end within) is not read.
+        let mut file = b"User-agent: *\nDisallow: /x\n".to_vec();
+        file.resize(BODY_LIMIT - 18, b'#');
+        file.extend_from_slice(b"\nCrawl-delay: 1e300\n");
+        assert_eq!(file.len(), BODY_LIMIT + 2);
+        assert_eq!(handled_as(TOKEN, &file).crawl_delay(), None);
+        file.drain(30..32);
+        let within = handled_as(TOKEN, &file).crawl_delay();
+        assert_eq!(within.map(|d| d.requested), Some(ENDLESS));
     }
 
     #[test]

@@ -775,9 +775,11 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
     Line::from(spans).render(area, buf);
 }
 
-/// `  (asked 10 min, capped)` when the site's Crawl-delay was cut to the maximum.
+/// `  (asked 10 min, capped)` when the site's Crawl-delay was cut to the maximum; a delay too
+/// long to count (`inf`) was asked `for ever`.
 fn capped_from(site: &SiteRow) -> String {
     match (site.crawl_delay_asked_ms, site.crawl_delay_ms) {
+        (Some(u64::MAX), Some(_)) => "  (asked for ever, capped)".to_owned(),
         (Some(asked), Some(used)) if asked > used => {
             format!("  (asked {}, capped)", widgets::millis(asked))
         }
@@ -1397,17 +1399,39 @@ mod tests {
     #[test]
     fn a_capped_crawl_delay_shows_what_the_site_asked() {
         let mut app = app_with(fixture(), 100, 30);
+        open_detail_of_18007(&mut app);
+        let text = screen_text(&draw(&app, 100, 30));
+        assert!(
+            text.contains("Crawl-delay   30 s  (asked 1 min, capped)"),
+            "{text}"
+        );
+    }
+
+    /// A Crawl-delay too long to count (`inf`) was asked for ever, not for 5 billion hours.
+    #[test]
+    fn an_endless_crawl_delay_shows_as_asked_for_ever() {
+        let mut snapshot = fixture();
+        for site in &mut snapshot.sites {
+            if site.origin.ends_with(":18007") {
+                site.crawl_delay_asked_ms = Some(u64::MAX);
+            }
+        }
+        let mut app = app_with(snapshot, 100, 30);
+        open_detail_of_18007(&mut app);
+        let text = screen_text(&draw(&app, 100, 30));
+        assert!(
+            text.contains("Crawl-delay   30 s  (asked for ever, capped)"),
+            "{text}"
+        );
+    }
+
+    fn open_detail_of_18007(app: &mut App) {
         app.apply(Action::OpenFilter);
         for c in "18007".chars() {
             app.apply(Action::FilterPrompt(Edit::Insert(c)));
         }
         app.apply(Action::ApplyFilter);
         app.apply(Action::OpenDetail);
-        let text = screen_text(&draw(&app, 100, 30));
-        assert!(
-            text.contains("Crawl-delay   30 s  (asked 1 min, capped)"),
-            "{text}"
-        );
     }
 
     #[test]

@@ -665,3 +665,88 @@ async fn of_two_content_type_headers_the_last_decides() {
     assert_eq!(crawled.urls[&format!("{origin}/")]["state"], "parsed");
     assert!(asked.paths().iter().any(|p| p == "/linked.html"));
 }
+
+/// A Crawl-delay too long for a number of seconds to hold (`inf`, `1e300`, 2^64) asks for the
+/// slowest pace there is: the cap, as a merely huge one gets, not the crawler's fastest.
+#[tokio::test]
+async fn a_crawl_delay_too_long_to_count_is_obeyed_at_the_cap() {
+    for value in ["inf", "1e300", "18446744073709551616"] {
+        let robots = Answer::new(&[], format!("User-agent: *\nCrawl-delay: {value}\n"));
+        let (origin, asked) = quirky_site(site_of_pages(3, &[("/robots.txt", robots)])).await;
+        let mut cfg = config(vec![format!("{origin}/")]);
+        cfg.delay_ms = 10;
+        cfg.max_crawl_delay_ms = 300;
+        let crawled = crawl(cfg).await;
+        assert!(crawled.summary.completed, "{value}");
+        let pages: Vec<_> = asked
+            .timed()
+            .into_iter()
+            .filter(|(p, _)| p != "/robots.txt")
+            .collect();
+        assert_eq!(pages.len(), 4, "{value}: {pages:?}");
+        for pair in pages.windows(2) {
+            let gap = pair[1].1.duration_since(pair[0].1);
+            assert!(
+                gap >= std::time::Duration::from_millis(300),
+                "{value}: {} came {gap:?} after {}",
+                pair[1].0,
+                pair[0].0
+            );
+        }
+        let row = &crawled.summary.snapshot.sites[0];
+        assert_eq!(row.crawl_delay_ms, Some(300), "{value}");
+        assert_eq!(row.crawl_delay_asked_ms, Some(u64::MAX), "{value}");
+        let said = crawled.summary.snapshot.log.iter().any(|l| {
+            l.message
+                .contains("Crawl-delay too long to count capped to 0.3 s")
+        });
+        assert!(said, "{value}: {:?}", crawled.summary.snapshot.log);
+    }
+}
+
+/// A robots.txt in a content coding crawltop does not decode (zstd, never asked for) holds
+/// rules that cannot be read: it is retried as an unreachable one, then read as a full
+/// disallow. Before, its bytes were parsed as they came: garbage, so "no rules", every page
+/// allowed. The responses are kept and counted once each.
+#[tokio::test]
+async fn a_robots_txt_in_a_coding_crawltop_cannot_decode_disallows_the_site() {
+    let zstd = Answer::new(
+        &[("Content-Encoding", "zstd"), ("Content-Type", "text/plain")],
+        b"\x28\xb5\x2f\xfd\x00\x58\x31\x00\x00".to_vec(),
+    );
+    let (origin, asked) = quirky_site(site_of_pages(3, &[("/robots.txt", zstd)])).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.delay_ms = 0;
+    cfg.robots_retries = 1;
+    cfg.out = Some(dir.path().join("crawl"));
+    cfg.store = StoreKind::Warc;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    assert_eq!(
+        asked.paths(),
+        ["/robots.txt", "/robots.txt"],
+        "asked once and retried once; no page"
+    );
+    let seed = &crawled.urls[&format!("{origin}/")];
+    assert_eq!(seed["reason"], "robots.txt unreachable", "{seed}");
+    let snapshot = &crawled.summary.snapshot;
+    assert_eq!(
+        snapshot.http.status.get("200"),
+        Some(&2),
+        "{:?}",
+        snapshot.http
+    );
+    let said = snapshot.log.iter().any(|l| {
+        l.message
+            .contains("content coding crawltop does not decode (zstd)")
+    });
+    assert!(said, "{:?}", snapshot.log);
+    let warc = crate::util::read_warc(&dir.path().join("crawl/warc"));
+    let kept: Vec<_> = warc
+        .robots
+        .iter()
+        .map(|r| (r.status, r.body.len()))
+        .collect();
+    assert_eq!(kept, [(200, 9), (200, 9)], "each answer kept as it came");
+}

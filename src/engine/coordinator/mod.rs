@@ -1295,7 +1295,9 @@ impl<F: Schedule> Coordinator<F> {
         responses: Vec<Fetched>,
         answered: Option<u16>,
     ) {
-        let cut = answered.filter(|_| matches!(fetch, RobotsFetch::Unreachable(_)));
+        // An answer cut short (its headers came, its body did not) has no response to count.
+        let cut = answered
+            .filter(|_| matches!(fetch, RobotsFetch::Unreachable(_)) && responses.is_empty());
         for status in responses.iter().map(|f| f.status).chain(cut) {
             *self.http.status.entry(status.to_string()).or_default() += 1;
         }
@@ -1436,7 +1438,15 @@ impl<F: Schedule> Coordinator<F> {
     ) {
         let RobotsFetched { fetch, responses } = fetched;
         let pushed_back = pushed_back(&fetch);
+        // Unreachable with a response: it answered, in a form its rules cannot be read from.
+        let unreadable = match &fetch {
+            RobotsFetch::Unreachable(why) if !responses.is_empty() => Some(why.clone()),
+            _ => None,
+        };
         self.keep_robots_responses(site, &fetch, responses, answered);
+        if let Some(why) = unreadable {
+            self.warn(format!("robots.txt not read: {why}"));
+        }
         let wall = crate::clock::wall();
         let s = &mut self.sites[site.index()];
         let asked = s.robots_next.take();
@@ -1490,8 +1500,8 @@ impl<F: Schedule> Coordinator<F> {
                 self.frontier.answered(site);
                 if let Some(c) = capped {
                     self.warn(format!(
-                        "{origin}: Crawl-delay {} s capped to {} s",
-                        c.requested.as_secs_f64(),
+                        "{origin}: Crawl-delay {} capped to {} s",
+                        c.asked(),
                         c.effective.as_secs_f64()
                     ));
                 }
