@@ -229,21 +229,30 @@ pub(super) struct Site {
     pub(super) recent_errors: VecDeque<String>,
     /// robots.txt's final answer, for the checkpoint.
     pub(super) robots_memo: RobotsMemo,
-    /// Where robots.txt redirected, and after how many redirects: the next contact for it asks
-    /// there (in memory only: a resume starts again from `/robots.txt`).
-    pub(super) robots_next: Option<(url::Url, usize)>,
+    /// What its robots.txt's redirects left: boxed, since most sites' robots.txt never
+    /// redirects and every site carries the field.
+    pub(super) redirects: Option<Box<RobotsRedirects>>,
     /// Sites whose robots.txt hop to this origin was refused (it was busy or not due yet),
     /// longest waiting first: its next contact goes to the first of them.
     pub(super) hops_waiting: VecDeque<SiteId>,
     /// The origin in whose `hops_waiting` this site waits, if any (an entry elsewhere is stale).
     pub(super) waiting_at: Option<SiteId>,
-    /// The responses of a robots.txt chain not ended yet (its redirects so far), with when
-    /// each was sent: stored when the chain ends.
-    pub(super) robots_chain: Vec<(crate::fetch::Fetched, std::time::SystemTime)>,
-    /// Where the last answer to robots.txt came from, when redirects led there.
-    pub(super) robots_via: Option<url::Url>,
     /// Changed since the last checkpoint.
     pub(super) dirty: bool,
+}
+
+/// A site's robots.txt redirects: where the chain goes next, what it got so far, where the
+/// answer came from.
+#[derive(Debug, Default)]
+pub(super) struct RobotsRedirects {
+    /// Where robots.txt redirected, and after how many redirects: the next contact for it asks
+    /// there (in memory only: a resume starts again from `/robots.txt`).
+    pub(super) next: Option<(url::Url, usize)>,
+    /// The responses of a chain not ended yet (its redirects so far), with when each was sent:
+    /// stored when the chain ends.
+    pub(super) chain: Vec<(crate::fetch::Fetched, std::time::SystemTime)>,
+    /// Where the last answer came from, when redirects led there.
+    pub(super) via: Option<url::Url>,
 }
 
 /// How many recent errors a site keeps for its detail view.
@@ -270,13 +279,25 @@ impl Site {
             cap_logged: false,
             recent_errors: VecDeque::new(),
             robots_memo: RobotsMemo::default(),
-            robots_next: None,
+            redirects: None,
             hops_waiting: VecDeque::new(),
             waiting_at: None,
-            robots_chain: Vec::new(),
-            robots_via: None,
             dirty: false,
         }
+    }
+
+    /// Where its robots.txt chain goes next, and after how many redirects.
+    pub(super) fn robots_next(&self) -> Option<&(url::Url, usize)> {
+        self.redirects.as_ref().and_then(|r| r.next.as_ref())
+    }
+
+    /// The file that gave its robots.txt answer, when redirects led there.
+    pub(super) fn robots_via(&self) -> Option<&url::Url> {
+        self.redirects.as_ref().and_then(|r| r.via.as_ref())
+    }
+
+    pub(super) fn redirects_mut(&mut self) -> &mut RobotsRedirects {
+        self.redirects.get_or_insert_with(Box::default)
     }
 
     /// A fetch here failed: counted, and kept among the last [`RECENT_ERRORS`].

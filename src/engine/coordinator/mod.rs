@@ -910,7 +910,7 @@ impl<F: Schedule> Coordinator<F> {
     /// now, `site` waits for it.
     fn robots_contact(&mut self, site: SiteId, now: Duration) {
         let s = &self.sites[site.index()];
-        let url = match &s.robots_next {
+        let url = match s.robots_next() {
             Some((url, _)) => url.clone(),
             None => match s.origin.join("/robots.txt") {
                 Ok(url) => url,
@@ -973,8 +973,7 @@ impl<F: Schedule> Coordinator<F> {
                 continue;
             }
             let owed = self.sites[waiting.index()]
-                .robots_next
-                .as_ref()
+                .robots_next()
                 .filter(|(url, _)| same_origin(&self.sites[target.index()].origin, url))
                 .map(|(url, _)| url.clone());
             // Resolved meanwhile, or its chain went on elsewhere.
@@ -1284,7 +1283,7 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     /// Counts a robots.txt request's response (as the server counts it: each redirect too),
-    /// and keeps it for the WARC files. A redirect's response waits with the site until its
+    /// says when its rules could not be read, and keeps it for the WARC files. A redirect's response waits with the site until its
     /// chain ends; then the whole chain is stored, with the row marked changed in the same
     /// step, so the next checkpoint holds both. A chain a kill cut is asked again from its
     /// start, and stored once.
@@ -1295,9 +1294,15 @@ impl<F: Schedule> Coordinator<F> {
         responses: Vec<Fetched>,
         answered: Option<u16>,
     ) {
-        // An answer cut short (its headers came, its body did not) has no response to count.
+        // An answer cut short (its headers came, its body did not) has no response to count;
+        // one that came whole but unreachable was in a form its rules cannot be read from.
         let cut = answered
             .filter(|_| matches!(fetch, RobotsFetch::Unreachable(_)) && responses.is_empty());
+        if let RobotsFetch::Unreachable(why) = fetch
+            && !responses.is_empty()
+        {
+            self.warn(format!("robots.txt not read: {why}"));
+        }
         for status in responses.iter().map(|f| f.status).chain(cut) {
             *self.http.status.entry(status.to_string()).or_default() += 1;
         }
@@ -1307,11 +1312,17 @@ impl<F: Schedule> Coordinator<F> {
             (f, date)
         });
         let s = &mut self.sites[site.index()];
-        s.robots_chain.extend(dated);
         let hopping = matches!(fetch, RobotsFetch::Redirect(_))
-            && s.robots_next.as_ref().map_or(0, |(_, n)| *n) < ROBOTS_MAX_REDIRECTS;
-        if !hopping {
-            let chain = std::mem::take(&mut s.robots_chain);
+            && s.robots_next().map_or(0, |(_, n)| *n) < ROBOTS_MAX_REDIRECTS;
+        if hopping {
+            s.redirects_mut().chain.extend(dated);
+        } else {
+            let mut chain = s
+                .redirects
+                .as_mut()
+                .map(|r| std::mem::take(&mut r.chain))
+                .unwrap_or_default();
+            chain.extend(dated);
             self.store_robots(site, &chain);
         }
         self.touch_site(site);
@@ -1438,26 +1449,21 @@ impl<F: Schedule> Coordinator<F> {
     ) {
         let RobotsFetched { fetch, responses } = fetched;
         let pushed_back = pushed_back(&fetch);
-        // Unreachable with a response: it answered, in a form its rules cannot be read from.
-        let unreadable = match &fetch {
-            RobotsFetch::Unreachable(why) if !responses.is_empty() => Some(why.clone()),
-            _ => None,
-        };
         self.keep_robots_responses(site, &fetch, responses, answered);
-        if let Some(why) = unreadable {
-            self.warn(format!("robots.txt not read: {why}"));
-        }
         let wall = crate::clock::wall();
         let s = &mut self.sites[site.index()];
-        let asked = s.robots_next.take();
+        let asked = s.redirects.as_mut().and_then(|r| r.next.take());
         let hops = asked.as_ref().map_or(0, |(_, n)| *n);
         // The file that answered, when a redirect led there (the rules text names it).
-        s.robots_via = asked.map(|(url, _)| url);
+        let via = asked.map(|(url, _)| url);
+        if via.is_some() || s.redirects.is_some() {
+            s.redirects_mut().via = via;
+        }
         let outcome = match fetch {
             RobotsFetch::Redirect(next) if hops < ROBOTS_MAX_REDIRECTS => {
                 // The next hop is the site's next contact for robots.txt (or a contact of the
                 // origin it lands on), after the delay.
-                s.robots_next = Some((next, hops + 1));
+                s.redirects_mut().next = Some((next, hops + 1));
                 self.frontier.unhold(site, now);
                 return;
             }

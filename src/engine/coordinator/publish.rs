@@ -375,7 +375,7 @@ impl<F: Schedule> Coordinator<F> {
                 next_allowed_in_ms: 0,
                 status: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                 recent_errors: s.recent_errors.iter().cloned().collect(),
-                robots_rules: robots_line(&s.robots.summary(), s.robots_via.as_ref()),
+                robots_rules: robots_line(&s.robots.summary(), s.robots_via()),
             };
             let next_at = v.next_allowed.as_millis() as u64;
             self.live.set_waiting(i, waiting, blocked);
