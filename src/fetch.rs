@@ -690,7 +690,7 @@ impl Fetched {
 enum Codec {
     Identity(Sink),
     /// Every member: RFC 1952 lets a gzip file be several members one after the other.
-    Gzip(Box<flate2::write::MultiGzDecoder<Codec>>),
+    Gzip(Box<GzipMembers>),
     /// `deflate` before its first two bytes are known: RFC 9110 says zlib-wrapped, but some
     /// servers send raw deflate, and the zlib header tells the two apart.
     DeflateUndecided(Box<Codec>, Vec<u8>),
@@ -703,7 +703,7 @@ impl Codec {
     /// `coding` decoded into `inner`.
     fn wrap(inner: Codec, coding: Coding) -> Codec {
         match coding {
-            Coding::Gzip => Codec::Gzip(Box::new(flate2::write::MultiGzDecoder::new(inner))),
+            Coding::Gzip => Codec::Gzip(Box::new(GzipMembers::new(inner))),
             Coding::Deflate => Codec::DeflateUndecided(Box::new(inner), Vec::new()),
             Coding::Brotli => Codec::Brotli(Box::new(
                 brotli_decompressor::DecompressorWriter::new(inner, 32 * 1024),
@@ -715,7 +715,7 @@ impl Codec {
         match self {
             Codec::Identity(s) => s,
             Codec::DeflateUndecided(inner, _) => inner.sink(),
-            Codec::Gzip(d) => d.get_ref().sink(),
+            Codec::Gzip(d) => d.member.get_ref().sink(),
             Codec::Zlib(d) => d.get_ref().sink(),
             Codec::RawDeflate(d) => d.get_ref().sink(),
             Codec::Brotli(d) => d.get_ref().sink(),
@@ -726,7 +726,7 @@ impl Codec {
         match self {
             Codec::Identity(s) => s,
             Codec::DeflateUndecided(inner, _) => inner.sink_mut(),
-            Codec::Gzip(d) => d.get_mut().sink_mut(),
+            Codec::Gzip(d) => d.member.get_mut().sink_mut(),
             Codec::Zlib(d) => d.get_mut().sink_mut(),
             Codec::RawDeflate(d) => d.get_mut().sink_mut(),
             Codec::Brotli(d) => d.get_mut().sink_mut(),
@@ -759,7 +759,7 @@ impl Codec {
         }
         match self {
             Codec::Identity(_) | Codec::DeflateUndecided(..) => Ok(()),
-            Codec::Gzip(d) => d.try_finish().and_then(|()| d.get_mut().finish()),
+            Codec::Gzip(d) => d.finish(),
             Codec::Zlib(d) => d.try_finish().and_then(|()| d.get_mut().finish()),
             Codec::RawDeflate(d) => d.try_finish().and_then(|()| d.get_mut().finish()),
             Codec::Brotli(d) => d.close().and_then(|()| d.get_mut().finish()),
@@ -772,8 +772,9 @@ impl std::io::Write for Codec {
         match self {
             Codec::Identity(s) => s.write(data),
             Codec::Gzip(d) => d.write(data),
-            Codec::Zlib(d) => d.write(data),
-            Codec::RawDeflate(d) => d.write(data),
+            // After the end of the stream, bytes are ignored, as browsers and curl do.
+            Codec::Zlib(d) => ignore_after_end(d.write(data), data),
+            Codec::RawDeflate(d) => ignore_after_end(d.write(data), data),
             Codec::Brotli(d) => d.write(data),
             Codec::DeflateUndecided(_, held) => {
                 held.extend_from_slice(data);
@@ -788,12 +789,88 @@ impl std::io::Write for Codec {
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             Codec::Identity(s) => s.flush(),
-            Codec::Gzip(d) => d.flush(),
+            Codec::Gzip(d) => d.member.flush(),
             Codec::Zlib(d) => d.flush(),
             Codec::RawDeflate(d) => d.flush(),
             Codec::Brotli(d) => d.flush(),
             Codec::DeflateUndecided(..) => Ok(()),
         }
+    }
+}
+
+/// A decoder's answer to `data`: one that took nothing from a non-empty slice has ended its
+/// stream, and what follows is trailing bytes, taken and dropped.
+fn ignore_after_end(written: std::io::Result<usize>, data: &[u8]) -> std::io::Result<usize> {
+    match written {
+        Ok(0) if !data.is_empty() => Ok(data.len()),
+        other => other,
+    }
+}
+
+/// The two bytes every gzip member starts with (RFC 1952 2.3.1).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// A gzip body of one member or several (RFC 1952 2.2), and after the last one anything that
+/// does not start another member: trailing bytes some servers send, which browsers and curl
+/// ignore, and so do we. (flate2's `MultiGzDecoder` takes them for a bad member header.)
+struct GzipMembers {
+    member: flate2::write::GzDecoder<Codec>,
+    /// The member's stream and footer are over: what comes next is another member or trailing
+    /// bytes, which its first two bytes tell (`held` keeps them while they come).
+    ended: bool,
+    held: Vec<u8>,
+    /// What followed the last member is not gzip: dropped.
+    trailing: bool,
+}
+
+impl GzipMembers {
+    fn new(inner: Codec) -> GzipMembers {
+        GzipMembers {
+            member: flate2::write::GzDecoder::new(inner),
+            ended: false,
+            held: Vec::new(),
+            trailing: false,
+        }
+    }
+
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if data.is_empty() || self.trailing {
+            return Ok(data.len());
+        }
+        if !self.ended {
+            let n = self.member.write(data)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            // The footer is whole: check it.
+            self.member.try_finish()?;
+            self.ended = true;
+        }
+        let take = (GZIP_MAGIC.len() - self.held.len()).min(data.len());
+        self.held.extend_from_slice(&data[..take]);
+        if !GZIP_MAGIC.starts_with(&self.held) {
+            self.trailing = true;
+            return Ok(data.len());
+        }
+        if self.held.len() == GZIP_MAGIC.len() {
+            // Another member: a new decoder over the same output, fed its magic.
+            let placeholder = flate2::write::GzDecoder::new(Codec::Identity(Sink::new(0, 0)));
+            let done = std::mem::replace(&mut self.member, placeholder);
+            self.member = flate2::write::GzDecoder::new(done.finish()?);
+            self.ended = false;
+            let magic = std::mem::take(&mut self.held);
+            self.member.write_all(&magic)?;
+        }
+        Ok(take)
+    }
+
+    /// The input is over: the last member must be whole (a lone first byte of another member
+    /// counts as trailing).
+    fn finish(&mut self) -> std::io::Result<()> {
+        if !self.ended {
+            self.member.try_finish()?;
+        }
+        self.member.get_mut().finish()
     }
 }
 
@@ -960,12 +1037,17 @@ mod tests {
 
         #[test]
         fn a_body_that_does_not_decode_says_why_plainly() {
-            let junk = b"trailing junk".to_vec();
             let cases = [
                 ("gzip", b"this is not gzip at all".to_vec()),
-                ("gzip", [gzip(PAGE), junk.clone()].concat()),
                 ("gzip", gzip(PAGE)[..20].to_vec()),
-                ("deflate", [zlib(PAGE), junk].concat()),
+                (
+                    "gzip",
+                    [gzip(PAGE), GZIP_MAGIC.to_vec(), b"bad".to_vec()].concat(),
+                ),
+                (
+                    "deflate",
+                    [&zlib(PAGE)[..2], b"not deflate at all"].concat(),
+                ),
             ];
             for (coding, wire) in cases {
                 let (end, _) = decode(Some(coding), 1000, &[&wire]);
@@ -974,17 +1056,46 @@ mod tests {
                 };
                 assert!(!why.contains("whole buffer") && !why.is_empty(), "{why}");
             }
-            let (end, _) = decode(
-                Some("deflate"),
-                1000,
-                &[&[zlib(PAGE), b"x".to_vec()].concat()],
-            );
-            assert_eq!(
-                end,
-                Err(Stop::Invalid(
-                    "more bytes follow the end of the compressed data".to_owned()
-                ))
-            );
+        }
+
+        /// Bytes after the end of the compressed data (some servers append a newline or
+        /// padding) are dropped, as browsers and curl drop them: the page is what they show.
+        #[test]
+        fn bytes_after_the_last_stream_are_ignored() {
+            let two = [gzip(&PAGE[..10]), gzip(&PAGE[10..])].concat();
+            let raw = {
+                let mut e =
+                    flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+                e.write_all(PAGE).expect("in memory");
+                e.finish().expect("in memory")
+            };
+            for junk in [
+                &b"\n"[..],
+                b"trailing junk",
+                b"\x1f",
+                b"\0\0\0\0",
+                &[0x1f, 0x8b],
+            ] {
+                for (coding, wire) in [
+                    ("gzip", [gzip(PAGE), junk.to_vec()].concat()),
+                    ("gzip", [two.clone(), junk.to_vec()].concat()),
+                    ("deflate", [zlib(PAGE), junk.to_vec()].concat()),
+                    ("deflate", [raw.clone(), junk.to_vec()].concat()),
+                ] {
+                    if junk == [0x1f, 0x8b] && coding == "gzip" {
+                        // The start of another member that never comes: cut short.
+                        let (end, _) = decode(Some(coding), 1000, &[&wire]);
+                        assert!(matches!(end, Err(Stop::Invalid(_))), "{end:?}");
+                        continue;
+                    }
+                    for size in [1, 3, wire.len()] {
+                        let chunks: Vec<&[u8]> = wire.chunks(size).collect();
+                        let (end, body) = decode(Some(coding), 1000, &chunks);
+                        assert_eq!(end, Ok(()), "{coding} + {junk:?}, chunks of {size}");
+                        assert_eq!(body, PAGE, "{coding} + {junk:?}, chunks of {size}");
+                    }
+                }
+            }
         }
 
         #[test]

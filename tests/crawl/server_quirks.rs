@@ -258,6 +258,58 @@ async fn a_gzip_body_of_two_members_is_parsed_stored_and_its_links_followed() {
     }
 }
 
+/// Bytes after the end of a compressed body (a newline, padding: some servers and proxies
+/// append them) are dropped as browsers and curl drop them: the page is parsed and stored as
+/// they show it. Before, such a page was a fetch error and its links were never followed.
+#[tokio::test]
+async fn bytes_after_a_compressed_body_are_dropped_and_the_page_kept() {
+    let page = |n: u32| {
+        format!("<html><body><p>zebratrail{n}</p><a href=\"/after{n}.html\">x</a></body></html>")
+    };
+    let zlib = |data: &[u8]| {
+        use std::io::Write as _;
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(data).expect("in memory");
+        e.finish().expect("in memory")
+    };
+    let coded = [
+        ("gzip", [gzip(page(1).as_bytes()), b"\n".to_vec()].concat()),
+        ("gzip", [gzip(page(2).as_bytes()), vec![0; 512]].concat()),
+        (
+            "deflate",
+            [zlib(page(3).as_bytes()), b"\r\n".to_vec()].concat(),
+        ),
+    ];
+    let mut answers = BTreeMap::from([(
+        "/".to_owned(),
+        linking(&["/c1.html", "/c2.html", "/c3.html"]),
+    )]);
+    for (n, (coding, wire)) in (1..).zip(coded) {
+        answers.insert(
+            format!("/c{n}.html"),
+            Answer::new(
+                &[("Content-Type", "text/html"), ("Content-Encoding", coding)],
+                wire,
+            ),
+        );
+        answers.insert(format!("/after{n}.html"), Answer::html("<p>after</p>"));
+    }
+    let (origin, asked) = quirky_site(answers).await;
+    let (crawled, out) = crawl_into_warc(&origin).await;
+    let warc = crate::util::read_warc(&out.path().join("warc"));
+    let asked = asked.paths();
+    for n in 1..=3 {
+        let url = format!("{origin}/c{n}.html");
+        assert_eq!(
+            crawled.urls[&url]["state"], "parsed",
+            "{}",
+            crawled.urls[&url]
+        );
+        assert!(asked.contains(&format!("/after{n}.html")), "{asked:?}");
+        assert_eq!(warc.bodies[&url], page(n).as_bytes(), "stored decoded");
+    }
+}
+
 #[tokio::test]
 async fn stacked_codings_are_decoded_and_a_coding_crawltop_cannot_decode_is_kept_as_sent() {
     let page = |word: &str, link: &str| {
