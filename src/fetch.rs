@@ -760,8 +760,12 @@ impl Codec {
         match self {
             Codec::Identity(_) | Codec::DeflateUndecided(..) => Ok(()),
             Codec::Gzip(d) => d.finish(),
-            Codec::Zlib(d) => d.try_finish().and_then(|()| d.get_mut().finish()),
-            Codec::RawDeflate(d) => d.try_finish().and_then(|()| d.get_mut().finish()),
+            Codec::Zlib(d) => stream_ended(&d.write(&[0]))
+                .and_then(|()| d.try_finish())
+                .and_then(|()| d.get_mut().finish()),
+            Codec::RawDeflate(d) => stream_ended(&d.write(&[0]))
+                .and_then(|()| d.try_finish())
+                .and_then(|()| d.get_mut().finish()),
             Codec::Brotli(d) => d.close().and_then(|()| d.get_mut().finish()),
         }
     }
@@ -804,6 +808,19 @@ fn ignore_after_end(written: std::io::Result<usize>, data: &[u8]) -> std::io::Re
     match written {
         Ok(0) if !data.is_empty() => Ok(data.len()),
         other => other,
+    }
+}
+
+/// Whether a deflate stream reached its end, from a decoder's answer to one more byte: an ended
+/// stream takes nothing more, one cut short takes it (or fails on it). flate2's `try_finish`
+/// does not tell: it flushes what it has and says nothing of a stream that stops half-way.
+fn stream_ended(probe: &std::io::Result<usize>) -> std::io::Result<()> {
+    match probe {
+        Ok(0) => Ok(()),
+        _ => Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the compressed data stops before its end",
+        )),
     }
 }
 
@@ -1048,6 +1065,8 @@ mod tests {
                     "deflate",
                     [&zlib(PAGE)[..2], b"not deflate at all"].concat(),
                 ),
+                ("deflate", zlib(PAGE)[..10].to_vec()),
+                ("deflate", zlib(PAGE)[..zlib(PAGE).len() - 4].to_vec()),
             ];
             for (coding, wire) in cases {
                 let (end, _) = decode(Some(coding), 1000, &[&wire]);
