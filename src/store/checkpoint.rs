@@ -102,7 +102,8 @@ pub struct WarcMark {
 /// How much of one WARC file a mark holds ([`WarcMark::holds`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Held {
-    /// A file written before the marked one, or one that is not the crawl's (another name).
+    /// A file written before the marked one, or one that is not the crawl's (another name:
+    /// a resume leaves it be, and readers of the folder pass it over).
     Whole,
     /// The marked file: its first bytes, up to the mark's position.
     UpTo(u64),

@@ -124,6 +124,13 @@ pub enum StoreError {
     )]
     MirrorMissing { dir: PathBuf, committed: u64 },
     #[error(
+        "{} is missing, but the checkpoint counts it among the WARC files written before {marked}: \
+         the pages stored there would be lost, and a resume would not fetch them again; put it \
+         back, or start over with --fresh",
+        path.display()
+    )]
+    WarcMissing { path: PathBuf, marked: String },
+    #[error(
         "{}'s mirror (pages/) was written by an older crawltop (file-name rules {was}), which gave \
          `/p+` and `/p%2B` one file; this one (rules {}) keeps them apart, so going on would mix \
          the two and write pages over others. Finish the crawl with the crawltop that began it, \
@@ -948,6 +955,12 @@ fn cut_marked_file(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
                 at.file
             ),
         }));
+    }
+    if let Some(missing) = super::warc_reader::missing_before(warc_dir, at) {
+        return Err(StoreError::WarcMissing {
+            path: warc_dir.join(missing),
+            marked: at.file.clone(),
+        });
     }
     let path = warc_dir.join(&at.file);
     let file = std::fs::OpenOptions::new()

@@ -317,7 +317,8 @@ fn sync_dir(_dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-fn file_name(prefix: &str, number: u64) -> String {
+/// The name of the crawl's file `number`: `PREFIX-NNNNN.warc.gz`, at least five digits.
+pub fn file_name(prefix: &str, number: u64) -> String {
     format!("{prefix}-{number:05}{FILE_SUFFIX}")
 }
 

@@ -3,9 +3,11 @@
 //! (`crawltop extract DIR`). The robots.txt responses among them say so
 //! ([`StoredResponse::robots_for`]): a verb about pages passes them over.
 //!
-//! It reads what the folder's checkpoint holds ([`held_parts`]): a killed crawl's files go on
-//! past its last mark, with records a resume cuts away and fetches again, maybe under other
-//! sequence numbers; so reading stops at the mark, where a resume's cut would be. The bytes below
+//! It reads what the folder's checkpoint holds ([`held_parts`]), of the crawl's own files only
+//! (`crawltop-NNNNN.warc.gz`, numbered from 0 without a gap: a missing one is named). A killed
+//! crawl's files go on past its last mark, with records a resume cuts away and fetches again,
+//! maybe under other sequence numbers; so reading stops at the mark, where a resume's cut
+//! would be. The bytes below
 //! a mark never change (a resume cuts the marked file there and writes on in a new file), so a
 //! crawl resumed while the files are read changes nothing that is read.
 //!
@@ -19,7 +21,7 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use super::checkpoint::{Held, Mark, warc_held};
+use super::checkpoint::{Held, Mark, WarcMark, warc_held};
 use super::warc::{CountingReader, ROBOTS_FIELD, SEQ_FIELD};
 
 /// The most bytes of one decoded record that are read: a record says its own length, and a
@@ -102,9 +104,41 @@ pub fn warc_files(dir: &Path) -> Result<Vec<PathBuf>, WarcReadError> {
     if files.is_empty() {
         return Err(WarcReadError::NoWarc(dir.to_path_buf()));
     }
-    // Names are PREFIX-NNNNN.warc.gz with a fixed-width number: name order is write order.
-    files.sort();
+    // Names are PREFIX-NNNNN.warc.gz, at least five digits: the number is the write order
+    // (`crawltop-100000` comes after `crawltop-99999`); other names after, by name.
+    files.sort_by_cached_key(|path| {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let numbered = crate::store::warc::file_number(name);
+        (
+            numbered.is_none(),
+            numbered.map(|(prefix, n)| (prefix.to_owned(), n)),
+            name.to_owned(),
+        )
+    });
     Ok(files)
+}
+
+/// The first of the crawl's WARC files written before the marked one that is not in `dir`, if
+/// any. A crawl numbers its files from 0 without a gap, and a resume keeps every file below
+/// the mark, so a missing one is committed pages lost, never a file the crawl did not write.
+pub fn missing_before(dir: &Path, mark: &WarcMark) -> Option<String> {
+    let (prefix, marked) = crate::store::warc::file_number(&mark.file)?;
+    (0..marked)
+        .map(|n| crate::store::warc::file_name(prefix, n))
+        .find(|name| !dir.join(name).is_file())
+}
+
+/// A crawl file's name when it is one of the crawl's files (`crawltop-NNNNN.warc.gz`).
+fn crawls_own(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    crate::store::warc::file_number(name)
+        .is_some_and(|(prefix, _)| prefix == crate::store::committer::WARC_PREFIX)
 }
 
 /// One WARC file to read, whole or up to a byte.
@@ -130,9 +164,11 @@ pub fn held_parts(dir: &Path, mark: Option<&Mark>) -> Result<Vec<WarcPart>, Warc
     let Some(mark) = mark else {
         return Ok(files.into_iter().map(whole).collect());
     };
+    // A crawl's checkpoint speaks of the crawl's own files: any other (a copy, a backup put
+    // there) is not read, or its pages would count twice, or out of order.
+    let files = files.into_iter().filter(|path| crawls_own(path));
     let Some(mark) = &mark.warc else {
         return Ok(files
-            .into_iter()
             .filter(|path| {
                 let name = path
                     .file_name()
@@ -159,6 +195,9 @@ pub fn held_parts(dir: &Path, mark: Option<&Mark>) -> Result<Vec<WarcPart>, Warc
     if len < mark.position {
         return Err(short_of_the_mark(marked, mark.position, len));
     }
+    if let Some(missing) = missing_before(dir, mark) {
+        return Err(missing_file(dir.join(missing), &mark.file));
+    }
     let mut parts = Vec::new();
     for path in files {
         let name = path
@@ -175,6 +214,16 @@ pub fn held_parts(dir: &Path, mark: Option<&Mark>) -> Result<Vec<WarcPart>, Warc
         }
     }
     Ok(parts)
+}
+
+fn missing_file(path: PathBuf, marked: &str) -> WarcReadError {
+    WarcReadError::NotAsMarked {
+        path,
+        reason: format!(
+            "counts it among the files written before {marked}, but it is missing: the pages \
+             stored there would be lost"
+        ),
+    }
 }
 
 fn short_of_the_mark(path: PathBuf, position: u64, len: u64) -> WarcReadError {
@@ -530,16 +579,12 @@ mod tests {
         let all = held_parts(dir.path(), None).expect("parts");
         assert_eq!(seqs(all), (0..12).map(Some).collect::<Vec<_>>());
         // A checkpoint taken before the crawl's first record holds none of its files; a file
-        // of another name is not the crawl's and is read whole.
+        // of another name is not the crawl's, and not read either (a copy would count twice).
         std::fs::copy(&marked, dir.path().join("other-00000.warc.gz")).expect("copy");
         let none = held_parts(dir.path(), Some(&checkpoint(None))).expect("parts");
-        assert_eq!(
-            none,
-            vec![WarcPart {
-                path: dir.path().join("other-00000.warc.gz"),
-                end: None
-            }]
-        );
+        assert_eq!(none, vec![]);
+        let with_mark = held_parts(dir.path(), Some(&checkpoint(Some(mark.clone()))));
+        assert_eq!(with_mark.expect("parts"), held);
         std::fs::remove_file(dir.path().join("other-00000.warc.gz")).expect("remove");
 
         // Cut below the mark, at a record's end, while it is read (the parts were listed
@@ -572,6 +617,35 @@ mod tests {
             held_parts(dir.path(), None),
             Err(WarcReadError::NoWarc(_))
         ));
+    }
+
+    /// Write order is the file number, past five digits too; other names come last.
+    #[test]
+    fn files_are_read_in_the_order_of_their_numbers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in [
+            "crawltop-100000.warc.gz",
+            "copy.warc.gz",
+            "crawltop-99999.warc.gz",
+            "crawltop-00002.warc.gz",
+            "notes.txt",
+        ] {
+            std::fs::write(dir.path().join(name), b"").expect("write");
+        }
+        let files = warc_files(dir.path()).expect("files");
+        let names: Vec<_> = files
+            .iter()
+            .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "crawltop-00002.warc.gz",
+                "crawltop-99999.warc.gz",
+                "crawltop-100000.warc.gz",
+                "copy.warc.gz"
+            ]
+        );
     }
 
     #[test]

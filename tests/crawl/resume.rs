@@ -1171,3 +1171,93 @@ async fn a_failing_robots_txt_is_retried_across_a_resume_as_in_one_run() {
     let rules = row["robots_rules"].as_str().expect("rules");
     assert!(rules.contains("last answer 500; 3 failed tries"), "{rules}");
 }
+
+/// The crawl's WARC files are `crawltop-NNNNN.warc.gz`, numbered from 0 without a gap. A file
+/// of another name in `warc/` (a copy, a backup) is not the crawl's: `index` and `extract` read
+/// past it, where they read it as pages below the mark before (an index rebuilt from a copy
+/// lost every page below the copy's). A file of the crawl missing below the mark is pages
+/// lost: the resume, `index` and `extract` refuse the folder and name the file, where before
+/// a resume completed without them and `index --replace` threw away the index that still had
+/// their text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warc_file_missing_below_the_mark_is_named_and_a_stray_one_is_not_read() {
+    let web = TestWeb::start(GenOptions::new(1, 120)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let stats = dir.path().join("stats.json");
+    let command = || {
+        let mut cmd = crawl_command(&web, &out, &stats);
+        cmd.args(["--warc-max-bytes", "65536"]);
+        cmd
+    };
+    let mut child = command().spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 60))
+        .await
+        .expect("the crawl runs");
+    stop_gracefully(&mut child).await;
+    let warc = out.join("warc");
+    let first = warc.join("crawltop-00000.warc.gz");
+    assert!(
+        warc.join("crawltop-00001.warc.gz").exists(),
+        "more than one file: {:?}",
+        crate::util::listing(&warc)
+    );
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(bin())
+            .args(args)
+            .arg(&out)
+            .output()
+            .expect("run");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let extract = ["extract", "--extract", "heading=h1"];
+    let (code, lines, err) = run(&extract);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(lines.lines().count() > 20, "{lines}");
+    let (_, words, _) = run(&["wc"]);
+    assert!(words.contains("pages"), "{words}");
+
+    // A copy of the first file under another name: read by nobody.
+    std::fs::copy(&first, warc.join("copy-of-00000.warc.gz")).expect("copy");
+    assert_eq!(run(&extract).1, lines, "the same lines, none twice");
+    let (code, _, err) = run(&["index", "--replace"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(run(&["wc"]).1, words, "the rebuilt index holds every page");
+
+    // The crawl's first file gone.
+    std::fs::remove_file(&first).expect("remove");
+    let index_before = crate::util::listing(&out.join("index"));
+    for args in [&["index", "--replace"][..], &extract] {
+        let (code, _, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("crawltop-00000.warc.gz") && err.contains("missing"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        crate::util::listing(&out.join("index")),
+        index_before,
+        "the index that still has those pages is kept"
+    );
+    let listing = crate::util::listing(&warc);
+    refused_before_any_request(
+        &web,
+        command(),
+        &[
+            "crawltop-00000.warc.gz is missing",
+            "put it back",
+            "--fresh",
+        ],
+    )
+    .await;
+    assert_eq!(
+        crate::util::listing(&warc),
+        listing,
+        "nothing cut or removed"
+    );
+}
