@@ -97,6 +97,11 @@ pub struct WarcMark {
     /// The file's name inside `DIR/warc/`.
     pub file: String,
     pub position: u64,
+    /// The lengths of the crawl's files before this one (`before[n]`: file `n`), each taken
+    /// when the file was closed: a file found shorter or longer later was changed after the
+    /// crawl wrote it. Absent in states written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Vec<u64>>,
 }
 
 /// How much of one WARC file a mark holds ([`WarcMark::holds`]).
@@ -754,6 +759,7 @@ mod tests {
             warc: Some(WarcMark {
                 file: "crawl-00000.warc.gz".into(),
                 position: 10,
+                before: None,
             }),
             finished: false,
             runs: 1,
@@ -804,6 +810,7 @@ mod tests {
         let warc = WarcMark {
             file: "crawl-00001.warc.gz".into(),
             position: 999,
+            before: None,
         };
         cp.write(&delta(7, &[(1, "b2"), (2, "c")]), Some(warc.clone()), None)
             .expect("write");
@@ -1039,6 +1046,7 @@ mod tests {
         let warc = WarcMark {
             file: "crawltop-00001.warc.gz".into(),
             position: 99,
+            before: None,
         };
         cp.write(&delta(7, &[(0, "row")]), Some(warc.clone()), None)
             .expect("write");
@@ -1080,6 +1088,7 @@ mod tests {
         let mark = WarcMark {
             file: "crawltop-00002.warc.gz".into(),
             position: 500,
+            before: None,
         };
         assert_eq!(mark.holds("crawltop-00001.warc.gz"), Some(Held::Whole));
         assert_eq!(mark.holds("crawltop-00002.warc.gz"), Some(Held::UpTo(500)));
@@ -1093,6 +1102,7 @@ mod tests {
         let bad = WarcMark {
             file: "crawltop.warc.gz".into(),
             position: 0,
+            before: None,
         };
         assert_eq!(bad.holds("crawltop-00001.warc.gz"), None);
     }

@@ -124,12 +124,11 @@ pub enum StoreError {
     )]
     MirrorMissing { dir: PathBuf, committed: u64 },
     #[error(
-        "{} is missing, but the checkpoint counts it among the WARC files written before {marked}: \
-         the pages stored there would be lost, and a resume would not fetch them again; put it \
-         back, or start over with --fresh",
+        "{} {what}: the pages stored there would be lost, and a resume would not fetch them \
+         again; put the file back as it was, or start over with --fresh",
         path.display()
     )]
-    WarcMissing { path: PathBuf, marked: String },
+    WarcDamaged { path: PathBuf, what: String },
     #[error(
         "{}'s mirror (pages/) was written by an older crawltop (file-name rules {was}), which gave \
          `/p+` and `/p%2B` one file; this one (rules {}) keeps them apart, so going on would mix \
@@ -498,6 +497,7 @@ impl Committer {
             Start::Resume(mark) if kind.warc() => mark.warc.clone(),
             Start::Resume(_) | Start::Fresh => None,
         };
+        let warc_before = lens_at_start(&warc_dir, start);
         let pages = kind.mirror().then(|| dir.join("pages"));
         // Made before the first mark, so a resume can tell a lost mirror from one that never
         // held a page (only 2xx answers are mirrored).
@@ -588,6 +588,7 @@ impl Committer {
                     Stores {
                         warc: warc.as_mut(),
                         warc_start,
+                        warc_before,
                         pages: pages.as_deref(),
                         index: index.as_mut(),
                         extract: extract.as_mut(),
@@ -688,6 +689,8 @@ struct Stores<'a> {
     warc: Option<&'a mut WarcWriter>,
     /// The mark this run started from, for marks taken before its first WARC record.
     warc_start: Option<WarcMark>,
+    /// The lengths of the crawl's WARC files before the current one ([`warc_mark`]).
+    warc_before: Option<Vec<u64>>,
     pages: Option<&'a Path>,
     index: Option<&'a mut IndexFeed>,
     extract: Option<&'a mut ExtractFile>,
@@ -772,16 +775,53 @@ fn env_number(name: &str) -> Option<u64> {
 /// The WARC files' name prefix.
 pub const WARC_PREFIX: &str = "crawltop";
 
-/// Where the file this run writes ends, once it has one.
-fn warc_mark(w: &WarcWriter) -> Option<WarcMark> {
+/// Where the file this run writes ends, once it has one, with the lengths of the crawl's
+/// files before it. `before` holds those known so far (`None`: unknown, a state of an older
+/// crawltop); a file closed since is measured now: it was synced when it was closed, and
+/// nothing writes to it again.
+fn warc_mark(w: &WarcWriter, before: &mut Option<Vec<u64>>) -> Option<WarcMark> {
+    let path = w.current_file()?;
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let number = super::warc::file_number(&file).map_or(0, |(_, n)| n);
+    if let (Some(lens), Some(dir)) = (before.as_mut(), path.parent()) {
+        while (lens.len() as u64) < number {
+            let name = super::warc::file_name(WARC_PREFIX, lens.len() as u64);
+            if let Ok(meta) = std::fs::metadata(dir.join(name)) {
+                lens.push(meta.len());
+            } else {
+                *before = None;
+                break;
+            }
+        }
+    }
     Some(WarcMark {
-        file: w
-            .current_file()?
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        file,
         position: w.position()?,
+        before: before.clone().filter(|lens| lens.len() as u64 == number),
     })
+}
+
+/// The lengths of the crawl's files before the one a run writes first, as its start knows
+/// them: none for a new crawl (or a resume from a mark that held no file, whose files were all
+/// removed); a resume's mark's, and the marked file's, cut back to the mark. A state of an
+/// older crawltop kept none: the files are measured as they are now, checked from here on.
+fn lens_at_start(warc_dir: &Path, start: &Start) -> Option<Vec<u64>> {
+    let Start::Resume(Mark { warc: Some(at), .. }) = start else {
+        return Some(Vec::new());
+    };
+    let (prefix, marked) = super::warc::file_number(&at.file)?;
+    let mut lens = match &at.before {
+        Some(lens) => lens.clone(),
+        None => (0..marked)
+            .map(|n| std::fs::metadata(warc_dir.join(super::warc::file_name(prefix, n))))
+            .map(|meta| meta.map(|m| m.len()).ok())
+            .collect::<Option<Vec<u64>>>()?,
+    };
+    lens.push(at.position);
+    Some(lens)
 }
 
 /// Counts a job as done when it is dropped, whichever way the loop leaves it, and wakes the
@@ -823,7 +863,7 @@ fn write_loop(
                     Some(w) => {
                         w.sync()?;
                         since_sync = 0;
-                        warc_mark(w).or_else(|| stores.warc_start.clone())
+                        warc_mark(w, &mut stores.warc_before).or_else(|| stores.warc_start.clone())
                     }
                     None => None,
                 };
@@ -956,10 +996,10 @@ fn cut_marked_file(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
             ),
         }));
     }
-    if let Some(missing) = super::warc_reader::missing_before(warc_dir, at) {
-        return Err(StoreError::WarcMissing {
-            path: warc_dir.join(missing),
-            marked: at.file.clone(),
+    if let Some((name, what)) = super::warc_reader::damaged_before(warc_dir, at) {
+        return Err(StoreError::WarcDamaged {
+            path: warc_dir.join(name),
+            what,
         });
     }
     let path = warc_dir.join(&at.file);

@@ -44,6 +44,9 @@ pub enum WarcReadError {
     },
     #[error("{}: the folder's checkpoint {reason}", path.display())]
     NotAsMarked { path: PathBuf, reason: String },
+    /// A crawl file below the mark is not as the crawl left it ([`damaged_before`]).
+    #[error("{} {what}: the pages stored there would be lost", path.display())]
+    Damaged { path: PathBuf, what: String },
 }
 
 /// One response record: the page as the crawl stored it.
@@ -121,14 +124,32 @@ pub fn warc_files(dir: &Path) -> Result<Vec<PathBuf>, WarcReadError> {
     Ok(files)
 }
 
-/// The first of the crawl's WARC files written before the marked one that is not in `dir`, if
-/// any. A crawl numbers its files from 0 without a gap, and a resume keeps every file below
-/// the mark, so a missing one is committed pages lost, never a file the crawl did not write.
-pub fn missing_before(dir: &Path, mark: &WarcMark) -> Option<String> {
+/// The first of the crawl's WARC files written before the marked one that is not in `dir` as
+/// the crawl left it, if any: its name, and what is wrong, said after the file's path
+/// (`is missing, ...`). A crawl numbers its files from 0 without a gap, and a resume keeps
+/// every file below the mark, so a missing one is committed pages lost, never a file the crawl
+/// did not write; a file whose length differs from the one the mark keeps for it was cut (pages
+/// lost) or written to since.
+pub fn damaged_before(dir: &Path, mark: &WarcMark) -> Option<(String, String)> {
     let (prefix, marked) = crate::store::warc::file_number(&mark.file)?;
-    (0..marked)
-        .map(|n| crate::store::warc::file_name(prefix, n))
-        .find(|name| !dir.join(name).is_file())
+    (0..marked).find_map(|n| {
+        let name = crate::store::warc::file_name(prefix, n);
+        let kept = mark.before.as_ref().and_then(|b| b.get(n as usize));
+        let what = match (fs::metadata(dir.join(&name)), kept) {
+            (Ok(meta), _) if !meta.is_file() => "is not a file".to_owned(),
+            (Ok(meta), Some(&len)) if meta.len() != len => format!(
+                "has {} bytes, where it had {len} when the crawl closed it",
+                meta.len()
+            ),
+            (Ok(_), _) => return None,
+            (Err(_), _) => format!(
+                "is missing, though the checkpoint counts it among the WARC files written \
+                 before {}",
+                mark.file
+            ),
+        };
+        Some((name, what))
+    })
 }
 
 /// A crawl file's name when it is one of the crawl's files (`crawltop-NNNNN.warc.gz`).
@@ -195,8 +216,11 @@ pub fn held_parts(dir: &Path, mark: Option<&Mark>) -> Result<Vec<WarcPart>, Warc
     if len < mark.position {
         return Err(short_of_the_mark(marked, mark.position, len));
     }
-    if let Some(missing) = missing_before(dir, mark) {
-        return Err(missing_file(dir.join(missing), &mark.file));
+    if let Some((name, what)) = damaged_before(dir, mark) {
+        return Err(WarcReadError::Damaged {
+            path: dir.join(name),
+            what,
+        });
     }
     let mut parts = Vec::new();
     for path in files {
@@ -214,16 +238,6 @@ pub fn held_parts(dir: &Path, mark: Option<&Mark>) -> Result<Vec<WarcPart>, Warc
         }
     }
     Ok(parts)
-}
-
-fn missing_file(path: PathBuf, marked: &str) -> WarcReadError {
-    WarcReadError::NotAsMarked {
-        path,
-        reason: format!(
-            "counts it among the files written before {marked}, but it is missing: the pages \
-             stored there would be lost"
-        ),
-    }
 }
 
 fn short_of_the_mark(path: PathBuf, position: u64, len: u64) -> WarcReadError {
@@ -536,6 +550,7 @@ mod tests {
                 .expect("a name")
                 .to_string(),
             position: w.position().expect("a file"),
+            before: None,
         };
         let mut marks = Vec::new();
         for i in 0..12u8 {

@@ -1228,36 +1228,44 @@ async fn a_warc_file_missing_below_the_mark_is_named_and_a_stray_one_is_not_read
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(run(&["wc"]).1, words, "the rebuilt index holds every page");
 
-    // The crawl's first file gone.
-    std::fs::remove_file(&first).expect("remove");
+    // The crawl's first file cut in half, then gone.
+    let whole = std::fs::read(&first).expect("read");
+    let half = whole.len() / 2;
+    let cut = || std::fs::write(&first, &whole[..half]).expect("cut");
+    let gone = || std::fs::remove_file(&first).expect("remove");
     let index_before = crate::util::listing(&out.join("index"));
-    for args in [&["index", "--replace"][..], &extract] {
-        let (code, _, err) = run(args);
-        assert_eq!(code, Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains("crawltop-00000.warc.gz") && err.contains("missing"),
-            "{args:?}: {err}"
+    let damages: [(&dyn Fn(), String); 2] = [
+        (
+            &cut,
+            format!(
+                "crawltop-00000.warc.gz has {half} bytes, where it had {}",
+                whole.len()
+            ),
+        ),
+        (&gone, "crawltop-00000.warc.gz is missing".to_owned()),
+    ];
+    for (damage, says) in damages {
+        damage();
+        for args in [&["index", "--replace"][..], &extract] {
+            let (code, _, err) = run(args);
+            assert_eq!(code, Some(2), "{args:?}: {err}");
+            assert!(err.contains(&says), "{args:?}: {says:?} in {err}");
+        }
+        assert_eq!(
+            crate::util::listing(&out.join("index")),
+            index_before,
+            "the index that still has those pages is kept"
+        );
+        let listing = crate::util::listing(&warc);
+        refused_before_any_request(&web, command(), &[&says, "put the file back", "--fresh"]).await;
+        assert_eq!(
+            crate::util::listing(&warc),
+            listing,
+            "nothing cut or removed"
         );
     }
-    assert_eq!(
-        crate::util::listing(&out.join("index")),
-        index_before,
-        "the index that still has those pages is kept"
-    );
-    let listing = crate::util::listing(&warc);
-    refused_before_any_request(
-        &web,
-        command(),
-        &[
-            "crawltop-00000.warc.gz is missing",
-            "put it back",
-            "--fresh",
-        ],
-    )
-    .await;
-    assert_eq!(
-        crate::util::listing(&warc),
-        listing,
-        "nothing cut or removed"
-    );
+    // Put back as it was, the folder resumes to its end.
+    std::fs::write(&first, &whole).expect("put back");
+    let status = command().status().await.expect("resume");
+    assert!(status.success(), "{status:?}");
 }
