@@ -2,7 +2,7 @@
 //! moments and resumed each time ends with the same store, index and statistics as a crawl
 //! that was never interrupted; a state of another version or a corrupt one is refused.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Stdio;
 
@@ -1268,4 +1268,79 @@ async fn a_warc_file_missing_below_the_mark_is_named_and_a_stray_one_is_not_read
     std::fs::write(&first, &whole).expect("put back");
     let status = command().status().await.expect("resume");
     assert!(status.success(), "{status:?}");
+}
+
+/// A resume may add seeds and raise the limits (the README says so). URLs the first run left
+/// out for a reason the new settings drop are judged again: a site whose links were out of
+/// scope, and pages over the old `--max-pages`, are all asked for at the server, as one run
+/// with the new settings asks for them. Before, they stayed "out of scope" and "page limit
+/// reached" for good: the new seed itself was never requested, and the crawl said completed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_with_a_new_seed_and_a_higher_limit_crawls_what_they_let_in() {
+    let web = TestWeb::start(GenOptions::new(2, 60).seed(31).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let urls = dir.path().join("urls.jsonl");
+    let command = |seeds: &[&str], extra: &[&str]| {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.arg("crawl")
+            .args(seeds.iter().map(|s| web.url(s, "/")))
+            .args(["--headless", "--workers", "2"])
+            .args(extra)
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    };
+    // Run 1: site00 alone, at most 15 pages, slow enough to be stopped before its end.
+    let mut first = command(&["site00"], &["--max-pages", "15", "--delay-ms", "200"])
+        .spawn()
+        .expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 6))
+        .await
+        .expect("the crawl runs");
+    stop_gracefully(&mut first).await;
+    // Run 2: site01 added, no page limit.
+    let urls_out = [
+        "--delay-ms",
+        "0",
+        "--urls-out",
+        urls.to_str().expect("utf8"),
+    ];
+    let status = command(&["site00", "site01"], &urls_out)
+        .status()
+        .await
+        .expect("resume");
+    assert!(status.success(), "{status:?}");
+
+    let records = web.log().records();
+    for site in ["site00", "site01"] {
+        let asked: BTreeSet<&str> = records
+            .iter()
+            .filter(|r| r.site == site)
+            .map(|r| r.path.as_str())
+            .collect();
+        let pages = web.manifest().site(site).expect("site").page_paths();
+        let missing: Vec<_> = pages.difference(&asked).collect();
+        assert!(missing.is_empty(), "{site}: never asked for {missing:?}");
+    }
+    let (rows, _) = url_lines(&urls);
+    let seed = web.url("site01", "/");
+    assert!(
+        rows[&seed].starts_with("\"parsed\" 200 0"),
+        "{}",
+        rows[&seed]
+    );
+    let text = std::fs::read_to_string(&urls).expect("urls-out");
+    let ours = [web.url("site00", ""), web.url("site01", "")];
+    let left: Vec<_> = text
+        .lines()
+        .filter(|l| ours.iter().any(|o| l.contains(&format!("\"url\":\"{o}"))))
+        .filter(|l| l.contains("out of scope") || l.contains("page limit reached"))
+        .collect();
+    assert!(left.is_empty(), "{left:#?}");
 }

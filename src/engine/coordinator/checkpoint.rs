@@ -21,6 +21,7 @@ use super::Coordinator;
 use crate::engine::model::{Failure, ResourceState, RobotsMemo, Site};
 use crate::engine::url_table::UrlTable;
 use crate::frontier::{Queued, Schedule, SiteId};
+use crate::scope::IgnoreReason;
 use crate::snapshot::{Errors, Http};
 use crate::store::checkpoint::{CheckpointError, Delta, Loaded};
 
@@ -236,6 +237,8 @@ impl<F: Schedule> Coordinator<F> {
             engine,
             text_cuts,
         } = restored;
+        // Seeds added on this resume widen an origin scope: URLs left out before may be in.
+        let widened = self.cfg.seeds.len() > engine.seeds.len();
         self.errors = engine.errors;
         self.http = engine.http;
         self.pages_fetched = engine.pages_fetched;
@@ -265,6 +268,7 @@ impl<F: Schedule> Coordinator<F> {
         // its run, not decoded again from its run's start per queued id).
         self.resources = resources;
         let mut take_back = Vec::new();
+        let mut rejudge = Vec::new();
         // Sized once for every row: grown by half at a time, 10 M rows moved the table ~30 times.
         self.by_url.reserve(self.resources.len());
         let (by_url, counts) = (&mut self.by_url, &mut self.state_counts);
@@ -273,6 +277,16 @@ impl<F: Schedule> Coordinator<F> {
             counts.add(r);
             if r.seq.is_some_and(|s| s >= mark) && r.state != ResourceState::Discovered {
                 take_back.push(id);
+            }
+            // Left out under this run's settings too, for all a cheap look tells: not read
+            // again (a big crawl has millions of out-of-scope links).
+            let again = match r.ignored {
+                Some(IgnoreReason::OutOfScope) => widened,
+                Some(IgnoreReason::PageLimit | IgnoreReason::SitePageLimit) => true,
+                _ => false,
+            };
+            if again && r.state == ResourceState::FetchIgnored {
+                rejudge.push(id);
             }
         });
         for id in take_back {
@@ -304,12 +318,43 @@ impl<F: Schedule> Coordinator<F> {
         for id in unreasoned {
             self.resources.update(id, |r| r.reason = None);
         }
+        self.rejudge(rejudge);
         // The checkpoint may hold a cut page's row from before the engine wrote the reason.
         for page in text_cuts {
             self.write_cut(&page.url, page.cut);
         }
         if let Some(e) = read.err().or(queued.err()) {
             self.warn(format!("the crawl's URLs could not be read back: {e}"));
+        }
+    }
+
+    /// URLs a run left out for a reason this one's settings may not share (seeds added to an
+    /// origin scope, a higher `--max-pages` or `--max-pages-per-site`), judged again in the
+    /// order they were found: those now in are queued, as if found now; the others keep their
+    /// reason. (A lower limit holds for URLs found from now on; those queued before stay.)
+    fn rejudge(&mut self, ids: Vec<u32>) {
+        for id in ids {
+            if self.cfg.max_pages.is_some_and(|max| self.admitted >= max) {
+                // Every limit below is the global one's or the sites': only the sites' can
+                // still let a URL in, and only if the global one does.
+                return;
+            }
+            let Ok(url) = url::Url::parse(&self.resources.url(id)) else {
+                continue;
+            };
+            let depth = self.resources.depth(id);
+            let Ok(site) = (self.scope.check(&url, depth)).and_then(|()| self.placement(&url))
+            else {
+                continue;
+            };
+            self.resources.update(id, |r| {
+                r.reason = None;
+                r.ignored = None;
+                r.site = Some(site);
+            });
+            self.errors.ignored = self.errors.ignored.saturating_sub(1);
+            self.set_state(id, ResourceState::Discovered);
+            self.queue(id, site, &url, depth);
         }
     }
 
