@@ -590,6 +590,7 @@ impl Committer {
                         warc_start,
                         warc_before,
                         pages: pages.as_deref(),
+                        pages_unsynced: false,
                         index: index.as_mut(),
                         extract: extract.as_mut(),
                         checkpoint: &mut checkpoint,
@@ -692,6 +693,8 @@ struct Stores<'a> {
     /// The lengths of the crawl's WARC files before the current one ([`warc_mark`]).
     warc_before: Option<Vec<u64>>,
     pages: Option<&'a Path>,
+    /// A page was mirrored since the last checkpoint: the next one syncs the mirror.
+    pages_unsynced: bool,
     index: Option<&'a mut IndexFeed>,
     extract: Option<&'a mut ExtractFile>,
     checkpoint: &'a mut Checkpoint,
@@ -880,6 +883,13 @@ fn write_loop(
                     }
                     None => None,
                 };
+                if let Some(root) = stores.pages.filter(|_| stores.pages_unsynced) {
+                    super::mirror::sync(root).map_err(|source| StoreError::Io {
+                        path: root.to_path_buf(),
+                        source,
+                    })?;
+                    stores.pages_unsynced = false;
+                }
                 stores.checkpoint.write(&delta, warc, extract)?;
                 status.checkpoints.fetch_add(1, Ordering::Relaxed);
                 status.stored_below.send_replace(delta.seq);
@@ -907,6 +917,7 @@ fn write_loop(
             && (200..300).contains(&item.fetch.status)
         {
             super::mirror::write_page(root, &item.fetch.url, &item.fetch.body)?;
+            stores.pages_unsynced = true;
         }
         if let (Some(ix), Some((title, text))) = (stores.index.as_deref_mut(), item.text.take()) {
             ix.add(crate::index::OwnedPage {

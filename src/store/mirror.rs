@@ -133,13 +133,21 @@ pub fn mirror_path(url: &Url) -> Option<PathBuf> {
     Some(path)
 }
 
+/// Makes every page written under `root` so far durable, names and bytes: one `syncfs` of the
+/// file system that holds the pages folder, which the checkpoint calls before it records the
+/// mark ([`write_page`] syncs nothing itself).
+pub fn sync(root: &Path) -> io::Result<()> {
+    let folder = fs::File::open(root)?;
+    rustix::fs::syncfs(&folder).map_err(io::Error::from)
+}
+
 /// Stores `body` as the page of `url` under `root` (the pages folder) and returns the file's path.
 ///
 /// The bytes go to a temporary file in the same folder, which is then renamed over the page:
 /// a reader sees the old page or the new one, never a part. Temporary names start with `.`,
 /// which no mirror name does. The file is not synced (one fsync per page would cap the crawl
 /// rate): the rename is atomic, but after a power loss a page may be missing or empty, so a
-/// durable checkpoint must sync the pages folder before it records the mark.
+/// durable checkpoint syncs the pages folder ([`sync`]) before it records the mark.
 pub fn write_page(root: &Path, url: &Url, body: &[u8]) -> Result<PathBuf, MirrorError> {
     static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
