@@ -612,8 +612,13 @@ fn checked(
     path: &Path,
 ) -> Result<redb::Database, CheckpointError> {
     let mut db = opened.map_err(|e| match e {
+        // A file that ends before its own structures do (UnexpectedEof: "failed to fill whole
+        // buffer") was cut: corrupt, not a failing disk.
         redb::DatabaseError::Storage(redb::StorageError::Io(io))
-            if io.kind() != std::io::ErrorKind::InvalidData =>
+            if !matches!(
+                io.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof
+            ) =>
         {
             CheckpointError::Io {
                 path: path.to_path_buf(),
@@ -1115,6 +1120,47 @@ mod tests {
             panic!("a file that is not a state was read");
         };
         assert!(matches!(err, CheckpointError::Corrupt { .. }), "{err}");
+    }
+
+    /// A state cut short (a copy that stopped, a disk that filled) is corrupt, and says what
+    /// to do, not "failed to fill whole buffer".
+    #[test]
+    fn a_state_cut_short_is_corrupt() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = Checkpoint::create(dir.path(), &first()).expect("create");
+        let rows: Vec<(u32, String)> = (0..2000).map(|i| (i, format!("row {i}"))).collect();
+        let rows: Vec<(u32, &str)> = rows.iter().map(|(i, s)| (*i, s.as_str())).collect();
+        cp.write(&delta(3, &rows), None, None).expect("write");
+        drop(cp);
+        let path = dir.path().join(STATE_FILE);
+        let len = std::fs::metadata(&path).expect("metadata").len();
+        for cut in (1..40)
+            .map(|k| len * k / 40)
+            .chain([len - 1, 4096, 1000, 10])
+        {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .expect("open");
+            file.set_len(cut).expect("cut");
+            for (how, found) in [
+                ("find", Checkpoint::find(dir.path()).map(|_| ())),
+                (
+                    "find_to_resume",
+                    Checkpoint::find_to_resume(dir.path()).map(|_| ()),
+                ),
+                ("find_mark", Checkpoint::find_mark(dir.path()).map(|_| ())),
+            ] {
+                let Err(err) = found else {
+                    panic!("{how}: a state cut to {cut} of {len} bytes was trusted");
+                };
+                assert!(
+                    matches!(err, CheckpointError::Corrupt { .. }),
+                    "{how}, {cut} of {len}: {err}"
+                );
+                assert!(err.to_string().contains("--fresh"), "{err}");
+            }
+        }
     }
 
     #[test]

@@ -1020,13 +1020,15 @@ fn cut_marked_file(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
         .map_err(io(&path))?;
     let len = file.metadata().map_err(io(&path))?.len();
     if len < at.position {
-        return Err(StoreError::Checkpoint(CheckpointError::Corrupt {
+        // The file was cut, not the checkpoint: the other files are whole, and --fresh would
+        // delete them too.
+        return Err(StoreError::WarcDamaged {
             path: path.clone(),
-            reason: format!(
-                "the checkpoint says {} bytes were durable, the file has {len}",
+            what: format!(
+                "has {len} bytes, where the checkpoint counted {} durable",
                 at.position
             ),
-        }));
+        });
     }
     file.set_len(at.position).map_err(io(&path))?;
     file.sync_all().map_err(io(&path))

@@ -417,7 +417,8 @@ async fn a_warc_file_shorter_than_its_checkpoint_says_is_refused() {
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("is corrupt") && err.contains("were durable, the file has 10"),
+        err.contains("has 10 bytes, where the checkpoint counted")
+            && err.contains("put the file back as it was"),
         "{err}"
     );
     assert_eq!(web.log().records().len(), requests, "nothing fetched");
