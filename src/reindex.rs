@@ -26,6 +26,8 @@ use crate::store::warc_reader::{Responses, WarcReadError, held_parts};
 /// Where the new index is built, inside the crawl folder (so the final rename stays on one
 /// disk); a leftover of an interrupted rebuild is removed first.
 pub const BUILDING: &str = "index.building";
+/// Where the index a rebuild replaces waits while the new one moves in.
+pub const OLD: &str = "index.old";
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -205,7 +207,7 @@ fn add_pages(
 fn put_in_place(dir: &Path, building: &Path, index: &Path) -> Result<(), ReindexError> {
     // In place only when whole: the old index (if any) goes first, so a failure between the
     // two renames leaves no index (the next rebuild makes it) rather than a wrong one.
-    let old = dir.join("index.old");
+    let old = dir.join(OLD);
     remove_dir(&old)?;
     if index.exists() {
         rename(index, &old)?;

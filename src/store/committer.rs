@@ -183,14 +183,27 @@ fn changed_settings(was: &BTreeMap<String, String>, now: &BTreeMap<String, Strin
 /// index.
 pub const STORES: [&str; 3] = ["warc", "pages", "index"];
 
-/// Which of [`STORES`] `dir` holds with something in it.
+/// Which of [`STORES`] `dir` holds with something of a crawl's in it ([`is_stored`]).
 pub fn stored(dir: &Path) -> Vec<&'static str> {
     STORES
         .into_iter()
-        .filter(|name| {
-            std::fs::read_dir(dir.join(name)).is_ok_and(|mut entries| entries.next().is_some())
+        .filter(|store| {
+            std::fs::read_dir(dir.join(store)).is_ok_and(|mut entries| {
+                entries.any(|e| e.is_ok_and(|e| is_stored(store, &e.file_name().to_string_lossy())))
+            })
         })
         .collect()
+}
+
+/// Whether the entry `name` of the store folder `store` (one of [`STORES`]) is a crawl's: one
+/// of its WARC files, a site folder of its mirror, anything in its index. Anything else there
+/// is the user's: `--fresh` leaves it.
+pub fn is_stored(store: &str, name: &str) -> bool {
+    match store {
+        "warc" => super::warc::file_number(name).is_some_and(|(prefix, _)| prefix == WARC_PREFIX),
+        "pages" => super::mirror::is_site_folder(name),
+        _ => true,
+    }
 }
 
 /// The crawl folder's lock: held for the crawl's life, released by the OS on any exit.

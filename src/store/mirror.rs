@@ -184,6 +184,14 @@ fn write_new(path: &Path, body: &[u8]) -> io::Result<()> {
     file.write_all(body)
 }
 
+/// Whether `name` (an entry of the pages folder) is a site folder as the mirror names them,
+/// `<host>_<port>`: what `--fresh` removes there, and nothing else.
+pub fn is_site_folder(name: &str) -> bool {
+    name.rsplit_once('_').is_some_and(|(host, port)| {
+        !host.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok()
+    })
+}
+
 fn site_name(host: &Host<&str>, port: u16) -> String {
     let host = match host {
         Host::Domain(domain) => defuse_dots(escape_bytes(domain.to_ascii_lowercase().as_bytes())),
@@ -427,6 +435,27 @@ mod tests {
     use std::path::Component;
 
     use super::*;
+
+    /// Every site folder the mirror makes reads as one (what `--fresh` removes); a folder a
+    /// user made beside them does not.
+    #[test]
+    fn site_folders_are_told_from_other_folders() {
+        for url in [
+            "http://127.0.0.1:8080/a.html",
+            "https://Example.COM/",
+            "http://[::1]:9/x",
+            "http://under_score.example/",
+            &format!("http://{}.example/", "l".repeat(63)),
+        ] {
+            let path = mirror_path(&Url::parse(url).expect("url")).expect("a path");
+            let site = path.components().next().expect("a site folder");
+            let name = site.as_os_str().to_string_lossy();
+            assert!(is_site_folder(&name), "{url}: {name}");
+        }
+        for name in ["extra", "backup", "a_b", "x_99999", "_80", "notes.txt"] {
+            assert!(!is_site_folder(name), "{name}");
+        }
+    }
 
     fn path_of(url: &str) -> String {
         let url = Url::parse(url).expect("test URL parses");

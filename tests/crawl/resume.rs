@@ -271,6 +271,15 @@ async fn a_finished_crawl_is_not_crawled_again_and_fresh_starts_over() {
         "{err}"
     );
     assert_eq!(web.log().records().len(), requests, "nothing fetched");
+    // Files of the user's in the folder and in its stores' folders; an old mirror's site
+    // folder and an interrupted index rebuild's, which are crawltop's.
+    let users = ["NOTES.txt", "warc/my-notes.txt", "pages/extra/keep.txt"];
+    let crawltops = ["pages/127.0.0.1_1/old.html", "index.building/meta.json"];
+    for file in users.iter().chain(&crawltops) {
+        let path = out.join(file);
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
+        std::fs::write(&path, b"x").expect("write");
+    }
     // --fresh (stdin is not a terminal, so nobody is asked) crawls it all again, once.
     let fresh = run(&["--fresh"]).await.expect("run");
     assert!(
@@ -282,6 +291,17 @@ async fn a_finished_crawl_is_not_crawled_again_and_fresh_starts_over() {
     let counts = read_warc(&out.join("warc")).counts;
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
     assert_eq!(stats(&stats_path)["commit"]["run"], 1);
+    for file in users {
+        assert!(out.join(file).exists(), "{file}: not crawltop's, kept");
+    }
+    assert!(
+        !out.join("pages/127.0.0.1_1").exists(),
+        "the old mirror's site"
+    );
+    assert!(
+        !out.join("index.building").exists(),
+        "the rebuild's leftover"
+    );
 }
 
 #[test]

@@ -155,6 +155,7 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .expect("warc folder")
         .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".warc.gz"))
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no WARC file written");

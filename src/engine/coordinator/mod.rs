@@ -1902,12 +1902,40 @@ fn open_folder(
     }
 }
 
-/// `--fresh`: removes what crawltop keeps in a crawl folder (never anything else in it).
+/// `--fresh`: removes what crawltop keeps in a crawl folder (never anything else in it): the
+/// crawl's WARC files, the mirror's site folders, the index (and what a rebuild of it left),
+/// the state. A folder left empty goes too; one holding files of the user's stays.
 fn clear_folder(dir: &std::path::Path) -> Result<(), StoreError> {
-    for name in crate::store::committer::STORES {
-        let path = dir.join(name);
+    let io = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| StoreError::Io { path, source }
+    };
+    for folder in crate::store::committer::STORES {
+        let path = dir.join(folder);
+        if !path.exists() {
+            continue;
+        }
+        for entry in std::fs::read_dir(&path).map_err(io(&path))? {
+            let entry = entry.map_err(io(&path))?;
+            let name = entry.file_name();
+            if !crate::store::committer::is_stored(folder, &name.to_string_lossy()) {
+                continue;
+            }
+            let (at, kind) = (entry.path(), entry.file_type().map_err(io(&path))?);
+            let removed = if kind.is_dir() {
+                std::fs::remove_dir_all(&at)
+            } else {
+                std::fs::remove_file(&at)
+            };
+            removed.map_err(io(&at))?;
+        }
+        // Empty now unless the user keeps something there.
+        let _ = std::fs::remove_dir(&path);
+    }
+    for leftover in [crate::reindex::BUILDING, crate::reindex::OLD] {
+        let path = dir.join(leftover);
         if path.exists() {
-            std::fs::remove_dir_all(&path).map_err(|source| StoreError::Io { path, source })?;
+            std::fs::remove_dir_all(&path).map_err(io(&path))?;
         }
     }
     let state = dir.join(crate::store::checkpoint::STATE_FILE);
