@@ -198,6 +198,9 @@ pub struct Fetched {
     pub ttfb: Duration,
     /// From the start of the fetch to the end of the body.
     pub elapsed: Duration,
+    /// The address the response came from (the proxy's, through a proxy), when the
+    /// connection knows it: the WARC record's `WARC-IP-Address`.
+    pub ip: Option<std::net::IpAddr>,
 }
 
 /// How one GET ended.
@@ -391,6 +394,7 @@ impl Fetcher {
         let reserve = hint.min(cap).min(RESERVE_LIMIT);
         let mut decoder = Decoder::new(content_encoding.as_deref(), cap, reserve);
         let mut fetched = Fetched {
+            ip: resp.remote_addr().map(|a| a.ip()),
             final_url: resp.url().clone(),
             version: version_name(resp.version()),
             status: resp.status().as_u16(),

@@ -126,6 +126,11 @@ pub enum IndexError {
     QueryTooDeep { depth: usize, max: usize },
     #[error("cannot understand the query: {reason}")]
     BadQuery { reason: String },
+    #[error(
+        "{term:?}: the search has no wildcards or fuzzy words; ask for whole words (a phrase \
+         may allow words between its own: \"mock turtle\"~2)"
+    )]
+    Unsupported { term: String },
     #[error("the query names no word to look for")]
     NoWords,
     #[error(
@@ -1201,6 +1206,32 @@ fn check_query(query: &str) -> Result<(), IndexError> {
             max: MAX_QUERY_NESTING,
         });
     }
+    // `rabb*` and `rabbit~2` would be split into other words and quietly match nothing (or
+    // the wrong pages): refused. A `~` right after a phrase's closing quote is its slop.
+    let mut quoted = false;
+    let mut after_quote = false;
+    for (at, c) in query.char_indices() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                after_quote = !quoted;
+                continue;
+            }
+            '*' | '~' if !(quoted || c == '~' && after_quote) => {
+                let start = query[..at]
+                    .rfind(|c: char| c.is_whitespace())
+                    .map_or(0, |i| i + 1);
+                let end = query[at..]
+                    .find(char::is_whitespace)
+                    .map_or(query.len(), |i| at + i);
+                return Err(IndexError::Unsupported {
+                    term: query[start..end].to_owned(),
+                });
+            }
+            _ => {}
+        }
+        after_quote = false;
+    }
     Ok(())
 }
 
@@ -1723,6 +1754,36 @@ mod tests {
         }
     }
 
+    /// Wildcards and fuzzy words are refused, naming the term, not split into other words
+    /// that quietly match nothing; a phrase's slop still works.
+    #[test]
+    fn wildcards_and_fuzzy_words_are_refused_and_phrase_slop_works() {
+        let (_dir, _pages, reader) = built();
+        for (query, term) in [
+            ("rabb*", "rabb*"),
+            ("alice rabbit~2", "rabbit~2"),
+            ("*", "*"),
+            ("title:ali*", "title:ali*"),
+            ("\"white rabbit\" hatt~", "hatt~"),
+        ] {
+            match reader.search(query, 10) {
+                Err(IndexError::Unsupported { term: t }) => assert_eq!(t, term, "{query}"),
+                other => panic!("{query}: {other:?}"),
+            }
+        }
+        for query in ["\"the rabbit\"~2", "\"a*b\"", "alice"] {
+            reader.search(query, 10).expect(query);
+        }
+        let loose = reader.search("\"the rabbit\"~3", 1000).expect("slop");
+        let tight = reader.search("\"the rabbit\"", 1000).expect("phrase");
+        assert!(
+            loose.len() >= tight.len(),
+            "{} {}",
+            loose.len(),
+            tight.len()
+        );
+    }
+
     #[test]
     fn and_not_excludes_as_not_and_minus_do() {
         let (_dir, pages, reader) = built();
@@ -2067,7 +2128,10 @@ mod tests {
             reader.search(" \t\n", 10),
             Err(IndexError::EmptyQuery)
         ));
-        assert!(matches!(reader.search("*", 10), Err(IndexError::NoWords)));
+        assert!(matches!(
+            reader.search("*", 10),
+            Err(IndexError::Unsupported { .. })
+        ));
         assert!(matches!(
             reader.search(&"alpha ".repeat(20_000), 10),
             Err(IndexError::QueryTooLong { .. })

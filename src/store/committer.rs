@@ -130,6 +130,13 @@ pub enum StoreError {
     )]
     WarcDamaged { path: PathBuf, what: String },
     #[error(
+        "the crawl folder {} was removed or replaced while the crawl ran (its lock file is not \
+         this crawl's any more): nothing more is stored, so as not to write into another \
+         crawl's folder",
+        dir.display()
+    )]
+    FolderGone { dir: PathBuf },
+    #[error(
         "{}'s mirror (pages/) was written by an older crawltop (file-name rules {was}), which gave \
          `/p+` and `/p%2B` one file; this one (rules {}) keeps them apart, so going on would mix \
          the two and write pages over others. Finish the crawl with the crawltop that began it, \
@@ -215,6 +222,40 @@ pub struct FolderLock {
 /// The lock file's name inside the crawl folder.
 pub const LOCK_FILE: &str = "crawltop.lock";
 
+/// The crawl folder's lock file as this crawl took it (device and inode): a folder removed or
+/// replaced under a running crawl (`rm -rf`, a move) no longer has it, and another crawl may
+/// have taken the path since. The lock alone cannot tell: it locks the old file.
+#[derive(Debug, Clone)]
+struct LockId {
+    dir: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl LockId {
+    /// The lock file of `dir` as it is now; `None` without one (a store opened without the
+    /// crawl's lock, as in tests of the committer alone).
+    fn of(dir: &Path) -> Option<LockId> {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::metadata(dir.join(LOCK_FILE)).ok()?;
+        Some(LockId {
+            dir: dir.to_path_buf(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+
+    /// The folder still holds this crawl's lock file.
+    fn check(&self) -> Result<(), StoreError> {
+        match LockId::of(&self.dir) {
+            Some(now) if (now.dev, now.ino) == (self.dev, self.ino) => Ok(()),
+            _ => Err(StoreError::FolderGone {
+                dir: self.dir.clone(),
+            }),
+        }
+    }
+}
+
 impl FolderLock {
     /// Creates `dir` if needed and takes its lock, or names the process that holds it.
     pub fn take(dir: &Path) -> Result<FolderLock, StoreError> {
@@ -265,6 +306,8 @@ pub struct FetchRecord {
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
     pub truncated: bool,
+    /// The address the response came from, when known (`WARC-IP-Address`).
+    pub ip: Option<std::net::IpAddr>,
 }
 
 /// One fetch of a page, ready to be stored.
@@ -511,6 +554,8 @@ impl Committer {
             Start::Resume(_) | Start::Fresh => None,
         };
         let warc_before = lens_at_start(&warc_dir, start);
+        let lock = LockId::of(dir);
+        let lock_after = lock.clone();
         let pages = kind.mirror().then(|| dir.join("pages"));
         // Made before the first mark, so a resume can tell a lost mirror from one that never
         // held a page (only 2xx answers are mirrored).
@@ -604,6 +649,7 @@ impl Committer {
                         warc_before,
                         pages: pages.as_deref(),
                         pages_unsynced: false,
+                        lock,
                         index: index.as_mut(),
                         extract: extract.as_mut(),
                         checkpoint: &mut checkpoint,
@@ -611,7 +657,13 @@ impl Committer {
                     &st,
                     fail_after,
                 );
+                // A store that failed because its folder went away (a file it wrote to is
+                // gone) says that, not which file was missing.
                 let fail = |e: String| {
+                    let e = match lock_after.as_ref().map(LockId::check) {
+                        Some(Err(gone)) => gone.to_string(),
+                        _ => e,
+                    };
                     let mut error = st.error.lock().unwrap_or_else(PoisonError::into_inner);
                     error.get_or_insert(e);
                 };
@@ -708,6 +760,8 @@ struct Stores<'a> {
     pages: Option<&'a Path>,
     /// A page was mirrored since the last checkpoint: the next one syncs the mirror.
     pages_unsynced: bool,
+    /// The crawl folder's lock file as the crawl took it, checked at every checkpoint.
+    lock: Option<LockId>,
     index: Option<&'a mut IndexFeed>,
     extract: Option<&'a mut ExtractFile>,
     checkpoint: &'a mut Checkpoint,
@@ -872,6 +926,10 @@ fn write_loop(
                 continue;
             }
             Job::Checkpoint(delta) => {
+                // A mark written into a folder that is another crawl's now would be a lie.
+                if let Some(lock) = &stores.lock {
+                    lock.check()?;
+                }
                 // The order makes the mark true: the store and the index are durable up to
                 // here before the state says so. The index thread has every page handed over
                 // before this job, and `commit` returns once they are durable.
@@ -968,7 +1026,7 @@ fn write_fetch(
         seq,
         robots_for,
         date: fetch.date,
-        ip: None,
+        ip: fetch.ip,
         request_line_and_headers: &fetch.request,
         version: fetch.version,
         status: fetch.status,

@@ -46,6 +46,10 @@ async fn a_crawl_keeps_every_response_once_in_warc_and_mirror() {
     );
 
     let warc = read_warc(&out.path().join("warc"));
+    // Where each answer came from, as archives keep it.
+    for (url, ip) in &warc.ips {
+        assert_eq!(ip.as_deref(), Some("127.0.0.1"), "{url}");
+    }
     let (bodies, counts) = (warc.bodies, warc.counts);
     assert!(
         counts.values().all(|n| *n == 1),
@@ -427,4 +431,63 @@ async fn results_behind_a_hung_fetch_wait_in_a_bounded_window() {
         .count();
     assert_eq!(counts.len(), pages);
     assert!(pages > 400, "the crawl stopped early: {pages} pages");
+}
+
+/// A crawl folder moved away (or removed) under a running crawl is no longer the crawl's: a
+/// second crawl may take the path, and the first would go on writing its index there (an
+/// audit saw the two leave an index that no longer opens). The first crawl notices at its
+/// next checkpoint (its lock file is not its own), stores nothing more, and stops saying
+/// why; the second crawl's index opens.
+#[tokio::test]
+async fn a_crawl_whose_folder_was_moved_away_stops_and_leaves_the_path_alone() {
+    let web = TestWeb::start(GenOptions::new(1, 300).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let url = web.url("site00", "/");
+    let crawl = || {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.args(["crawl", &url, "--headless", "--delay-ms", "50"])
+            .args(["--checkpoint-ms", "100", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    };
+    let first = crawl().spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 5))
+        .await
+        .expect("the crawl runs");
+    std::fs::rename(&out, dir.path().join("moved")).expect("move the folder away");
+    // A second crawl takes the path at once.
+    let second = crawl().spawn().expect("spawn");
+    let ended = tokio::time::timeout(PATIENCE, first.wait_with_output())
+        .await
+        .expect("it ends by itself")
+        .expect("output");
+    let err = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("was removed or replaced while the crawl ran"),
+        "{err}"
+    );
+    crate::util::sigterm(&second);
+    let second = tokio::time::timeout(PATIENCE, second.wait_with_output())
+        .await
+        .expect("the second crawl stops")
+        .expect("output");
+    assert!(second.status.success(), "{second:?}");
+    // The second crawl's folder is its own: its index opens and answers.
+    let wc = Command::new(bin())
+        .arg("wc")
+        .arg(&out)
+        .output()
+        .expect("wc");
+    assert!(
+        wc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wc.stderr)
+    );
 }

@@ -97,6 +97,8 @@ pub struct WarcRead {
     pub counts: std::collections::BTreeMap<String, usize>,
     /// The pages' URIs in file order: the commit order.
     pub order: Vec<String>,
+    /// Target URI -> `WARC-IP-Address`, of the pages.
+    pub ips: std::collections::BTreeMap<String, Option<String>>,
     /// The robots.txt responses (each a response record naming the origin whose robots.txt it
     /// answers), in file order.
     pub robots: Vec<RobotsRecord>,
@@ -146,6 +148,7 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
         heads: std::collections::BTreeMap::new(),
         counts: std::collections::BTreeMap::new(),
         order: Vec::new(),
+        ips: std::collections::BTreeMap::new(),
         robots: Vec::new(),
     };
     // Request records by id: (target URI, the response they name, block).
@@ -215,6 +218,8 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
             }
             let head = String::from_utf8_lossy(&block[..split]).into_owned();
             out.heads.insert(uri.clone(), head);
+            out.ips
+                .insert(uri.clone(), field(warc::WarcHeader::IPAddress));
             out.bodies.insert(uri.clone(), body);
             *out.counts.entry(uri.clone()).or_default() += 1;
             out.order.push(uri);

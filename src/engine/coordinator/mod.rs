@@ -1279,14 +1279,15 @@ impl<F: Schedule> Coordinator<F> {
             headers: f.headers.clone(),
             body: f.body.clone(),
             truncated: f.truncated,
+            ip: f.ip,
         }
     }
 
     /// Counts a robots.txt request's response (as the server counts it: each redirect too),
-    /// says when its rules could not be read, and keeps it for the WARC files. A redirect's response waits with the site until its
-    /// chain ends; then the whole chain is stored, with the row marked changed in the same
-    /// step, so the next checkpoint holds both. A chain a kill cut is asked again from its
-    /// start, and stored once.
+    /// says when its rules could not be read, and keeps it for the WARC files. A redirect's
+    /// response waits with the site until its chain ends; then the whole chain is stored, with
+    /// the row marked changed in the same step, so the next checkpoint holds both. A chain a
+    /// kill cut is asked again from its start, and stored once.
     fn keep_robots_responses(
         &mut self,
         site: SiteId,
