@@ -877,15 +877,16 @@ fn warc_mark(w: &WarcWriter, before: &mut Option<Vec<u64>>) -> Option<WarcMark> 
 /// The lengths of the crawl's files before the one a run writes first, as its start knows
 /// them: none for a new crawl (or a resume from a mark that held no file, whose files were all
 /// removed); a resume's mark's, and the marked file's, cut back to the mark. A state of an
-/// older crawltop kept none: the files are measured as they are now, checked from here on.
+/// older crawltop kept none (nor does a list that does not fit its mark): the files are
+/// measured as they are now, checked from here on.
 fn lens_at_start(warc_dir: &Path, start: &Start) -> Option<Vec<u64>> {
     let Start::Resume(Mark { warc: Some(at), .. }) = start else {
         return Some(Vec::new());
     };
     let (prefix, marked) = super::warc::file_number(&at.file)?;
     let mut lens = match &at.before {
-        Some(lens) => lens.clone(),
-        None => (0..marked)
+        Some(lens) if lens.len() as u64 == marked => lens.clone(),
+        _ => (0..marked)
             .map(|n| std::fs::metadata(warc_dir.join(super::warc::file_name(prefix, n))))
             .map(|meta| meta.map(|m| m.len()).ok())
             .collect::<Option<Vec<u64>>>()?,

@@ -7,9 +7,9 @@
 //! (`crawltop-NNNNN.warc.gz`, numbered from 0 without a gap: a missing one is named). A killed
 //! crawl's files go on past its last mark, with records a resume cuts away and fetches again,
 //! maybe under other sequence numbers; so reading stops at the mark, where a resume's cut
-//! would be. The bytes below
-//! a mark never change (a resume cuts the marked file there and writes on in a new file), so a
-//! crawl resumed while the files are read changes nothing that is read.
+//! would be. The bytes below a mark never change (a resume cuts the marked file there and
+//! writes on in a new file), so a crawl resumed while the files are read changes nothing that
+//! is read.
 //!
 //! It reads only the format `warc.rs` writes (one gzip member per record, `WARC/1.1`, a
 //! `Content-Length` on every record, responses as `application/http` with the body stored
