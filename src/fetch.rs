@@ -783,7 +783,7 @@ impl std::io::Write for Codec {
             // After the end of the stream, bytes are ignored, as browsers and curl do.
             Codec::Zlib(d) => ignore_after_end(d.write(data), data),
             Codec::RawDeflate(d) => ignore_after_end(d.write(data), data),
-            Codec::Brotli(d) => d.write(data),
+            Codec::Brotli(d) => ignore_after_end(d.write(data), data),
             Codec::DeflateUndecided(_, held) => {
                 held.extend_from_slice(data);
                 if held.len() >= 2 {
@@ -1175,6 +1175,13 @@ mod tests {
             let (end, body) = decode(Some("br"), 10, &[&wire]);
             assert_eq!(end, Err(Stop::Full));
             assert_eq!(body, &PAGE[..10]);
+            // Bytes after the stream's end are dropped, as for gzip and deflate; a stream cut
+            // short is an error.
+            let trailing = [wire.clone(), b"\n".to_vec()].concat();
+            let (end, body) = decode(Some("br"), 1000, &[&trailing]);
+            assert_eq!((end, body.as_slice()), (Ok(()), PAGE));
+            let (end, _) = decode(Some("br"), 1000, &[&wire[..wire.len() - 3]]);
+            assert!(matches!(end, Err(Stop::Invalid(_))), "{end:?}");
         }
 
         #[test]
