@@ -1210,17 +1210,26 @@ fn check_query(query: &str) -> Result<(), IndexError> {
     // the wrong pages): refused. A `~` right after a phrase's closing quote is its slop.
     let mut quoted = false;
     let mut after_quote = false;
+    let mut escaped = false;
     for (at, c) in query.char_indices() {
+        if std::mem::take(&mut escaped) {
+            after_quote = false;
+            continue;
+        }
         match c {
+            // The parser's escape: the next character is taken as it is.
+            '\\' => escaped = true,
             '"' => {
                 quoted = !quoted;
                 after_quote = !quoted;
                 continue;
             }
             '*' | '~' if !(quoted || c == '~' && after_quote) => {
+                // The term around it, cut at whitespace of any width (U+3000 is 3 bytes).
                 let start = query[..at]
-                    .rfind(|c: char| c.is_whitespace())
-                    .map_or(0, |i| i + 1);
+                    .char_indices()
+                    .rfind(|(_, c)| c.is_whitespace())
+                    .map_or(0, |(i, c)| i + c.len_utf8());
                 let end = query[at..]
                     .find(char::is_whitespace)
                     .map_or(query.len(), |i| at + i);
@@ -1765,6 +1774,12 @@ mod tests {
             ("*", "*"),
             ("title:ali*", "title:ali*"),
             ("\"white rabbit\" hatt~", "hatt~"),
+            // Wide and non-breaking spaces around the term (a slice inside one panicked).
+            ("alice\u{3000}rabb*", "rabb*"),
+            ("rabb*\u{3000}alice", "rabb*"),
+            ("alice\u{a0}rabbit~2\u{a0}x", "rabbit~2"),
+            // An escaped quote opens no phrase.
+            ("a\\\"b alic*", "alic*"),
         ] {
             match reader.search(query, 10) {
                 Err(IndexError::Unsupported { term: t }) => assert_eq!(t, term, "{query}"),
