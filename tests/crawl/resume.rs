@@ -1365,3 +1365,53 @@ async fn a_resume_with_a_new_seed_and_a_higher_limit_crawls_what_they_let_in() {
         .collect();
     assert!(left.is_empty(), "{left:#?}");
 }
+
+/// Under a raised but still finite limit, a seed added on the resume goes before the URLs
+/// the first run left over its old limit: the new seed is asked for, as a fresh crawl with
+/// both seeds asks for it. (Judged before the seeds, those URLs took every place.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_added_on_a_resume_goes_before_the_urls_a_raised_limit_lets_in() {
+    let web = TestWeb::start(GenOptions::new(1, 60).seed(31).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    // A site the first run never saw a link to.
+    let other = TestWeb::start(GenOptions::new(1, 10).seed(5).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let command = |seeds: &[String], extra: &[&str]| {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.arg("crawl")
+            .args(seeds)
+            .args(["--headless", "--workers", "2"])
+            .args(extra)
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    };
+    let (seed, added) = (web.url("site00", "/"), other.url("site00", "/"));
+    let mut first = command(
+        std::slice::from_ref(&seed),
+        &["--max-pages", "15", "--delay-ms", "200"],
+    )
+    .spawn()
+    .expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 6))
+        .await
+        .expect("the crawl runs");
+    stop_gracefully(&mut first).await;
+    let status = command(&[seed, added], &["--max-pages", "16", "--delay-ms", "0"])
+        .status()
+        .await
+        .expect("resume");
+    assert!(status.success(), "{status:?}");
+    let asked: Vec<String> = other.log().records().into_iter().map(|r| r.path).collect();
+    assert!(
+        asked.iter().any(|p| p == "/"),
+        "the new seed was never asked for: {asked:?}"
+    );
+}

@@ -318,7 +318,8 @@ impl<F: Schedule> Coordinator<F> {
         for id in unreasoned {
             self.resources.update(id, |r| r.reason = None);
         }
-        self.rejudge(rejudge);
+        // Judged once the seeds are in (`run`).
+        self.rejudge = rejudge;
         // The checkpoint may hold a cut page's row from before the engine wrote the reason.
         for page in text_cuts {
             self.write_cut(&page.url, page.cut);
@@ -332,29 +333,17 @@ impl<F: Schedule> Coordinator<F> {
     /// origin scope, a higher `--max-pages` or `--max-pages-per-site`), judged again in the
     /// order they were found: those now in are queued, as if found now; the others keep their
     /// reason. (A lower limit holds for URLs found from now on; those queued before stay.)
-    fn rejudge(&mut self, ids: Vec<u32>) {
+    pub(super) fn rejudge(&mut self, ids: Vec<u32>) {
         for id in ids {
             if self.cfg.max_pages.is_some_and(|max| self.admitted >= max) {
                 // Every limit below is the global one's or the sites': only the sites' can
                 // still let a URL in, and only if the global one does.
                 return;
             }
-            let Ok(url) = url::Url::parse(&self.resources.url(id)) else {
-                continue;
-            };
-            let depth = self.resources.depth(id);
-            let Ok(site) = (self.scope.check(&url, depth)).and_then(|()| self.placement(&url))
-            else {
-                continue;
-            };
-            self.resources.update(id, |r| {
-                r.reason = None;
-                r.ignored = None;
-                r.site = Some(site);
-            });
-            self.errors.ignored = self.errors.ignored.saturating_sub(1);
-            self.set_state(id, ResourceState::Discovered);
-            self.queue(id, site, &url, depth);
+            // A seed admitted first may have taken it in already.
+            if self.resources.get(id).ignored.is_some() {
+                self.readmit(id);
+            }
         }
     }
 

@@ -222,6 +222,9 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     parse_hook: ParseHook,
     /// The crawl folder, when it held an unfinished crawl and this one goes on with it.
     resuming: Option<std::path::PathBuf>,
+    /// URLs a resumed crawl's first run left out, to judge again once this run's seeds are in
+    /// (`checkpoint::rejudge`): a new seed goes before them under a raised limit.
+    rejudge: Vec<u32>,
     /// The live site table and what changed since the last tick.
     live: publish::LiveSites,
     /// The shared crawl this member works on (`--cluster`), through its agent.
@@ -410,6 +413,7 @@ impl<F: Schedule> Coordinator<F> {
             extractor,
             parse_hook: ParseHook::from_env(),
             resuming: None,
+            rejudge: Vec::new(),
             live: publish::LiveSites::new(),
             cluster: None,
             last_site: None,
@@ -447,6 +451,8 @@ impl<F: Schedule> Coordinator<F> {
         for seed in self.seeds.clone() {
             self.admit(seed, 0, None, 0);
         }
+        let left_out = std::mem::take(&mut self.rejudge);
+        self.rejudge(left_out);
         let mut tick = tokio::time::interval(SNAPSHOT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut commands_open = true;
@@ -767,21 +773,39 @@ impl<F: Schedule> Coordinator<F> {
         r.depth = depth;
         // The page that led to it at this depth (its record says depth = referrer's + 1).
         r.referrer = referrer;
-        let too_deep = r.ignored == Some(IgnoreReason::TooDeep);
-        let back = too_deep && self.cfg.depth.is_none_or(|max| depth <= max);
-        let url = back
-            .then(|| Url::parse(&self.resources.url(id)).ok())
-            .flatten();
-        if let Some(url) = url {
+        self.resources.set(id, &r);
+        // Left out for a reason a shorter path, or a seed added on a resume, may change.
+        if matches!(
+            r.ignored,
+            Some(
+                IgnoreReason::TooDeep
+                    | IgnoreReason::OutOfScope
+                    | IgnoreReason::PageLimit
+                    | IgnoreReason::SitePageLimit
+            )
+        ) {
+            self.readmit(id);
+        }
+    }
+
+    /// Queues row `id`, ignored before, if the scope and the limits let it in now (as if found
+    /// now, at its depth); otherwise it keeps its reason.
+    pub(super) fn readmit(&mut self, id: u32) {
+        let Ok(url) = Url::parse(&self.resources.url(id)) else {
+            return;
+        };
+        let depth = self.resources.depth(id);
+        let Ok(site) = (self.scope.check(&url, depth)).and_then(|()| self.placement(&url)) else {
+            return;
+        };
+        self.resources.update(id, |r| {
             r.reason = None;
             r.ignored = None;
-            self.resources.set(id, &r);
-            self.errors.ignored = self.errors.ignored.saturating_sub(1);
-            self.set_state(id, ResourceState::Discovered);
-            self.enqueue(id, &url);
-        } else {
-            self.resources.set(id, &r);
-        }
+            r.site = Some(site);
+        });
+        self.errors.ignored = self.errors.ignored.saturating_sub(1);
+        self.set_state(id, ResourceState::Discovered);
+        self.queue(id, site, &url, depth);
     }
 
     /// Queues row `id` (written before) under the limits, or ignores it.
