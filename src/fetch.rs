@@ -836,6 +836,9 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// ignore, and so do we. (flate2's `MultiGzDecoder` takes them for a bad member header.)
 struct GzipMembers {
     member: flate2::write::GzDecoder<Codec>,
+    /// Members decoded whole before this one: a later "member" whose header does not read
+    /// is trailing bytes that happen to start with the magic, not a body cut short.
+    done: usize,
     /// The member's stream and footer are over: what comes next is another member or trailing
     /// bytes, which its first two bytes tell (`held` keeps them while they come).
     ended: bool,
@@ -848,6 +851,7 @@ impl GzipMembers {
     fn new(inner: Codec) -> GzipMembers {
         GzipMembers {
             member: flate2::write::GzDecoder::new(inner),
+            done: 0,
             ended: false,
             held: Vec::new(),
             trailing: false,
@@ -859,13 +863,20 @@ impl GzipMembers {
             return Ok(data.len());
         }
         if !self.ended {
-            let n = self.member.write(data)?;
+            let n = match self.member.write(data) {
+                Err(_) if self.in_trailing_bytes() => {
+                    self.trailing = true;
+                    return Ok(data.len());
+                }
+                written => written?,
+            };
             if n > 0 {
                 return Ok(n);
             }
             // The footer is whole: check it.
             self.member.try_finish()?;
             self.ended = true;
+            self.done += 1;
         }
         let take = (GZIP_MAGIC.len() - self.held.len()).min(data.len());
         self.held.extend_from_slice(&data[..take]);
@@ -888,10 +899,17 @@ impl GzipMembers {
     /// The input is over: the last member must be whole (a lone first byte of another member
     /// counts as trailing).
     fn finish(&mut self) -> std::io::Result<()> {
-        if !self.ended {
+        if !self.ended && !self.trailing && !self.in_trailing_bytes() {
             self.member.try_finish()?;
         }
         self.member.get_mut().finish()
+    }
+
+    /// A member after a whole one whose header has not read (yet): what follows the last
+    /// member, if it goes wrong. A member whose header read and whose data then stops is a
+    /// body cut short.
+    fn in_trailing_bytes(&self) -> bool {
+        self.done > 0 && self.member.header().is_none()
     }
 }
 
@@ -1061,10 +1079,8 @@ mod tests {
             let cases = [
                 ("gzip", b"this is not gzip at all".to_vec()),
                 ("gzip", gzip(PAGE)[..20].to_vec()),
-                (
-                    "gzip",
-                    [gzip(PAGE), GZIP_MAGIC.to_vec(), b"bad".to_vec()].concat(),
-                ),
+                // A second member whose header read, then cut: a body cut short.
+                ("gzip", [gzip(PAGE), gzip(PAGE)[..20].to_vec()].concat()),
                 (
                     "deflate",
                     [&zlib(PAGE)[..2], b"not deflate at all"].concat(),
@@ -1098,6 +1114,7 @@ mod tests {
                 b"\x1f",
                 b"\0\0\0\0",
                 &[0x1f, 0x8b],
+                b"\x1f\x8bbad",
             ] {
                 for (coding, wire) in [
                     ("gzip", [gzip(PAGE), junk.to_vec()].concat()),
@@ -1105,12 +1122,6 @@ mod tests {
                     ("deflate", [zlib(PAGE), junk.to_vec()].concat()),
                     ("deflate", [raw.clone(), junk.to_vec()].concat()),
                 ] {
-                    if junk == [0x1f, 0x8b] && coding == "gzip" {
-                        // The start of another member that never comes: cut short.
-                        let (end, _) = decode(Some(coding), 1000, &[&wire]);
-                        assert!(matches!(end, Err(Stop::Invalid(_))), "{end:?}");
-                        continue;
-                    }
                     for size in [1, 3, wire.len()] {
                         let chunks: Vec<&[u8]> = wire.chunks(size).collect();
                         let (end, body) = decode(Some(coding), 1000, &chunks);
