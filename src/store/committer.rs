@@ -988,6 +988,11 @@ fn write_loop(
         if let Some(root) = stores.pages
             && (200..300).contains(&item.fetch.status)
         {
+            // The mirror writes by path: into a folder that another crawl's now, it would write
+            // over that crawl's pages. One stat of the lock file a page.
+            if let Some(lock) = &stores.lock {
+                lock.check()?;
+            }
             super::mirror::write_page(root, &item.fetch.url, &item.fetch.body)?;
             stores.pages_unsynced = true;
         }

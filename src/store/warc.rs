@@ -329,7 +329,10 @@ pub fn file_number(name: &str) -> Option<(&str, u64)> {
     if prefix.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    Some((prefix, digits.parse().ok()?))
+    let number = digits.parse().ok()?;
+    // Only the spelling [`file_name`] writes: `crawltop-3.warc.gz` (a copy, renamed) is not
+    // file 3, which is `crawltop-00003.warc.gz`.
+    (format!("{number:05}") == digits).then_some((prefix, number))
 }
 
 fn highest_existing_number(dir: &Path, prefix: &str) -> Result<Option<u64>, WarcError> {

@@ -643,6 +643,7 @@ mod tests {
             "copy.warc.gz",
             "crawltop-99999.warc.gz",
             "crawltop-00002.warc.gz",
+            "crawltop-3.warc.gz",
             "notes.txt",
         ] {
             std::fs::write(dir.path().join(name), b"").expect("write");
@@ -658,9 +659,22 @@ mod tests {
                 "crawltop-00002.warc.gz",
                 "crawltop-99999.warc.gz",
                 "crawltop-100000.warc.gz",
-                "copy.warc.gz"
+                "copy.warc.gz",
+                "crawltop-3.warc.gz"
             ]
         );
+        // Only the spelling the writer uses is a crawl file: `-3` is not file 3.
+        assert_eq!(
+            crate::store::warc::file_number("crawltop-00003.warc.gz"),
+            Some(("crawltop", 3))
+        );
+        for other in [
+            "crawltop-3.warc.gz",
+            "crawltop-000003.warc.gz",
+            "crawltop-0100000.warc.gz",
+        ] {
+            assert_eq!(crate::store::warc::file_number(other), None, "{other}");
+        }
     }
 
     #[test]
