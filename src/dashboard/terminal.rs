@@ -1,14 +1,18 @@
 //! The terminal the dashboard draws on: taken (raw mode, alternate screen), its input events,
 //! and given back on every way out, a panic included.
 //!
+//! A panic on the thread that took the terminal gives it back; one elsewhere (a search task,
+//! whose panic tokio catches while the dashboard goes on) leaves it to the dashboard.
+//!
 //! It must never panic or print: giving the terminal back runs inside the panic hook, often
 //! when the terminal is gone (hung up, closed), and a write there fails. A panic inside the
 //! panic hook aborts the process, which then leaves its crawl folder half-written; an error
 //! here is dropped instead.
 
 use std::io::stdout;
-use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, Once, PoisonError};
+use std::thread::ThreadId;
 use std::time::Duration;
 
 use crossterm::event::EventStream;
@@ -19,6 +23,10 @@ use ratatui::backend::CrosstermBackend;
 /// Whether the terminal is taken now: what a panic has to give back.
 static TAKEN: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
+/// The thread that took the terminal (the dashboard's loop). A panic on another thread (a
+/// search on tokio's blocking pool, caught and turned into an error) leaves the dashboard
+/// running, so it must not take the terminal from under it.
+static OWNER: Mutex<Option<ThreadId>> = Mutex::new(None);
 
 /// Takes the terminal: raw mode, the alternate screen, and a panic hook that gives it back
 /// before the panic's message is printed. On error, whatever was taken is given back.
@@ -26,13 +34,17 @@ pub fn take() -> std::io::Result<DefaultTerminal> {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            give_back();
+            let owner = *OWNER.lock().unwrap_or_else(PoisonError::into_inner);
+            if owner == Some(std::thread::current().id()) {
+                give_back();
+            }
             // The default hook prints the message and ignores a write that fails.
             previous(info);
         }));
     });
     crossterm::terminal::enable_raw_mode()?;
     TAKEN.store(true, Ordering::SeqCst);
+    *OWNER.lock().unwrap_or_else(PoisonError::into_inner) = Some(std::thread::current().id());
     let taken = crossterm::execute!(stdout(), EnterAlternateScreen)
         .and_then(|()| ratatui::Terminal::new(CrosstermBackend::new(stdout())));
     if taken.is_err() {
