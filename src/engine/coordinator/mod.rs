@@ -789,14 +789,26 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     /// Queues row `id`, ignored before, if the scope and the limits let it in now (as if found
-    /// now, at its depth); otherwise it keeps its reason.
+    /// now, at its depth); otherwise it takes the reason that holds now (a URL no longer too
+    /// deep may be over a page limit).
     pub(super) fn readmit(&mut self, id: u32) {
         let Ok(url) = Url::parse(&self.resources.url(id)) else {
             return;
         };
         let depth = self.resources.depth(id);
-        let Ok(site) = (self.scope.check(&url, depth)).and_then(|()| self.placement(&url)) else {
-            return;
+        let site = match (self.scope.check(&url, depth)).and_then(|()| self.placement(&url)) {
+            Ok(site) => site,
+            Err(reason) => {
+                // Still ignored, and counted once: only its reason may change.
+                if self.resources.get(id).ignored != Some(reason) {
+                    self.resources.update(id, |r| {
+                        r.reason = Some(reason.to_string().into());
+                        r.ignored = Some(reason);
+                    });
+                    self.touch(id);
+                }
+                return;
+            }
         };
         self.resources.update(id, |r| {
             r.reason = None;
