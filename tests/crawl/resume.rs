@@ -1304,27 +1304,8 @@ async fn a_resume_with_a_new_seed_and_a_higher_limit_crawls_what_they_let_in() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("crawl");
     let urls = dir.path().join("urls.jsonl");
-    let command = |seeds: &[&str], extra: &[&str]| {
-        let mut cmd = tokio::process::Command::new(bin());
-        cmd.arg("crawl")
-            .args(seeds.iter().map(|s| web.url(s, "/")))
-            .args(["--headless", "--workers", "2"])
-            .args(extra)
-            .arg("--out")
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true);
-        cmd
-    };
-    // Run 1: site00 alone, at most 15 pages, slow enough to be stopped before its end.
-    let mut first = command(&["site00"], &["--max-pages", "15", "--delay-ms", "200"])
-        .spawn()
-        .expect("spawn");
-    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 6))
-        .await
-        .expect("the crawl runs");
-    stop_gracefully(&mut first).await;
+    // Run 1: site00 alone, stopped under a limit of 15 pages.
+    stopped_under_a_page_limit(&web, &web.url("site00", "/"), &out).await;
     // Run 2: site01 added, no page limit.
     let urls_out = [
         "--delay-ms",
@@ -1332,7 +1313,8 @@ async fn a_resume_with_a_new_seed_and_a_higher_limit_crawls_what_they_let_in() {
         "--urls-out",
         urls.to_str().expect("utf8"),
     ];
-    let status = command(&["site00", "site01"], &urls_out)
+    let seeds = [web.url("site00", "/"), web.url("site01", "/")];
+    let status = crawl_seeds(&seeds, &out, &urls_out)
         .status()
         .await
         .expect("resume");
@@ -1380,38 +1362,48 @@ async fn a_seed_added_on_a_resume_goes_before_the_urls_a_raised_limit_lets_in() 
         .expect("web");
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("crawl");
-    let command = |seeds: &[String], extra: &[&str]| {
-        let mut cmd = tokio::process::Command::new(bin());
-        cmd.arg("crawl")
-            .args(seeds)
-            .args(["--headless", "--workers", "2"])
-            .args(extra)
-            .arg("--out")
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true);
-        cmd
-    };
     let (seed, added) = (web.url("site00", "/"), other.url("site00", "/"));
-    let mut first = command(
-        std::slice::from_ref(&seed),
-        &["--max-pages", "15", "--delay-ms", "200"],
+    stopped_under_a_page_limit(&web, &seed, &out).await;
+    let status = crawl_seeds(
+        &[seed, added],
+        &out,
+        &["--max-pages", "16", "--delay-ms", "0"],
     )
-    .spawn()
-    .expect("spawn");
-    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 6))
-        .await
-        .expect("the crawl runs");
-    stop_gracefully(&mut first).await;
-    let status = command(&[seed, added], &["--max-pages", "16", "--delay-ms", "0"])
-        .status()
-        .await
-        .expect("resume");
+    .status()
+    .await
+    .expect("resume");
     assert!(status.success(), "{status:?}");
     let asked: Vec<String> = other.log().records().into_iter().map(|r| r.path).collect();
     assert!(
         asked.iter().any(|p| p == "/"),
         "the new seed was never asked for: {asked:?}"
     );
+}
+
+/// `crawltop crawl SEEDS --headless --workers 2 EXTRA --out OUT`, its output dropped.
+fn crawl_seeds(seeds: &[String], out: &Path, extra: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(bin());
+    cmd.arg("crawl")
+        .args(seeds)
+        .args(["--headless", "--workers", "2"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// The first run of a resume test: `seed` alone with `--max-pages 15`, slow enough (200 ms a
+/// request) to be stopped gracefully once the server has had 6 requests.
+async fn stopped_under_a_page_limit(web: &TestWeb, seed: &str, out: &Path) {
+    let extra = ["--max-pages", "15", "--delay-ms", "200"];
+    let mut first = crawl_seeds(&[seed.to_owned()], out, &extra)
+        .spawn()
+        .expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 6))
+        .await
+        .expect("the crawl runs");
+    stop_gracefully(&mut first).await;
 }
