@@ -192,6 +192,10 @@ pub struct Fetched {
     pub body: Bytes,
     /// The body went past the cap: the rest was not read and the connection was dropped.
     pub truncated: bool,
+    /// Why the body of a redirect was dropped (then empty): it did not decode. A redirect stands
+    /// without its body, as in a browser, which never reads it; any other status with a body
+    /// that does not decode is a failure ([`FetchOutcome::Other`]).
+    pub dropped_body: Option<String>,
     /// Body bytes as they came off the wire (before decoding): what the transfer cost.
     pub wire_bytes: u64,
     /// From the start of the fetch to the response headers.
@@ -413,6 +417,7 @@ impl Fetcher {
                 .collect(),
             body: Bytes::new(),
             truncated: false,
+            dropped_body: None,
             wire_bytes: 0,
             ttfb,
             elapsed: Duration::ZERO,
@@ -443,10 +448,16 @@ impl Fetcher {
             Ok(()) => {}
             Err(Stop::Full) => fetched.truncated = true,
             Err(Stop::Invalid(why)) => {
-                return FetchOutcome::Other(format!(
-                    "{url}: body does not decode as {}: {why}",
+                let why = format!(
+                    "body does not decode as {}: {why}",
                     fetched.content_encoding.as_deref().unwrap_or("identity")
-                ));
+                );
+                if !(is_redirect(fetched.status) && fetched.location.is_some()) {
+                    return FetchOutcome::Other(format!("{url}: {why}"));
+                }
+                fetched.dropped_body = Some(why);
+                fetched.elapsed = started.elapsed();
+                return FetchOutcome::Response(Box::new(fetched));
             }
         }
         fetched.body = Bytes::from(decoder.take_body());
@@ -1711,6 +1722,33 @@ mod tests {
                     .await;
             let out = get(&fetcher(|_| {}), &format!("http://{addr}/")).await;
             assert!(matches!(out, FetchOutcome::Other(_)), "{out:?}");
+        }
+
+        #[tokio::test]
+        async fn a_redirect_whose_body_does_not_decode_stands_without_its_body() {
+            let (addr, _rx) = extra_server(|head| match path_of(head) {
+                "/moved" => reply(
+                    "302 Found",
+                    &[("Content-Encoding", "gzip"), ("Location", "/there")],
+                    b"not gzip",
+                ),
+                _ => reply(
+                    "200 OK",
+                    &[("Content-Encoding", "gzip")],
+                    b"not gzip either",
+                ),
+            })
+            .await;
+            let f = fetcher(|_| {});
+            let moved = response(get(&f, &format!("http://{addr}/moved")).await);
+            assert_eq!(moved.status, 302);
+            assert_eq!(moved.location.as_deref(), Some("/there"));
+            assert!(moved.body.is_empty());
+            let why = moved.dropped_body.expect("the body's loss is said");
+            assert!(why.contains("does not decode as gzip"), "{why}");
+            // Only a redirect stands without its body.
+            let page = get(&f, &format!("http://{addr}/page")).await;
+            assert!(matches!(page, FetchOutcome::Other(_)), "{page:?}");
         }
 
         #[tokio::test]

@@ -305,7 +305,8 @@ pub struct FetchRecord {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
-    pub truncated: bool,
+    /// Why `body` is shorter than what the server sent, if it is (`WARC-Truncated`).
+    pub truncated: Option<Truncation>,
     /// The address the response came from, when known (`WARC-IP-Address`).
     pub ip: Option<std::net::IpAddr>,
 }
@@ -1039,7 +1040,7 @@ fn write_fetch(
         reason,
         response_headers: &fetch.headers,
         body: &fetch.body,
-        truncated: fetch.truncated.then_some(Truncation::Length),
+        truncated: fetch.truncated,
     })?;
     Ok(())
 }

@@ -310,6 +310,51 @@ async fn bytes_after_a_compressed_body_are_dropped_and_the_page_kept() {
     }
 }
 
+/// A redirect is followed whatever its body (a browser never reads it): one whose body does not
+/// decode used to end as a fetch error, and its target was never asked for. The WARC keeps the
+/// redirect without the body, and says the body is not what the server sent.
+#[tokio::test]
+async fn a_redirect_whose_body_does_not_decode_is_followed() {
+    let answers = BTreeMap::from([
+        ("/".to_owned(), linking(&["/moved.html"])),
+        (
+            "/moved.html".to_owned(),
+            Answer {
+                status: 302,
+                ..Answer::new(
+                    &[("Location", "/there.html"), ("Content-Encoding", "gzip")],
+                    "not gzip at all",
+                )
+            },
+        ),
+        (
+            "/there.html".to_owned(),
+            Answer::html("<p>zebraarrived</p>"),
+        ),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let (crawled, out) = crawl_into_warc(&origin).await;
+    let asked = asked.paths();
+    assert!(asked.contains(&"/there.html".to_owned()), "{asked:?}");
+    let moved = format!("{origin}/moved.html");
+    assert_eq!(
+        crawled.urls[&moved]["status"], 302,
+        "{}",
+        crawled.urls[&moved]
+    );
+    let warc = crate::util::read_warc(&out.path().join("warc"));
+    assert_eq!(warc.bodies[&moved], b"");
+    assert_eq!(warc.truncated[&moved].as_deref(), Some("unspecified"));
+    assert!(
+        warc.heads[&moved].contains("location: /there.html"),
+        "{}",
+        warc.heads[&moved]
+    );
+    let there = format!("{origin}/there.html");
+    assert_eq!(warc.truncated[&there], None);
+    assert_eq!(warc.bodies[&there], b"<p>zebraarrived</p>");
+}
+
 #[tokio::test]
 async fn stacked_codings_are_decoded_and_a_coding_crawltop_cannot_decode_is_kept_as_sent() {
     let page = |word: &str, link: &str| {

@@ -99,6 +99,8 @@ pub struct WarcRead {
     pub order: Vec<String>,
     /// Target URI -> `WARC-IP-Address`, of the pages.
     pub ips: std::collections::BTreeMap<String, Option<String>>,
+    /// Target URI -> `WARC-Truncated`, of the pages.
+    pub truncated: std::collections::BTreeMap<String, Option<String>>,
     /// The robots.txt responses (each a response record naming the origin whose robots.txt it
     /// answers), in file order.
     pub robots: Vec<RobotsRecord>,
@@ -149,6 +151,7 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
         counts: std::collections::BTreeMap::new(),
         order: Vec::new(),
         ips: std::collections::BTreeMap::new(),
+        truncated: std::collections::BTreeMap::new(),
         robots: Vec::new(),
     };
     // Request records by id: (target URI, the response they name, block).
@@ -220,6 +223,8 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
             out.heads.insert(uri.clone(), head);
             out.ips
                 .insert(uri.clone(), field(warc::WarcHeader::IPAddress));
+            out.truncated
+                .insert(uri.clone(), field(warc::WarcHeader::Truncated));
             out.bodies.insert(uri.clone(), body);
             *out.counts.entry(uri.clone()).or_default() += 1;
             out.order.push(uri);

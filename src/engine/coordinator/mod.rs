@@ -55,6 +55,7 @@ use crate::store::commit::{Seq, Window};
 use crate::store::committer::{
     CommitItem, CommitStatus, Committer, FetchRecord, FolderLock, Start, StoreError, StoreOptions,
 };
+use crate::store::warc::Truncation;
 
 /// How often a snapshot is published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(100);
@@ -1314,7 +1315,13 @@ impl<F: Schedule> Coordinator<F> {
             status: f.status,
             headers: f.headers.clone(),
             body: f.body.clone(),
-            truncated: f.truncated,
+            // A cut body reached the cap; a dropped one (a redirect's that did not decode) is
+            // shorter for a reason WARC has no word for.
+            truncated: if f.truncated {
+                Some(Truncation::Length)
+            } else {
+                f.dropped_body.as_ref().map(|_| Truncation::Unspecified)
+            },
             ip: f.ip,
         }
     }
@@ -1665,6 +1672,12 @@ impl<F: Schedule> Coordinator<F> {
             300..=399 => {
                 self.sites[site.index()].backoff_attempt = 0;
                 self.count_fetched(id, site);
+                if let Some(why) = &f.dropped_body {
+                    self.warn(format!(
+                        "{}: redirect followed, its body dropped: {why}",
+                        f.final_url
+                    ));
+                }
                 let target = f.location.as_deref().and_then(|l| f.final_url.join(l).ok());
                 if let Some(target) = target {
                     let r = self.resources.get(id);
