@@ -190,27 +190,47 @@ fn changed_settings(was: &BTreeMap<String, String>, now: &BTreeMap<String, Strin
 /// index.
 pub const STORES: [&str; 3] = ["warc", "pages", "index"];
 
-/// Which of [`STORES`] `dir` holds with something of a crawl's in it ([`is_stored`]).
+/// Which of [`STORES`] `dir` holds with something of a crawl's in it ([`stored_entries`]).
 pub fn stored(dir: &Path) -> Vec<&'static str> {
     STORES
         .into_iter()
-        .filter(|store| {
-            std::fs::read_dir(dir.join(store)).is_ok_and(|mut entries| {
-                entries.any(|e| e.is_ok_and(|e| is_stored(store, &e.file_name().to_string_lossy())))
-            })
-        })
+        .filter(|store| stored_entries(dir, store).is_ok_and(|found| !found.is_empty()))
         .collect()
 }
 
-/// Whether the entry `name` of the store folder `store` (one of [`STORES`]) is a crawl's: one
-/// of its WARC files, a site folder of its mirror, anything in its index. Anything else there
-/// is the user's: `--fresh` leaves it.
-pub fn is_stored(store: &str, name: &str) -> bool {
-    match store {
-        "warc" => super::warc::file_number(name).is_some_and(|(prefix, _)| prefix == WARC_PREFIX),
-        "pages" => super::mirror::is_site_folder(name),
-        _ => true,
+/// The entries of `dir`'s store folder `store` (one of [`STORES`]) that are a crawl's: its WARC
+/// files, the mirror's site folders and their list ([`super::mirror::made_by_crawls`]), anything
+/// in its index. Anything else there is the user's: `--fresh` leaves it. A store folder that is
+/// not there holds none.
+pub fn stored_entries(dir: &Path, store: &str) -> std::io::Result<Vec<PathBuf>> {
+    let folder = dir.join(store);
+    if std::fs::symlink_metadata(&folder).is_err() {
+        return Ok(Vec::new());
     }
+    if store == "pages" {
+        let list = folder.join(super::mirror::SITES_LIST);
+        let mut found: Vec<PathBuf> = super::mirror::made_by_crawls(&folder)?
+            .into_iter()
+            .map(|site| folder.join(site))
+            .chain([list])
+            .filter(|at| std::fs::symlink_metadata(at).is_ok())
+            .collect();
+        // The list goes last, so a removal cut short leaves it naming what is left.
+        found.sort_by_key(|at| at.ends_with(super::mirror::SITES_LIST));
+        return Ok(found);
+    }
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&folder)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let ours = store != "warc"
+            || super::warc::file_number(&name.to_string_lossy())
+                .is_some_and(|(prefix, _)| prefix == WARC_PREFIX);
+        if ours {
+            found.push(entry.path());
+        }
+    }
+    Ok(found)
 }
 
 /// The crawl folder's lock: held for the crawl's life, released by the OS on any exit.
@@ -557,15 +577,14 @@ impl Committer {
         let warc_before = lens_at_start(&warc_dir, start);
         let lock = LockId::of(dir);
         let lock_after = lock.clone();
-        let pages = kind.mirror().then(|| dir.join("pages"));
         // Made before the first mark, so a resume can tell a lost mirror from one that never
         // held a page (only 2xx answers are mirrored).
-        if let Some(pages) = &pages {
-            std::fs::create_dir_all(pages).map_err(|source| StoreError::Io {
-                path: pages.clone(),
-                source,
-            })?;
-        }
+        let mut mirror = kind
+            .mirror()
+            .then(|| {
+                super::mirror::Mirror::open(&dir.join("pages"), matches!(start, Start::Resume(_)))
+            })
+            .transpose()?;
         let mut index = indexed
             .then(|| {
                 crate::index::IndexWriter::open_with_memory(&dir.join("index"), index_memory_mb)
@@ -648,7 +667,7 @@ impl Committer {
                         warc: warc.as_mut(),
                         warc_start,
                         warc_before,
-                        pages: pages.as_deref(),
+                        mirror: mirror.as_mut(),
                         pages_unsynced: false,
                         lock,
                         index: index.as_mut(),
@@ -758,7 +777,7 @@ struct Stores<'a> {
     warc_start: Option<WarcMark>,
     /// The lengths of the crawl's WARC files before the current one ([`warc_mark`]).
     warc_before: Option<Vec<u64>>,
-    pages: Option<&'a Path>,
+    mirror: Option<&'a mut super::mirror::Mirror>,
     /// A page was mirrored since the last checkpoint: the next one syncs the mirror.
     pages_unsynced: bool,
     /// The crawl folder's lock file as the crawl took it, checked at every checkpoint.
@@ -956,7 +975,10 @@ fn write_loop(
                     }
                     None => None,
                 };
-                if let Some(root) = stores.pages.filter(|_| stores.pages_unsynced) {
+                if let Some(root) = (stores.mirror.as_deref())
+                    .filter(|_| stores.pages_unsynced)
+                    .map(super::mirror::Mirror::root)
+                {
                     super::mirror::sync(root).map_err(|source| StoreError::Io {
                         path: root.to_path_buf(),
                         source,
@@ -986,7 +1008,7 @@ fn write_loop(
                 since_sync = 0;
             }
         }
-        if let Some(root) = stores.pages
+        if let Some(mirror) = stores.mirror.as_deref_mut()
             && (200..300).contains(&item.fetch.status)
         {
             // The mirror writes by path: into a folder that another crawl's now, it would write
@@ -994,7 +1016,7 @@ fn write_loop(
             if let Some(lock) = &stores.lock {
                 lock.check()?;
             }
-            super::mirror::write_page(root, &item.fetch.url, &item.fetch.body)?;
+            mirror.write_page(&item.fetch.url, &item.fetch.body)?;
             stores.pages_unsynced = true;
         }
         if let (Some(ix), Some((title, text))) = (stores.index.as_deref_mut(), item.text.take()) {

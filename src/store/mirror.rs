@@ -3,7 +3,9 @@
 //!
 //! [`mirror_path`] is a pure function of the URL: the committer, the index and a resumed crawl
 //! all compute the same place for a page without looking at the disk, and the order in which
-//! pages arrive never changes where they go. [`write_page`] is the one small writer on top.
+//! pages arrive never changes where they go. [`Mirror`] is the one small writer on top; it also
+//! keeps the pages folder's list of the site folders crawls made ([`SITES_LIST`]), which is what
+//! `--fresh` removes there.
 //! This module must never produce a path that leaves the pages folder, whatever the URL, and
 //! never let one page's file stand where another page needs a folder.
 //!
@@ -53,6 +55,7 @@
 //! host and port, or on a hash collision (32 bits for queries: worth knowing for a page with
 //! many thousands of query variants; the WARC keeps every response regardless).
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
@@ -135,23 +138,144 @@ pub fn mirror_path(url: &Url) -> Option<PathBuf> {
 
 /// Makes every page written under `root` so far durable, names and bytes: one `syncfs` of the
 /// file system that holds the pages folder, which the checkpoint calls before it records the
-/// mark ([`write_page`] syncs nothing itself).
+/// mark ([`Mirror::write_page`] syncs nothing itself).
 pub fn sync(root: &Path) -> io::Result<()> {
     let folder = fs::File::open(root)?;
     rustix::fs::syncfs(&folder).map_err(io::Error::from)
 }
 
-/// Stores `body` as the page of `url` under `root` (the pages folder) and returns the file's path.
-///
-/// The bytes go to a temporary file in the same folder, which is then renamed over the page:
-/// a reader sees the old page or the new one, never a part. Temporary names start with `.`,
-/// which no mirror name does. The file is not synced (one fsync per page would cap the crawl
-/// rate): the rename is atomic, but after a power loss a page may be missing or empty, so a
-/// durable checkpoint syncs the pages folder ([`sync`]) before it records the mark.
-pub fn write_page(root: &Path, url: &Url, body: &[u8]) -> Result<PathBuf, MirrorError> {
+/// The pages folder's list of the site folders that crawls made in it, one name a line, each
+/// written before its folder is made: what `--fresh` removes there ([`made_by_crawls`]), so that
+/// a folder of the user's that is named like one (`photos_2023`) stays. Its name starts with `.`,
+/// which no site folder's does.
+pub const SITES_LIST: &str = ".crawltop-sites";
+
+/// The mirror a crawl writes: its pages folder, and the site folders [`SITES_LIST`] holds.
+#[derive(Debug)]
+pub struct Mirror {
+    root: PathBuf,
+    listed: HashSet<String>,
+}
+
+impl Mirror {
+    /// Opens the pages folder `root`, made if missing, and reads its list of site folders. A
+    /// mirror written before crawltop kept a list, which a crawl now resumes (`resume`), gets
+    /// one first, of every folder there named like a site folder: that name was the only sign a
+    /// folder was a crawl's then.
+    pub fn open(root: &Path, resume: bool) -> Result<Mirror, MirrorError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| MirrorError::Io { path, source }
+        };
+        fs::create_dir_all(root).map_err(io(root))?;
+        let list = root.join(SITES_LIST);
+        let mut mirror = Mirror {
+            root: root.to_path_buf(),
+            listed: HashSet::new(),
+        };
+        if list.exists() {
+            mirror.listed = listed(&list).map_err(io(&list))?.into_iter().collect();
+        } else if resume {
+            for site in site_shaped(root).map_err(io(root))? {
+                mirror.list(&site)?;
+            }
+        }
+        Ok(mirror)
+    }
+
+    /// The pages folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Stores `body` as the page of `url` and returns the file's path.
+    ///
+    /// The bytes go to a temporary file in the same folder, which is then renamed over the
+    /// page: a reader sees the old page or the new one, never a part. Temporary names start
+    /// with `.`, which no mirror name does. The file is not synced (one fsync per page would cap
+    /// the crawl rate): the rename is atomic, but after a power loss a page may be missing or
+    /// empty, so a durable checkpoint syncs the pages folder ([`sync`]) before it records the
+    /// mark. A site folder's name goes to the list before the folder is made.
+    pub fn write_page(&mut self, url: &Url, body: &[u8]) -> Result<PathBuf, MirrorError> {
+        let relative =
+            mirror_path(url).ok_or_else(|| MirrorError::Unmappable { url: url.clone() })?;
+        let site = relative
+            .components()
+            .next()
+            .map(|site| site.as_os_str().to_string_lossy().into_owned())
+            .expect("a mirror path starts with its site folder");
+        if !self.listed.contains(&site) {
+            self.list(&site)?;
+        }
+        write_at(&self.root, &relative, body)
+    }
+
+    /// Appends `site` to the list, in one write of a whole line (a line cut by a crash has no
+    /// newline, and [`listed`] skips it).
+    fn list(&mut self, site: &str) -> Result<(), MirrorError> {
+        let path = self.root.join(SITES_LIST);
+        fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(format!("{site}\n").as_bytes()))
+            .map_err(|source| MirrorError::Io { path, source })?;
+        self.listed.insert(site.to_owned());
+        Ok(())
+    }
+}
+
+/// The site folders of the pages folder `root` that crawls made, as `--fresh` removes them: the
+/// names its [`SITES_LIST`] holds (the list itself is not among them). Without a list, none: a
+/// folder named like a site folder may be the user's, and one of a mirror written before the
+/// list (never resumed since) stays rather than risk that.
+pub fn made_by_crawls(root: &Path) -> io::Result<Vec<String>> {
+    let list = root.join(SITES_LIST);
+    if fs::symlink_metadata(&list).is_ok() {
+        listed(&list)
+    } else {
+        Ok(Vec::new())
+    }
+}
+
+/// The names a list holds: whole lines only, each one a site folder's name and nothing that
+/// could reach outside the pages folder, however the file was edited.
+fn listed(list: &Path) -> io::Result<Vec<String>> {
+    let bytes = fs::read(list)?;
+    let (mut names, mut seen) = (Vec::new(), HashSet::new());
+    let mut lines = bytes.split(|&b| b == b'\n');
+    // The last piece follows the last newline: empty, or a line cut short.
+    lines.next_back();
+    for line in lines {
+        if let Ok(name) = std::str::from_utf8(line)
+            && is_site_folder(name)
+            && !name.starts_with('.')
+            && !name.contains(['/', '\\'])
+            && seen.insert(name)
+        {
+            names.push(name.to_owned());
+        }
+    }
+    Ok(names)
+}
+
+/// Every entry of `root` named like a site folder.
+fn site_shaped(root: &Path) -> io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in fs::read_dir(root)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if is_site_folder(&name) {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Writes `body` at `relative` under `root` ([`Mirror::write_page`]).
+fn write_at(root: &Path, relative: &Path, body: &[u8]) -> Result<PathBuf, MirrorError> {
     static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-    let relative = mirror_path(url).ok_or_else(|| MirrorError::Unmappable { url: url.clone() })?;
     let path = root.join(relative);
     let folder = path
         .parent()
@@ -185,7 +309,8 @@ fn write_new(path: &Path, body: &[u8]) -> io::Result<()> {
 }
 
 /// Whether `name` (an entry of the pages folder) is a site folder as the mirror names them,
-/// `<host>_<port>`: what `--fresh` removes there, and nothing else.
+/// `<host>_<port>`. A user's folder can be named so too (`photos_2023`): the list
+/// ([`SITES_LIST`]) tells which ones a crawl made.
 pub fn is_site_folder(name: &str) -> bool {
     name.rsplit_once('_').is_some_and(|(host, port)| {
         !host.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok()
@@ -1159,7 +1284,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = Url::parse("http://127.0.0.1:8080/guide/p7.html").expect("URL");
         let body = b"<html>\x00\xFF bytes as received</html>";
-        let path = write_page(dir.path(), &url, body).expect("write");
+        let mut mirror = Mirror::open(dir.path(), false).expect("open");
+        let path = mirror.write_page(&url, body).expect("write");
         assert_eq!(path, dir.path().join("127.0.0.1_8080/guide/p7.html"));
         assert_eq!(fs::read(&path).expect("read back"), body);
     }
@@ -1168,10 +1294,82 @@ mod tests {
     fn write_page_replaces_and_leaves_no_temporary_file() {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = Url::parse("http://h/a.html").expect("URL");
-        write_page(dir.path(), &url, b"first").expect("write");
-        let path = write_page(dir.path(), &url, b"second").expect("rewrite");
+        let mut mirror = Mirror::open(dir.path(), false).expect("open");
+        mirror.write_page(&url, b"first").expect("write");
+        let path = mirror.write_page(&url, b"second").expect("rewrite");
         assert_eq!(fs::read(&path).expect("read back"), b"second");
-        assert_eq!(files_under(dir.path()), vec![path]);
+        assert_eq!(
+            files_under(dir.path()),
+            vec![dir.path().join(SITES_LIST), path]
+        );
+    }
+
+    /// The list names each site folder once, written before the folder, and reopening it (a
+    /// resume) adds nothing for a site it holds.
+    #[test]
+    fn the_list_names_each_site_folder_a_crawl_made() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        fs::create_dir(dir.path().join("photos_2023")).expect("a folder of the user's");
+        let mut mirror = Mirror::open(dir.path(), false).expect("open");
+        for url in [
+            "http://h/a.html",
+            "http://h/b.html",
+            "https://[::1]/",
+            "http://h:81/",
+        ] {
+            mirror
+                .write_page(&Url::parse(url).expect("URL"), b"x")
+                .expect("write");
+        }
+        let mut again = Mirror::open(dir.path(), true).expect("reopen");
+        again
+            .write_page(&Url::parse("http://h/c.html").expect("URL"), b"x")
+            .expect("write");
+        let list = fs::read_to_string(dir.path().join(SITES_LIST)).expect("the list");
+        assert_eq!(
+            list,
+            "h_80\nipv6~0000-0000-0000-0000-0000-0000-0000-0001_443\nh_81\n"
+        );
+        assert_eq!(
+            made_by_crawls(dir.path()).expect("read"),
+            [
+                "h_80",
+                "ipv6~0000-0000-0000-0000-0000-0000-0000-0001_443",
+                "h_81"
+            ]
+        );
+    }
+
+    /// A list cut by a crash mid-line, or edited to point elsewhere, names only whole lines that
+    /// are site folders' names: nothing outside the pages folder, never the list itself.
+    #[test]
+    fn a_list_names_only_site_folders_inside_the_pages_folder() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        fs::write(
+            dir.path().join(SITES_LIST),
+            b"h_80\n../../etc_80\n/tmp_80\n.crawltop-sites\nnotes\nh_80\na\\b_80\n\xff_80\nk_8",
+        )
+        .expect("a list");
+        assert_eq!(made_by_crawls(dir.path()).expect("read"), ["h_80"]);
+    }
+
+    /// Without a list (a mirror of a crawltop before it, or a folder of the user's), no folder
+    /// counts as a crawl's; a resume lists every folder named like a site folder (the crawl's
+    /// mirror is there), a fresh crawl lists none.
+    #[test]
+    fn a_mirror_without_a_list_is_listed_by_names_when_resumed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for name in ["old_8080", "photos_2023", "notes"] {
+            fs::create_dir(dir.path().join(name)).expect("folders");
+        }
+        assert!(made_by_crawls(dir.path()).expect("read").is_empty());
+        Mirror::open(dir.path(), false).expect("open");
+        assert!(!dir.path().join(SITES_LIST).exists());
+        Mirror::open(dir.path(), true).expect("resume");
+        assert_eq!(
+            fs::read_to_string(dir.path().join(SITES_LIST)).expect("the list"),
+            "old_8080\nphotos_2023\n"
+        );
     }
 
     #[test]
@@ -1187,7 +1385,10 @@ mod tests {
             let dir = tempfile::tempdir().expect("temp dir");
             for &i in &order {
                 let url = Url::parse(urls[i]).expect("URL");
-                write_page(dir.path(), &url, urls[i].as_bytes()).expect("every page is storable");
+                let mut mirror = Mirror::open(dir.path(), false).expect("open");
+                mirror
+                    .write_page(&url, urls[i].as_bytes())
+                    .expect("every page is storable");
             }
             for text in urls {
                 let url = Url::parse(text).expect("URL");
@@ -1214,9 +1415,12 @@ mod tests {
         .map(str::to_owned)
         .to_vec();
         urls.extend((0..300).map(|_| hostile_url(&mut rng)));
+        let mut mirror = Mirror::open(&root, false).expect("open");
         for text in &urls {
             let Ok(url) = Url::parse(text) else { continue };
-            let path = write_page(&root, &url, text.as_bytes()).expect("hostile page is storable");
+            let path = mirror
+                .write_page(&url, text.as_bytes())
+                .expect("hostile page is storable");
             assert!(path.starts_with(&root));
             assert_eq!(fs::read(&path).expect("read back"), text.as_bytes());
         }
@@ -1236,18 +1440,34 @@ mod tests {
     fn write_page_refuses_a_non_http_url() {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = Url::parse("file:///etc/passwd").expect("URL");
-        let error = write_page(dir.path(), &url, b"x").expect_err("not mappable");
+        let mut mirror = Mirror::open(dir.path(), false).expect("open");
+        let error = mirror.write_page(&url, b"x").expect_err("not mappable");
         assert!(matches!(error, MirrorError::Unmappable { .. }));
         assert!(files_under(dir.path()).is_empty());
     }
 
     #[test]
-    fn write_page_reports_io_failure_as_error() {
+    fn a_pages_folder_that_cannot_be_made_is_an_io_error() {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("pages");
         fs::write(&root, b"a file where the pages folder should be").expect("setup");
+        let error = Mirror::open(&root, false).expect_err("root is a file");
+        assert!(matches!(error, MirrorError::Io { .. }));
+    }
+
+    #[test]
+    fn write_page_reports_io_failure_as_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut mirror = Mirror::open(dir.path(), false).expect("open");
+        fs::write(
+            dir.path().join("h_80"),
+            b"a file where a site folder should be",
+        )
+        .expect("setup");
         let url = Url::parse("http://h/a.html").expect("URL");
-        let error = write_page(&root, &url, b"x").expect_err("root is a file");
+        let error = mirror
+            .write_page(&url, b"x")
+            .expect_err("the site folder is a file");
         assert!(matches!(error, MirrorError::Io { .. }));
     }
 }

@@ -255,13 +255,21 @@ async fn a_finished_crawl_is_not_crawled_again_and_fresh_starts_over() {
         let mut cmd = tokio::process::Command::new(bin());
         cmd.args(["crawl", &url, "--headless", "--delay-ms", "0", "--out"])
             .arg(&out)
-            .arg("--stats-out")
+            .args(["--store", "both", "--stats-out"])
             .arg(&stats_path)
             .args(extra)
             .stdin(Stdio::null());
         cmd.output()
     };
     assert!(run(&[]).await.expect("run").status.success());
+    let site = crawltop::store::mirror::mirror_path(&url::Url::parse(&url).expect("url"))
+        .expect("a mirror path")
+        .components()
+        .next()
+        .expect("its site folder")
+        .as_os_str()
+        .to_string_lossy()
+        .into_owned();
     let requests = web.log().records().len();
     let again = run(&[]).await.expect("run");
     let err = String::from_utf8_lossy(&again.stderr);
@@ -271,10 +279,17 @@ async fn a_finished_crawl_is_not_crawled_again_and_fresh_starts_over() {
         "{err}"
     );
     assert_eq!(web.log().records().len(), requests, "nothing fetched");
-    // Files of the user's in the folder and in its stores' folders; an old mirror's site
-    // folder and an interrupted index rebuild's, which are crawltop's.
-    let users = ["NOTES.txt", "warc/my-notes.txt", "pages/extra/keep.txt"];
-    let crawltops = ["pages/127.0.0.1_1/old.html", "index.building/meta.json"];
+    // Files of the user's in the folder and in its stores' folders (one in a folder named like
+    // a site folder); a file in the crawl's site folder and an interrupted index rebuild's,
+    // which are crawltop's.
+    let users = [
+        "NOTES.txt",
+        "warc/my-notes.txt",
+        "pages/extra/keep.txt",
+        "pages/photos_2023/cat.jpg",
+    ];
+    let old_page = format!("pages/{site}/old.html");
+    let crawltops = [old_page.as_str(), "index.building/meta.json"];
     for file in users.iter().chain(&crawltops) {
         let path = out.join(file);
         std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
@@ -295,8 +310,12 @@ async fn a_finished_crawl_is_not_crawled_again_and_fresh_starts_over() {
         assert!(out.join(file).exists(), "{file}: not crawltop's, kept");
     }
     assert!(
-        !out.join("pages/127.0.0.1_1").exists(),
-        "the old mirror's site"
+        !out.join(&old_page).exists(),
+        "the crawl's site folder went"
+    );
+    assert!(
+        out.join(format!("pages/{site}/index.html")).exists(),
+        "and came back with the new crawl"
     );
     assert!(
         !out.join("index.building").exists(),

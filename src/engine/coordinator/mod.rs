@@ -1962,16 +1962,8 @@ fn clear_folder(dir: &std::path::Path) -> Result<(), StoreError> {
     };
     for folder in crate::store::committer::STORES {
         let path = dir.join(folder);
-        if !path.exists() {
-            continue;
-        }
-        for entry in std::fs::read_dir(&path).map_err(io(&path))? {
-            let entry = entry.map_err(io(&path))?;
-            let name = entry.file_name();
-            if !crate::store::committer::is_stored(folder, &name.to_string_lossy()) {
-                continue;
-            }
-            let (at, kind) = (entry.path(), entry.file_type().map_err(io(&path))?);
+        for at in crate::store::committer::stored_entries(dir, folder).map_err(io(&path))? {
+            let kind = std::fs::symlink_metadata(&at).map_err(io(&at))?.file_type();
             let removed = if kind.is_dir() {
                 std::fs::remove_dir_all(&at)
             } else {
