@@ -187,10 +187,19 @@ async fn a_mirror_keeps_one_file_for_each_spelling_of_a_reserved_character() {
             file.display()
         );
     }
+    let pages = out.path().join("pages");
+    let list = pages.join(crawltop::store::mirror::SITES_LIST);
+    let site = mirror_path(&url::Url::parse(&origin).expect("origin")).expect("mirrorable");
+    let site = site.components().next().expect("a site folder");
     assert_eq!(
-        crate::util::files_under(&out.path().join("pages")).len(),
+        std::fs::read_to_string(&list).expect("the list of site folders"),
+        format!("{}\n", site.as_os_str().to_string_lossy()),
+    );
+    let files = crate::util::files_under(&pages);
+    assert_eq!(
+        files.iter().filter(|f| **f != list).count(),
         answers.len(),
-        "one file per page"
+        "one file per page: {files:?}"
     );
 }
 
