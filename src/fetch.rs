@@ -192,10 +192,10 @@ pub struct Fetched {
     pub body: Bytes,
     /// The body went past the cap: the rest was not read and the connection was dropped.
     pub truncated: bool,
-    /// Why the body of a redirect was dropped (then empty): it did not decode. A redirect stands
-    /// without its body, as in a browser, which never reads it; any other status with a body
-    /// that does not decode is a failure ([`FetchOutcome::Other`]).
-    pub dropped_body: Option<String>,
+    /// Why a redirect's body is not all here. A redirect stands without its body, as in a
+    /// browser, which never reads it; for any other status the same trouble is a failure
+    /// ([`FetchOutcome::Other`], [`FetchOutcome::Timeout`]).
+    pub dropped_body: Option<DroppedBody>,
     /// Body bytes as they came off the wire (before decoding): what the transfer cost.
     pub wire_bytes: u64,
     /// From the start of the fetch to the response headers.
@@ -207,12 +207,66 @@ pub struct Fetched {
     pub ip: Option<std::net::IpAddr>,
 }
 
+impl Fetched {
+    /// A response as its headers say, its body still to come.
+    fn headers_of(resp: &reqwest::Response, ttfb: Duration) -> Fetched {
+        let headers = resp.headers();
+        Fetched {
+            ip: resp.remote_addr().map(|a| a.ip()),
+            final_url: resp.url().clone(),
+            version: version_name(resp.version()),
+            status: resp.status().as_u16(),
+            content_type: header_text(headers, &header::CONTENT_TYPE),
+            location: header_text(headers, &header::LOCATION),
+            retry_after: header_text(headers, &header::RETRY_AFTER),
+            content_encoding: header_text(headers, &header::CONTENT_ENCODING),
+            headers: headers
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
+            body: Bytes::new(),
+            truncated: false,
+            dropped_body: None,
+            wire_bytes: 0,
+            ttfb,
+            elapsed: Duration::ZERO,
+        }
+    }
+}
+
+/// Why a redirect's body is not all here ([`Fetched::dropped_body`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DroppedBody {
+    /// It did not decode; dropped whole, since no part of it is known good.
+    Undecodable(String),
+    /// The connection ended before it did; what came is kept.
+    Cut(String),
+    /// The fetch's total patience ran out while it came; what came is kept.
+    TimedOut,
+}
+
+impl std::fmt::Display for DroppedBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DroppedBody::Undecodable(why) => write!(f, "{why}"),
+            DroppedBody::Cut(why) => write!(f, "body cut short: {why}"),
+            DroppedBody::TimedOut => write!(f, "body timed out"),
+        }
+    }
+}
+
 /// How one GET ended.
 #[derive(Debug, Clone)]
 pub enum FetchOutcome {
     /// Any HTTP status, including 3xx (not followed), 4xx and 5xx.
     Response(Box<Fetched>),
-    /// The total patience ran out in this phase (a stall before the headers, a trickling body:
+    /// The total patience ran out in this phase (a stall before the headers, a trickling body
+    /// of anything but a redirect, see [`Fetched::dropped_body`]:
     /// partial bodies are dropped), or a new connection took longer than `connect_timeout`
     /// (`during: Connecting`).
     Timeout { during: Phase },
@@ -387,8 +441,7 @@ impl Fetcher {
         phase.set_answered(resp.status().as_u16());
         phase.set(Phase::Receiving);
 
-        let headers = resp.headers();
-        let content_encoding = header_text(headers, &header::CONTENT_ENCODING);
+        let mut fetched = Fetched::headers_of(&resp, ttfb);
         let cap = usize::try_from(cap).unwrap_or(usize::MAX);
         // The server's length is only a hint for the first allocation: never trusted past the
         // cap, nor past RESERVE_LIMIT, so a lying Content-Length cannot make a huge allocation.
@@ -396,39 +449,25 @@ impl Fetcher {
             .content_length()
             .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
         let reserve = hint.min(cap).min(RESERVE_LIMIT);
-        let mut decoder = Decoder::new(content_encoding.as_deref(), cap, reserve);
-        let mut fetched = Fetched {
-            ip: resp.remote_addr().map(|a| a.ip()),
-            final_url: resp.url().clone(),
-            version: version_name(resp.version()),
-            status: resp.status().as_u16(),
-            content_type: header_text(headers, &header::CONTENT_TYPE),
-            location: header_text(headers, &header::LOCATION),
-            retry_after: header_text(headers, &header::RETRY_AFTER),
-            content_encoding,
-            headers: headers
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.as_str().to_string(),
-                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                    )
-                })
-                .collect(),
-            body: Bytes::new(),
-            truncated: false,
-            dropped_body: None,
-            wire_bytes: 0,
-            ttfb,
-            elapsed: Duration::ZERO,
-        };
+        let mut decoder = Decoder::new(fetched.content_encoding.as_deref(), cap, reserve);
 
+        // A redirect is followed on its headers, whatever becomes of its body.
+        let redirect = is_redirect(fetched.status) && fetched.location.is_some();
+        let mut dropped = None;
         let mut end = loop {
             let chunk = match timeout_at(deadline, resp.chunk()).await {
+                Err(_) if redirect => {
+                    dropped = Some(DroppedBody::TimedOut);
+                    break Ok(());
+                }
                 Err(_) => {
                     return FetchOutcome::Timeout {
                         during: phase.get(),
                     };
+                }
+                Ok(Err(e)) if redirect => {
+                    dropped = Some(DroppedBody::Cut(error_chain(&e)));
+                    break Ok(());
                 }
                 Ok(Err(e)) => return FetchOutcome::Other(error_chain(&e)),
                 Ok(Ok(None)) => break Ok(()),
@@ -441,7 +480,7 @@ impl Fetcher {
         };
         // Dropping the response before its end closes the connection instead of draining it.
         drop(resp);
-        if end.is_ok() {
+        if end.is_ok() && dropped.is_none() {
             end = decoder.finish();
         }
         match end {
@@ -452,14 +491,15 @@ impl Fetcher {
                     "body does not decode as {}: {why}",
                     fetched.content_encoding.as_deref().unwrap_or("identity")
                 );
-                if !(is_redirect(fetched.status) && fetched.location.is_some()) {
+                if !redirect {
                     return FetchOutcome::Other(format!("{url}: {why}"));
                 }
-                fetched.dropped_body = Some(why);
+                fetched.dropped_body = Some(DroppedBody::Undecodable(why));
                 fetched.elapsed = started.elapsed();
                 return FetchOutcome::Response(Box::new(fetched));
             }
         }
+        fetched.dropped_body = dropped;
         fetched.body = Bytes::from(decoder.take_body());
         fetched.elapsed = started.elapsed();
         FetchOutcome::Response(Box::new(fetched))
@@ -1745,10 +1785,55 @@ mod tests {
             assert_eq!(moved.location.as_deref(), Some("/there"));
             assert!(moved.body.is_empty());
             let why = moved.dropped_body.expect("the body's loss is said");
-            assert!(why.contains("does not decode as gzip"), "{why}");
+            assert!(why.to_string().contains("does not decode as gzip"), "{why}");
             // Only a redirect stands without its body.
             let page = get(&f, &format!("http://{addr}/page")).await;
             assert!(matches!(page, FetchOutcome::Other(_)), "{page:?}");
+        }
+
+        /// A redirect whose body stalls (or whose connection ends early) stands on its headers
+        /// with what came; a page whose body stalls is a timeout.
+        #[tokio::test]
+        async fn a_redirect_whose_body_stalls_or_is_cut_stands_with_what_came() {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("bound");
+            let (held_tx, mut held) = mpsc::unbounded_channel();
+            tokio::spawn(async move {
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    let Some(head) = read_head(&mut stream).await else {
+                        continue;
+                    };
+                    let status = match path_of(&head) {
+                        "/page" => "200 OK",
+                        _ => "301 Moved",
+                    };
+                    let reply = format!(
+                        "HTTP/1.1 {status}\r\nLocation: /there\r\nContent-Length: 1000\r\n\r\nfirst"
+                    );
+                    let _ = stream.write_all(reply.as_bytes()).await;
+                    if path_of(&head) == "/cut" {
+                        let _ = stream.shutdown().await;
+                    } else {
+                        // Held open, the rest never sent, until the test ends.
+                        let _ = held_tx.send(stream);
+                    }
+                }
+            });
+            let f = fetcher(|c| c.timeout = Duration::from_secs(1));
+            let stalled = response(get(&f, &format!("http://{addr}/stall")).await);
+            assert_eq!(stalled.status, 301);
+            assert_eq!(stalled.dropped_body, Some(DroppedBody::TimedOut));
+            assert_eq!(&stalled.body[..], b"first");
+            let cut = response(get(&f, &format!("http://{addr}/cut")).await);
+            assert!(
+                matches!(cut.dropped_body, Some(DroppedBody::Cut(_))),
+                "{:?}",
+                cut.dropped_body
+            );
+            assert_eq!(&cut.body[..], b"first");
+            let page = get(&f, &format!("http://{addr}/page")).await;
+            assert!(matches!(page, FetchOutcome::Timeout { .. }), "{page:?}");
+            held.close();
         }
 
         #[tokio::test]

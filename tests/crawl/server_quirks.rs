@@ -24,6 +24,8 @@ struct Answer {
     status: u16,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    /// The Content-Length said, when it is not the body's (a body cut short by the server).
+    claimed_length: Option<usize>,
 }
 
 impl Answer {
@@ -37,6 +39,7 @@ impl Answer {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             body: body.into(),
+            claimed_length: None,
         }
     }
 
@@ -105,7 +108,8 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Log) {
                 for (k, v) in &answer.headers {
                     let _ = write!(reply, "{k}: {v}\r\n");
                 }
-                let _ = write!(reply, "Content-Length: {}\r\n\r\n", answer.body.len());
+                let length = answer.claimed_length.unwrap_or(answer.body.len());
+                let _ = write!(reply, "Content-Length: {length}\r\n\r\n");
                 let mut reply = reply.into_bytes();
                 reply.extend_from_slice(&answer.body);
                 tokio::time::sleep(answer.after).await;
@@ -319,13 +323,14 @@ async fn bytes_after_a_compressed_body_are_dropped_and_the_page_kept() {
     }
 }
 
-/// A redirect is followed whatever its body (a browser never reads it): one whose body does not
-/// decode used to end as a fetch error, and its target was never asked for. The WARC keeps the
-/// redirect without the body, and says the body is not what the server sent.
+/// A redirect is followed whatever becomes of its body (a browser never reads it): one whose
+/// body does not decode, or whose connection ends before its body does, used to end as a fetch
+/// error, and its target was never asked for. The WARC keeps each redirect with what is left of
+/// its body, and says why it is not what the server sent.
 #[tokio::test]
-async fn a_redirect_whose_body_does_not_decode_is_followed() {
+async fn a_redirect_whose_body_does_not_decode_or_is_cut_is_followed() {
     let answers = BTreeMap::from([
-        ("/".to_owned(), linking(&["/moved.html"])),
+        ("/".to_owned(), linking(&["/moved.html", "/cut.html"])),
         (
             "/moved.html".to_owned(),
             Answer {
@@ -337,31 +342,51 @@ async fn a_redirect_whose_body_does_not_decode_is_followed() {
             },
         ),
         (
+            "/cut.html".to_owned(),
+            Answer {
+                status: 301,
+                claimed_length: Some(1000),
+                ..Answer::new(&[("Location", "/also-there.html")], "moved to")
+            },
+        ),
+        (
             "/there.html".to_owned(),
             Answer::html("<p>zebraarrived</p>"),
         ),
+        ("/also-there.html".to_owned(), Answer::html("<p>also</p>")),
     ]);
     let (origin, asked) = quirky_site(answers).await;
     let (crawled, out) = crawl_into_warc(&origin).await;
     let asked = asked.paths();
-    assert!(asked.contains(&"/there.html".to_owned()), "{asked:?}");
-    let moved = format!("{origin}/moved.html");
-    assert_eq!(
-        crawled.urls[&moved]["status"], 302,
-        "{}",
-        crawled.urls[&moved]
-    );
     let warc = crate::util::read_warc(&out.path().join("warc"));
-    assert_eq!(warc.bodies[&moved], b"");
-    assert_eq!(warc.truncated[&moved].as_deref(), Some("unspecified"));
-    assert!(
-        warc.heads[&moved].contains("location: /there.html"),
-        "{}",
-        warc.heads[&moved]
-    );
-    let there = format!("{origin}/there.html");
-    assert_eq!(warc.truncated[&there], None);
-    assert_eq!(warc.bodies[&there], b"<p>zebraarrived</p>");
+    for (path, status, target, body, why) in [
+        ("/moved.html", 302, "/there.html", "", "unspecified"),
+        (
+            "/cut.html",
+            301,
+            "/also-there.html",
+            "moved to",
+            "disconnect",
+        ),
+    ] {
+        assert!(asked.contains(&target.to_owned()), "{target}: {asked:?}");
+        let url = format!("{origin}{path}");
+        assert_eq!(
+            crawled.urls[&url]["status"], status,
+            "{}",
+            crawled.urls[&url]
+        );
+        assert_eq!(warc.bodies[&url], body.as_bytes(), "{path}");
+        assert_eq!(warc.truncated[&url].as_deref(), Some(why), "{path}");
+        assert!(
+            warc.heads[&url].contains(&format!("location: {target}")),
+            "{}",
+            warc.heads[&url]
+        );
+        let there = format!("{origin}{target}");
+        assert_eq!(crawled.urls[&there]["state"], "parsed", "{target}");
+        assert_eq!(warc.truncated[&there], None);
+    }
 }
 
 #[tokio::test]

@@ -37,8 +37,8 @@ use crate::canonical::canonicalize;
 use crate::config::{CrawlConfig, PRODUCT_TOKEN};
 use crate::extract::{ExtractLine, Extraction, Extractor};
 use crate::fetch::{
-    FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell, ROBOTS_MAX_REDIRECTS,
-    RobotsFetch, RobotsFetched,
+    DroppedBody, FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell,
+    ROBOTS_MAX_REDIRECTS, RobotsFetch, RobotsFetched,
 };
 use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
@@ -1315,12 +1315,13 @@ impl<F: Schedule> Coordinator<F> {
             status: f.status,
             headers: f.headers.clone(),
             body: f.body.clone(),
-            // A cut body reached the cap; a dropped one (a redirect's that did not decode) is
-            // shorter for a reason WARC has no word for.
-            truncated: if f.truncated {
-                Some(Truncation::Length)
-            } else {
-                f.dropped_body.as_ref().map(|_| Truncation::Unspecified)
+            truncated: match &f.dropped_body {
+                _ if f.truncated => Some(Truncation::Length),
+                None => None,
+                Some(DroppedBody::Cut(_)) => Some(Truncation::Disconnect),
+                Some(DroppedBody::TimedOut) => Some(Truncation::Time),
+                // Dropped whole, for a reason WARC has no word for.
+                Some(DroppedBody::Undecodable(_)) => Some(Truncation::Unspecified),
             },
             ip: f.ip,
         }
@@ -1674,7 +1675,7 @@ impl<F: Schedule> Coordinator<F> {
                 self.count_fetched(id, site);
                 if let Some(why) = &f.dropped_body {
                     self.warn(format!(
-                        "{}: redirect followed, its body dropped: {why}",
+                        "{}: redirect followed without its whole body: {why}",
                         f.final_url
                     ));
                 }
