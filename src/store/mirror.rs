@@ -202,9 +202,9 @@ impl Mirror {
         let site = relative
             .components()
             .next()
-            .map(|site| site.as_os_str().to_string_lossy().into_owned())
+            .map(|site| site.as_os_str().to_string_lossy())
             .expect("a mirror path starts with its site folder");
-        if !self.listed.contains(&site) {
+        if !self.listed.contains(site.as_ref()) {
             self.list(&site)?;
         }
         write_at(&self.root, &relative, body)
