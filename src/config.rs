@@ -27,7 +27,9 @@ pub fn default_user_agent() -> String {
 // Switches are bools by nature, as on the command line.
 #[allow(clippy::struct_excessive_bools)]
 pub struct CrawlConfig {
-    /// Where the crawl starts.
+    /// Where the crawl starts. The stats file shows the first [`SEEDS_SHOWN`] (a seeds file
+    /// may hold millions), and how many there are.
+    #[serde(serialize_with = "first_seeds")]
     pub seeds: Vec<String>,
     /// Concurrent fetches (worker slots).
     pub workers: usize,
@@ -171,6 +173,11 @@ pub enum ConfigError {
     BadSeed { seed: String, reason: String },
     #[error("seed {0:?} is not an http or https URL")]
     SeedScheme(String),
+    #[error(
+        "seed {shown}... is {len} bytes long: crawltop fetches no URL longer than {max} bytes",
+        max = crate::scope::MAX_URL_BYTES
+    )]
+    SeedTooLong { shown: String, len: usize },
     #[error("{name} must be between {min} and {max}, not {value}")]
     OutOfRange {
         name: &'static str,
@@ -344,6 +351,13 @@ impl CrawlConfig {
             })?;
             if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
                 return Err(ConfigError::SeedScheme(s.clone()));
+            }
+            let len = canonical_len(&url);
+            if len > crate::scope::MAX_URL_BYTES {
+                return Err(ConfigError::SeedTooLong {
+                    shown: s.chars().take(80).collect(),
+                    len,
+                });
             }
             seeds.push(url);
         }
@@ -522,6 +536,27 @@ mod tests {
 /// Malformed lines a seeds file's warning names one by one; the rest are counted.
 pub const SEEDS_NAMED: usize = 10;
 
+/// Seeds the stats file shows in its configuration; `seeds_total` says how many there are.
+pub const SEEDS_SHOWN: usize = 100;
+
+/// Longest line of a seeds file that is read: a URL crawltop would fetch
+/// ([`crate::scope::MAX_URL_BYTES`]) with room for the spaces around it. A longer line is
+/// skipped as it is read, never held whole.
+pub const MAX_SEED_LINE: usize = 4 * crate::scope::MAX_URL_BYTES;
+
+/// Writes the first [`SEEDS_SHOWN`] seeds.
+fn first_seeds<S: serde::Serializer>(seeds: &[String], to: S) -> Result<S::Ok, S::Error> {
+    to.collect_seq(seeds.iter().take(SEEDS_SHOWN))
+}
+
+/// The length of `url` as the crawl judges it (canonical: the form the scope's length check
+/// reads).
+fn canonical_len(url: &url::Url) -> usize {
+    let mut url = url.clone();
+    crate::canonical::canonicalize(&mut url);
+    url.as_str().len()
+}
+
 /// What a seeds file held: its good seeds (each once), and what was wrong with the rest.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SeedsFile {
@@ -541,16 +576,23 @@ impl SeedsFile {
     /// counted once. Memory is the good seeds plus 8 bytes each for the repeat check, whatever
     /// the file's length.
     pub fn read(mut input: impl std::io::BufRead) -> std::io::Result<SeedsFile> {
+        use std::io::{BufRead as _, Read as _};
         let mut out = SeedsFile::default();
         let mut seen = std::collections::HashSet::new();
         let mut line = Vec::new();
         let mut number = 0u64;
         loop {
             line.clear();
-            if input.read_until(b'\n', &mut line)? == 0 {
+            let limit = MAX_SEED_LINE as u64 + 1;
+            if (&mut input).take(limit).read_until(b'\n', &mut line)? == 0 {
                 break;
             }
             number += 1;
+            if line.len() > MAX_SEED_LINE && line.last() != Some(&b'\n') {
+                skip_line(&mut input)?;
+                out.malformed(number, format!("longer than {MAX_SEED_LINE} bytes"));
+                continue;
+            }
             let Ok(text) = std::str::from_utf8(&line) else {
                 out.malformed(number, "not UTF-8".into());
                 continue;
@@ -573,6 +615,16 @@ impl SeedsFile {
                 }
             };
             crate::canonical::canonicalize(&mut url);
+            if url.as_str().len() > crate::scope::MAX_URL_BYTES {
+                out.malformed(
+                    number,
+                    format!(
+                        "a URL longer than {} bytes, which is never fetched",
+                        crate::scope::MAX_URL_BYTES
+                    ),
+                );
+                continue;
+            }
             if seen.insert(crate::frontier::fingerprint(url.as_str())) {
                 out.seeds.push(text.to_string());
             } else {
@@ -619,9 +671,49 @@ impl SeedsFile {
     }
 }
 
+/// Reads past the rest of the current line (its newline included) without keeping it.
+fn skip_line(input: &mut impl std::io::BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if let Some(end) = buf.iter().position(|&b| b == b'\n') {
+            input.consume(end + 1);
+            return Ok(());
+        }
+        let len = buf.len();
+        input.consume(len);
+    }
+}
+
 #[cfg(test)]
 mod seeds_tests {
     use super::*;
+
+    /// A line longer than any URL crawltop fetches is named and skipped as it is read; the
+    /// lines after it are read as usual.
+    #[test]
+    fn a_seeds_file_line_too_long_is_skipped_not_held() {
+        let mut text = b"http://a.test/\n".to_vec();
+        text.extend(format!("http://b.test/{}\n", "b".repeat(3000)).bytes());
+        text.extend(format!("http://c.test/{}\n", "c".repeat(10_000_000)).bytes());
+        text.extend(b"http://d.test/\n");
+        text.extend(format!("http://e.test/{}", "e".repeat(100_000)).bytes());
+        let got = SeedsFile::read(std::io::Cursor::new(text)).expect("in memory");
+        assert_eq!(got.seeds, ["http://a.test/", "http://d.test/"]);
+        assert_eq!(
+            got.malformed,
+            [
+                (
+                    2,
+                    "a URL longer than 2048 bytes, which is never fetched".to_owned()
+                ),
+                (3, "longer than 8192 bytes".to_owned()),
+                (5, "longer than 8192 bytes".to_owned()),
+            ]
+        );
+    }
 
     #[test]
     fn a_seeds_file_names_its_malformed_lines_and_keeps_each_seed_once() {

@@ -23,8 +23,17 @@ pub struct StatsFile<'a> {
     #[serde(flatten)]
     pub snapshot: &'a Snapshot,
     pub totals: Totals,
-    pub config: &'a CrawlConfig,
+    pub config: ConfigShown<'a>,
     pub mailto: &'a [String],
+}
+
+/// The configuration as the stats file shows it: its seeds cut to the first
+/// [`crate::config::SEEDS_SHOWN`] (a seeds file may hold millions), and how many there are.
+#[derive(Debug, Serialize)]
+pub struct ConfigShown<'a> {
+    #[serde(flatten)]
+    pub config: &'a CrawlConfig,
+    pub seeds_total: usize,
 }
 
 /// Totals over the whole crawl.
@@ -94,7 +103,10 @@ pub(super) fn write_all(
                 sites: snap.sites.len(),
                 requests: snap.http.status.values().sum(),
             },
-            config: cfg,
+            config: ConfigShown {
+                config: cfg,
+                seeds_total: cfg.seeds.len(),
+            },
             mailto: &summary.mailto,
         };
         atomically(path, |w| {

@@ -58,6 +58,7 @@ const KEY_FORMAT: &str = "format";
 const KEY_MARK: &str = "mark";
 const KEY_ENGINE: &str = "engine";
 const KEY_URLS: &str = "urls";
+const KEY_SEEDS: &str = "seeds";
 
 /// Why the state could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -214,6 +215,10 @@ pub struct Delta {
     pub sites: Vec<(u32, Vec<u8>)>,
     /// The engine's counters and anything else it keeps whole.
     pub engine: Vec<u8>,
+    /// The crawl's seeds, opaque like `engine`, when they are new: each run's first checkpoint
+    /// writes them, and later ones leave them as they are (a seeds file may hold millions, so
+    /// they are not written once a second).
+    pub seeds: Option<Vec<u8>>,
 }
 
 /// Everything a resume starts from.
@@ -229,6 +234,9 @@ pub struct Loaded {
     /// In id order.
     pub sites: Vec<(u32, Vec<u8>)>,
     pub engine: Vec<u8>,
+    /// The seeds as the last run wrote them ([`Delta::seeds`]); `None` in a state written
+    /// before they were kept apart (its engine blob holds them).
+    pub seeds: Option<Vec<u8>>,
     /// Every page the index cut below the mark, in commit order.
     pub text_cuts: Vec<CutPage>,
 }
@@ -462,6 +470,10 @@ impl Checkpoint {
             let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
             meta.insert(KEY_ENGINE, delta.engine.as_slice())
                 .map_err(|e| err(&e))?;
+            if let Some(seeds) = &delta.seeds {
+                meta.insert(KEY_SEEDS, seeds.as_slice())
+                    .map_err(|e| err(&e))?;
+            }
             meta.insert(KEY_URLS, delta.urls.to_le_bytes().as_slice())
                 .map_err(|e| err(&e))?;
             let mark = Mark {
@@ -673,6 +685,10 @@ fn load(db: &mut redb::Database, path: &Path) -> Result<Loaded, CheckpointError>
         .map_err(|e| bad(&e))?
         .map(|v| v.value().to_vec())
         .unwrap_or_default();
+    let seeds = meta
+        .get(KEY_SEEDS)
+        .map_err(|e| bad(&e))?
+        .map(|v| v.value().to_vec());
     let rows =
         |table: TableDefinition<u32, &[u8]>| -> Result<Vec<(u32, Vec<u8>)>, CheckpointError> {
             let t = txn.open_table(table).map_err(|e| bad(&e))?;
@@ -720,6 +736,7 @@ fn load(db: &mut redb::Database, path: &Path) -> Result<Loaded, CheckpointError>
         urls,
         sites,
         engine,
+        seeds,
         text_cuts,
     })
 }
@@ -789,6 +806,7 @@ mod tests {
                 .collect(),
             sites: vec![(0, b"site zero".to_vec())],
             engine: format!("engine at {seq}").into_bytes(),
+            seeds: (seq == 3).then(|| b"seeds at 3".to_vec()),
         }
     }
 
@@ -827,6 +845,8 @@ mod tests {
         let rows: Vec<(u32, &[u8])> = l.url_rows.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         assert_eq!(rows, vec![(0, &b"a"[..]), (1, &b"b2"[..]), (2, &b"c"[..])]);
         assert_eq!(l.engine, b"engine at 7");
+        // Written by the first checkpoint only, and kept by the next.
+        assert_eq!(l.seeds.as_deref(), Some(&b"seeds at 3"[..]));
     }
 
     #[test]

@@ -22,8 +22,13 @@ fn bad_input_is_named_and_exits_2() {
     std::fs::write(&typo_toml, "wrokers = 4\n").expect("write");
     let bad_toml_s = bad_toml.to_str().expect("utf8");
     let typo_toml_s = typo_toml.to_str().expect("utf8");
+    let long_seed = format!("http://127.0.0.1:9/{}", "a".repeat(3000));
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["crawl"], "no seed URL"),
+        (
+            vec!["crawl", &long_seed],
+            "is 3019 bytes long: crawltop fetches no URL longer than 2048 bytes",
+        ),
         (
             vec!["crawl", "not a url"],
             "\"not a url\" is not a valid URL",
@@ -159,6 +164,52 @@ async fn a_crawl_writes_its_files_and_reports_progress() {
     ] {
         assert!(first.get(key).is_some(), "urls-out line lacks {key}");
     }
+}
+
+/// Seeds an `--exclude` or `--max-pages` leaves out are named on stderr, never asked for; the
+/// stats file shows the first 100 seeds of many and how many there are.
+#[tokio::test]
+async fn seeds_left_out_are_named_and_the_stats_show_the_first_hundred() {
+    let web = TestWeb::start(GenOptions::new(1, 4).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let seeds = tmp.path().join("seeds.txt");
+    let root = web.url("site00", "/");
+    let lines: Vec<String> = (0..150).map(|n| format!("{root}?n={n}")).collect();
+    std::fs::write(&seeds, lines.join("\n")).expect("write");
+    let stats = tmp.path().join("stats.json");
+    let out = tokio::process::Command::new(bin())
+        .arg("crawl")
+        .arg("--seeds-file")
+        .arg(&seeds)
+        .args(["--headless", "--delay-ms", "0", "--depth", "0"])
+        .args(["--exclude", "n=7$", "--max-pages", "140"])
+        .arg("--stats-out")
+        .arg(&stats)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "10 seeds left out: {root}?n=7 (matches an exclude pattern), {root}?n=141 (page \
+             limit reached), {root}?n=142 (page limit reached) and 7 more"
+        )),
+        "{err}"
+    );
+    let asked: Vec<String> = web.log().records().into_iter().map(|r| r.path).collect();
+    assert!(!asked.iter().any(|p| p == "/?n=7"), "{asked:?}");
+    assert!(!asked.iter().any(|p| p == "/?n=149"), "{asked:?}");
+    assert!(asked.iter().any(|p| p == "/?n=140"), "{asked:?}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    let shown = stats["config"]["seeds"].as_array().expect("seeds");
+    assert_eq!(shown.len(), 100);
+    assert_eq!(shown[99], format!("{root}?n=99"));
+    assert_eq!(stats["config"]["seeds_total"], 150);
 }
 
 #[tokio::test]

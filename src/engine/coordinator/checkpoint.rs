@@ -45,6 +45,9 @@ pub(super) struct SiteRow {
 /// The counters and sets the engine keeps whole.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(super) struct EngineRow {
+    /// The seeds, in states written before they were kept apart ([`Delta::seeds`]); empty
+    /// since, and not written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     seeds: Vec<String>,
     errors: Errors,
     http: Http,
@@ -65,6 +68,8 @@ pub(super) struct Restored {
     resources: UrlTable,
     sites: Vec<SiteRow>,
     engine: EngineRow,
+    /// The seeds the crawl's runs so far were given.
+    seeds: Vec<String>,
     /// Pages the index cut below the mark: their rows may not say so yet.
     text_cuts: Vec<crate::index::feed::CutPage>,
 }
@@ -93,11 +98,16 @@ impl Restored {
             path: path.to_path_buf(),
             reason,
         };
-        let engine: EngineRow = if loaded.engine.is_empty() {
+        let mut engine: EngineRow = if loaded.engine.is_empty() {
             EngineRow::default()
         } else {
             serde_json::from_slice(&loaded.engine)
                 .map_err(|e| corrupt(format!("the engine row does not read: {e}")))?
+        };
+        let seeds = match &loaded.seeds {
+            Some(bytes) => serde_json::from_slice(bytes)
+                .map_err(|e| corrupt(format!("the seeds do not read: {e}")))?,
+            None => std::mem::take(&mut engine.seeds),
         };
         let mut sites = Vec::with_capacity(loaded.sites.len());
         for (i, (id, bytes)) in loaded.sites.iter().enumerate() {
@@ -138,13 +148,14 @@ impl Restored {
             resources,
             sites,
             engine,
+            seeds,
             text_cuts: loaded.text_cuts.clone(),
         })
     }
 
     /// The seeds the crawl was started with.
     pub(super) fn seeds(&self) -> &[String] {
-        &self.engine.seeds
+        &self.seeds
     }
 }
 
@@ -201,7 +212,7 @@ impl<F: Schedule> Coordinator<F> {
             })
             .collect();
         let engine = EngineRow {
-            seeds: self.seeds.iter().map(ToString::to_string).collect(),
+            seeds: Vec::new(),
             errors: self.errors,
             http: self.http.clone(),
             pages_fetched: self.pages_fetched,
@@ -219,6 +230,7 @@ impl<F: Schedule> Coordinator<F> {
             urls: self.resources.len() as u64,
             sites,
             engine: serde_json::to_vec(&engine).unwrap_or_default(),
+            seeds: self.seeds_unwritten.take(),
         };
         if let Some(c) = &self.committer {
             c.checkpoint(delta);
@@ -235,10 +247,11 @@ impl<F: Schedule> Coordinator<F> {
             resources,
             sites,
             engine,
+            seeds,
             text_cuts,
         } = restored;
         // Seeds added on this resume widen an origin scope: URLs left out before may be in.
-        let widened = self.cfg.seeds.len() > engine.seeds.len();
+        let widened = self.cfg.seeds.len() > seeds.len();
         self.errors = engine.errors;
         self.http = engine.http;
         self.pages_fetched = engine.pages_fetched;

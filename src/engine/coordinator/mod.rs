@@ -163,7 +163,10 @@ struct Running {
 /// Generic over its frontier, so the per-URL calls to it stay direct.
 pub(super) struct Coordinator<F = Frontier<u32>> {
     cfg: CrawlConfig,
+    /// Admitted when the run starts, then gone.
     seeds: Vec<Url>,
+    /// The seeds for the crawl folder's state, until this run's first checkpoint takes them.
+    seeds_unwritten: Option<Vec<u8>>,
     scope: ScopeRules,
     fetcher: Fetcher,
     policy: RobotsPolicy,
@@ -342,16 +345,7 @@ impl<F: Schedule> Coordinator<F> {
             None => (None, None, Start::Fresh),
         };
         if let Some(r) = &restored {
-            // The crawl's seeds first, then the new ones it lacks (a set: seeds files hold
-            // hundreds of thousands).
-            let mut seeds: Vec<String> = r.seeds().to_vec();
-            let mut known: std::collections::HashSet<String> = seeds.iter().cloned().collect();
-            for s in std::mem::take(&mut cfg.seeds) {
-                if known.insert(s.clone()) {
-                    seeds.push(s);
-                }
-            }
-            cfg.seeds = seeds;
+            cfg.seeds = with_seeds_of(r, std::mem::take(&mut cfg.seeds));
         }
         let seeds = cfg.validate()?;
         let (include, exclude) = cfg.regexes()?;
@@ -369,9 +363,14 @@ impl<F: Schedule> Coordinator<F> {
             Start::Resume(mark) => mark.seq,
             Start::Fresh => 0,
         };
+        let seeds_unwritten = committer.as_ref().map(|_| {
+            let seeds: Vec<&str> = seeds.iter().map(Url::as_str).collect();
+            serde_json::to_vec(&seeds).unwrap_or_default()
+        });
         let mut coordinator = Coordinator {
             cfg,
             seeds,
+            seeds_unwritten,
             scope,
             fetcher,
             policy,
@@ -449,9 +448,7 @@ impl<F: Schedule> Coordinator<F> {
         abort: CancellationToken,
     ) -> Result<Summary, EngineError> {
         self.start = Instant::now();
-        for seed in self.seeds.clone() {
-            self.admit(seed, 0, None, 0);
-        }
+        self.admit_seeds();
         let left_out = std::mem::take(&mut self.rejudge);
         self.rejudge(left_out);
         let mut tick = tokio::time::interval(SNAPSHOT_EVERY);
@@ -718,6 +715,42 @@ impl<F: Schedule> Coordinator<F> {
         }
         self.last_site = Some(id);
         id
+    }
+
+    /// Admits this run's seeds, and says which of them are left out and why (an `--exclude`
+    /// that matches one, a `--max-pages` below their number): the first few by URL.
+    fn admit_seeds(&mut self) {
+        const NAMED: usize = 3;
+        let (mut named, mut ignored) = (Vec::new(), 0u64);
+        for mut seed in std::mem::take(&mut self.seeds) {
+            canonicalize(&mut seed);
+            let key = fingerprint(seed.as_str());
+            self.admit_canonical(&seed, key, 0, None, 0);
+            let Some(reason) = self
+                .by_url
+                .get(key)
+                .and_then(|id| self.resources.get(id).ignored)
+            else {
+                continue;
+            };
+            ignored += 1;
+            if named.len() < NAMED {
+                named.push(format!("{seed} ({reason})"));
+            }
+        }
+        if ignored > 0 {
+            let more = ignored - named.len() as u64;
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            let seeds = if ignored == 1 { "seed" } else { "seeds" };
+            self.warn(format!(
+                "{ignored} {seeds} left out: {}{more}",
+                named.join(", ")
+            ));
+        }
     }
 
     /// Decides on a URL: new or seen, in scope or not, under the limits; queues it if so.
@@ -1918,6 +1951,19 @@ fn fetcher(cfg: &CrawlConfig) -> Result<Fetcher, EngineError> {
         max_idle_per_host: cfg.per_site.max(1),
     };
     Fetcher::new(&fetch_cfg).map_err(|e| EngineError::Client(e.to_string()))
+}
+
+/// The seeds of a resumed crawl, then the new ones of `given` it lacks (a set: seeds files hold
+/// hundreds of thousands).
+fn with_seeds_of(restored: &checkpoint::Restored, given: Vec<String>) -> Vec<String> {
+    let mut seeds: Vec<String> = restored.seeds().to_vec();
+    let mut known: std::collections::HashSet<String> = seeds.iter().cloned().collect();
+    for s in given {
+        if known.insert(s.clone()) {
+            seeds.push(s);
+        }
+    }
+    seeds
 }
 
 /// Takes the crawl folder's lock, then finds what it holds: nothing (or `--fresh`) starts a
