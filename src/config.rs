@@ -173,11 +173,6 @@ pub enum ConfigError {
     BadSeed { seed: String, reason: String },
     #[error("seed {0:?} is not an http or https URL")]
     SeedScheme(String),
-    #[error(
-        "seed {shown}... is {len} bytes long: crawltop fetches no URL longer than {max} bytes",
-        max = crate::scope::MAX_URL_BYTES
-    )]
-    SeedTooLong { shown: String, len: usize },
     #[error("{name} must be between {min} and {max}, not {value}")]
     OutOfRange {
         name: &'static str,
@@ -351,13 +346,6 @@ impl CrawlConfig {
             })?;
             if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
                 return Err(ConfigError::SeedScheme(s.clone()));
-            }
-            let len = canonical_len(&url);
-            if len > crate::scope::MAX_URL_BYTES {
-                return Err(ConfigError::SeedTooLong {
-                    shown: s.chars().take(80).collect(),
-                    len,
-                });
             }
             seeds.push(url);
         }
@@ -549,14 +537,6 @@ fn first_seeds<S: serde::Serializer>(seeds: &[String], to: S) -> Result<S::Ok, S
     to.collect_seq(seeds.iter().take(SEEDS_SHOWN))
 }
 
-/// The length of `url` as the crawl judges it (canonical: the form the scope's length check
-/// reads).
-fn canonical_len(url: &url::Url) -> usize {
-    let mut url = url.clone();
-    crate::canonical::canonicalize(&mut url);
-    url.as_str().len()
-}
-
 /// What a seeds file held: its good seeds (each once), and what was wrong with the rest.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SeedsFile {
@@ -572,9 +552,10 @@ pub struct SeedsFile {
 
 impl SeedsFile {
     /// Reads seeds one line at a time: blank lines and `#` comments are skipped, a line that is
-    /// not an http(s) URL with a host (or not UTF-8) is counted with its number, a repeat is
-    /// counted once. Memory is the good seeds plus 8 bytes each for the repeat check, whatever
-    /// the file's length.
+    /// not an http(s) URL with a host (or not UTF-8, or a URL longer than crawltop fetches) is
+    /// counted with its number, a repeat is counted once. Memory is the good seeds plus 8 bytes
+    /// each for the repeat check, whatever the file's length, and a line is held up to
+    /// [`MAX_SEED_LINE`] bytes (a longer one is counted, and skipped as it is read).
     pub fn read(mut input: impl std::io::BufRead) -> std::io::Result<SeedsFile> {
         use std::io::{BufRead as _, Read as _};
         let mut out = SeedsFile::default();
