@@ -173,7 +173,7 @@ impl Mirror {
             root: root.to_path_buf(),
             listed: HashSet::new(),
         };
-        if list.exists() {
+        if fs::symlink_metadata(&list).is_ok() {
             mirror.listed = listed(&list).map_err(io(&list))?.into_iter().collect();
         } else if resume {
             for site in site_shaped(root).map_err(io(root))? {
@@ -213,10 +213,14 @@ impl Mirror {
     /// Appends `site` to the list, in one write of a whole line (a line cut by a crash has no
     /// newline, and [`listed`] skips it).
     fn list(&mut self, site: &str) -> Result<(), MirrorError> {
+        use std::os::unix::fs::OpenOptionsExt as _;
         let path = self.root.join(SITES_LIST);
+        // Never through a planted symlink: the list is written inside the pages folder only.
+        let no_follow = i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0);
         fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(no_follow)
             .open(&path)
             .and_then(|mut file| file.write_all(format!("{site}\n").as_bytes()))
             .map_err(|source| MirrorError::Io { path, source })?;
@@ -1351,6 +1355,22 @@ mod tests {
         )
         .expect("a list");
         assert_eq!(made_by_crawls(dir.path()).expect("read"), ["h_80"]);
+    }
+
+    /// A list that is a symlink is never written through: the crawl fails on it, naming it.
+    #[test]
+    fn a_list_planted_as_a_symlink_is_not_written_through() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("pages");
+        fs::create_dir(&root).expect("pages");
+        let target = dir.path().join("elsewhere.txt");
+        fs::write(&target, b"kept\n").expect("target");
+        std::os::unix::fs::symlink(&target, root.join(SITES_LIST)).expect("symlink");
+        let mut mirror = Mirror::open(&root, false).expect("open");
+        let url = Url::parse("http://h/a.html").expect("URL");
+        let error = mirror.write_page(&url, b"x").expect_err("refused");
+        assert!(matches!(error, MirrorError::Io { .. }), "{error:?}");
+        assert_eq!(fs::read(&target).expect("target"), b"kept\n");
     }
 
     /// Without a list (a mirror of a crawltop before it, or a folder of the user's), no folder
