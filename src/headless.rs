@@ -14,20 +14,26 @@ use crate::snapshot::{LogLine, RunState, Snapshot};
 /// How often a progress line is printed.
 pub const EVERY: Duration = Duration::from_secs(2);
 
-/// One progress line, e.g.
-/// `[   12.0s] running  pages 1234 (103.2/s)  queued 456  in flight 16  errors 3  delay 100 ms`.
+/// One progress line, e.g. `[   12.0s] running  pages 1234 (103.2/s)  responses 1301
+/// (110.5/s)  queued 456  in flight 16  errors 3  delay 100 ms`. Pages are the URLs fetched;
+/// responses are every answer the servers gave (robots.txt, redirects and errors too), so a
+/// crawl that meets only 404s still shows it is working.
 pub fn progress_line(s: &Snapshot) -> String {
     line_as(s, state_name(s.state))
 }
 
 fn line_as(s: &Snapshot, state: &str) -> String {
     let errors = s.resources.fetch_error + s.resources.parse_error;
+    let responses: u64 = s.http.status.values().sum();
     format!(
-        "[{:>8.1}s] {:<8} pages {} ({:.1}/s)  queued {}  in flight {}  errors {}  delay {} ms",
+        "[{:>8.1}s] {:<8} pages {} ({:.1}/s)  responses {} ({:.1}/s)  queued {}  in flight {}  \
+         errors {}  delay {} ms",
         s.elapsed_s,
         state,
         s.resources.fetched,
         s.rates.pages_per_s,
+        responses,
+        s.rates.responses_per_s,
         s.scheduler.spider.queued + s.scheduler.blocked,
         s.scheduler.assigned,
         errors,

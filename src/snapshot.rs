@@ -382,6 +382,10 @@ pub struct Rates {
     /// Over the last few seconds.
     pub pages_per_s: f64,
     pub bytes_per_s: f64,
+    /// Every response (a 404, a robots.txt, a redirect as well as a page), over the same
+    /// seconds: a crawl whose answers are all errors still shows it is working.
+    #[serde(default)]
+    pub responses_per_s: f64,
     /// Pages per second, one value per second, oldest first (up to a minute).
     pub history: Vec<f64>,
 }

@@ -1228,6 +1228,7 @@ mod tests {
             rates: Rates {
                 pages_per_s: 1_482.3,
                 bytes_per_s: 3_140_000.0,
+                responses_per_s: 1_490.1,
                 history,
             },
             log,

@@ -117,6 +117,19 @@ async fn a_crawl_writes_its_files_and_reports_progress() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("crawltop: done after"), "{err}");
     assert!(err.contains("finished pages"), "{err}");
+    // The last progress line counts every response, robots.txt's and redirects' too: as many
+    // as the server answered.
+    let last = err
+        .lines()
+        .rfind(|l| l.contains("finished pages"))
+        .expect("a last progress line");
+    let responses = last
+        .split("responses ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no response count in {last}"));
+    assert_eq!(responses, web.log().records().len(), "{last}");
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
     assert_eq!(stats["config"]["delay_ms"], 10);

@@ -197,7 +197,7 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     log: VecDeque<LogLine>,
     samples: VecDeque<Shares>,
     /// (seconds since start, pages fetched, bytes) once a second, for rates.
-    per_second: VecDeque<(f64, u64, u64)>,
+    per_second: VecDeque<(f64, u64, u64, u64)>,
     pages_fetched: u64,
     /// Results in dispatch order, for the committer.
     window: Window<CommitItem>,

@@ -178,10 +178,11 @@ impl<F: Schedule> Coordinator<F> {
         if self
             .per_second
             .back()
-            .is_none_or(|(last, _, _)| t - last >= 1.0)
+            .is_none_or(|(last, ..)| t - last >= 1.0)
         {
+            let responses = self.http.status.values().sum();
             self.per_second
-                .push_back((t, self.pages_fetched, self.http.bytes));
+                .push_back((t, self.pages_fetched, self.http.bytes, responses));
             while self.per_second.len() > 61 {
                 self.per_second.pop_front();
             }
@@ -443,14 +444,16 @@ impl<F: Schedule> Coordinator<F> {
             .per_second
             .iter()
             .rev()
-            .find(|(ts, _, _)| t - ts >= 3.0)
+            .find(|(ts, ..)| t - ts >= 3.0)
             .or(self.per_second.front());
-        let (pages_per_s, bytes_per_s) = match window {
-            Some(&(ts, pages, bytes)) if t > ts => (
+        let responses_now: u64 = self.http.status.values().sum();
+        let (pages_per_s, bytes_per_s, responses_per_s) = match window {
+            Some(&(ts, pages, bytes, responses)) if t > ts => (
                 (self.pages_fetched - pages) as f64 / (t - ts),
                 (self.http.bytes - bytes) as f64 / (t - ts),
+                responses_now.saturating_sub(responses) as f64 / (t - ts),
             ),
-            _ => (0.0, 0.0),
+            _ => (0.0, 0.0, 0.0),
         };
         let history = self
             .per_second
@@ -461,6 +464,7 @@ impl<F: Schedule> Coordinator<F> {
         Rates {
             pages_per_s,
             bytes_per_s,
+            responses_per_s,
             history,
         }
     }
