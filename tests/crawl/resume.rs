@@ -792,7 +792,14 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choices_across
         .output()
         .await
         .expect("resumes");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // Said before the checkpoint is read (seconds for a big crawl), then once it is.
+    let reading = err
+        .find("crawltop: reading the checkpoint in")
+        .expect("said");
+    let resuming = err.find("crawltop: resuming the crawl in").expect("said");
+    assert!(reading < resuming, "{err}");
     let second = stats(&dir.path().join("second.json"));
     assert_eq!(second["commit"]["run"], 2, "{}", second["commit"]);
     assert!(
