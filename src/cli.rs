@@ -915,10 +915,12 @@ async fn crawl_with_face(
     // Registered before anything starts: an early signal stops the crawl instead of killing it.
     let signals = Signals::new()?;
     // A big crawl's checkpoint takes seconds to read (about 5 at 10 million URLs known): said
-    // before, so the wait is not silent.
-    if let Some(dir) = (cfg.out.as_ref())
-        .filter(|d| !cfg.fresh && d.join(crate::store::checkpoint::STATE_FILE).exists())
-    {
+    // before, so the wait is not silent. A folder another crawl holds is refused first, alone.
+    if let Some(dir) = (cfg.out.as_ref()).filter(|d| {
+        !cfg.fresh
+            && d.join(crate::store::checkpoint::STATE_FILE).exists()
+            && !crate::store::committer::FolderLock::held_elsewhere(d)
+    }) {
         eprintln!("crawltop: reading the checkpoint in {}", dir.display());
     }
     let handle = match cluster {

@@ -277,6 +277,13 @@ impl LockId {
 }
 
 impl FolderLock {
+    /// Whether another process holds `dir`'s lock now. A probe for what to say before the
+    /// engine starts: the lock is taken shared and let go at once, so a crawl that takes it in
+    /// that instant is refused as if this one held it.
+    pub fn held_elsewhere(dir: &Path) -> bool {
+        std::fs::File::open(dir.join(LOCK_FILE)).is_ok_and(|f| f.try_lock_shared().is_err())
+    }
+
     /// Creates `dir` if needed and takes its lock, or names the process that holds it.
     pub fn take(dir: &Path) -> Result<FolderLock, StoreError> {
         let io = |path: &Path| {
