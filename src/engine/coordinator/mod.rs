@@ -196,7 +196,7 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     commands: Vec<CommandRecord>,
     log: VecDeque<LogLine>,
     samples: VecDeque<Shares>,
-    /// (seconds since start, pages fetched, bytes) once a second, for rates.
+    /// (seconds since start, pages fetched, bytes, responses) once a second, for rates.
     per_second: VecDeque<(f64, u64, u64, u64)>,
     pages_fetched: u64,
     /// Results in dispatch order, for the committer.
@@ -717,8 +717,9 @@ impl<F: Schedule> Coordinator<F> {
         id
     }
 
-    /// Admits this run's seeds, and says which of them are left out and why (an `--exclude`
-    /// that matches one, a `--max-pages` below their number): the first few by URL.
+    /// Admits this run's seeds, and says which of them are left out and why (a URL too long,
+    /// an `--exclude` that matches one, a `--max-pages` below their number): the first few by
+    /// URL.
     fn admit_seeds(&mut self) {
         const NAMED: usize = 3;
         let (mut named, mut ignored) = (Vec::new(), 0u64);
