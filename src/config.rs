@@ -578,6 +578,12 @@ impl SeedsFile {
                 out.malformed(number, "not UTF-8".into());
                 continue;
             };
+            // A byte order mark some editors put at a file's start is no part of its first URL.
+            let text = if number == 1 {
+                text.strip_prefix('\u{feff}').unwrap_or(text)
+            } else {
+                text
+            };
             let text = text.trim();
             if text.is_empty() || text.starts_with('#') {
                 continue;
@@ -674,6 +680,18 @@ mod seeds_tests {
 
     /// A line longer than any URL crawltop fetches is named and skipped as it is read; the
     /// lines after it are read as usual.
+    /// A byte order mark at the file's start (Windows editors write one) and CRLF line ends
+    /// are no part of a URL.
+    #[test]
+    fn a_seeds_file_with_a_byte_order_mark_and_crlf_reads_its_first_line() {
+        let text = "\u{feff}http://a.test/\r\nhttp://b.test/\r\n\u{feff}http://c.test/\r\n";
+        let got = SeedsFile::read(std::io::Cursor::new(text)).expect("in memory");
+        assert_eq!(got.seeds, ["http://a.test/", "http://b.test/"]);
+        // Only the file's start may hold one.
+        assert_eq!(got.malformed_count, 1);
+        assert_eq!(got.malformed[0].0, 3);
+    }
+
     #[test]
     fn a_seeds_file_line_too_long_is_skipped_not_held() {
         let mut text = b"http://a.test/\n".to_vec();
