@@ -645,8 +645,13 @@ impl SeedsFile {
             } else {
                 String::new()
             };
+            let lines = if self.malformed_count == 1 {
+                "line"
+            } else {
+                "lines"
+            };
             parts.push(format!(
-                "{} malformed lines skipped: {}{rest}",
+                "{} malformed {lines} skipped: {}{rest}",
                 self.malformed_count,
                 named.join(", ")
             ));

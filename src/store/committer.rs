@@ -588,9 +588,7 @@ impl Committer {
         // held a page (only 2xx answers are mirrored).
         let mut mirror = kind
             .mirror()
-            .then(|| {
-                super::mirror::Mirror::open(&dir.join("pages"), matches!(start, Start::Resume(_)))
-            })
+            .then(|| super::mirror::Mirror::open(&dir.join("pages")))
             .transpose()?;
         let mut index = indexed
             .then(|| {

@@ -159,10 +159,10 @@ pub struct Mirror {
 
 impl Mirror {
     /// Opens the pages folder `root`, made if missing, and reads its list of site folders. A
-    /// mirror written before crawltop kept a list, which a crawl now resumes (`resume`), gets
-    /// one first, of every folder there named like a site folder: that name was the only sign a
-    /// folder was a crawl's then.
-    pub fn open(root: &Path, resume: bool) -> Result<Mirror, MirrorError> {
+    /// mirror written before crawltop kept a list gets one as it goes: each site this crawl
+    /// writes is listed then. Its other folders are not: named like site folders, they may be
+    /// the user's (`photos_2023`), so `--fresh` keeps them.
+    pub fn open(root: &Path) -> Result<Mirror, MirrorError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| MirrorError::Io { path, source }
@@ -175,10 +175,6 @@ impl Mirror {
         };
         if fs::symlink_metadata(&list).is_ok() {
             mirror.listed = listed(&list).map_err(io(&list))?.into_iter().collect();
-        } else if resume {
-            for site in site_shaped(root).map_err(io(root))? {
-                mirror.list(&site)?;
-            }
         }
         Ok(mirror)
     }
@@ -232,7 +228,7 @@ impl Mirror {
 /// The site folders of the pages folder `root` that crawls made, as `--fresh` removes them: the
 /// names its [`SITES_LIST`] holds (the list itself is not among them). Without a list, none: a
 /// folder named like a site folder may be the user's, and one of a mirror written before the
-/// list (never resumed since) stays rather than risk that.
+/// list stays rather than risk that.
 pub fn made_by_crawls(root: &Path) -> io::Result<Vec<String>> {
     let list = root.join(SITES_LIST);
     if fs::symlink_metadata(&list).is_ok() {
@@ -245,6 +241,14 @@ pub fn made_by_crawls(root: &Path) -> io::Result<Vec<String>> {
 /// The names a list holds: whole lines only, each one a site folder's name and nothing that
 /// could reach outside the pages folder, however the file was edited.
 fn listed(list: &Path) -> io::Result<Vec<String>> {
+    // Read only as a plain file of the pages folder: a symlink would let a file elsewhere say
+    // what `--fresh` deletes.
+    if !fs::symlink_metadata(list)?.is_file() {
+        return Err(io::Error::other(
+            "the mirror's list of site folders is not a plain file (a symlink, a folder); \
+             remove it, or put the list back",
+        ));
+    }
     let bytes = fs::read(list)?;
     let (mut names, mut seen) = (Vec::new(), HashSet::new());
     let mut lines = bytes.split(|&b| b == b'\n');
@@ -260,19 +264,6 @@ fn listed(list: &Path) -> io::Result<Vec<String>> {
             names.push(name.to_owned());
         }
     }
-    Ok(names)
-}
-
-/// Every entry of `root` named like a site folder.
-fn site_shaped(root: &Path) -> io::Result<Vec<String>> {
-    let mut names = Vec::new();
-    for entry in fs::read_dir(root)? {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        if is_site_folder(&name) {
-            names.push(name);
-        }
-    }
-    names.sort();
     Ok(names)
 }
 
@@ -1288,7 +1279,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = Url::parse("http://127.0.0.1:8080/guide/p7.html").expect("URL");
         let body = b"<html>\x00\xFF bytes as received</html>";
-        let mut mirror = Mirror::open(dir.path(), false).expect("open");
+        let mut mirror = Mirror::open(dir.path()).expect("open");
         let path = mirror.write_page(&url, body).expect("write");
         assert_eq!(path, dir.path().join("127.0.0.1_8080/guide/p7.html"));
         assert_eq!(fs::read(&path).expect("read back"), body);
@@ -1298,7 +1289,7 @@ mod tests {
     fn write_page_replaces_and_leaves_no_temporary_file() {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = Url::parse("http://h/a.html").expect("URL");
-        let mut mirror = Mirror::open(dir.path(), false).expect("open");
+        let mut mirror = Mirror::open(dir.path()).expect("open");
         mirror.write_page(&url, b"first").expect("write");
         let path = mirror.write_page(&url, b"second").expect("rewrite");
         assert_eq!(fs::read(&path).expect("read back"), b"second");
@@ -1314,7 +1305,7 @@ mod tests {
     fn the_list_names_each_site_folder_a_crawl_made() {
         let dir = tempfile::tempdir().expect("temp dir");
         fs::create_dir(dir.path().join("photos_2023")).expect("a folder of the user's");
-        let mut mirror = Mirror::open(dir.path(), false).expect("open");
+        let mut mirror = Mirror::open(dir.path()).expect("open");
         for url in [
             "http://h/a.html",
             "http://h/b.html",
@@ -1325,7 +1316,7 @@ mod tests {
                 .write_page(&Url::parse(url).expect("URL"), b"x")
                 .expect("write");
         }
-        let mut again = Mirror::open(dir.path(), true).expect("reopen");
+        let mut again = Mirror::open(dir.path()).expect("reopen");
         again
             .write_page(&Url::parse("http://h/c.html").expect("URL"), b"x")
             .expect("write");
@@ -1357,39 +1348,38 @@ mod tests {
         assert_eq!(made_by_crawls(dir.path()).expect("read"), ["h_80"]);
     }
 
-    /// A list that is a symlink is never written through: the crawl fails on it, naming it.
+    /// A list that is a symlink is neither read nor written through: a file elsewhere never
+    /// says what `--fresh` deletes, and the mirror refuses to open, naming the list.
     #[test]
-    fn a_list_planted_as_a_symlink_is_not_written_through() {
+    fn a_list_planted_as_a_symlink_is_neither_read_nor_written_through() {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("pages");
-        fs::create_dir(&root).expect("pages");
+        fs::create_dir_all(root.join("user_9")).expect("a folder of the user's");
         let target = dir.path().join("elsewhere.txt");
-        fs::write(&target, b"kept\n").expect("target");
+        fs::write(&target, b"user_9\n").expect("target");
         std::os::unix::fs::symlink(&target, root.join(SITES_LIST)).expect("symlink");
-        let mut mirror = Mirror::open(&root, false).expect("open");
-        let url = Url::parse("http://h/a.html").expect("URL");
-        let error = mirror.write_page(&url, b"x").expect_err("refused");
+        let error = made_by_crawls(&root).expect_err("not read");
+        assert!(error.to_string().contains("not a plain file"), "{error}");
+        let error = Mirror::open(&root).expect_err("not opened");
         assert!(matches!(error, MirrorError::Io { .. }), "{error:?}");
-        assert_eq!(fs::read(&target).expect("target"), b"kept\n");
+        assert_eq!(fs::read(&target).expect("target"), b"user_9\n");
     }
 
     /// Without a list (a mirror of a crawltop before it, or a folder of the user's), no folder
-    /// counts as a crawl's; a resume lists every folder named like a site folder (the crawl's
-    /// mirror is there), a fresh crawl lists none.
+    /// counts as a crawl's; a crawl lists the sites it writes, and nothing else, even on a
+    /// resume of such a mirror.
     #[test]
-    fn a_mirror_without_a_list_is_listed_by_names_when_resumed() {
+    fn a_mirror_without_a_list_lists_only_the_sites_it_writes() {
         let dir = tempfile::tempdir().expect("temp dir");
         for name in ["old_8080", "photos_2023", "notes"] {
             fs::create_dir(dir.path().join(name)).expect("folders");
         }
         assert!(made_by_crawls(dir.path()).expect("read").is_empty());
-        Mirror::open(dir.path(), false).expect("open");
+        let mut mirror = Mirror::open(dir.path()).expect("open");
         assert!(!dir.path().join(SITES_LIST).exists());
-        Mirror::open(dir.path(), true).expect("resume");
-        assert_eq!(
-            fs::read_to_string(dir.path().join(SITES_LIST)).expect("the list"),
-            "old_8080\nphotos_2023\n"
-        );
+        let url = Url::parse("http://old:8080/a.html").expect("URL");
+        mirror.write_page(&url, b"x").expect("write");
+        assert_eq!(made_by_crawls(dir.path()).expect("read"), ["old_8080"]);
     }
 
     #[test]
@@ -1405,7 +1395,7 @@ mod tests {
             let dir = tempfile::tempdir().expect("temp dir");
             for &i in &order {
                 let url = Url::parse(urls[i]).expect("URL");
-                let mut mirror = Mirror::open(dir.path(), false).expect("open");
+                let mut mirror = Mirror::open(dir.path()).expect("open");
                 mirror
                     .write_page(&url, urls[i].as_bytes())
                     .expect("every page is storable");
@@ -1435,7 +1425,7 @@ mod tests {
         .map(str::to_owned)
         .to_vec();
         urls.extend((0..300).map(|_| hostile_url(&mut rng)));
-        let mut mirror = Mirror::open(&root, false).expect("open");
+        let mut mirror = Mirror::open(&root).expect("open");
         for text in &urls {
             let Ok(url) = Url::parse(text) else { continue };
             let path = mirror
@@ -1460,7 +1450,7 @@ mod tests {
     fn write_page_refuses_a_non_http_url() {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = Url::parse("file:///etc/passwd").expect("URL");
-        let mut mirror = Mirror::open(dir.path(), false).expect("open");
+        let mut mirror = Mirror::open(dir.path()).expect("open");
         let error = mirror.write_page(&url, b"x").expect_err("not mappable");
         assert!(matches!(error, MirrorError::Unmappable { .. }));
         assert!(files_under(dir.path()).is_empty());
@@ -1471,14 +1461,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("pages");
         fs::write(&root, b"a file where the pages folder should be").expect("setup");
-        let error = Mirror::open(&root, false).expect_err("root is a file");
+        let error = Mirror::open(&root).expect_err("root is a file");
         assert!(matches!(error, MirrorError::Io { .. }));
     }
 
     #[test]
     fn write_page_reports_io_failure_as_error() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut mirror = Mirror::open(dir.path(), false).expect("open");
+        let mut mirror = Mirror::open(dir.path()).expect("open");
         fs::write(
             dir.path().join("h_80"),
             b"a file where a site folder should be",

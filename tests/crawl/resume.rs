@@ -323,6 +323,56 @@ async fn a_finished_crawl_is_not_crawled_again_and_fresh_starts_over() {
     );
 }
 
+/// `--fresh` finds out everything it removes before it removes anything: a mirror's list of
+/// site folders that cannot be read (here a folder, or a symlink to a file elsewhere) stops it
+/// with the crawl folder as it was, and a file elsewhere never says what it deletes.
+#[tokio::test]
+async fn fresh_with_a_list_it_cannot_read_removes_nothing() {
+    let web = TestWeb::start(GenOptions::new(1, 6).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let stats = dir.path().join("stats.json");
+    let run = |fresh: bool| {
+        let mut cmd = crawl_command(&web, &out, &stats);
+        cmd.args(["--store", "both"]).stderr(Stdio::piped());
+        if fresh {
+            cmd.arg("--fresh");
+        }
+        cmd.output()
+    };
+    assert!(run(false).await.expect("runs").status.success());
+    let list = out.join("pages").join(crawltop::store::mirror::SITES_LIST);
+    std::fs::create_dir_all(out.join("pages/user_9")).expect("a folder of the user's");
+    let elsewhere = dir.path().join("elsewhere.txt");
+    std::fs::write(&elsewhere, b"user_9\n").expect("write");
+    for planted in ["a folder", "a symlink"] {
+        std::fs::remove_file(&list)
+            .or_else(|_| std::fs::remove_dir(&list))
+            .expect("the list goes");
+        if planted == "a folder" {
+            std::fs::create_dir(&list).expect("mkdir");
+        } else {
+            std::os::unix::fs::symlink(&elsewhere, &list).expect("symlink");
+        }
+        // The lock file is every run's to rewrite; the rest must stay as it was.
+        let listing = || {
+            let mut all = crate::util::listing(&out);
+            all.retain(|path, _| !path.ends_with("crawltop.lock"));
+            all
+        };
+        let before = listing();
+        let requests = web.log().records().len();
+        let o = run(true).await.expect("runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{planted}: {err}");
+        assert!(err.contains("not a plain file"), "{planted}: {err}");
+        assert_eq!(listing(), before, "{planted}: nothing removed");
+        assert_eq!(web.log().records().len(), requests, "nothing fetched");
+    }
+}
+
 #[test]
 fn a_state_of_another_version_or_a_corrupt_one_is_refused_and_kept() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -1382,6 +1382,14 @@ impl<F: Schedule> Coordinator<F> {
         {
             self.warn(format!("robots.txt not read: {why}"));
         }
+        for f in &responses {
+            if let Some(why) = &f.dropped_body {
+                self.warn(format!(
+                    "{}: a robots.txt redirect without its whole body: {why}",
+                    f.final_url
+                ));
+            }
+        }
         for status in responses.iter().map(|f| f.status).chain(cut) {
             *self.http.status.entry(status.to_string()).or_default() += 1;
         }
@@ -1709,7 +1717,7 @@ impl<F: Schedule> Coordinator<F> {
                 self.count_fetched(id, site);
                 if let Some(why) = &f.dropped_body {
                     self.warn(format!(
-                        "{}: redirect followed without its whole body: {why}",
+                        "{}: a redirect without its whole body: {why}",
                         f.final_url
                     ));
                 }
@@ -2008,9 +2016,16 @@ fn clear_folder(dir: &std::path::Path) -> Result<(), StoreError> {
         let path = path.to_path_buf();
         move |source| StoreError::Io { path, source }
     };
+    // Everything to remove is known before anything is: a store that cannot be read (a list
+    // of site folders that is not a file) stops `--fresh` with the folder as it was.
+    let mut doomed = Vec::new();
     for folder in crate::store::committer::STORES {
         let path = dir.join(folder);
-        for at in crate::store::committer::stored_entries(dir, folder).map_err(io(&path))? {
+        let entries = crate::store::committer::stored_entries(dir, folder).map_err(io(&path))?;
+        doomed.push((path, entries));
+    }
+    for (path, entries) in doomed {
+        for at in entries {
             let kind = std::fs::symlink_metadata(&at).map_err(io(&at))?.file_type();
             let removed = if kind.is_dir() {
                 std::fs::remove_dir_all(&at)
