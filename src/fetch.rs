@@ -517,7 +517,9 @@ fn version_name(version: reqwest::Version) -> &'static str {
     }
 }
 
-fn is_redirect(status: u16) -> bool {
+/// The statuses a browser follows the Location of (the Fetch standard's redirect statuses): not
+/// 300, 304 or 305, whatever headers they carry.
+pub fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 

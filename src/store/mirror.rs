@@ -114,6 +114,12 @@ pub enum MirrorError {
         #[source]
         source: io::Error,
     },
+    #[error("cannot read the mirror's list of site folders {}", .path.display())]
+    List {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// Where `url` is stored, relative to the pages folder, e.g. `127.0.0.1_8080/guide/p7.html`.
@@ -174,7 +180,11 @@ impl Mirror {
             listed: HashSet::new(),
         };
         if fs::symlink_metadata(&list).is_ok() {
-            mirror.listed = listed(&list).map_err(io(&list))?.into_iter().collect();
+            let names = listed(&list).map_err(|source| MirrorError::List {
+                path: list.clone(),
+                source,
+            })?;
+            mirror.listed = names.into_iter().collect();
         }
         Ok(mirror)
     }
@@ -1361,7 +1371,7 @@ mod tests {
         let error = made_by_crawls(&root).expect_err("not read");
         assert!(error.to_string().contains("not a plain file"), "{error}");
         let error = Mirror::open(&root).expect_err("not opened");
-        assert!(matches!(error, MirrorError::Io { .. }), "{error:?}");
+        assert!(matches!(error, MirrorError::List { .. }), "{error:?}");
         assert_eq!(fs::read(&target).expect("target"), b"user_9\n");
     }
 

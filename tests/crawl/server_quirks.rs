@@ -389,6 +389,40 @@ async fn a_redirect_whose_body_does_not_decode_or_is_cut_is_followed() {
     }
 }
 
+/// Only a redirect's Location is followed: a 304 or a 300 that carries one is an answer, and
+/// the site never asked for its Location (a browser would not ask either).
+#[tokio::test]
+async fn a_location_on_a_status_that_is_no_redirect_is_not_followed() {
+    let with_location = |status: u16, to: &str| Answer {
+        status,
+        ..Answer::new(&[("Location", to)], "")
+    };
+    let answers = BTreeMap::from([
+        (
+            "/".to_owned(),
+            linking(&["/n304.html", "/n300.html", "/r307.html"]),
+        ),
+        (
+            "/n304.html".to_owned(),
+            with_location(304, "/never304.html"),
+        ),
+        (
+            "/n300.html".to_owned(),
+            with_location(300, "/never300.html"),
+        ),
+        ("/r307.html".to_owned(), with_location(307, "/target.html")),
+        ("/target.html".to_owned(), Answer::html("<p>here</p>")),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let (crawled, _out) = crawl_into_warc(&origin).await;
+    let asked = asked.paths();
+    assert!(asked.contains(&"/target.html".to_owned()), "{asked:?}");
+    for never in ["/never304.html", "/never300.html"] {
+        assert!(!asked.contains(&never.to_owned()), "{never}: {asked:?}");
+    }
+    assert_eq!(crawled.urls[&format!("{origin}/n304.html")]["status"], 304);
+}
+
 #[tokio::test]
 async fn stacked_codings_are_decoded_and_a_coding_crawltop_cannot_decode_is_kept_as_sent() {
     let page = |word: &str, link: &str| {

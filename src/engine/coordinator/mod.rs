@@ -736,7 +736,14 @@ impl<F: Schedule> Coordinator<F> {
             };
             ignored += 1;
             if named.len() < NAMED {
-                named.push(format!("{seed} ({reason})"));
+                // A URL of thousands of bytes is named by its start.
+                let mut shown = seed.to_string();
+                if shown.len() > 200 {
+                    let cut = (0..=200).rev().find(|&i| shown.is_char_boundary(i));
+                    shown.truncate(cut.unwrap_or(0));
+                    shown.push_str("...");
+                }
+                named.push(format!("{shown} ({reason})"));
             }
         }
         if ignored > 0 {
@@ -1721,7 +1728,11 @@ impl<F: Schedule> Coordinator<F> {
                         f.final_url
                     ));
                 }
-                let target = f.location.as_deref().and_then(|l| f.final_url.join(l).ok());
+                // Only a redirect's Location is a request the site asks for (a 304 or a 300
+                // may carry one too).
+                let target = (f.location.as_deref())
+                    .filter(|_| crate::fetch::is_redirect(status))
+                    .and_then(|l| f.final_url.join(l).ok());
                 if let Some(target) = target {
                     let r = self.resources.get(id);
                     let (depth, hops) = (r.depth, r.hops.saturating_add(1));
