@@ -1375,6 +1375,22 @@ mod tests {
         assert_eq!(fs::read(&target).expect("target"), b"user_9\n");
     }
 
+    /// A symlink planted as the list after the mirror opened (no list then) is not written
+    /// through either: the page's write fails, the file elsewhere is unchanged.
+    #[test]
+    fn a_list_planted_after_the_open_is_not_written_through() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("pages");
+        let mut mirror = Mirror::open(&root).expect("open");
+        let target = dir.path().join("elsewhere.txt");
+        fs::write(&target, b"kept\n").expect("target");
+        std::os::unix::fs::symlink(&target, root.join(SITES_LIST)).expect("symlink");
+        let url = Url::parse("http://h/a.html").expect("URL");
+        let error = mirror.write_page(&url, b"x").expect_err("refused");
+        assert!(matches!(error, MirrorError::Io { .. }), "{error:?}");
+        assert_eq!(fs::read(&target).expect("target"), b"kept\n");
+    }
+
     /// Without a list (a mirror of a crawltop before it, or a folder of the user's), no folder
     /// counts as a crawl's; a crawl lists the sites it writes, and nothing else, even on a
     /// resume of such a mirror.
