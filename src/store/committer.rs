@@ -199,7 +199,7 @@ pub fn stored(dir: &Path) -> Vec<&'static str> {
 }
 
 /// The entries of `dir`'s store folder `store` (one of [`STORES`]) that are a crawl's: its WARC
-/// files, the mirror's site folders and their list ([`super::mirror::made_by_crawls`]), anything
+/// files, the mirror's site folders and its lists ([`super::mirror::made_by_crawls`]), anything
 /// in its index. Anything else there is the user's: `--fresh` leaves it. A store folder that is
 /// not there holds none.
 pub fn stored_entries(dir: &Path, store: &str) -> std::io::Result<Vec<PathBuf>> {
@@ -209,10 +209,11 @@ pub fn stored_entries(dir: &Path, store: &str) -> std::io::Result<Vec<PathBuf>> 
     }
     if store == "pages" {
         let list = folder.join(super::mirror::SITES_LIST);
+        let created = folder.join(super::mirror::CREATED_LIST);
         let mut found: Vec<PathBuf> = super::mirror::made_by_crawls(&folder)?
             .into_iter()
             .map(|site| folder.join(site))
-            .chain([list])
+            .chain([created, list])
             .filter(|at| std::fs::symlink_metadata(at).is_ok())
             .collect();
         // The list goes last, so a removal cut short leaves it naming what is left.
@@ -476,6 +477,8 @@ pub struct Committer {
     status: Arc<CommitStatus>,
     /// Reads URL rows back from the last committed checkpoint (the engine's URL table).
     url_reader: UrlReader,
+    /// Files a resume removed from the mirror: mirrored for pages above its mark.
+    unmirrored: usize,
 }
 
 /// Most jobs waiting for the committer before the engine holds back new fetches: the store
@@ -586,10 +589,18 @@ impl Committer {
         let lock_after = lock.clone();
         // Made before the first mark, so a resume can tell a lost mirror from one that never
         // held a page (only 2xx answers are mirrored).
-        let mut mirror = kind
-            .mirror()
-            .then(|| super::mirror::Mirror::open(&dir.join("pages")))
-            .transpose()?;
+        // A resume first removes the files mirrored for pages above its mark, as the WARC
+        // files were cut back above.
+        let opening = match start {
+            Start::Fresh => super::mirror::Opening::Fresh,
+            Start::Resume(mark) => super::mirror::Opening::Resume(mark.seq),
+        };
+        let (mut mirror, unmirrored) = if kind.mirror() {
+            let (mirror, removed) = super::mirror::Mirror::open(&dir.join("pages"), opening)?;
+            (Some(mirror), removed)
+        } else {
+            (None, 0)
+        };
         let mut index = indexed
             .then(|| {
                 crate::index::IndexWriter::open_with_memory(&dir.join("index"), index_memory_mb)
@@ -717,7 +728,14 @@ impl Committer {
             thread: Some(thread),
             status,
             url_reader,
+            unmirrored,
         })
+    }
+
+    /// How many files this run's start removed from the mirror: a resume's, made for pages
+    /// above its mark (they are fetched again, and written again if they still answer 2xx).
+    pub fn unmirrored(&self) -> usize {
+        self.unmirrored
     }
 
     /// Hands an item to the thread; never blocks.
@@ -991,6 +1009,9 @@ fn write_loop(
                     stores.pages_unsynced = false;
                 }
                 stores.checkpoint.write(&delta, warc, extract)?;
+                if let Some(mirror) = stores.mirror.as_deref_mut() {
+                    mirror.checkpointed()?;
+                }
                 status.checkpoints.fetch_add(1, Ordering::Relaxed);
                 status.stored_below.send_replace(delta.seq);
                 continue;
@@ -1021,7 +1042,7 @@ fn write_loop(
             if let Some(lock) = &stores.lock {
                 lock.check()?;
             }
-            mirror.write_page(&item.fetch.url, &item.fetch.body)?;
+            mirror.write_page(&item.fetch.url, &item.fetch.body, item.seq)?;
             stores.pages_unsynced = true;
         }
         if let (Some(ix), Some((title, text))) = (stores.index.as_deref_mut(), item.text.take()) {

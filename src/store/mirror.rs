@@ -5,7 +5,9 @@
 //! all compute the same place for a page without looking at the disk, and the order in which
 //! pages arrive never changes where they go. [`Mirror`] is the one small writer on top; it also
 //! keeps the pages folder's list of the site folders crawls made ([`SITES_LIST`]), which is what
-//! `--fresh` removes there.
+//! `--fresh` removes there. It also keeps the files it created since the crawl's last
+//! checkpoint ([`CREATED_LIST`]), which a resume removes: the other stores are cut back to the
+//! checkpoint, and so is the mirror.
 //! This module must never produce a path that leaves the pages folder, whatever the URL, and
 //! never let one page's file stand where another page needs a folder.
 //!
@@ -120,6 +122,24 @@ pub enum MirrorError {
         #[source]
         source: io::Error,
     },
+    #[error(
+        "cannot read the mirror's list of the files it made since the last checkpoint {}",
+        .path.display()
+    )]
+    Created {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "cannot remove {}, mirrored after the last checkpoint (its page is fetched again)",
+        .path.display()
+    )]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// Where `url` is stored, relative to the pages folder, e.g. `127.0.0.1_8080/guide/p7.html`.
@@ -156,11 +176,34 @@ pub fn sync(root: &Path) -> io::Result<()> {
 /// which no site folder's does.
 pub const SITES_LIST: &str = ".crawltop-sites";
 
-/// The mirror a crawl writes: its pages folder, and the site folders [`SITES_LIST`] holds.
+/// The pages folder's list of the files the mirror created since the crawl's last checkpoint,
+/// one `SEQ<tab>PATH` line each (the page's sequence number, the file's path in the pages
+/// folder), written before the file is: what a resume removes ([`Mirror::open`]). A killed
+/// crawl's WARC files, index and extract lines are cut back to its last checkpoint; its mirror
+/// would otherwise keep the files of the pages after it, which are fetched again, and keep them
+/// when the second answer is an error or a page no longer there. A file that was there before
+/// its page's write (a page of an alias, `/a/` and `/a/index.html`) is not listed: it holds a page
+/// of the checkpoint's. Its name starts with `.`, which no site folder's does.
+pub const CREATED_LIST: &str = ".crawltop-created";
+
+/// The mirror a crawl writes: its pages folder, the site folders [`SITES_LIST`] holds, and the
+/// files it made since the last checkpoint ([`CREATED_LIST`]).
 #[derive(Debug)]
 pub struct Mirror {
     root: PathBuf,
     listed: HashSet<String>,
+    /// [`CREATED_LIST`], open for appending.
+    created: fs::File,
+}
+
+/// Where a crawl's mirror starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    /// A new crawl (or one started over): the mirror holds no page of its.
+    Fresh,
+    /// A resume from the checkpoint whose mark is this sequence number: every page at or above
+    /// it is fetched again, so the files made for them are removed.
+    Resume(u64),
 }
 
 impl Mirror {
@@ -168,25 +211,49 @@ impl Mirror {
     /// mirror written before crawltop kept a list gets one as it goes: each site this crawl
     /// writes is listed then. Its other folders are not: named like site folders, they may be
     /// the user's (`photos_2023`), so `--fresh` keeps them.
-    pub fn open(root: &Path) -> Result<Mirror, MirrorError> {
+    ///
+    /// A resume ([`Opening::Resume`]) first removes the files [`CREATED_LIST`] names for the
+    /// pages at or above the mark (with the folders that leaves empty), syncs the removals,
+    /// and returns how many files it removed.
+    pub fn open(root: &Path, from: Opening) -> Result<(Mirror, usize), MirrorError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| MirrorError::Io { path, source }
         };
         fs::create_dir_all(root).map_err(io(root))?;
         let list = root.join(SITES_LIST);
-        let mut mirror = Mirror {
-            root: root.to_path_buf(),
-            listed: HashSet::new(),
-        };
+        let mut listed = HashSet::new();
         if fs::symlink_metadata(&list).is_ok() {
-            let names = listed(&list).map_err(|source| MirrorError::List {
+            let names = self::listed(&list).map_err(|source| MirrorError::List {
                 path: list.clone(),
                 source,
             })?;
-            mirror.listed = names.into_iter().collect();
+            listed = names.into_iter().collect();
         }
-        Ok(mirror)
+        let created = root.join(CREATED_LIST);
+        let removed = match from {
+            Opening::Resume(mark) if fs::symlink_metadata(&created).is_ok() => {
+                let paths = created_since(&created, mark, &listed).map_err(|source| {
+                    MirrorError::Created {
+                        path: created.clone(),
+                        source,
+                    }
+                })?;
+                remove_created(root, &paths)?
+            }
+            Opening::Resume(_) | Opening::Fresh => 0,
+        };
+        let file = append_only(&created).map_err(io(&created))?;
+        // Every file the list named is gone, durably: the list may be emptied.
+        file.set_len(0).map_err(io(&created))?;
+        Ok((
+            Mirror {
+                root: root.to_path_buf(),
+                listed,
+                created: file,
+            },
+            removed,
+        ))
     }
 
     /// The pages folder.
@@ -194,15 +261,17 @@ impl Mirror {
         &self.root
     }
 
-    /// Stores `body` as the page of `url` and returns the file's path.
+    /// Stores `body` as the page of `url`, the page numbered `seq` in commit order, and returns
+    /// the file's path.
     ///
     /// The bytes go to a temporary file in the same folder, which is then renamed over the
     /// page: a reader sees the old page or the new one, never a part. Temporary names start
     /// with `.`, which no mirror name does. The file is not synced (one fsync per page would cap
     /// the crawl rate): the rename is atomic, but after a power loss a page may be missing or
     /// empty, so a durable checkpoint syncs the pages folder ([`sync`]) before it records the
-    /// mark. A site folder's name goes to the list before the folder is made.
-    pub fn write_page(&mut self, url: &Url, body: &[u8]) -> Result<PathBuf, MirrorError> {
+    /// mark. A site folder's name goes to the list before the folder is made, and a file new to
+    /// the folder to [`CREATED_LIST`] before it is there.
+    pub fn write_page(&mut self, url: &Url, body: &[u8], seq: u64) -> Result<PathBuf, MirrorError> {
         let relative =
             mirror_path(url).ok_or_else(|| MirrorError::Unmappable { url: url.clone() })?;
         let site = relative
@@ -213,26 +282,120 @@ impl Mirror {
         if !self.listed.contains(site.as_ref()) {
             self.list(&site)?;
         }
-        write_at(&self.root, &relative, body)
+        let created = &mut self.created;
+        let root = &self.root;
+        write_at(root, &relative, body, |path| {
+            match fs::symlink_metadata(path) {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    // One write of a whole line: a line cut by a crash has no newline, and
+                    // [`created_since`] skips it (its file was not renamed into place yet).
+                    let line = format!("{seq}\t{}\n", relative.to_string_lossy());
+                    created.write_all(line.as_bytes())
+                }
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    /// A checkpoint holds every page written so far: the files made for them are the
+    /// checkpoint's, never removed by a resume. Called once the mark is durable (a crash before
+    /// leaves the lines, whose pages are below the new mark, so a resume keeps their files).
+    pub fn checkpointed(&mut self) -> Result<(), MirrorError> {
+        self.created.set_len(0).map_err(|source| MirrorError::Io {
+            path: self.root.join(CREATED_LIST),
+            source,
+        })
     }
 
     /// Appends `site` to the list, in one write of a whole line (a line cut by a crash has no
     /// newline, and [`listed`] skips it).
     fn list(&mut self, site: &str) -> Result<(), MirrorError> {
-        use std::os::unix::fs::OpenOptionsExt as _;
         let path = self.root.join(SITES_LIST);
-        // Never through a planted symlink: the list is written inside the pages folder only.
-        let no_follow = i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0);
-        fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .custom_flags(no_follow)
-            .open(&path)
+        append_only(&path)
             .and_then(|mut file| file.write_all(format!("{site}\n").as_bytes()))
             .map_err(|source| MirrorError::Io { path, source })?;
         self.listed.insert(site.to_owned());
         Ok(())
     }
+}
+
+/// A list of the pages folder, opened for appending, made if missing; never through a planted
+/// symlink: the lists are written inside the pages folder only.
+fn append_only(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let no_follow = i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0);
+    fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(no_follow)
+        .open(path)
+}
+
+/// The files [`CREATED_LIST`] (at `list`) names for pages at or above `mark`: whole lines only,
+/// each a path a page of the mirror could have (plain names under a site folder of `listed`),
+/// however the file was edited.
+fn created_since(list: &Path, mark: u64, listed: &HashSet<String>) -> io::Result<Vec<PathBuf>> {
+    let bytes = read_plain(list, "the mirror's list of the files it made")?;
+    let mut paths = Vec::new();
+    let mut lines = bytes.split(|&b| b == b'\n');
+    // The last piece follows the last newline: empty, or a line cut short.
+    lines.next_back();
+    for line in lines {
+        let Some((seq, path)) = std::str::from_utf8(line)
+            .ok()
+            .and_then(|line| line.split_once('\t'))
+        else {
+            continue;
+        };
+        let Ok(seq) = seq.parse::<u64>() else {
+            continue;
+        };
+        let path = Path::new(path);
+        let mut names = path.components().map(|c| match c {
+            std::path::Component::Normal(name) => name.to_str(),
+            _ => None,
+        });
+        let in_a_site = names
+            .next()
+            .flatten()
+            .is_some_and(|site| listed.contains(site));
+        let plain = names.all(|name| name.is_some_and(|n| !n.starts_with('.')));
+        if seq >= mark && in_a_site && plain && path.components().count() >= 2 {
+            paths.push(path.to_path_buf());
+        }
+    }
+    Ok(paths)
+}
+
+/// Removes the files at `paths` (relative to `root`; one already gone is fine) and the folders
+/// that leaves empty below their site folder, then syncs the pages folder if anything went.
+fn remove_created(root: &Path, paths: &[PathBuf]) -> Result<usize, MirrorError> {
+    let mut removed = 0;
+    for relative in paths {
+        let path = root.join(relative);
+        match fs::remove_file(&path) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(MirrorError::Remove { path, source }),
+        }
+        // Emptied folders go, up to the site folder (kept: the list names it); one that still
+        // holds something stops the climb.
+        let mut folder = path.parent();
+        while let Some(at) = folder.filter(|at| at.parent() != Some(root)) {
+            if fs::remove_dir(at).is_err() {
+                break;
+            }
+            folder = at.parent();
+        }
+    }
+    if removed > 0 {
+        sync(root).map_err(|source| MirrorError::Io {
+            path: root.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(removed)
 }
 
 /// The site folders of the pages folder `root` that crawls made, as `--fresh` removes them: the
@@ -251,15 +414,7 @@ pub fn made_by_crawls(root: &Path) -> io::Result<Vec<String>> {
 /// The names a list holds: whole lines only, each one a site folder's name and nothing that
 /// could reach outside the pages folder, however the file was edited.
 fn listed(list: &Path) -> io::Result<Vec<String>> {
-    // Read only as a plain file of the pages folder: a symlink would let a file elsewhere say
-    // what `--fresh` deletes.
-    if !fs::symlink_metadata(list)?.is_file() {
-        return Err(io::Error::other(
-            "the mirror's list of site folders is not a plain file (a symlink, a folder); \
-             remove it, or put the list back",
-        ));
-    }
-    let bytes = fs::read(list)?;
+    let bytes = read_plain(list, "the mirror's list of site folders")?;
     let (mut names, mut seen) = (Vec::new(), HashSet::new());
     let mut lines = bytes.split(|&b| b == b'\n');
     // The last piece follows the last newline: empty, or a line cut short.
@@ -277,8 +432,25 @@ fn listed(list: &Path) -> io::Result<Vec<String>> {
     Ok(names)
 }
 
-/// Writes `body` at `relative` under `root` ([`Mirror::write_page`]).
-fn write_at(root: &Path, relative: &Path, body: &[u8]) -> Result<PathBuf, MirrorError> {
+/// One of the pages folder's lists, read only as a plain file of that folder: a symlink would
+/// let a file elsewhere say what `--fresh` or a resume deletes.
+fn read_plain(list: &Path, what: &str) -> io::Result<Vec<u8>> {
+    if !fs::symlink_metadata(list)?.is_file() {
+        return Err(io::Error::other(format!(
+            "{what} is not a plain file (a symlink, a folder); remove it, or put the list back"
+        )));
+    }
+    fs::read(list)
+}
+
+/// Writes `body` at `relative` under `root` ([`Mirror::write_page`]); `before_rename` is given
+/// the page's path once its bytes are in the temporary file, before they take its place.
+fn write_at(
+    root: &Path,
+    relative: &Path,
+    body: &[u8],
+    before_rename: impl FnOnce(&Path) -> io::Result<()>,
+) -> Result<PathBuf, MirrorError> {
     static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
     let path = root.join(relative);
@@ -294,7 +466,9 @@ fn write_at(root: &Path, relative: &Path, body: &[u8]) -> Result<PathBuf, Mirror
         std::process::id(),
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
-    let written = write_new(&temp, body).and_then(|()| fs::rename(&temp, &path));
+    let written = write_new(&temp, body)
+        .and_then(|()| before_rename(&path))
+        .and_then(|()| fs::rename(&temp, &path));
     if let Err(source) = written {
         // The write already failed and is reported; a temporary file left behind is only
         // litter (the name starts with `.`), so a failed clean-up adds nothing to report.
@@ -1289,8 +1463,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = Url::parse("http://127.0.0.1:8080/guide/p7.html").expect("URL");
         let body = b"<html>\x00\xFF bytes as received</html>";
-        let mut mirror = Mirror::open(dir.path()).expect("open");
-        let path = mirror.write_page(&url, body).expect("write");
+        let mut mirror = Mirror::open(dir.path(), Opening::Fresh).expect("open").0;
+        let path = mirror.write_page(&url, body, 0).expect("write");
         assert_eq!(path, dir.path().join("127.0.0.1_8080/guide/p7.html"));
         assert_eq!(fs::read(&path).expect("read back"), body);
     }
@@ -1299,14 +1473,19 @@ mod tests {
     fn write_page_replaces_and_leaves_no_temporary_file() {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = Url::parse("http://h/a.html").expect("URL");
-        let mut mirror = Mirror::open(dir.path()).expect("open");
-        mirror.write_page(&url, b"first").expect("write");
-        let path = mirror.write_page(&url, b"second").expect("rewrite");
+        let mut mirror = Mirror::open(dir.path(), Opening::Fresh).expect("open").0;
+        mirror.write_page(&url, b"first", 0).expect("write");
+        let path = mirror.write_page(&url, b"second", 0).expect("rewrite");
         assert_eq!(fs::read(&path).expect("read back"), b"second");
-        assert_eq!(
-            files_under(dir.path()),
-            vec![dir.path().join(SITES_LIST), path]
-        );
+        let mut files = files_under(dir.path());
+        files.sort();
+        let mut expected = vec![
+            dir.path().join(CREATED_LIST),
+            dir.path().join(SITES_LIST),
+            path,
+        ];
+        expected.sort();
+        assert_eq!(files, expected);
     }
 
     /// The list names each site folder once, written before the folder, and reopening it (a
@@ -1315,7 +1494,7 @@ mod tests {
     fn the_list_names_each_site_folder_a_crawl_made() {
         let dir = tempfile::tempdir().expect("temp dir");
         fs::create_dir(dir.path().join("photos_2023")).expect("a folder of the user's");
-        let mut mirror = Mirror::open(dir.path()).expect("open");
+        let mut mirror = Mirror::open(dir.path(), Opening::Fresh).expect("open").0;
         for url in [
             "http://h/a.html",
             "http://h/b.html",
@@ -1323,12 +1502,14 @@ mod tests {
             "http://h:81/",
         ] {
             mirror
-                .write_page(&Url::parse(url).expect("URL"), b"x")
+                .write_page(&Url::parse(url).expect("URL"), b"x", 0)
                 .expect("write");
         }
-        let mut again = Mirror::open(dir.path()).expect("reopen");
+        let mut again = Mirror::open(dir.path(), Opening::Resume(1))
+            .expect("reopen")
+            .0;
         again
-            .write_page(&Url::parse("http://h/c.html").expect("URL"), b"x")
+            .write_page(&Url::parse("http://h/c.html").expect("URL"), b"x", 0)
             .expect("write");
         let list = fs::read_to_string(dir.path().join(SITES_LIST)).expect("the list");
         assert_eq!(
@@ -1370,7 +1551,7 @@ mod tests {
         std::os::unix::fs::symlink(&target, root.join(SITES_LIST)).expect("symlink");
         let error = made_by_crawls(&root).expect_err("not read");
         assert!(error.to_string().contains("not a plain file"), "{error}");
-        let error = Mirror::open(&root).expect_err("not opened");
+        let error = Mirror::open(&root, Opening::Fresh).expect_err("not opened");
         assert!(matches!(error, MirrorError::List { .. }), "{error:?}");
         assert_eq!(fs::read(&target).expect("target"), b"user_9\n");
     }
@@ -1381,12 +1562,12 @@ mod tests {
     fn a_list_planted_after_the_open_is_not_written_through() {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("pages");
-        let mut mirror = Mirror::open(&root).expect("open");
+        let mut mirror = Mirror::open(&root, Opening::Fresh).expect("open").0;
         let target = dir.path().join("elsewhere.txt");
         fs::write(&target, b"kept\n").expect("target");
         std::os::unix::fs::symlink(&target, root.join(SITES_LIST)).expect("symlink");
         let url = Url::parse("http://h/a.html").expect("URL");
-        let error = mirror.write_page(&url, b"x").expect_err("refused");
+        let error = mirror.write_page(&url, b"x", 0).expect_err("refused");
         assert!(matches!(error, MirrorError::Io { .. }), "{error:?}");
         assert_eq!(fs::read(&target).expect("target"), b"kept\n");
     }
@@ -1401,10 +1582,10 @@ mod tests {
             fs::create_dir(dir.path().join(name)).expect("folders");
         }
         assert!(made_by_crawls(dir.path()).expect("read").is_empty());
-        let mut mirror = Mirror::open(dir.path()).expect("open");
+        let mut mirror = Mirror::open(dir.path(), Opening::Fresh).expect("open").0;
         assert!(!dir.path().join(SITES_LIST).exists());
         let url = Url::parse("http://old:8080/a.html").expect("URL");
-        mirror.write_page(&url, b"x").expect("write");
+        mirror.write_page(&url, b"x", 0).expect("write");
         assert_eq!(made_by_crawls(dir.path()).expect("read"), ["old_8080"]);
     }
 
@@ -1421,9 +1602,9 @@ mod tests {
             let dir = tempfile::tempdir().expect("temp dir");
             for &i in &order {
                 let url = Url::parse(urls[i]).expect("URL");
-                let mut mirror = Mirror::open(dir.path()).expect("open");
+                let mut mirror = Mirror::open(dir.path(), Opening::Fresh).expect("open").0;
                 mirror
-                    .write_page(&url, urls[i].as_bytes())
+                    .write_page(&url, urls[i].as_bytes(), 0)
                     .expect("every page is storable");
             }
             for text in urls {
@@ -1451,11 +1632,11 @@ mod tests {
         .map(str::to_owned)
         .to_vec();
         urls.extend((0..300).map(|_| hostile_url(&mut rng)));
-        let mut mirror = Mirror::open(&root).expect("open");
+        let mut mirror = Mirror::open(&root, Opening::Fresh).expect("open").0;
         for text in &urls {
             let Ok(url) = Url::parse(text) else { continue };
             let path = mirror
-                .write_page(&url, text.as_bytes())
+                .write_page(&url, text.as_bytes(), 0)
                 .expect("hostile page is storable");
             assert!(path.starts_with(&root));
             assert_eq!(fs::read(&path).expect("read back"), text.as_bytes());
@@ -1476,10 +1657,11 @@ mod tests {
     fn write_page_refuses_a_non_http_url() {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = Url::parse("file:///etc/passwd").expect("URL");
-        let mut mirror = Mirror::open(dir.path()).expect("open");
-        let error = mirror.write_page(&url, b"x").expect_err("not mappable");
+        let mut mirror = Mirror::open(dir.path(), Opening::Fresh).expect("open").0;
+        let error = mirror.write_page(&url, b"x", 0).expect_err("not mappable");
         assert!(matches!(error, MirrorError::Unmappable { .. }));
-        assert!(files_under(dir.path()).is_empty());
+        assert_eq!(files_under(dir.path()), [dir.path().join(CREATED_LIST)]);
+        assert_eq!(fs::read(dir.path().join(CREATED_LIST)).expect("list"), b"");
     }
 
     #[test]
@@ -1487,14 +1669,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("pages");
         fs::write(&root, b"a file where the pages folder should be").expect("setup");
-        let error = Mirror::open(&root).expect_err("root is a file");
+        let error = Mirror::open(&root, Opening::Fresh).expect_err("root is a file");
         assert!(matches!(error, MirrorError::Io { .. }));
     }
 
     #[test]
     fn write_page_reports_io_failure_as_error() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut mirror = Mirror::open(dir.path()).expect("open");
+        let mut mirror = Mirror::open(dir.path(), Opening::Fresh).expect("open").0;
         fs::write(
             dir.path().join("h_80"),
             b"a file where a site folder should be",
@@ -1502,8 +1684,130 @@ mod tests {
         .expect("setup");
         let url = Url::parse("http://h/a.html").expect("URL");
         let error = mirror
-            .write_page(&url, b"x")
+            .write_page(&url, b"x", 0)
             .expect_err("the site folder is a file");
         assert!(matches!(error, MirrorError::Io { .. }));
+    }
+
+    // --- the files made since the last checkpoint ------------------------------------------
+
+    fn page(mirror: &mut Mirror, url: &str, body: &str, seq: u64) -> PathBuf {
+        mirror
+            .write_page(&Url::parse(url).expect("URL"), body.as_bytes(), seq)
+            .expect("write")
+    }
+
+    /// A resume removes the files made for pages at or above its mark, and the folders that
+    /// leaves empty; files of pages below the mark, a file that was there before a page above
+    /// the mark wrote over it (an alias of a page below), and the site folder stay.
+    #[test]
+    fn a_resume_removes_the_files_made_for_pages_above_its_mark() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (mut mirror, removed) = Mirror::open(dir.path(), Opening::Fresh).expect("open");
+        assert_eq!(removed, 0);
+        let kept = page(&mut mirror, "http://h/a/", "below", 4);
+        let below = page(&mut mirror, "http://h/b.html", "below", 5);
+        // The alias of seq 4's page, written again above the mark: the file was there.
+        let alias = page(&mut mirror, "http://h/a/index.html", "alias", 6);
+        assert_eq!(alias, kept);
+        let above = page(&mut mirror, "http://h/c.html", "above", 6);
+        let deep = page(&mut mirror, "http://h/x/y/z.html", "above", 7);
+        let other_site = page(&mut mirror, "http://k/", "above", 8);
+        drop(mirror);
+
+        let (mut mirror, removed) = Mirror::open(dir.path(), Opening::Resume(6)).expect("resume");
+        assert_eq!(removed, 3);
+        assert_eq!(fs::read_to_string(&below).expect("kept"), "below");
+        assert_eq!(fs::read_to_string(&kept).expect("kept"), "alias");
+        for gone in [&above, &deep, &other_site] {
+            assert!(!gone.exists(), "{} removed", gone.display());
+        }
+        assert!(!dir.path().join("h_80/x").exists(), "emptied folders go");
+        assert!(dir.path().join("k_80").is_dir(), "the site folder stays");
+        assert_eq!(fs::read(dir.path().join(CREATED_LIST)).expect("list"), b"");
+
+        // Written again, listed again; a checkpoint's mark makes them the checkpoint's.
+        let again = page(&mut mirror, "http://h/c.html", "again", 6);
+        mirror.checkpointed().expect("checkpointed");
+        drop(mirror);
+        let (_, removed) = Mirror::open(dir.path(), Opening::Resume(7)).expect("resume");
+        assert_eq!(removed, 0);
+        assert_eq!(fs::read_to_string(&again).expect("kept"), "again");
+    }
+
+    /// A crash between a checkpoint's mark and the emptying of the list leaves lines of pages
+    /// below the new mark: their files are the checkpoint's, and stay.
+    #[test]
+    fn lines_of_pages_below_the_mark_leave_their_files() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (mut mirror, _) = Mirror::open(dir.path(), Opening::Fresh).expect("open");
+        let first = page(&mut mirror, "http://h/a.html", "a", 0);
+        let second = page(&mut mirror, "http://h/b.html", "b", 1);
+        drop(mirror);
+        let (_, removed) = Mirror::open(dir.path(), Opening::Resume(2)).expect("resume");
+        assert_eq!(removed, 0);
+        assert!(first.is_file() && second.is_file());
+    }
+
+    /// A list cut by a crash mid-line, or edited, removes only files of pages the mirror could
+    /// have written: under a listed site folder, plain names, at or above the mark. A line of a
+    /// page whose file never took its place (a crash before the rename) removes nothing.
+    #[test]
+    fn a_list_removes_nothing_outside_the_site_folders_it_lists() {
+        let outer = tempfile::tempdir().expect("temp dir");
+        let root = outer.path().join("pages");
+        let (mut mirror, _) = Mirror::open(&root, Opening::Fresh).expect("open");
+        page(&mut mirror, "http://h/a.html", "a", 0);
+        drop(mirror);
+        let outside = outer.path().join("outside.html");
+        fs::write(&outside, "the user's").expect("outside");
+        fs::create_dir_all(root.join("photos_2023")).expect("a folder of the user's");
+        fs::write(root.join("photos_2023/cat.jpg"), "cat").expect("the user's file");
+        fs::write(root.join("h_80/.keep"), "hidden").expect("a hidden file");
+        let lines = [
+            "9\t../outside.html\n",
+            "9\th_80/../../outside.html\n",
+            &format!("9\t{}\n", outside.display()),
+            "9\tphotos_2023/cat.jpg\n",
+            "9\th_80/.keep\n",
+            "9\th_80\n",
+            "nine\th_80/a.html\n",
+            "9\th_80/never-renamed.html\n",
+            "9\th_80/a.html",
+        ]
+        .concat();
+        fs::write(root.join(CREATED_LIST), lines).expect("an edited list");
+        let (_, removed) = Mirror::open(&root, Opening::Resume(1)).expect("resume");
+        assert_eq!(removed, 0);
+        assert_eq!(fs::read_to_string(&outside).expect("kept"), "the user's");
+        assert!(root.join("photos_2023/cat.jpg").is_file());
+        assert!(root.join("h_80/.keep").is_file());
+        assert!(
+            root.join("h_80/a.html").is_file(),
+            "a line cut short removes nothing"
+        );
+    }
+
+    /// A list of created files planted as a symlink is not read: the mirror refuses to open,
+    /// naming it, and the file it points at is untouched.
+    #[test]
+    fn a_created_list_planted_as_a_symlink_is_not_read() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("pages");
+        let (mut mirror, _) = Mirror::open(&root, Opening::Fresh).expect("open");
+        let kept = page(&mut mirror, "http://h/a.html", "a", 3);
+        drop(mirror);
+        let target = dir.path().join("elsewhere.txt");
+        fs::write(&target, b"3\th_80/a.html\n").expect("target");
+        fs::remove_file(root.join(CREATED_LIST)).expect("remove");
+        std::os::unix::fs::symlink(&target, root.join(CREATED_LIST)).expect("symlink");
+        let error = Mirror::open(&root, Opening::Resume(0)).expect_err("refused");
+        assert!(matches!(error, MirrorError::Created { .. }), "{error:?}");
+        assert!(
+            format!("{:#}", anyhow::Error::from(error)).contains("not a plain file"),
+            "says why"
+        );
+        assert!(kept.is_file());
+        assert_eq!(fs::read(&target).expect("target"), b"3\th_80/a.html\n");
     }
 }

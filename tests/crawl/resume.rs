@@ -1483,3 +1483,100 @@ async fn stopped_under_a_page_limit(web: &TestWeb, seed: &str, out: &Path) {
         .expect("the crawl runs");
     stop_gracefully(&mut first).await;
 }
+
+/// A mirror crawl killed with pages mirrored after its last checkpoint, resumed after the site
+/// took those pages down: the resume fetches them again (they were after the mark), meets 404s,
+/// and the mirror keeps no file of the killed run for them, as the WARC files and the index
+/// keep no record (audit 17, finding 5). Every page that still answers 200 has its file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_keeps_no_mirror_file_of_a_page_that_answers_an_error_now() {
+    let web = TestWeb::start(GenOptions::new(1, 60)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let site = web.dir().join("site00");
+    let command = || {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.arg("crawl")
+            .arg(web.url("site00", "/"))
+            // One checkpoint, the first run's start: every page the killed run mirrors is
+            // after it.
+            .args(["--headless", "--delay-ms", "10", "--workers", "4"])
+            .args([
+                "--checkpoint-ms",
+                "600000",
+                "--store",
+                "mirror",
+                "--no-index",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    };
+    // The mirror's file for each page of the site (the web's own files, by the mirror's rules).
+    let html: Vec<(String, std::path::PathBuf)> = crate::util::files_under(&site)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+        .map(|p| {
+            let path = format!("/{}", p.strip_prefix(&site).expect("inside").display());
+            let url = url::Url::parse(&web.url("site00", &path)).expect("url");
+            let file = crawltop::store::mirror::mirror_path(&url).expect("mirrorable");
+            (path, out.join("pages").join(file))
+        })
+        .collect();
+
+    let mut child = command().spawn().expect("spawn");
+    let enough = async {
+        while html.iter().filter(|(_, file)| file.is_file()).count() < 15 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(PATIENCE, enough)
+        .await
+        .expect("15 pages mirrored");
+    child.start_kill().expect("SIGKILL");
+    child.wait().await.expect("reaped");
+    let mirrored_then: BTreeSet<&str> = (html.iter())
+        .filter(|(_, file)| file.is_file())
+        .map(|(path, _)| path.as_str())
+        .collect();
+
+    // The site takes down every page but its index.
+    for (path, _) in &html {
+        if path != "/index.html" {
+            std::fs::remove_file(site.join(&path[1..])).expect("taken down");
+        }
+    }
+    let before_resume = web.log().records().len();
+    let output = command().output().await.expect("resume");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains("mirrored after the last checkpoint removed from pages/"),
+        "{err}"
+    );
+    // What the resume was answered: a page it did not ask for again (no link to it led
+    // there now) is in no store, its file of the killed run included.
+    let last_status: BTreeMap<String, u16> = (web.log().records().iter())
+        .skip(before_resume)
+        .map(|r| (r.path.clone(), r.status))
+        .collect();
+    let mut gone = 0;
+    for (path, file) in &html {
+        let asked = if path == "/index.html" { "/" } else { path };
+        match last_status.get(asked) {
+            Some(200) => assert!(file.is_file(), "{path} answers 200 and is not mirrored"),
+            Some(status) => {
+                assert!(!file.exists(), "{path} answers {status} and keeps a file");
+                gone += u64::from(mirrored_then.contains(path.as_str()));
+            }
+            None => assert!(!file.exists(), "{path} not asked for again, yet mirrored"),
+        }
+    }
+    assert!(
+        gone > 0,
+        "the killed run had mirrored pages that are gone now: {mirrored_then:?}"
+    );
+}

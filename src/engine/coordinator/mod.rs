@@ -425,11 +425,24 @@ impl<F: Schedule> Coordinator<F> {
         if let Some(r) = restored {
             coordinator.resuming.clone_from(&coordinator.cfg.out);
             coordinator.restore(r);
+            coordinator.note_unmirrored();
         }
         if let Some(c) = &coordinator.committer {
             read_back_rows(&mut coordinator.resources, c);
         }
         Ok(coordinator)
+    }
+
+    /// Says how many files the resume removed from the mirror, if any.
+    fn note_unmirrored(&mut self) {
+        let n = (self.committer.as_ref()).map_or(0, Committer::unmirrored);
+        if n > 0 {
+            let files = if n == 1 { "file" } else { "files" };
+            self.note(format!(
+                "{n} {files} mirrored after the last checkpoint removed from pages/: their pages \
+                 are fetched again"
+            ));
+        }
     }
 
     /// The crawl folder whose unfinished crawl this one goes on with.
@@ -662,12 +675,22 @@ impl<F: Schedule> Coordinator<F> {
         self.show_warning(message);
     }
 
+    /// What the user should know and need not act on, in the crawl's log and the snapshot's.
+    fn note(&mut self, message: String) {
+        tracing::info!("{message}");
+        self.push_log("info", message);
+    }
+
     /// A warning for the snapshot's log (the dashboard's log pane, the stats file) only: for
     /// what another thread already wrote to the crawl's log.
     fn show_warning(&mut self, message: String) {
+        self.push_log("warn", message);
+    }
+
+    fn push_log(&mut self, level: &str, message: String) {
         self.log.push_back(LogLine {
             at_s: self.now().as_secs(),
-            level: "warn".into(),
+            level: level.into(),
             message,
         });
         while self.log.len() > LOG_LINES {
