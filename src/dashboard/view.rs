@@ -129,6 +129,14 @@ fn render_header(app: &App, area: Rect, buf: &mut Buffer) {
         Span::styled(widgets::page_rate(snap.rates.pages_per_s), bold),
         Span::raw(" "),
     ];
+    // A crawl whose answers are mostly not pages (404s, redirects) shows that it is working.
+    let (pages, responses) = (snap.rates.pages_per_s, snap.rates.responses_per_s);
+    if responses >= 1.0 && responses > 2.0 * pages {
+        left.extend([
+            Span::styled(widgets::response_rate(responses), DIM),
+            Span::raw(" "),
+        ]);
+    }
     // A member of a shared crawl: the whole crawl's pages and members beside its own.
     if let Some(c) = &snap.cluster {
         let pages = c.totals.get("pages").copied().unwrap_or(0);
@@ -1358,9 +1366,28 @@ mod tests {
         snapshot.workers.busy_by = BusyBy::default();
         snapshot.workers.blocked_by = BlockedBy::default();
         snapshot.rates.pages_per_s = 0.0;
+        snapshot.rates.responses_per_s = 0.0;
         snapshot.rates.bytes_per_s = 0.0;
         let app = app_with(snapshot, 100, 30);
         insta::assert_snapshot!(draw(&app, 100, 30).backend());
+    }
+
+    /// A crawl that meets mostly 404s fetches few pages but many responses: the header says
+    /// both, so it does not look stuck; when nearly every response is a page, pages alone.
+    #[test]
+    fn the_header_shows_responses_when_most_are_not_pages() {
+        let mut snapshot = fixture();
+        snapshot.rates.pages_per_s = 0.0;
+        snapshot.rates.responses_per_s = 312.4;
+        let text = screen_text(&draw(&app_with(snapshot, 100, 30), 100, 30));
+        let header = text.lines().next().expect("a header");
+        assert!(header.contains("0.0 p/s 312 resp/s"), "{header}");
+        let text = screen_text(&draw(&app_with(fixture(), 100, 30), 100, 30));
+        let header = text.lines().next().expect("a header");
+        assert!(
+            header.contains("1,482 p/s") && !header.contains("resp/s"),
+            "{header}"
+        );
     }
 
     #[test]

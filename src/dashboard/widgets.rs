@@ -184,11 +184,20 @@ pub fn byte_rate(bytes_per_s: f64) -> String {
 }
 
 pub fn page_rate(pages_per_s: f64) -> String {
-    let p = finite_non_negative(pages_per_s);
+    rate(pages_per_s, "p/s")
+}
+
+/// Responses of every kind (404s, redirects, robots.txt) a second: `312 resp/s`.
+pub fn response_rate(responses_per_s: f64) -> String {
+    rate(responses_per_s, "resp/s")
+}
+
+fn rate(per_s: f64, unit: &str) -> String {
+    let p = finite_non_negative(per_s);
     if p < 10.0 {
-        format!("{p:.1} p/s")
+        format!("{p:.1} {unit}")
     } else {
-        format!("{} p/s", count(p.round() as u64))
+        format!("{} {unit}", count(p.round() as u64))
     }
 }
 
