@@ -151,13 +151,19 @@ pub fn print_summary(summary: &Summary) {
     eprintln!("{}", line_as(s, state));
     // RFC 9309: a robots.txt that cannot be read forbids the whole site; said apart, or an
     // unreachable seed would read as a site that forbids crawling.
-    let unread = (s.sites.iter())
+    let unread_sites = (s.sites.iter())
         .filter(|site| site.robots_state == crate::robots::RobotsState::Error)
         .count();
-    let unread = match unread {
-        0 => String::new(),
-        1 => " (1 site's robots.txt could not be read: nothing is fetched there)".to_string(),
-        n => format!(" ({n} sites' robots.txt could not be read: nothing is fetched there)"),
+    let unread = match (s.errors.robots_unreachable, unread_sites) {
+        (0, 0) => String::new(),
+        (urls, 0) => format!(", {urls} not fetched (their robots.txt could not be read)"),
+        (urls, 1) => format!(
+            ", {urls} not fetched (1 site's robots.txt could not be read: nothing is fetched there)"
+        ),
+        (urls, n) => format!(
+            ", {urls} not fetched ({n} sites' robots.txt could not be read: nothing is fetched \
+             there)"
+        ),
     };
     eprintln!(
         "crawltop: {} after {:.1} s: {} pages fetched, {} URLs discovered, {} bytes, {} sites; \
@@ -169,7 +175,7 @@ pub fn print_summary(summary: &Summary) {
         s.http.bytes,
         s.sites.len(),
         s.resources.fetch_error + s.resources.parse_error,
-        s.resources.fetch_forbidden,
+        s.errors.robots_forbidden,
         s.resources.fetch_ignored,
     );
 }

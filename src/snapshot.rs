@@ -290,7 +290,13 @@ pub struct Errors {
     pub http_5xx: u64,
     /// Bodies cut at the body cap.
     pub too_large: u64,
+    /// URLs a robots.txt's rules disallow.
     pub robots_forbidden: u64,
+    /// URLs not fetched because their site's robots.txt could not be read (RFC 9309 then
+    /// disallows the whole site); apart from `robots_forbidden`, so that a site nobody answers
+    /// at does not read as one that forbids crawling. 0 in states written before it.
+    #[serde(default)]
+    pub robots_unreachable: u64,
     /// URLs ignored by scope, depth, limits or trap rules.
     pub ignored: u64,
     pub other: u64,

@@ -356,6 +356,7 @@ fn outcome_metrics(e: &mut Families, s: &Snapshot) -> std::fmt::Result {
             ("http_5xx", er.http_5xx),
             ("too_large", er.too_large),
             ("robots_forbidden", er.robots_forbidden),
+            ("robots_unreachable", er.robots_unreachable),
             ("ignored", er.ignored),
             ("too_many_redirects", er.too_many_redirects),
             ("other", er.other),

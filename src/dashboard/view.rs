@@ -436,6 +436,11 @@ fn render_jobs(snap: &Snapshot, area: Rect, buf: &mut Buffer) {
         error("other", e.other),
         error("retries", e.retries),
     ];
+    // Rare (a site whose robots.txt never answered), so only when there are some: beside the
+    // URLs robots.txt rules disallow, which it is not.
+    if e.robots_unreachable > 0 {
+        items.insert(6, error("robots unread", e.robots_unreachable));
+    }
     // The ordered commit, when pages are stored.
     let c = &snap.commit;
     if !c.store.is_empty() && c.store != "none" {
@@ -1292,6 +1297,7 @@ mod tests {
             http_5xx: 7,
             too_large: 1,
             robots_forbidden: 152,
+            robots_unreachable: 0,
             ignored: 5_575,
             other: 0,
             retries: 11,
@@ -1370,6 +1376,21 @@ mod tests {
         snapshot.rates.bytes_per_s = 0.0;
         let app = app_with(snapshot, 100, 30);
         insta::assert_snapshot!(draw(&app, 100, 30).backend());
+    }
+
+    /// URLs of a site whose robots.txt could not be read are counted apart from those its
+    /// rules disallow, and shown only when there are some.
+    #[test]
+    fn urls_of_an_unread_robots_txt_are_shown_apart_from_disallowed_ones() {
+        let mut snapshot = fixture();
+        snapshot.errors.robots_unreachable = 4;
+        let text = screen_text(&draw(&app_with(snapshot, 100, 30), 100, 30));
+        assert!(
+            text.contains("disallowed 152  robots unread 4  ignored 5,575"),
+            "{text}"
+        );
+        let text = screen_text(&draw(&app_with(fixture(), 100, 30), 100, 30));
+        assert!(!text.contains("robots unread"), "{text}");
     }
 
     /// A crawl that meets mostly 404s fetches few pages but many responses: the header says

@@ -587,9 +587,32 @@ fn a_seed_nobody_answers_at_says_its_robots_txt_could_not_be_read() {
         listener.local_addr().expect("addr")
     };
     let seed = format!("http://{closed}/");
-    let o = crawltop(&["crawl", &seed, "--headless", "--robots-retries", "0"]);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let o = crawltop(&[
+        "crawl",
+        &seed,
+        "--headless",
+        "--robots-retries",
+        "0",
+        "--stats-out",
+        stats.to_str().expect("a UTF-8 path"),
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(
+        json["errors"]["robots_unreachable"], 1,
+        "{}",
+        json["errors"]
+    );
+    assert_eq!(json["errors"]["robots_forbidden"], 0, "{}", json["errors"]);
+    assert_eq!(
+        json["resources"]["fetch_forbidden"], 1,
+        "{}",
+        json["resources"]
+    );
     assert!(
         err.contains("crawltop: warning: ")
             && err.contains("robots.txt unreachable after retries; nothing is fetched there"),
@@ -597,8 +620,8 @@ fn a_seed_nobody_answers_at_says_its_robots_txt_could_not_be_read() {
     );
     assert!(
         err.contains(
-            "1 forbidden by robots.txt (1 site's robots.txt could not be read: nothing is \
-             fetched there)"
+            "0 forbidden by robots.txt, 1 not fetched (1 site's robots.txt could not be read: \
+             nothing is fetched there)"
         ),
         "{err}"
     );

@@ -757,6 +757,10 @@ async fn a_robots_txt_that_redirects_is_followed_and_its_rules_obeyed() {
         let url = web.url("robotsmoved", path);
         assert_eq!(crawled.urls[&url]["reason"], "disallowed by robots.txt");
     }
+    // Counted as disallowed by rules, not as a robots.txt that could not be read.
+    let errors = &crawled.summary.snapshot.errors;
+    assert_eq!(errors.robots_forbidden, site.disallowed.len() as u64);
+    assert_eq!(errors.robots_unreachable, 0);
     let row = crawled
         .summary
         .snapshot

@@ -989,11 +989,12 @@ impl<F: Schedule> Coordinator<F> {
                     return;
                 }
                 RobotsVerdict::Disallowed | RobotsVerdict::Pending => {
-                    self.errors.robots_forbidden += 1;
                     let s = &self.sites[site.index()];
                     let reason = if s.robots_gave_up {
+                        self.errors.robots_unreachable += 1;
                         gave_up_reason(s.robots.summary().last_response)
                     } else {
+                        self.errors.robots_forbidden += 1;
                         "disallowed by robots.txt".to_string()
                     };
                     self.resources
@@ -1646,7 +1647,7 @@ impl<F: Schedule> Coordinator<F> {
                 let reason: Arc<str> = gave_up_reason(last).into();
                 let ids = self.frontier.remove_site_items(site);
                 for id in ids {
-                    self.errors.robots_forbidden += 1;
+                    self.errors.robots_unreachable += 1;
                     self.resources
                         .update(id, |r| r.reason = Some(reason.clone()));
                     self.set_state(id, ResourceState::FetchForbidden);
