@@ -108,7 +108,7 @@ pub struct SearchArgs {
     /// shared crawl: one ranking over all), then words; quotes make a phrase, AND/OR/NOT and
     /// `title:` work as in tantivy's query syntax.
     #[arg(required = true, num_args = 1.., value_name = "DIR [DIR...] WORDS")]
-    pub args: Vec<String>,
+    pub args: Vec<std::ffi::OsString>,
     /// At most this many pages (1 or more).
     #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub limit: usize,
@@ -122,7 +122,7 @@ pub struct CountArgs {
     /// DIR [DIR...] WORD: the crawl folder (--out of the crawl), or several (a shared crawl's
     /// members, counted as one crawl), then the word.
     #[arg(required = true, num_args = 1.., value_name = "DIR [DIR...] WORD")]
-    pub args: Vec<String>,
+    pub args: Vec<std::ffi::OsString>,
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -1374,14 +1374,48 @@ fn control_addr(text: &str) -> anyhow::Result<std::net::SocketAddr> {
 
 /// A query's crawl folders: the first argument, then each next one that is a crawl folder (an
 /// index or a checkpoint: one crawled with `--no-index` is named as such, not searched for as a
-/// word); the rest is the query.
-fn split_dirs(args: &[String]) -> (Vec<PathBuf>, &[String]) {
-    let crawl_folder = |a: &String| {
-        let dir = std::path::Path::new(a);
-        dir.join("index").is_dir() || dir.join(crate::store::checkpoint::STATE_FILE).is_file()
-    };
-    let n = 1 + args[1..].iter().take_while(|a| crawl_folder(a)).count();
-    (args[..n].iter().map(PathBuf::from).collect(), &args[n..])
+/// word); the rest is the query, in words that must be UTF-8 (a folder's name need not be). A
+/// word that names a folder, or looks like a path, is refused rather than searched for: a
+/// mistyped or misplaced crawl folder would otherwise be taken as a word, and the answer look
+/// right.
+fn split_dirs(args: &[std::ffi::OsString]) -> anyhow::Result<(Vec<PathBuf>, Vec<String>)> {
+    let state = crate::store::checkpoint::STATE_FILE;
+    let crawl_folder =
+        |dir: &std::path::Path| dir.join("index").is_dir() || dir.join(state).is_file();
+    let n = 1 + args[1..]
+        .iter()
+        .take_while(|a| crawl_folder(std::path::Path::new(a)))
+        .count();
+    let dirs = args[..n].iter().map(PathBuf::from).collect();
+    let mut words = Vec::new();
+    for arg in &args[n..] {
+        let Some(word) = arg.to_str() else {
+            anyhow::bail!(
+                "\"{}\" is not UTF-8: a word of the query must be (a crawl folder's name need \
+                 not, but folders come first, before the words)",
+                arg.to_string_lossy()
+            );
+        };
+        let path = std::path::Path::new(word);
+        let quote = format!("to look for the word, quote it: '\"{word}\"'");
+        if crawl_folder(path) {
+            anyhow::bail!(
+                "{word:?} is a crawl folder after the words: name every crawl folder first, \
+                 then the words ({quote})"
+            );
+        }
+        if path.is_dir() {
+            anyhow::bail!(
+                "{word:?} is a folder but no crawl folder (it holds no index/ or {state}), so it \
+                 would be searched for as a word ({quote})"
+            );
+        }
+        if ["/", "./", "../", "~/"].iter().any(|p| word.starts_with(p)) {
+            anyhow::bail!("{word:?} looks like a folder, and there is no such folder ({quote})");
+        }
+        words.push(word.to_owned());
+    }
+    Ok((dirs, words))
 }
 
 /// Writes a command's answer to stdout. A reader that stopped early (`| head`) is not an
@@ -1413,12 +1447,31 @@ fn open_crawls(dirs: &[PathBuf]) -> anyhow::Result<crate::index::Crawls> {
     match crate::index::Crawls::open(dirs) {
         Err(crate::index::IndexError::NoIndex(missing)) => {
             for dir in dirs {
-                if let Ok(Some(mark)) = Checkpoint::find_mark(dir)
-                    && !mark.index
-                {
+                if !dir.is_dir() {
+                    anyhow::bail!("{}: no such folder", dir.display());
+                }
+                let Ok(Some(mark)) = Checkpoint::find_mark(dir) else {
+                    continue;
+                };
+                if !mark.index {
                     anyhow::bail!(
                         "{} was crawled with --no-index: it holds pages but no search index \
                          (`crawltop index {}` builds one from its WARC files)",
+                        dir.display(),
+                        dir.display()
+                    );
+                }
+                if !dir.join("index").is_dir() {
+                    if crate::store::committer::FolderLock::held_elsewhere(dir) {
+                        anyhow::bail!(
+                            "{}'s crawl is running and has indexed no page yet: ask again in a \
+                             moment",
+                            dir.display()
+                        );
+                    }
+                    anyhow::bail!(
+                        "{} was crawled, but its search index (index/) is missing: `crawltop \
+                         index {}` builds it again from its WARC files",
                         dir.display(),
                         dir.display()
                     );
@@ -1432,7 +1485,7 @@ fn open_crawls(dirs: &[PathBuf]) -> anyhow::Result<crate::index::Crawls> {
 
 fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     use std::fmt::Write as _;
-    let (dirs, words) = split_dirs(&args.args);
+    let (dirs, words) = split_dirs(&args.args)?;
     if words.is_empty() {
         anyhow::bail!("search: which words? (after the crawl folders)");
     }
@@ -1454,6 +1507,14 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
             for (n, line) in &hit.lines {
                 let _ = writeln!(text, "    {n:>5}: {line}");
             }
+            // At most the first lines a hit carries (`index::MAX_HIT_LINES`).
+            match hit.line_count.saturating_sub(hit.lines.len()) {
+                0 => {}
+                1 => text.push_str("           … and 1 more line\n"),
+                more => {
+                    let _ = writeln!(text, "           … and {more} more lines");
+                }
+            }
         }
         emit(&text)?;
     }
@@ -1462,8 +1523,8 @@ fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
 
 fn count(args: &CountArgs, most: bool) -> anyhow::Result<ExitCode> {
     let verb = if most { "maxcount" } else { "mincount" };
-    let (dirs, rest) = split_dirs(&args.args);
-    let word = match rest {
+    let (dirs, rest) = split_dirs(&args.args)?;
+    let word = match rest.as_slice() {
         [word] => word,
         [] => anyhow::bail!("{verb}: which word? (after the crawl folders)"),
         [first, ..] => anyhow::bail!(
@@ -1488,9 +1549,17 @@ fn count(args: &CountArgs, most: bool) -> anyhow::Result<ExitCode> {
         emit(&format!("{json}\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
-    match found {
-        Some(c) => emit(&format!("{}  {}\n", c.count.count, c.count.url))?,
-        None => emit(&format!("{word:?} occurs on no page\n"))?,
+    if let Some(c) = found {
+        emit(&format!("{}  {}\n", c.count.count, c.count.url))?;
+    } else {
+        // The counts are of the page text; a word only in titles is found by `search`.
+        let titles = (crawls.search(&format!("title:{word}"), 1)).map_or(0, |(total, _)| total);
+        let also = match titles {
+            0 => String::new(),
+            1 => " (it is in 1 page's title, which the counts leave out)".to_string(),
+            n => format!(" (it is in {n} pages' titles, which the counts leave out)"),
+        };
+        emit(&format!("{word:?} occurs in no page's text{also}\n"))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -176,11 +176,11 @@ fn add_pages(
             url: response.target_uri,
             title: page.title.unwrap_or_default(),
             text: page.text,
-            committed_ms: response
-                .date
-                .as_deref()
-                .and_then(parse_warc_date)
-                .unwrap_or(0),
+            // The crawl's own commit time where the record keeps it; in files written before
+            // it did, the request's date (to the second); none at all, after every dated page.
+            committed_ms: (response.committed_ms)
+                .or_else(|| response.date.as_deref().and_then(parse_warc_date))
+                .unwrap_or(u64::MAX),
         };
         match writer.add(&owned.as_indexed())? {
             Added::Refused => continue,

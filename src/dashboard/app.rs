@@ -1207,6 +1207,7 @@ mod tests {
                 title: String::new(),
                 score: 1.0,
                 lines: Vec::new(),
+                line_count: 0,
             })
             .collect();
         app.set_search_answer(

@@ -374,6 +374,7 @@ mod tests {
                     title: String::new(),
                     score: 1.0,
                     lines: vec![(1, "rabbit".into())],
+                    line_count: 1,
                 })
                 .collect(),
         }

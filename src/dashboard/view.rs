@@ -1677,6 +1677,7 @@ mod tests {
             title: title.into(),
             score,
             lines: lines.iter().map(|&(n, l)| (n, l.to_owned())).collect(),
+            line_count: lines.len(),
         }
     }
 

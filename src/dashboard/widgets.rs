@@ -639,9 +639,9 @@ impl Widget for SearchResults<'_> {
                 Span::raw("  "),
                 Span::styled(hit.title.clone(), Style::new().add_modifier(Modifier::BOLD)),
             ];
-            if hit.lines.len() > 1 {
+            if hit.line_count > 1 {
                 page.push(Span::styled(
-                    format!("  {} lines match", hit.lines.len()),
+                    format!("  {} lines match", count(hit.line_count as u64)),
                     DIM,
                 ));
             }

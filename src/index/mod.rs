@@ -131,7 +131,14 @@ pub enum IndexError {
          may allow words between its own: \"mock turtle\"~2)"
     )]
     Unsupported { term: String },
-    #[error("the query names no word to look for")]
+    #[error(
+        "{op:?} is no operator here: write AND, OR and NOT (or +word for must, -word for must not)"
+    )]
+    NotAnOperator { op: &'static str },
+    #[error(
+        "the query names no word to look for (words are runs of letters and digits shorter than \
+         40 bytes: a longer run, such as a clause of unspaced Chinese or Japanese, is not indexed)"
+    )]
     NoWords,
     #[error(
         "{word:?} is not one word: words are runs of letters and digits shorter than 40 bytes \
@@ -228,8 +235,12 @@ pub struct Hit {
     pub url: String,
     pub title: String,
     pub score: f32,
-    /// 1-based line numbers and text of the lines holding any query term.
+    /// 1-based line numbers and text of the first [`MAX_HIT_LINES`] lines holding any query
+    /// term.
     pub lines: Vec<(usize, String)>,
+    /// How many lines hold a query term in all (`lines` keeps the first of them).
+    #[serde(default)]
+    pub line_count: usize,
 }
 
 /// The best pages for a query and how many match in all.
@@ -990,6 +1001,7 @@ impl IndexReader {
     /// The query as [`IndexReader::search_counted`] reads it.
     fn parse(&self, query: &str) -> Result<Box<dyn Query>, IndexError> {
         check_query(query)?;
+        check_operators(query)?;
         let (parsed, mistakes) = self.parser.parse_query_lenient(query);
         if let Some(mistake) = mistakes.first() {
             return Err(IndexError::BadQuery {
@@ -1046,12 +1058,14 @@ impl IndexReader {
         let mut analyzer = analyzer(&self.index, self.fields)?;
         let doc: TantivyDocument = searcher.doc(address)?;
         let text = stored_str(&doc, self.fields.text);
+        let (lines, line_count) = matching_lines(&mut analyzer, text, &terms);
         Ok(Hit {
             seq,
             url: stored_str(&doc, self.fields.url).to_owned(),
             title: stored_str(&doc, self.fields.title).to_owned(),
             score,
-            lines: matching_lines(&mut analyzer, text, &terms),
+            lines,
+            line_count,
         })
     }
 
@@ -1244,31 +1258,70 @@ fn check_query(query: &str) -> Result<(), IndexError> {
     Ok(())
 }
 
+/// Lucene's `&&` and prefix `!` outside quotes, refused in a search: they are no operators to
+/// tantivy's parser, so they would vanish as words without letters, and `rabbit !alice` find
+/// the pages with alice. (`||` means OR there, as it does to tantivy.)
+fn check_operators(query: &str) -> Result<(), IndexError> {
+    let mut quoted = false;
+    let mut escaped = false;
+    for (at, c) in query.char_indices() {
+        if std::mem::take(&mut escaped) {
+            continue;
+        }
+        let before = query[..at].chars().next_back();
+        let after = query[at + c.len_utf8()..].chars().next();
+        match c {
+            '\\' => escaped = true,
+            '"' => quoted = !quoted,
+            '&' if !quoted && after == Some('&') => {
+                return Err(IndexError::NotAnOperator { op: "&&" });
+            }
+            '!' if !quoted
+                && before.is_none_or(|b| b.is_whitespace() || matches!(b, '(' | '+' | '-'))
+                && after.is_some_and(|n| !n.is_whitespace() && n != ')') =>
+            {
+                return Err(IndexError::NotAnOperator { op: "!" });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The most characters of a matching line a hit carries: a longer line (a minified page's
 /// whole text) is cut to this around its first match, each cut marked `…`.
 pub const LINE_WINDOW: usize = 200;
 /// Characters kept before the first match when a line is cut.
 pub const LINE_LEAD: usize = 60;
+/// The most matching lines a hit carries (it also says how many there are): a page of a
+/// hundred thousand short matching lines would otherwise make one answer tens of megabytes,
+/// held by the crawl that answers the control API.
+pub const MAX_HIT_LINES: usize = 20;
 
-/// The 1-based numbered lines of `text` holding any of `words`, tokenized as the index does,
-/// each cut to [`LINE_WINDOW`] characters around its first match.
+/// The first [`MAX_HIT_LINES`] 1-based numbered lines of `text` holding any of `words`,
+/// tokenized as the index does, each cut to [`LINE_WINDOW`] characters around its first match,
+/// and how many lines match in all.
 fn matching_lines(
     analyzer: &mut TextAnalyzer,
     text: &str,
     words: &HashSet<String>,
-) -> Vec<(usize, String)> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, line)| {
-            let mut first: Option<usize> = None;
-            analyzer.token_stream(line).process(&mut |token| {
-                if first.is_none() && words.contains(&token.text) {
-                    first = Some(token.offset_from);
-                }
-            });
-            first.map(|at| (i + 1, around(line, at)))
-        })
-        .collect()
+) -> (Vec<(usize, String)>, usize) {
+    let (mut kept, mut count) = (Vec::new(), 0);
+    for (i, line) in text.lines().enumerate() {
+        let mut first: Option<usize> = None;
+        analyzer.token_stream(line).process(&mut |token| {
+            if first.is_none() && words.contains(&token.text) {
+                first = Some(token.offset_from);
+            }
+        });
+        if let Some(at) = first {
+            count += 1;
+            if kept.len() < MAX_HIT_LINES {
+                kept.push((i + 1, around(line, at)));
+            }
+        }
+    }
+    (kept, count)
 }
 
 /// `line` if it has at most [`LINE_WINDOW`] characters, else [`LINE_WINDOW`] of them starting
@@ -1707,6 +1760,26 @@ mod tests {
         assert_eq!(lines(2), [(1, whole)]);
     }
 
+    /// A page of many matching lines: its hit carries the first [`MAX_HIT_LINES`] of them and
+    /// how many there are, so one answer stays small whatever the page (audit 22: a page of
+    /// 300,000 matching lines made one answer 27 MB).
+    #[test]
+    fn a_hit_carries_its_first_lines_and_the_number_of_all() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = (1..=1_000)
+            .map(|n| format!("rabbit hole {n}\nno match here"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let (reader, _) = index_of(dir.path(), &[one_page(1, text)]);
+        let hits = reader.search("rabbit", 10).expect("search");
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].line_count, 1_000);
+        let expected: Vec<(usize, String)> = (1..=MAX_HIT_LINES)
+            .map(|n| (2 * n - 1, format!("rabbit hole {n}")))
+            .collect();
+        assert_eq!(hits[0].lines, expected);
+    }
+
     fn hits_of(reader: &IndexReader, word: &str) -> Vec<(usize, String)> {
         reader
             .search(word, 1)
@@ -1797,6 +1870,37 @@ mod tests {
             loose.len(),
             tight.len()
         );
+    }
+
+    /// Lucene's `&&` and prefix `!` are refused with the words that work, not dropped as
+    /// words without letters (which made `rabbit !alice` find the pages with alice); a `!`
+    /// inside or after a word, or quoted, is punctuation as before.
+    #[test]
+    fn lucene_operators_tantivy_does_not_know_are_refused() {
+        let (_dir, _pages, reader) = built();
+        for (query, op) in [
+            ("alice && rabbit", "&&"),
+            ("alice&&rabbit", "&&"),
+            ("rabbit !alice", "!"),
+            ("!alice", "!"),
+            ("rabbit (!alice)", "!"),
+        ] {
+            match reader.search(query, 10) {
+                Err(IndexError::NotAnOperator { op: o }) => assert_eq!(o, op, "{query}"),
+                other => panic!("{query}: {other:?}"),
+            }
+        }
+        let error = reader.search("rabbit !alice", 10).expect_err("refused");
+        assert!(error.to_string().contains("NOT"), "{error}");
+        for query in [
+            "alice!",
+            "wow! alice",
+            "\"alice && rabbit\"",
+            "alice ! rabbit",
+            "a!b",
+        ] {
+            reader.search(query, 10).expect(query);
+        }
     }
 
     #[test]

@@ -1026,8 +1026,13 @@ fn write_loop(
                 ),
             });
         }
+        // One commit time for the page's record and its index entry (which breaks ties across
+        // crawl folders with it): an index built again from the files keeps the same.
+        let committed_ms = crate::clock::wall()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         if let Some(w) = stores.warc.as_deref_mut() {
-            write_fetch(w, &item.fetch, Some(item.seq), None)?;
+            write_fetch(w, &item.fetch, Some((item.seq, committed_ms)), None)?;
             since_sync += 1;
             if since_sync >= SYNC_EVERY {
                 w.sync()?;
@@ -1051,9 +1056,7 @@ fn write_loop(
                 url: item.fetch.url.as_str().to_owned(),
                 title,
                 text,
-                committed_ms: crate::clock::wall()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                committed_ms,
             })?;
         }
         if let (Some(x), Some(line)) = (stores.extract.as_deref_mut(), &item.extract) {
@@ -1069,7 +1072,7 @@ fn write_loop(
 fn write_fetch(
     w: &mut WarcWriter,
     fetch: &FetchRecord,
-    seq: Option<Seq>,
+    page: Option<(Seq, u64)>,
     robots_for: Option<&str>,
 ) -> Result<(), StoreError> {
     let reason = hyper::StatusCode::from_u16(fetch.status)
@@ -1078,7 +1081,8 @@ fn write_fetch(
         .unwrap_or("");
     w.write_exchange(&Exchange {
         target_uri: fetch.url.as_str(),
-        seq,
+        seq: page.map(|(seq, _)| seq),
+        committed_ms: page.map(|(_, ms)| ms),
         robots_for,
         date: fetch.date,
         ip: fetch.ip,

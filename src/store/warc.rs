@@ -83,6 +83,10 @@ pub struct Exchange<'a> {
     /// The fetch's place in the commit order, written as [`SEQ_FIELD`] on the response record
     /// so that a reader of the files alone can name it.
     pub seq: Option<u64>,
+    /// When the committer stored the page (milliseconds since the Unix epoch, its wall clock),
+    /// written as [`COMMITTED_FIELD`]: the commit time the index keeps for ties across crawl
+    /// folders, so that an index rebuilt from the files breaks them as the crawl's did.
+    pub committed_ms: Option<u64>,
     /// For a robots.txt fetch (and each redirect on the way to the file), which is not a page:
     /// the origin whose robots.txt it answers, written as [`ROBOTS_FIELD`] on the response record
     /// so that a reader of the files does not take it for a page.
@@ -121,6 +125,10 @@ pub const ORIGINAL_CONTENT_ENCODING: &str = "X-Crawltop-Original-Content-Encodin
 /// The response record's field holding the fetch's sequence number (an extension field: WARC
 /// 1.1 section 5 lets writers add named fields, and readers ignore those they do not know).
 pub const SEQ_FIELD: &str = "Crawltop-Seq";
+
+/// The response record's field holding when the page was committed, in milliseconds since the
+/// Unix epoch ([`Exchange::committed_ms`]; an extension field like [`SEQ_FIELD`]).
+pub const COMMITTED_FIELD: &str = "Crawltop-Committed-Ms";
 
 /// The response record's field naming the origin whose robots.txt the record answers (an
 /// extension field like [`SEQ_FIELD`]): robots.txt responses are stored like any fetch, as
@@ -466,6 +474,10 @@ fn exchange_members(
     let seq = ex.seq.map(|s| s.to_string());
     if let Some(seq) = &seq {
         fields.push((SEQ_FIELD, seq.as_str()));
+    }
+    let committed = ex.committed_ms.map(|ms| ms.to_string());
+    if let Some(ms) = &committed {
+        fields.push((COMMITTED_FIELD, ms.as_str()));
     }
     let robots_for = ex.robots_for.map(one_line);
     if let Some(origin) = &robots_for {
@@ -846,6 +858,7 @@ mod tests {
         Exchange {
             target_uri: uri,
             seq: None,
+            committed_ms: None,
             robots_for: None,
             date: date(),
             ip: Some(IpAddr::from([127, 0, 0, 1])),

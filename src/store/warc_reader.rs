@@ -22,7 +22,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::{Held, Mark, WarcMark, warc_held};
-use super::warc::{CountingReader, ROBOTS_FIELD, SEQ_FIELD};
+use super::warc::{COMMITTED_FIELD, CountingReader, ROBOTS_FIELD, SEQ_FIELD};
 
 /// The most bytes of one decoded record that are read: a record says its own length, and a
 /// corrupt length must not make the reader allocate gigabytes.
@@ -58,6 +58,9 @@ pub struct StoredResponse {
     pub seq: Option<u64>,
     /// `WARC-Date`: when the request was sent ([`super::warc::parse_warc_date`] reads it).
     pub date: Option<String>,
+    /// When the page was committed, in milliseconds since the Unix epoch (`Crawltop-Committed-Ms`;
+    /// absent in files written before crawltop recorded it).
+    pub committed_ms: Option<u64>,
     /// A robots.txt response (or a redirect on the way to it), which is not a page: the
     /// origin whose robots.txt it answers ([`ROBOTS_FIELD`]).
     pub robots_for: Option<String>,
@@ -410,6 +413,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
         .to_string();
     let seq = field(&warc, SEQ_FIELD).and_then(|v| v.parse().ok());
     let date = field(&warc, "WARC-Date").map(str::to_string);
+    let committed_ms = field(&warc, COMMITTED_FIELD).and_then(|v| v.parse().ok());
     let robots_for = field(&warc, ROBOTS_FIELD).map(str::to_string);
     let (http, body) = head_and_rest(block).ok_or("no end of the HTTP header")?;
     let status = http
@@ -425,6 +429,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
         target_uri,
         seq,
         date,
+        committed_ms,
         robots_for,
         status,
         headers,
@@ -449,6 +454,7 @@ mod tests {
         Exchange {
             target_uri: uri,
             seq: Some(seq),
+            committed_ms: None,
             robots_for: None,
             date: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             ip: None,

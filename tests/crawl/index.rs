@@ -316,6 +316,119 @@ async fn the_query_verbs_take_options_anywhere_and_name_a_slip() {
     }
 }
 
+/// What audit 22 found the query verbs did with a slip, each now said (exit 2) instead of
+/// answered as something else: a folder among the words, Lucene's `&&` and `!`, a word found
+/// only in titles, a lost index, a path that is no folder, a folder name that is not UTF-8. A
+/// page of many matching lines shows the first of them and how many more there are.
+#[tokio::test]
+async fn the_query_verbs_say_what_a_slip_would_have_searched_for() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let lines = (0..100)
+        .map(|i| format!("<p>dormouse line {i}</p>"))
+        .collect::<Vec<_>>()
+        .concat();
+    let titled = "<!DOCTYPE html><html><head><title>Zanzibarquux</title></head><body>\
+                  <p>nothing else</p></body></html>";
+    let web = TestWeb::start_with(GenOptions::new(1, 10).seed(4), |o| {
+        let site = o.dir.join("site00");
+        std::fs::write(site.join("titled.html"), titled).expect("write");
+        let many = format!("<!DOCTYPE html><html><body>{lines}</body></html>");
+        std::fs::write(site.join("many.html"), many).expect("write");
+    })
+    .await
+    .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawled = dir.path().join("crawl");
+    let mut cfg = config(vec![
+        web.url("site00", "/"),
+        web.url("site00", "/titled.html"),
+        web.url("site00", "/many.html"),
+    ]);
+    cfg.delay_ms = 0;
+    cfg.out = Some(crawled.clone());
+    crawl(cfg).await;
+    let out = crawled.to_str().expect("utf8");
+    let empty = dir.path().join("notcrawl");
+    std::fs::create_dir(&empty).expect("an empty folder");
+    let empty = empty.to_str().expect("utf8");
+    let run = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(bin())
+            .args(args)
+            .output()
+            .expect("crawltop runs")
+    };
+    let failed = |args: &[&str], says: &str| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {says:?} in {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    };
+    let answered = |args: &[&str]| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let o = run(&args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    failed(
+        &["search", out, empty, "rabbit"],
+        "is a folder but no crawl folder",
+    );
+    failed(
+        &["search", out, "rabbit", out],
+        "is a crawl folder after the words",
+    );
+    failed(
+        &["search", out, "./nowhere", "rabbit"],
+        "there is no such folder",
+    );
+    failed(&["maxcount", out, empty], "is a folder but no crawl folder");
+    // Quoted, a word that names a folder is looked for.
+    answered(&["search", out, &format!("\"{empty}\"")]);
+    failed(&["search", out, "rabbit && alice"], "write AND, OR and NOT");
+    failed(&["search", out, "rabbit !alice"], "write AND, OR and NOT");
+    assert!(answered(&["search", out, "zanzibarquux"]).contains("titled.html"));
+    assert_eq!(
+        answered(&["maxcount", out, "zanzibarquux"]),
+        "\"zanzibarquux\" occurs in no page's text (it is in 1 page's title, which the counts \
+         leave out)\n"
+    );
+    let shown = answered(&["search", out, "dormouse"]);
+    assert_eq!(
+        shown.matches(": dormouse line").count(),
+        crawltop::index::MAX_HIT_LINES,
+        "{shown}"
+    );
+    assert!(shown.contains("… and 80 more lines"), "{shown}");
+    failed(&["wc", "/nonexistent/crawl"], "no such folder");
+
+    // A folder whose name is not UTF-8 is searched like any other; a word must be UTF-8.
+    let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"crawl\xff"));
+    std::fs::rename(&crawled, &odd).expect("renamed");
+    let o = run(&["search".as_ref(), odd.as_os_str(), "rabbit".as_ref()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&[
+        "search".as_ref(),
+        odd.as_os_str(),
+        std::ffi::OsStr::from_bytes(b"r\xffbbit"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not UTF-8"));
+    std::fs::rename(&odd, &crawled).expect("renamed back");
+
+    // An index lost from a crawled folder: the way to a new one.
+    std::fs::rename(crawled.join("index"), dir.path().join("lost")).expect("index away");
+    failed(
+        &["wc", out],
+        &format!("`crawltop index {out}` builds it again"),
+    );
+}
+
 #[tokio::test]
 async fn pages_are_searchable_while_the_crawl_runs() {
     let web = TestWeb::start(GenOptions::new(1, 200).seed(3))

@@ -287,3 +287,57 @@ async fn index_refuses_what_it_cannot_build_from_and_a_folder_being_crawled() {
     );
     stop_gracefully(&mut running).await;
 }
+
+/// Two crawls of one web at the same time, as two members of a shared crawl make them: across
+/// their folders, equal counts and scores go to the page committed earlier. An index built
+/// again from the WARC files keeps each page's commit time (the record carries it), so the
+/// answers over both folders, in either order, are what they were (audit 22: with the
+/// request's date, to the second, the rebuilt folders gave ties to the folder named first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ties_across_folders_are_broken_as_before_once_their_indexes_are_built_again() {
+    let web = TestWeb::start(GenOptions::new(2, 40).seed(24).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let crawl = |out: &Path| {
+        tokio::process::Command::new(bin())
+            .args(["crawl", &web.url("site00", "/"), &web.url("site01", "/")])
+            .args(["--headless", "--delay-ms", "0"])
+            .arg("--out")
+            .arg(out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+    };
+    let (ran_a, ran_b) = tokio::join!(crawl(&a), crawl(&b));
+    assert!(ran_a.expect("a").success() && ran_b.expect("b").success());
+    let ask = |args: &[&str]| {
+        let out = Command::new(bin()).args(args).output().expect("run");
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let answers = || {
+        let (a, b) = (a.to_str().expect("UTF-8"), b.to_str().expect("UTF-8"));
+        let mut all = Vec::new();
+        for (first, second) in [(a, b), (b, a)] {
+            for word in ["alice", "rabbit", "queen", "turtle", "said"] {
+                for verb in ["maxcount", "mincount"] {
+                    all.push(ask(&[verb, first, second, word, "--json"]));
+                }
+                all.push(ask(&[
+                    "search", first, second, word, "--json", "--limit", "30",
+                ]));
+            }
+        }
+        all
+    };
+    let before = answers();
+    for out in [&a, &b] {
+        let (code, err) = run(&["index", "--replace"], out);
+        assert_eq!(code, Some(0), "{err}");
+    }
+    let after = answers();
+    let differ = before.iter().zip(&after).filter(|(x, y)| x != y).count();
+    assert_eq!(differ, 0, "{differ} of {} answers changed", before.len());
+}
