@@ -253,6 +253,12 @@ impl CrawlConfig {
             ("exclude", self.exclude.join(" ")),
             ("max-redirects", self.max_redirects.to_string()),
             ("max-retries", self.max_retries.to_string()),
+            // Kept crawl-wide by the pulls, so one for every member.
+            ("max-pages", opt(self.max_pages.map(|n| n.to_string()))),
+            (
+                "max-pages-per-site",
+                opt(self.max_pages_per_site.map(|n| n.to_string())),
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

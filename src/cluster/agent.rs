@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::shared::{Entry, Heartbeat, Lease, Member, SharedCommand, SharedCrawl, SharedError};
+use super::shared::{
+    Entry, Heartbeat, Lease, Member, Pulled, SharedCommand, SharedCrawl, SharedError,
+};
 
 /// How an agent paces itself.
 #[derive(Debug, Clone, Copy)]
@@ -56,12 +58,19 @@ pub enum ToAgent {
     /// URLs discovered on a site (admitted by its seen set crawl-wide, or not).
     Push { site: String, entries: Vec<Entry> },
     /// Pulled URLs that ended (fetched, failed, forbidden): finished crawl-wide, with how long
-    /// until the site may next be contacted (it travels with the lease).
+    /// until the site may next be contacted (it travels with the lease). `waited` of them were
+    /// told of before ([`ToAgent::Waiting`]).
     Done {
         site: String,
         entries: Vec<Entry>,
+        waited: usize,
         next_in: Option<Duration>,
     },
+    /// `n` pulled URLs of a site ended here and wait for a checkpoint of the member's folder
+    /// before they are finished crawl-wide ([`ToAgent::Done`] follows): no longer the member's
+    /// to fetch, so the site's next batch may come meanwhile (a checkpoint a second, or one slow
+    /// fetch holding the commit order, would otherwise starve every site the member holds).
+    Waiting { site: String, n: usize },
     /// A held site's politeness state and its next contact, to travel with its lease.
     Politeness {
         site: String,
@@ -97,8 +106,15 @@ pub enum FromAgent {
         politeness: Option<String>,
         wait: Duration,
     },
-    /// URLs of a site this member holds, to fetch.
-    Pulled { site: String, entries: Vec<Entry> },
+    /// URLs of a site this member holds, to fetch; and URLs taken off its queue past the
+    /// crawl's `--max-pages-per-site` or `--max-pages`, to end as ignored (they are not in
+    /// flight).
+    Pulled {
+        site: String,
+        entries: Vec<Entry>,
+        over_site: Vec<Entry>,
+        over_crawl: Vec<Entry>,
+    },
     /// A site's lease was lost (ran out while Redis was away): its pulled URLs will be
     /// fetched by another member; this one should drop them unfetched.
     Lost { site: String },
@@ -250,8 +266,11 @@ struct Inner {
 /// A site this member holds.
 #[derive(Debug, Clone, Copy, Default)]
 struct Held {
-    /// Pulled URLs not done yet.
+    /// Pulled URLs not finished crawl-wide yet.
     left: usize,
+    /// Of `left`, those ended at the member and waiting for its checkpoint
+    /// ([`ToAgent::Waiting`]).
+    waiting: usize,
     /// Its queue was found empty with URLs still out: not asked again until they are done.
     dry: bool,
     /// Asked back ([`FromAgent::GiveBack`]): no more pulls; released when the member says.
@@ -364,6 +383,8 @@ impl Inner {
         let mut stop = batch.is_empty();
         let mut pushes: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
         let mut dones: BTreeMap<String, (Vec<Entry>, Option<Duration>)> = BTreeMap::new();
+        let mut waited: BTreeMap<String, usize> = BTreeMap::new();
+        let mut waits: BTreeMap<String, usize> = BTreeMap::new();
         let mut rest = Vec::new();
         for msg in batch {
             match msg {
@@ -371,12 +392,16 @@ impl Inner {
                 ToAgent::Done {
                     site,
                     entries,
+                    waited: w,
                     next_in,
                 } => {
+                    *waited.entry(site.clone()).or_default() += w;
                     let d = dones.entry(site).or_default();
                     d.0.extend(entries);
                     d.1 = next_in.or(d.1);
                 }
+                // Counted before the round's ends, which may name some of the same URLs.
+                ToAgent::Waiting { site, n } => *waits.entry(site).or_default() += n,
                 ToAgent::Stop => stop = true,
                 other => rest.push(other),
             }
@@ -392,8 +417,14 @@ impl Inner {
         let (_, ours) = retry!(self, self.shared.push_and_finish(&pushes, &dones));
         // The held sites running low, pulled together after the round's other messages.
         let mut low = Vec::new();
+        for (site, n) in waits {
+            if self.waiting(&site, n) {
+                low.push(site);
+            }
+        }
         for ((site, entries, _), ours) in dones.iter().zip(ours) {
-            if self.after_done(site, entries.len(), ours) {
+            let w = waited.get(site).copied().unwrap_or(0);
+            if self.after_done(site, entries.len(), w, ours) && !low.contains(site) {
                 low.push(site.clone());
             }
         }
@@ -401,10 +432,11 @@ impl Inner {
             match msg {
                 ToAgent::Capacity(n) => self.cfg.max_sites = n.max(self.floor).max(1),
                 ToAgent::Skipped { site, n } => {
-                    if self.after_done(&site, n, true) && !low.contains(&site) {
+                    if self.after_done(&site, n, 0, true) && !low.contains(&site) {
                         low.push(site);
                     }
                 }
+
                 ToAgent::Release { site } => {
                     if self.held.remove(&site).is_some() {
                         let _ = retry!(self, self.shared.release(&site));
@@ -427,7 +459,10 @@ impl Inner {
                         self.lost(&site);
                     }
                 }
-                ToAgent::Push { .. } | ToAgent::Done { .. } | ToAgent::Stop => {}
+                ToAgent::Push { .. }
+                | ToAgent::Done { .. }
+                | ToAgent::Waiting { .. }
+                | ToAgent::Stop => {}
             }
         }
         self.pull_all(low).await;
@@ -539,9 +574,10 @@ impl Inner {
         }
     }
 
-    /// `n` pulled URLs of `site` were finished (`ours`: the lease was still this member's).
-    /// Returns whether the site wants its next batch now.
-    fn after_done(&mut self, site: &str, n: usize, ours: bool) -> bool {
+    /// `n` pulled URLs of `site` were finished, `waited` of them told of as waiting before
+    /// (`ours`: the lease was still this member's). Returns whether the site wants its next
+    /// batch now.
+    fn after_done(&mut self, site: &str, n: usize, waited: usize, ours: bool) -> bool {
         if !ours {
             self.lost(site);
             return false;
@@ -550,9 +586,30 @@ impl Inner {
             return false;
         };
         held.left = held.left.saturating_sub(n);
-        // The next batch before this one runs out, so the member's queue of the site never
-        // waits on a round trip; a site found dry is asked again only once it is done.
-        !held.leaving && (held.left == 0 || (held.left <= self.cfg.batch / 2 && !held.dry))
+        held.waiting = held.waiting.saturating_sub(waited).min(held.left);
+        self.wants_more(site)
+    }
+
+    /// `n` pulled URLs of `site` ended at the member and wait for its checkpoint. Returns
+    /// whether the site wants its next batch now.
+    fn waiting(&mut self, site: &str, n: usize) -> bool {
+        let Some(held) = self.held.get_mut(site) else {
+            return false;
+        };
+        held.waiting = (held.waiting + n).min(held.left);
+        self.wants_more(site)
+    }
+
+    /// The next batch before the member's runs out (the URLs it has not ended), so its queue
+    /// of the site never waits on a round trip, nor on its checkpoints; a site found dry is
+    /// asked again only once the member has ended all it pulled (the links those pages led to
+    /// were pushed first), and released once everything pulled is finished crawl-wide.
+    fn wants_more(&self, site: &str) -> bool {
+        let Some(held) = self.held.get(site) else {
+            return false;
+        };
+        let here = held.left - held.waiting;
+        !held.leaving && (here == 0 || (here <= self.cfg.batch / 2 && !held.dry))
     }
 
     /// The next batch of each of `sites` (held), in one request a master.
@@ -578,8 +635,20 @@ impl Inner {
 
     /// What a pull of a held site got: its URLs go to the member; none at all (and none out)
     /// hands the site back; `None` (the lease was not ours) loses it.
-    async fn pulled(&mut self, site: String, got: Option<Vec<Entry>>) {
+    async fn pulled(&mut self, site: String, got: Option<Pulled>) {
         let left = self.held.get(&site).map_or(0, |h| h.left);
+        // URLs past a limit are ended by the member at once; they are not in flight.
+        let got = got.map(|p| {
+            if !(p.over_site.is_empty() && p.over_crawl.is_empty()) {
+                let _ = self.outbox.send(FromAgent::Pulled {
+                    site: site.clone(),
+                    entries: Vec::new(),
+                    over_site: p.over_site,
+                    over_crawl: p.over_crawl,
+                });
+            }
+            p.entries
+        });
         match got {
             None => self.lost(&site),
             Some(entries) if entries.is_empty() && left == 0 => {
@@ -596,15 +665,22 @@ impl Inner {
                 }
             }
             Some(entries) => {
+                let waiting = self.held.get(&site).map_or(0, |h| h.waiting);
                 self.held.insert(
                     site.clone(),
                     Held {
                         left: left + entries.len(),
+                        waiting,
                         dry: false,
                         leaving: false,
                     },
                 );
-                let _ = self.outbox.send(FromAgent::Pulled { site, entries });
+                let _ = self.outbox.send(FromAgent::Pulled {
+                    site,
+                    entries,
+                    over_site: Vec::new(),
+                    over_crawl: Vec::new(),
+                });
             }
         }
     }

@@ -16,7 +16,14 @@
 //! | `ct:{C\|S}:q` | list of queued entries (`depth TAB hops TAB url TAB referrer`) |
 //! | `ct:{C\|S}:flight` | set of entries the lease holder pulled and has not finished |
 //! | `ct:{C\|S}:lease` | the holder's member id, `SET NX PX`: expiry is Redis's clock, never a member's |
-//! | `ct:{C\|S}:pol` | hash: `state` (the site's politeness: robots.txt, delays; opaque here), `next_ms` (its next contact, Redis's clock) |
+//! | `ct:{C\|S}:pol` | hash: `state` (the site's politeness: robots.txt, delays; opaque here), `next_ms` (its next contact, Redis's clock), `admitted` (with `--max-pages-per-site`: its URLs pulled to be fetched) |
+//!
+//! With `--max-pages`, `ct:{C}:meta` also counts `admitted`: the URLs pulled to be fetched
+//! crawl-wide. A member reserves places there before a round of pulls ([`SharedCrawl::pull_many`])
+//! and gives back the places a pull did not use; a site's URLs that go back to its queue unfetched
+//! (a lease taken over, a site released) give back theirs, to the site's count in the same script
+//! and to the crawl's after it. A pulled URL past a limit is not in flight: the member ends it as
+//! ignored, as one process does at the limit.
 //!
 //! A new lease first puts back what an earlier holder had pulled and not finished (it died, or
 //! its lease ran out): at least once, and at most once more for what was in flight.
@@ -351,6 +358,7 @@ struct Scripts {
     lease: Script,
     pull: Script,
     release: Script,
+    reserve: Script,
     heartbeat: Script,
     members: Script,
     command: Script,
@@ -417,13 +425,18 @@ impl Scripts {
                 return {{added, n, woke}}
                 "
             )),
-            // KEYS: lease, flight, q. ARGV: member, ms. Returns {0} held, {1, n} taken, {2} renewed.
+            // KEYS: lease, flight, q, pol. ARGV: member, ms. Returns {0} held, {1, n} taken, {2}
+            // renewed. What goes back to the queue is no longer counted as admitted.
             lease: Script::new(
                 r"
                 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
                   local back = redis.call('SMEMBERS', KEYS[2])
                   for _, e in ipairs(back) do redis.call('LPUSH', KEYS[3], e) end
                   redis.call('DEL', KEYS[2])
+                  local admitted = tonumber(redis.call('HGET', KEYS[4], 'admitted') or '0')
+                  if #back > 0 and admitted > 0 then
+                    redis.call('HSET', KEYS[4], 'admitted', math.max(0, admitted - #back))
+                  end
                   return {1, #back}
                 end
                 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -433,24 +446,58 @@ impl Scripts {
                 return {0}
                 ",
             ),
-            // KEYS: lease, q, flight. ARGV: member, n. Only the holder pulls.
+            // KEYS: lease, q, flight, pol. ARGV: member, n, the site's limit (0: none), the
+            // crawl's places this pull may take (-1: no limit). Only the holder pulls. Returns
+            // {in flight, over the site's limit, over the crawl's}: only the first are pulled to
+            // be fetched (and counted); the others are ended by the member, as ignored.
             pull: Script::new(
                 r"
                 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
                 local got = redis.call('LPOP', KEYS[2], ARGV[2])
-                if not got then return {} end
-                for _, e in ipairs(got) do redis.call('SADD', KEYS[3], e) end
-                return got
+                if not got then return {{}, {}, {}} end
+                local site_max = tonumber(ARGV[3])
+                local places = tonumber(ARGV[4])
+                local admitted = tonumber(redis.call('HGET', KEYS[4], 'admitted') or '0')
+                local ok, over_site, over_crawl = {}, {}, {}
+                for _, e in ipairs(got) do
+                  if site_max > 0 and admitted >= site_max then
+                    table.insert(over_site, e)
+                  elseif places == 0 then
+                    table.insert(over_crawl, e)
+                  else
+                    redis.call('SADD', KEYS[3], e)
+                    admitted = admitted + 1
+                    places = places - 1
+                    table.insert(ok, e)
+                  end
+                end
+                if site_max > 0 then redis.call('HSET', KEYS[4], 'admitted', admitted) end
+                return {ok, over_site, over_crawl}
                 ",
             ),
-            // KEYS: lease, flight, q. ARGV: member. Hands back what was pulled, then the lease.
+            // KEYS: lease, flight, q, pol. ARGV: member. Hands back what was pulled (no longer
+            // counted as admitted), then the lease.
             release: Script::new(
                 r"
                 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
                 local back = redis.call('SMEMBERS', KEYS[2])
                 for _, e in ipairs(back) do redis.call('LPUSH', KEYS[3], e) end
                 redis.call('DEL', KEYS[2], KEYS[1])
+                local admitted = tonumber(redis.call('HGET', KEYS[4], 'admitted') or '0')
+                if #back > 0 and admitted > 0 then
+                  redis.call('HSET', KEYS[4], 'admitted', math.max(0, admitted - #back))
+                end
                 return #back
+                ",
+            ),
+            // KEYS: meta. ARGV: places wanted, the crawl's limit. Returns the places taken.
+            reserve: Script::new(
+                r"
+                local admitted = tonumber(redis.call('HGET', KEYS[1], 'admitted') or '0')
+                local give = math.min(tonumber(ARGV[1]), tonumber(ARGV[2]) - admitted)
+                if give <= 0 then return 0 end
+                redis.call('HINCRBY', KEYS[1], 'admitted', give)
+                return give
                 ",
             ),
             // KEYS: lease, pol. ARGV: member, state, ms to the next contact. Only the holder.
@@ -513,6 +560,29 @@ pub struct SharedCrawl {
     /// one, [`SharedCrawl::replicated`] waits for a copy of this member's writes, so that a
     /// failover to a replica keeps what a member was told is stored.
     replicas: usize,
+    /// The crawl's page limits (every member has the same: they are shared settings).
+    limits: Limits,
+}
+
+/// A shared crawl's page limits, crawl-wide: `--max-pages` and `--max-pages-per-site`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub pages: Option<u64>,
+    pub per_site: Option<u64>,
+}
+
+/// A pull script's answer: none (the lease is not ours), or its three lists of entries.
+type PullAnswer = Option<(Vec<String>, Vec<String>, Vec<String>)>;
+
+/// What one pull of a site got.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pulled {
+    /// Pulled to be fetched (in flight until finished).
+    pub entries: Vec<Entry>,
+    /// Past `--max-pages-per-site` crawl-wide: taken off the queue, to be ended as ignored.
+    pub over_site: Vec<Entry>,
+    /// Past `--max-pages` crawl-wide: the same.
+    pub over_crawl: Vec<Entry>,
 }
 
 impl std::fmt::Debug for SharedCrawl {
@@ -561,6 +631,7 @@ impl SharedCrawl {
             started: false,
             known_sites: std::collections::HashSet::new(),
             replicas: 0,
+            limits: Limits::default(),
         };
         shared.replicas = shared
             .count_replicas()
@@ -987,55 +1058,123 @@ impl SharedCrawl {
             .key(self.site_key(site, "lease"))
             .key(self.site_key(site, "flight"))
             .key(self.site_key(site, "q"))
+            .key(self.site_key(site, "pol"))
             .arg(&self.member)
             .arg(self.lease_for.as_millis() as u64)
             .invoke_async(&mut self.conn)
             .await?;
         Ok(match answer.as_slice() {
-            [1, n] => Lease::Taken {
-                requeued: u64::try_from(*n).unwrap_or(0),
-            },
+            [1, n] => {
+                let requeued = u64::try_from(*n).unwrap_or(0);
+                // An earlier holder's URLs back in the queue: pulled again, counted again.
+                self.unreserve(requeued).await?;
+                Lease::Taken { requeued }
+            }
             [2] => Lease::Renewed,
             _ => Lease::Held,
         })
     }
 
-    /// Up to `n` queued entries of a site this member holds, now in flight; None when the
-    /// lease is not ours (any more).
-    pub async fn pull(&mut self, site: &str, n: usize) -> Result<Option<Vec<Entry>>, SharedError> {
+    /// Sets the crawl's page limits (its shared settings), which pulls keep crawl-wide.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Gives `n` of the crawl's places back (`--max-pages`): URLs that went back to a queue
+    /// unfetched, or places a pull did not use.
+    async fn unreserve(&mut self, n: u64) -> Result<(), SharedError> {
+        if n == 0 || self.limits.pages.is_none() {
+            return Ok(());
+        }
+        let _: i64 = redis::cmd("HINCRBY")
+            .arg(self.crawl_key("meta"))
+            .arg("admitted")
+            .arg(-i64::try_from(n).unwrap_or(i64::MAX))
+            .query_async(&mut self.conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Up to `n` queued entries of a site this member holds, now in flight (and those past the
+    /// crawl's limits, taken off the queue); None when the lease is not ours (any more).
+    pub async fn pull(&mut self, site: &str, n: usize) -> Result<Option<Pulled>, SharedError> {
         let got = self.pull_many(&[site.to_string()], n).await?;
         Ok(got.into_iter().next().flatten())
     }
 
     /// [`SharedCrawl::pull`] for several sites at once (one request a master); answers in the
-    /// order of `sites`.
+    /// order of `sites`. With `--max-pages`, the places for them are reserved first (one more
+    /// request), and those the pulls did not use given back.
     pub async fn pull_many(
         &mut self,
         sites: &[String],
         n: usize,
-    ) -> Result<Vec<Option<Vec<Entry>>>, SharedError> {
+    ) -> Result<Vec<Option<Pulled>>, SharedError> {
+        let n = n.max(1);
         let keys: Vec<Vec<String>> = sites
             .iter()
             .map(|site| {
-                ["lease", "q", "flight"]
+                ["lease", "q", "flight", "pol"]
                     .map(|what| self.site_key(site, what))
                     .into()
             })
             .collect();
+        // The crawl's places, handed to the sites in order (-1: no limit).
+        let mut reserved = 0u64;
+        let places: Vec<i64> = match self.limits.pages {
+            None => vec![-1; sites.len()],
+            Some(max) => {
+                let want = (n * sites.len()) as u64;
+                reserved = self
+                    .scripts
+                    .reserve
+                    .key(self.crawl_key("meta"))
+                    .arg(want)
+                    .arg(max)
+                    .invoke_async(&mut self.conn)
+                    .await?;
+                let mut left = reserved;
+                (0..sites.len())
+                    .map(|_| {
+                        let take = left.min(n as u64);
+                        left -= take;
+                        i64::try_from(take).unwrap_or(i64::MAX)
+                    })
+                    .collect()
+            }
+        };
+        let site_max = self.limits.per_site.unwrap_or(0);
         let (scripts, conn, member) = (&self.scripts, &mut self.conn, &self.member);
         let calls: Vec<_> = keys
             .into_iter()
-            .map(|keys| {
+            .zip(&places)
+            .map(|(keys, places)| {
                 let mut call = Call::new(&scripts.pull, keys);
-                call.arg(member).arg(n.max(1));
+                call.arg(member).arg(n).arg(site_max).arg(*places);
                 call
             })
             .collect();
-        let got: Vec<Option<Vec<String>>> = invoke_all(conn, &calls).await?;
-        Ok(got
+        let got: Vec<PullAnswer> = invoke_all(conn, &calls).await?;
+        let decode = |items: Vec<String>| -> Vec<Entry> {
+            items.iter().filter_map(|s| Entry::decode(s)).collect()
+        };
+        let pulled: Vec<Option<Pulled>> = got
             .into_iter()
-            .map(|items| items.map(|items| items.iter().filter_map(|s| Entry::decode(s)).collect()))
-            .collect())
+            .map(|answer| {
+                answer.map(|(ok, over_site, over_crawl)| Pulled {
+                    entries: decode(ok),
+                    over_site: decode(over_site),
+                    over_crawl: decode(over_crawl),
+                })
+            })
+            .collect();
+        let used: u64 = pulled
+            .iter()
+            .flatten()
+            .map(|p| p.entries.len() as u64)
+            .sum();
+        self.unreserve(reserved.saturating_sub(used)).await?;
+        Ok(pulled)
     }
 
     /// Finishes pulled entries (fetched, or ended otherwise) and, when given, stores when the
@@ -1062,10 +1201,13 @@ impl SharedCrawl {
             .key(self.site_key(site, "lease"))
             .key(self.site_key(site, "flight"))
             .key(self.site_key(site, "q"))
+            .key(self.site_key(site, "pol"))
             .arg(&self.member)
             .invoke_async(&mut self.conn)
             .await?;
-        Ok(u64::try_from(n).ok())
+        let back = u64::try_from(n).ok();
+        self.unreserve(back.unwrap_or(0)).await?;
+        Ok(back)
     }
 
     /// Adds this member's seeds to the crawl's (its scope is every member's seeds) and returns

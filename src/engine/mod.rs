@@ -115,8 +115,10 @@ pub enum EngineError {
     )]
     Finished(std::path::PathBuf),
     #[error(
-        "{} holds an unfinished crawl, and a member of a shared crawl does not resume one: its \
-         unfinished URLs are in the shared crawl already; start with --fresh, or use another --out",
+        "{} holds an unfinished crawl (a member that was killed?), and a member of a shared crawl \
+         does not resume one: its unfinished URLs are in the shared crawl already. Keep the \
+         folder and start this member with another --out: the pages it holds are done for the \
+         shared crawl and stored nowhere else (--fresh would delete them)",
         .0.display()
     )]
     ClusterResume(std::path::PathBuf),
@@ -255,6 +257,11 @@ pub fn spawn_in_cluster(
         return Err(EngineError::ClusterResume(dir.to_path_buf()));
     }
     let member = shared.member().to_string();
+    let mut shared = shared;
+    shared.set_limits(crate::cluster::shared::Limits {
+        pages: coordinator.max_pages(),
+        per_site: coordinator.max_pages_per_site(),
+    });
     let agent = crate::cluster::agent::spawn(shared, agent);
     let link = coordinator::cluster::Link::new(agent, crawl_id, &member);
     coordinator.join_cluster(link, crawl_seeds);

@@ -236,7 +236,7 @@ mod shared {
     use std::collections::BTreeMap;
     use std::time::Duration;
 
-    use crawltop::cluster::shared::{CrawlId, Entry, Lease, SharedCrawl, SharedError};
+    use crawltop::cluster::shared::{CrawlId, Entry, Lease, Limits, SharedCrawl, SharedError};
 
     use super::{redis_here, three_masters};
 
@@ -328,7 +328,7 @@ mod shared {
             None,
             "only the holder pulls"
         );
-        let got = a.pull(site, 3).await.expect("pull").expect("ours");
+        let got = a.pull(site, 3).await.expect("pull").expect("ours").entries;
         let urls: Vec<&str> = got.iter().map(|e| e.url.as_str()).collect();
         assert_eq!(urls.len(), 3);
         assert!(
@@ -345,7 +345,7 @@ mod shared {
             b.lease(site).await.expect("lease"),
             Lease::Taken { requeued: 0 }
         );
-        let next = b.pull(site, 2).await.expect("pull").expect("ours");
+        let next = b.pull(site, 2).await.expect("pull").expect("ours").entries;
         let mut back: Vec<&str> = next.iter().map(|e| e.url.as_str()).collect();
         back.sort_unstable();
         let mut want = urls[1..].to_vec();
@@ -359,6 +359,7 @@ mod shared {
                 .pull(s, 100)
                 .await
                 .expect("pull")
+                .map(|p| p.entries)
                 .filter(|e| !e.is_empty())
             {
                 assert!(b.done(s, &es, None).await.expect("done"));
@@ -366,6 +367,57 @@ mod shared {
         }
         b.done(site, &next, None).await.expect("done");
         assert!(a.finished().await.expect("finished?"));
+        drop(cluster);
+    }
+
+    /// The crawl's page limits hold crawl-wide at the pulls: past `--max-pages-per-site` or
+    /// `--max-pages`, URLs come off the queue as over the limit (not in flight, to be ignored);
+    /// URLs that go back to a queue unfetched (a release) give their places back.
+    #[tokio::test]
+    async fn pulls_keep_the_crawls_page_limits_and_urls_sent_back_give_their_places_back() {
+        if !redis_here("pulls_keep_the_crawls_page_limits...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let limits = Limits {
+            pages: Some(5),
+            per_site: Some(3),
+        };
+        let mut a = member(&cluster.urls(), "limits", "a", 10_000).await;
+        let mut b = member(&cluster.urls(), "limits", "b", 10_000).await;
+        for m in [&mut a, &mut b] {
+            m.join(&settings("1")).await.expect("join");
+            m.set_limits(limits);
+        }
+        let (s1, s2) = ("http://127.0.0.1:3001", "http://127.0.0.1:3002");
+        for site in [s1, s2] {
+            let es: Vec<Entry> = (0..6).map(|i| entry(&format!("{site}/{i}"))).collect();
+            assert_eq!(a.push(site, &es).await.expect("push"), 6);
+        }
+        let counts = |p: &crawltop::cluster::shared::Pulled| {
+            (p.entries.len(), p.over_site.len(), p.over_crawl.len())
+        };
+        assert!(matches!(a.lease(s1).await, Ok(Lease::Taken { .. })));
+        let first = a.pull(s1, 10).await.expect("pull").expect("ours");
+        assert_eq!(
+            counts(&first),
+            (3, 3, 0),
+            "the site's three, then over its limit"
+        );
+        assert!(matches!(b.lease(s2).await, Ok(Lease::Taken { .. })));
+        let second = b.pull(s2, 10).await.expect("pull").expect("ours");
+        assert_eq!(counts(&second), (2, 0, 4), "the crawl's last two places");
+        // a hands s1 back unfetched: its three places come back, to the site and the crawl.
+        assert_eq!(a.release(s1).await.expect("release"), Some(3));
+        assert!(matches!(b.lease(s1).await, Ok(Lease::Taken { .. })));
+        let again = b.pull(s1, 10).await.expect("pull").expect("ours");
+        assert_eq!(counts(&again), (3, 0, 0), "{again:?}");
+        let mut urls: Vec<&str> = again.entries.iter().map(|e| e.url.as_str()).collect();
+        urls.sort_unstable();
+        let mut want: Vec<&str> = first.entries.iter().map(|e| e.url.as_str()).collect();
+        want.sort_unstable();
+        assert_eq!(urls, want, "the same three, none over a limit");
         drop(cluster);
     }
 
@@ -382,7 +434,12 @@ mod shared {
         let es: Vec<Entry> = (0..5).map(|i| entry(&format!("{site}/{i}"))).collect();
         assert_eq!(dead.push(site, &es).await.expect("push"), 5);
         assert!(matches!(dead.lease(site).await, Ok(Lease::Taken { .. })));
-        let pulled = dead.pull(site, 2).await.expect("pull").expect("ours");
+        let pulled = dead
+            .pull(site, 2)
+            .await
+            .expect("pull")
+            .expect("ours")
+            .entries;
         drop(dead); // killed: no release
 
         let mut heir = member(&cluster.urls(), "t2", "heir", 10_000).await;
@@ -401,7 +458,12 @@ mod shared {
             }
         };
         assert_eq!(requeued, 2);
-        let all = heir.pull(site, 10).await.expect("pull").expect("ours");
+        let all = heir
+            .pull(site, 10)
+            .await
+            .expect("pull")
+            .expect("ours")
+            .entries;
         assert_eq!(all.len(), 5, "nothing lost: {all:?}");
         for e in &pulled {
             assert!(all.contains(e), "{e:?} came back");
@@ -553,7 +615,10 @@ mod shared {
             Lease::Taken { requeued: 0 }
         );
         assert_eq!(
-            m.pull(site, 10).await.expect("pull").map(|v| v.len()),
+            m.pull(site, 10)
+                .await
+                .expect("pull")
+                .map(|p| p.entries.len()),
             Some(1)
         );
         let _ = server.kill();
@@ -718,13 +783,14 @@ mod agents {
             .expect("the agent says something within a minute")
         {
             match msg {
-                FromAgent::Pulled { site, entries } => {
+                FromAgent::Pulled { site, entries, .. } => {
                     got.extend(entries.iter().map(|e| e.url.clone()));
                     agent
                         .to
                         .send(ToAgent::Done {
                             site,
                             entries,
+                            waited: 0,
                             next_in: None,
                         })
                         .expect("agent runs");
@@ -829,6 +895,7 @@ mod agents {
             .send(ToAgent::Done {
                 site: site.clone(),
                 entries: batch[..2].to_vec(),
+                waited: 0,
                 next_in: None,
             })
             .expect("agent runs");

@@ -1382,3 +1382,112 @@ async fn search_and_counts_over_two_members_folders_answer_as_one_crawl_of_the_s
     }
     drop(cluster);
 }
+
+/// A member with `--out` finishes a pulled URL crawl-wide only once a checkpoint of its folder
+/// holds it; meanwhile the site's next batch comes anyway (audit 21: the member fetched one
+/// batch, 64 URLs, of a site per checkpoint, and nothing at all while one slow fetch held the
+/// commit order). With checkpoints ten minutes apart, one member alone still asks for every
+/// page of a 200-page site, judged at the server; stopped, it stores and finishes them.
+#[tokio::test]
+async fn a_member_with_out_fetches_past_a_batch_between_its_checkpoints() {
+    if !redis_here("a_member_with_out_fetches_past_a_batch_between_its_checkpoints") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(1, 200).seed(15).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let site = web.manifest().site("site00").expect("site00");
+    let pages = site.page_paths().len();
+    assert!(pages > 2 * 64, "{pages}");
+    let stats_a = tmp.path().join("a.json");
+    let out = tmp.path().join("a");
+    let a = member(
+        &nodes,
+        "paced",
+        &stats_a,
+        &[
+            &web.url("site00", "/"),
+            "--checkpoint-ms",
+            "600000",
+            "--out",
+            out.to_str().expect("utf8"),
+        ],
+    );
+    let every_page = |r: &[RequestRecord]| {
+        let asked: BTreeSet<&str> = r.iter().map(|r| r.path.as_str()).collect();
+        site.page_paths().iter().all(|p| asked.contains(p))
+    };
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(every_page))
+        .await
+        .expect("every page asked for between two checkpoints");
+    sigterm(&a);
+    ends_well(a, "member a").await;
+    let records = web.log().records();
+    assert_eq!(covered(&web, &records), 0, "nothing asked twice");
+    drop(cluster);
+}
+
+/// `--max-pages` and `--max-pages-per-site` are the crawl's, kept at the pulls: two members
+/// fetch that many URLs between them, judged at the server, and the crawl ends as one process
+/// does at its limit (audit 21: a member's own lower limit made it ignore, crawl-wide, every
+/// URL it pulled past it, and the crawl ended "completed" with whole sites never asked). A
+/// member with another limit is refused, naming it.
+#[tokio::test]
+async fn page_limits_hold_crawl_wide_across_members() {
+    if !redis_here("page_limits_hold_crawl_wide_across_members") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    // Robots ignored: every admitted URL is asked for, so the server's count is the limit's.
+    for (id, limit, value, expect) in [
+        ("limit", "--max-pages", "40", "total"),
+        ("limit-site", "--max-pages-per-site", "10", "per site"),
+    ] {
+        let web = TestWeb::start(GenOptions::new(3, 40).seed(16).crawl_delay_s(0.0))
+            .await
+            .expect("web");
+        let seeds = seeds_file(&web, tmp.path());
+        let (stats_a, stats_b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+        let common = [limit, value, "--ignore-robots"];
+        let mut with_seeds = common.to_vec();
+        with_seeds.extend(["--seeds-file", seeds.to_str().expect("utf8")]);
+        let a = member(&nodes, id, &stats_a, &with_seeds);
+        let b = member(&nodes, id, &stats_b, &common);
+        ends_well(a, "member a").await;
+        ends_well(b, "member b").await;
+        let records = web.log().records();
+        let asked = pages_asked(&records);
+        let twice: Vec<&String> = (asked.values().flatten())
+            .filter(|(_, n)| **n > 1)
+            .map(|(path, _)| path)
+            .collect();
+        assert!(twice.is_empty(), "{expect}: asked twice: {twice:?}");
+        let per_site: Vec<usize> = asked.values().map(|paths| paths.values().sum()).collect();
+        match expect {
+            "total" => assert_eq!(per_site.iter().sum::<usize>(), 40, "{per_site:?}"),
+            _ => assert_eq!(per_site, [10, 10, 10], "{asked:?}"),
+        }
+        for s in [stats(&stats_a), stats(&stats_b)] {
+            assert_eq!(s["totals"]["completed"], true, "{}", s["cluster"]);
+        }
+        // A member with another limit is refused before it fetches anything.
+        let other = member(&nodes, id, &tmp.path().join("c.json"), &[limit, "7"]);
+        let out = tokio::time::timeout(CRAWL_PATIENCE, other.wait_with_output())
+            .await
+            .expect("refused in time")
+            .expect("waits");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        let name = limit.trim_start_matches("--");
+        assert!(
+            err.contains(&format!("{name} is {value} there, 7 here")),
+            "{err}"
+        );
+    }
+    drop(cluster);
+}

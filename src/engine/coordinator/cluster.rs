@@ -34,6 +34,7 @@ use crate::cluster::shared::{Entry, Heartbeat, SharedCommand, SharedError};
 use crate::engine::Command;
 use crate::engine::model::{Resource, ResourceState, RobotsMemo};
 use crate::frontier::{HoldState, Schedule, SeenSet, SiteId};
+use crate::scope::IgnoreReason;
 use crate::snapshot::{ClusterView, CommandSource, MemberRow};
 use crate::store::commit::Seq;
 
@@ -64,6 +65,12 @@ pub(in crate::engine) struct Link {
     push: HashMap<String, Vec<Entry>>,
     /// Pulled URLs that ended, waiting to be finished crawl-wide, by site.
     done: HashMap<SiteId, Vec<Entry>>,
+    /// How many of `done`'s entries of each site the agent was told of as waiting for a
+    /// checkpoint ([`ToAgent::Waiting`]).
+    done_waited: HashMap<SiteId, usize>,
+    /// Pulled URLs that went to `unstored` since the last flush, by site: the agent is told
+    /// ([`ToAgent::Waiting`]), so that it pulls the site's next batch while they wait.
+    waiting: HashMap<SiteId, usize>,
     /// Pulled URLs that ended after their fetch took a place in the commit order, by that
     /// place: finished crawl-wide only once a written checkpoint holds it. Until then the
     /// member's folder could lose the page to a kill, and Redis must not count it as done (a
@@ -111,6 +118,8 @@ impl Link {
             member: member.to_string(),
             push: HashMap::new(),
             done: HashMap::new(),
+            done_waited: HashMap::new(),
+            waiting: HashMap::new(),
             unstored: BTreeMap::new(),
             pulled: HashMap::new(),
             sent: SeenSet::new(),
@@ -220,6 +229,7 @@ impl<F: Schedule> Coordinator<F> {
         match (seq, stored_below) {
             (Some(seq), Some(below)) if seq >= below => {
                 link.unstored.insert(seq, (site, entry));
+                *link.waiting.entry(site).or_default() += 1;
             }
             _ => link.done.entry(site).or_default().push(entry),
         }
@@ -243,6 +253,7 @@ impl<F: Schedule> Coordinator<F> {
         let later = link.unstored.split_off(&below);
         for (site, entry) in std::mem::replace(&mut link.unstored, later).into_values() {
             link.done.entry(site).or_default().push(entry);
+            *link.done_waited.entry(site).or_default() += 1;
         }
     }
 
@@ -276,11 +287,19 @@ impl<F: Schedule> Coordinator<F> {
             link.shared_urls += entries.len() as u64;
             link.send(ToAgent::Push { site, entries });
         }
+        for (site, n) in std::mem::take(&mut link.waiting) {
+            link.send(ToAgent::Waiting {
+                site: self.frontier.origin(site).to_string(),
+                n,
+            });
+        }
         for (site, entries) in std::mem::take(&mut link.done) {
             link.unacked += entries.len();
             let next_in = self.frontier.next_allowed(site).saturating_sub(now);
+            let waited = link.done_waited.remove(&site).unwrap_or(0);
             link.send(ToAgent::Done {
                 site: self.frontier.origin(site).to_string(),
+                waited,
                 entries,
                 next_in: Some(next_in),
             });
@@ -350,7 +369,16 @@ impl<F: Schedule> Coordinator<F> {
                 politeness,
                 wait,
             } => self.on_leased(&site, politeness.as_deref(), wait),
-            FromAgent::Pulled { site, entries } => self.on_pulled(&site, entries),
+            FromAgent::Pulled {
+                site,
+                entries,
+                over_site,
+                over_crawl,
+            } => {
+                self.on_over_limit(&site, over_site, IgnoreReason::SitePageLimit);
+                self.on_over_limit(&site, over_crawl, IgnoreReason::PageLimit);
+                self.on_pulled(&site, entries);
+            }
             FromAgent::Released { site } => {
                 if let Some(id) = self.known_site(&site)
                     && let Some(link) = self.cluster.as_mut()
@@ -458,6 +486,38 @@ impl<F: Schedule> Coordinator<F> {
             self.frontier.defer(site, now + wait);
         }
         self.touch_site(site);
+    }
+
+    /// URLs taken off a site's shared queue past the crawl's limits (`--max-pages-per-site`,
+    /// `--max-pages`, kept crawl-wide by the pulls): rows here, ignored with the limit as
+    /// reason, as one process ignores a URL over its limit. They are not in flight: nothing
+    /// to finish crawl-wide.
+    fn on_over_limit(&mut self, origin: &str, entries: Vec<Entry>, reason: IgnoreReason) {
+        if entries.is_empty() || self.known_site(origin).is_none() {
+            return;
+        }
+        for entry in entries {
+            let Ok(url) = Url::parse(&entry.url) else {
+                continue;
+            };
+            let key = super::fingerprint(url.as_str());
+            let id = match self.by_url.get(key) {
+                // A row here already: ignored now only if it went back unfetched before.
+                Some(id) if self.cluster.as_mut().is_some_and(|l| l.handed.remove(&id)) => id,
+                Some(_) => continue,
+                None => {
+                    let referrer = (entry.referrer.as_deref())
+                        .and_then(|r| self.by_url.get(super::fingerprint(r)));
+                    let r = Resource::discovered(entry.depth, referrer, entry.hops);
+                    self.state_counts.add(&r);
+                    let id = self.resources.push(url.as_str(), &r);
+                    self.by_url.insert(key, id);
+                    id
+                }
+            };
+            self.touch(id);
+            self.ignore(id, reason);
+        }
     }
 
     /// URLs of a site this member holds: rows here now, queued in the local frontier.

@@ -445,6 +445,16 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
+    /// `--max-pages`, crawl-wide in a shared crawl.
+    pub(super) fn max_pages(&self) -> Option<u64> {
+        self.cfg.max_pages
+    }
+
+    /// `--max-pages-per-site`, crawl-wide in a shared crawl.
+    pub(super) fn max_pages_per_site(&self) -> Option<u64> {
+        self.cfg.max_pages_per_site
+    }
+
     /// The crawl folder whose unfinished crawl this one goes on with.
     pub(super) fn resuming(&self) -> Option<&std::path::Path> {
         self.resuming.as_deref()
@@ -899,16 +909,20 @@ impl<F: Schedule> Coordinator<F> {
         }
     }
 
-    /// The site a URL in scope is queued under, or the limit that stops it.
+    /// The site a URL in scope is queued under, or the limit that stops it. In a shared crawl
+    /// the limits are the crawl's, kept by the pulls (a URL over one never comes to be queued
+    /// here), not this member's own count.
     fn placement(&mut self, url: &Url) -> Result<SiteId, IgnoreReason> {
-        if self.cfg.max_pages.is_some_and(|max| self.admitted >= max) {
+        let shared = self.cluster.is_some();
+        if !shared && self.cfg.max_pages.is_some_and(|max| self.admitted >= max) {
             return Err(IgnoreReason::PageLimit);
         }
         let site = self.site_for(url);
-        if self
-            .cfg
-            .max_pages_per_site
-            .is_some_and(|max| self.sites[site.index()].admitted >= max)
+        if !shared
+            && self
+                .cfg
+                .max_pages_per_site
+                .is_some_and(|max| self.sites[site.index()].admitted >= max)
         {
             return Err(IgnoreReason::SitePageLimit);
         }
