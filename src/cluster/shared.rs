@@ -54,8 +54,10 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
 
-/// The layout's version, stored with the crawl: a crawl of another version is refused.
-pub const FORMAT: u32 = 1;
+/// The layout's version, stored with the crawl: a crawl of another version is refused. 2: the
+/// pulls keep the crawl's page limits (`admitted` in `meta` and in each site's `pol`), so a
+/// member of version 1 would not count its pulls.
+pub const FORMAT: u32 = 2;
 /// Most bytes in a crawl id.
 const MAX_CRAWL_ID: usize = 64;
 
