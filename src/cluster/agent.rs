@@ -271,7 +271,8 @@ struct Held {
     /// Of `left`, those ended at the member and waiting for its checkpoint
     /// ([`ToAgent::Waiting`]).
     waiting: usize,
-    /// Its queue was found empty with URLs still out: not asked again until they are done.
+    /// Its queue was found empty with URLs still out: not asked again until the member has
+    /// ended them.
     dry: bool,
     /// Asked back ([`FromAgent::GiveBack`]): no more pulls; released when the member says.
     leaving: bool,
@@ -436,7 +437,6 @@ impl Inner {
                         low.push(site);
                     }
                 }
-
                 ToAgent::Release { site } => {
                     if self.held.remove(&site).is_some() {
                         let _ = retry!(self, self.shared.release(&site));
