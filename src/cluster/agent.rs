@@ -115,9 +115,19 @@ pub enum FromAgent {
         over_site: Vec<Entry>,
         over_crawl: Vec<Entry>,
     },
-    /// A site's lease was lost (ran out while Redis was away): its pulled URLs will be
-    /// fetched by another member; this one should drop them unfetched.
+    /// A site's lease was lost (it ran out while Redis was away or this member was stalled,
+    /// and another member may hold it now): its pulled URLs will be fetched by another member;
+    /// this one should drop them unfetched.
     Lost { site: String },
+    /// The lease of a held site stands at least until `until`: two thirds of a lease after the
+    /// request that took or renewed it was sent (by this process's monotonic clock). The member
+    /// contacts the site only before then: a member stalled past its lease (stopped, a paused
+    /// machine) must not fetch from a site another member may hold now before its agent has
+    /// renewed the lease or learned it is lost.
+    Fresh {
+        site: String,
+        until: std::time::Instant,
+    },
     /// The ends of `ends` pulled URLs the member sent are stored crawl-wide (on a replica too,
     /// when the masters have replicas).
     Stored { ends: usize },
@@ -696,11 +706,23 @@ impl Inner {
     async fn renew(&mut self) {
         let sites: Vec<String> = self.held.keys().cloned().collect();
         for site in sites {
+            let sent = Instant::now();
             let lease = retry!(self, self.shared.lease(&site));
             if lease == Lease::Held {
                 self.lost(&site);
+            } else {
+                self.fresh(&site, sent);
             }
         }
+    }
+
+    /// Tells the member until when a lease taken or renewed by a request sent at `sent`
+    /// stands, with a third of a lease to spare (renewals come every third).
+    fn fresh(&self, site: &str, sent: Instant) {
+        let _ = self.outbox.send(FromAgent::Fresh {
+            site: site.to_string(),
+            until: sent + self.cfg.lease * 2 / 3,
+        });
     }
 
     /// Counts the sites with work and takes some of them (a bounded sample) while this member
@@ -736,6 +758,7 @@ impl Inner {
             if self.held.len() >= target {
                 break;
             }
+            let sent = Instant::now();
             let lease = retry!(self, self.shared.lease(&site));
             if matches!(lease, Lease::Taken { .. } | Lease::Renewed) {
                 let stored = retry!(self, self.shared.politeness(&site));
@@ -748,6 +771,7 @@ impl Inner {
                     politeness,
                     wait,
                 });
+                self.fresh(&site, sent);
                 self.held.insert(site.clone(), Held::default());
                 took = true;
                 self.pull(site).await;

@@ -81,6 +81,9 @@ pub(in crate::engine) struct Link {
     /// URLs this member already pushed: the shared seen sets decide, this saves round trips.
     sent: SeenSet,
     leased: HashSet<SiteId>,
+    /// Until when each leased site's lease stands for sure ([`FromAgent::Fresh`]): no contact
+    /// after that before the agent renewed it.
+    fresh: HashMap<SiteId, Instant>,
     /// Sites asked back by the agent: released once nothing of theirs is in flight.
     leaving: HashSet<SiteId>,
     /// Rows of pulled URLs that went back to the crawl unfetched (a site given back, a lease
@@ -124,6 +127,7 @@ impl Link {
             pulled: HashMap::new(),
             sent: SeenSet::new(),
             leased: HashSet::new(),
+            fresh: HashMap::new(),
             leaving: HashSet::new(),
             handed: HashSet::new(),
             served: HashSet::new(),
@@ -173,6 +177,15 @@ impl<F: Schedule> Coordinator<F> {
     /// are workers ended without Redis having their ends yet. A lease that runs out while
     /// Redis is slow or away sends its unfinished URLs to another member: this bounds what a
     /// fault or a kill can have fetched twice.
+    /// Whether `site`'s lease may have run out: its last renewal is older than the agent said
+    /// it stands for sure. Another member may hold it now, so it is not contacted until the
+    /// agent renews it (or says it is lost).
+    pub(super) fn lease_stale(&self, site: SiteId) -> bool {
+        (self.cluster.as_ref())
+            .and_then(|l| l.fresh.get(&site))
+            .is_some_and(|until| Instant::now() >= *until)
+    }
+
     pub(super) fn cluster_waits(&self) -> bool {
         self.cluster
             .as_ref()
@@ -378,6 +391,13 @@ impl<F: Schedule> Coordinator<F> {
                 self.on_over_limit(&site, over_site, IgnoreReason::SitePageLimit);
                 self.on_over_limit(&site, over_crawl, IgnoreReason::PageLimit);
                 self.on_pulled(&site, entries);
+            }
+            FromAgent::Fresh { site, until } => {
+                if let Some(id) = self.known_site(&site)
+                    && let Some(link) = self.cluster.as_mut()
+                {
+                    link.fresh.insert(id, until);
+                }
             }
             FromAgent::Released { site } => {
                 if let Some(id) = self.known_site(&site)
@@ -611,7 +631,8 @@ impl<F: Schedule> Coordinator<F> {
             link.leaving.remove(&site);
         }
         self.warn(format!(
-            "{origin}: lease lost while Redis was away; {n} queued URLs go to another member"
+            "{origin}: lease lost (it ran out while Redis was away or this member was stalled); \
+             {n} queued URLs go to another member"
         ));
     }
 

@@ -73,6 +73,9 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 /// after this (or that origin's next allowed contact, if later).
 const HOP_RETRY: Duration = Duration::from_millis(100);
 
+/// How soon a site whose lease may have run out is looked at again (shared crawls).
+const LEASE_RECHECK: Duration = Duration::from_millis(50);
+
 /// What a worker hands back.
 enum TaskDone {
     Robots { site: SiteId, fetch: RobotsFetched },
@@ -963,6 +966,11 @@ impl<F: Schedule> Coordinator<F> {
             let Some(site) = self.frontier.next_site(now) else {
                 break;
             };
+            if self.lease_stale(site) {
+                // Looked at again shortly: by then renewed, or lost and handed over.
+                self.frontier.defer(site, now + LEASE_RECHECK);
+                continue;
+            }
             self.use_contact(site, now);
         }
     }
