@@ -1002,6 +1002,8 @@ async fn join_cluster(cfg: CrawlConfig, c: ClusterArgs) -> anyhow::Result<engine
     use crate::cluster::agent::AgentConfig;
     use crate::cluster::shared::SharedCrawl;
     let member = member_id();
+    // The folder first: a member refused for it must not have created the crawl.
+    engine::check_member_folder(&cfg)?;
     let mut shared = SharedCrawl::connect(&c.nodes, c.crawl_id.clone(), &member, c.lease).await?;
     let created = shared.join(&cfg.shared_settings()).await?;
     let seeds = shared.add_seeds(&cfg.seeds).await?;

@@ -241,6 +241,27 @@ where
     Ok(start(coordinator))
 }
 
+/// What a member of a shared crawl checks of its crawl folder before it joins the crawl (and,
+/// for the first member, creates it with its settings): a folder in use by another crawl, or
+/// holding a crawl of its own (finished, or unfinished: a member does not resume one), is
+/// refused here, so that a refused member leaves nothing in Redis. `--fresh` starts the folder
+/// over, so only the lock is checked then.
+pub fn check_member_folder(config: &CrawlConfig) -> Result<(), EngineError> {
+    let Some(dir) = &config.out else {
+        return Ok(());
+    };
+    drop(crate::store::committer::FolderLock::take(dir)?);
+    if config.fresh {
+        return Ok(());
+    }
+    match crate::store::checkpoint::Checkpoint::find_mark(dir) {
+        Ok(Some(mark)) if mark.finished => Err(EngineError::Finished(dir.clone())),
+        Ok(Some(_)) => Err(EngineError::ClusterResume(dir.clone())),
+        // No crawl there, or a state the engine will name when it opens it.
+        Ok(None) | Err(_) => Ok(()),
+    }
+}
+
 /// As [`spawn`], as a member of a shared crawl (`crawl --cluster`): `shared` has joined the
 /// crawl (its settings compared, `crawl_seeds` every member's seeds: the crawl's scope), and
 /// its agent starts here. The member's seeds go to the

@@ -735,7 +735,7 @@ mod agents {
     }
 
     /// The agent's next message about work (leases, URLs, the end), past its reports on the
-    /// members, the seeds and the command log.
+    /// members, the seeds, the command log and how long leases stand.
     async fn work(agent: &mut Agent) -> Option<FromAgent> {
         loop {
             match agent.from.recv().await? {
@@ -743,7 +743,8 @@ mod agents {
                 | FromAgent::Seeds(_)
                 | FromAgent::Command { .. }
                 | FromAgent::Stored { .. }
-                | FromAgent::Released { .. } => {}
+                | FromAgent::Released { .. }
+                | FromAgent::Fresh { .. } => {}
                 other => return Some(other),
             }
         }

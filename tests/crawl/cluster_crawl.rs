@@ -705,6 +705,38 @@ async fn members_that_disagree_or_cannot_reach_redis_are_refused_with_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+    // A member whose folder holds a crawl of its own is refused before it joins: the crawl
+    // it named is not created (audit 21: it was, with the refused member's settings).
+    let done = tmp.path().join("done");
+    let other = TestWeb::start(GenOptions::new(1, 5).seed(18))
+        .await
+        .expect("web");
+    // Async: the test's servers answer on this test's runtime.
+    let o = Command::new(bin())
+        .args(["crawl", &other.url("site00", "/"), "--headless", "--out"])
+        .arg(&done)
+        .output()
+        .await
+        .expect("a crawl of the other web");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = done.to_str().expect("utf8");
+    let id = "foldered";
+    let (code, err) = refused(&["--cluster", &joined, "--crawl-id", id, "--out", out, &seed]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("holds a finished crawl"), "{err}");
+    assert!(
+        !err.contains("the shared crawl"),
+        "refused before joining: {err}"
+    );
+    let o = std::process::Command::new(bin())
+        .args(["ctl", "stats", "--crawl-id", id, "--cluster", &joined])
+        .output()
+        .expect("ctl runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("there is no crawl \"{id}\"")),
+        "{err}"
+    );
     // The first member was not disturbed and ends well.
     ends_well(first, "the first member").await;
     let records = web.log().records();
