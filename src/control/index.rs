@@ -11,8 +11,12 @@ use std::sync::{Arc, PoisonError};
 use super::commands::Handlers;
 use crate::index::{IndexError, IndexReader};
 
-/// How many pages a search answers with.
+/// How many pages a search answers with, unless it asks for a `limit` (at most
+/// [`MAX_SEARCH_LIMIT`]).
 pub(super) const SEARCH_LIMIT: usize = 20;
+/// The most pages one search answers with: each hit carries up to
+/// [`crate::index::MAX_HIT_LINES`] lines, so an answer stays a few hundred kilobytes.
+pub(super) const MAX_SEARCH_LIMIT: usize = 100;
 
 /// A query on the crawl's index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,12 +55,14 @@ pub(super) enum QueryError {
 }
 
 /// Runs one query on the blocking pool. `word` is the search text or the counted word (unused
-/// by `WordCount`). The answer is the JSON both rooms send: a list of hits for a search, a
-/// count (or null) for max/min, the totals for a word count.
+/// by `WordCount`), `limit` the most pages a search answers with. The answer is the JSON both
+/// rooms send: a list of hits for a search, a count (or null) for max/min, the totals for a
+/// word count.
 pub(super) async fn run(
     handlers: &Arc<Handlers>,
     query: IndexQuery,
     word: String,
+    limit: usize,
 ) -> Result<serde_json::Value, QueryError> {
     let Some(dir) = handlers.index.clone() else {
         return Err(QueryError::NoIndex);
@@ -78,7 +84,7 @@ pub(super) async fn run(
         };
         reader.reload()?;
         Ok(match query {
-            IndexQuery::Search => serde_json::to_value(reader.search(&word, SEARCH_LIMIT)?),
+            IndexQuery::Search => serde_json::to_value(reader.search(&word, limit)?),
             IndexQuery::MaxCount => serde_json::to_value(reader.max_count(&word)?),
             IndexQuery::MinCount => serde_json::to_value(reader.min_count(&word)?),
             IndexQuery::WordCount => serde_json::to_value(reader.word_count()?),

@@ -480,6 +480,41 @@ fn one_param(query: Option<&str>, path: &str, name: &str) -> Result<String, Stri
     value.ok_or_else(|| format!("missing parameter {name}: use {path}?{name}={example}"))
 }
 
+/// `/search`'s parameters: `q` (the words) and `limit` (1 to [`index::MAX_SEARCH_LIMIT`]
+/// pages, [`index::SEARCH_LIMIT`] when not given).
+fn search_params(query: Option<&str>) -> Result<(String, usize), String> {
+    let (mut words, mut limit) = (None, None);
+    for (key, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let slot = match key.as_ref() {
+            "q" => &mut words,
+            "limit" => &mut limit,
+            _ => {
+                return Err(format!(
+                    "unknown parameter {key:?}: /search takes q and limit"
+                ));
+            }
+        };
+        if slot.replace(v.into_owned()).is_some() {
+            return Err(format!("parameter {key} is given more than once"));
+        }
+    }
+    let words = words.ok_or("missing parameter q: use /search?q=WORDS")?;
+    let limit = match limit {
+        None => index::SEARCH_LIMIT,
+        Some(n) => n
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=index::MAX_SEARCH_LIMIT).contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "limit {n:?}: give a number of pages from 1 to {}",
+                    index::MAX_SEARCH_LIMIT
+                )
+            })?,
+    };
+    Ok((words, limit))
+}
+
 async fn search_reply(shared: &Shared, req: &Request<Incoming>, query: IndexQuery) -> Reply {
     if let Some(reply) = unauthorized(shared, req) {
         return reply;
@@ -491,17 +526,18 @@ async fn search_reply(shared: &Shared, req: &Request<Incoming>, query: IndexQuer
         return error(StatusCode::NOT_FOUND, &QueryError::NoIndex.to_string());
     }
     let q = req.uri().query();
+    let limit = index::SEARCH_LIMIT;
     let word = match query {
-        IndexQuery::Search => one_param(q, "/search", "q"),
-        IndexQuery::MaxCount => one_param(q, "/maxcount", "word"),
-        IndexQuery::MinCount => one_param(q, "/mincount", "word"),
-        IndexQuery::WordCount => no_params(q, "/wc").map(|()| String::new()),
+        IndexQuery::Search => search_params(q),
+        IndexQuery::MaxCount => one_param(q, "/maxcount", "word").map(|w| (w, limit)),
+        IndexQuery::MinCount => one_param(q, "/mincount", "word").map(|w| (w, limit)),
+        IndexQuery::WordCount => no_params(q, "/wc").map(|()| (String::new(), limit)),
     };
-    let word = match word {
+    let (word, limit) = match word {
         Ok(w) => w,
         Err(message) => return error(StatusCode::BAD_REQUEST, &message),
     };
-    match index::run(&shared.handlers, query, word).await {
+    match index::run(&shared.handlers, query, word, limit).await {
         Ok(value) => json(StatusCode::OK, &value),
         Err(e @ (QueryError::NoIndex | QueryError::Empty)) => {
             error(StatusCode::NOT_FOUND, &e.to_string())

@@ -285,7 +285,7 @@ async fn answer(handlers: &Arc<Handlers>, line: &str) -> Answer {
     }
     if let Some(query) = query {
         return match query_argument(query, rest, &args) {
-            Ok(word) => match index::run(handlers, query, word).await {
+            Ok(word) => match index::run(handlers, query, word, index::SEARCH_LIMIT).await {
                 Ok(value) => Answer::Block(block(value)),
                 Err(e) => Answer::Line(format!("ERR {e}")),
             },

@@ -540,6 +540,26 @@ async fn the_control_api_answers_queries_on_the_index() {
     assert_eq!(status, 200);
     let wc: serde_json::Value = serde_json::from_str(&body).expect("json");
     assert_eq!(wc["pages"], reader.word_count().expect("wc").pages);
+    // A limit of the client's, within bounds.
+    let (status, body) = get("/search?q=rabbit&limit=2").await.expect("search");
+    assert_eq!(status, 200, "{body}");
+    let two: Vec<serde_json::Value> = serde_json::from_str(&body).expect("json");
+    let two: Vec<&str> = two
+        .iter()
+        .map(|h| h["url"].as_str().expect("url"))
+        .collect();
+    let want: Vec<String> = (reader.search("rabbit", 2).expect("search").into_iter())
+        .map(|h| h.url)
+        .collect();
+    assert_eq!(two, want);
+    for bad in ["0", "101", "many"] {
+        let path = format!("/search?q=rabbit&limit={bad}");
+        let (status, body) = client_request(addr, None, "GET", &path)
+            .await
+            .expect("search");
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(body.contains("from 1 to 100"), "{body}");
+    }
     let (status, body) = get("/search?q=%22unbalanced").await.expect("bad");
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("error"));
