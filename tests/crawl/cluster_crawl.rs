@@ -274,6 +274,17 @@ async fn a_member_stopped_by_a_signal_hands_its_sites_back_at_once() {
     polite(&web, &records, Duration::from_millis(20));
     let b = stats(&stats_b);
     assert_eq!(b["totals"]["completed"], true);
+    // Both members' last heartbeats, as b read them at its end: gone, holding nothing (a's
+    // sites went back when it stopped, b's at the crawl's end).
+    let rows = b["cluster"]["members"].as_array().expect("members");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for row in rows {
+        assert_eq!(
+            (&row["gone"], &row["sites_leased"]),
+            (&true.into(), &0.into()),
+            "{row}"
+        );
+    }
     let a = stats(&stats_a);
     assert_eq!(a["totals"]["completed"], false, "a stopped before the end");
     drop(cluster);

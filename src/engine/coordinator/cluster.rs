@@ -743,7 +743,9 @@ impl<F: Schedule> Coordinator<F> {
         let beat = Heartbeat {
             host: member_host(&link.member),
             pid: std::process::id(),
-            sites_leased: link.leased.len() as u64,
+            // A member's last beat says it is gone: it holds nothing once the hand-back that
+            // follows is done (or, with Redis away, once the leases ran out).
+            sites_leased: if gone { 0 } else { link.leased.len() as u64 },
             pages,
             pages_per_s,
             busy: workers.busy as u32,
