@@ -16,7 +16,7 @@ use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 use tokio::process::{Child, Command};
 
 use crate::cluster::{redis_here, three_masters};
-use crate::util::{bin, json_of, sigterm};
+use crate::util::{bin, json_of, signal, sigterm};
 
 /// Long enough for a loaded machine; a member that never ends fails the test here.
 const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
@@ -28,12 +28,24 @@ fn member(nodes: &[String], id: &str, stats: &Path, extra: &[&str]) -> Child {
 
 /// [`member`] whose wall clock is `skew_ms` off (`crawltop::clock::OFFSET_ENV`).
 fn member_skewed(nodes: &[String], id: &str, stats: &Path, extra: &[&str], skew_ms: i64) -> Child {
+    member_with(nodes, id, stats, 20, extra, skew_ms)
+}
+
+/// [`member_skewed`] with a politeness delay of `delay_ms`.
+fn member_with(
+    nodes: &[String],
+    id: &str,
+    stats: &Path,
+    delay_ms: u64,
+    extra: &[&str],
+    skew_ms: i64,
+) -> Child {
     Command::new(bin())
         .env(crawltop::clock::OFFSET_ENV, skew_ms.to_string())
         .arg("crawl")
         .args(["--cluster", &nodes.join(","), "--crawl-id", id])
         .args(["--headless", "--workers", "4", "--per-site", "1"])
-        .args(["--delay-ms", "20", "--timeout-ms", "5000"])
+        .args(["--delay-ms", &delay_ms.to_string(), "--timeout-ms", "5000"])
         .arg("--stats-out")
         .arg(stats)
         .args(extra)
@@ -1552,24 +1564,10 @@ async fn a_member_stalled_past_its_lease_does_not_fetch_from_the_sites_another_t
         .expect("web");
     let seeds = seeds_file(&web, tmp.path());
     let member = |name: &str, extra: &[&str]| {
-        Command::new(bin())
-            .arg("crawl")
-            .args(["--cluster", &nodes.join(","), "--crawl-id", "stalled"])
-            .args(["--headless", "--workers", "4", "--per-site", "1"])
-            .args(["--delay-ms", "300", "--lease-ms", "1000"])
-            .arg("--stats-out")
-            .arg(tmp.path().join(format!("{name}.json")))
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("crawltop starts")
-    };
-    let signal = |child: &Child, signal: nix::sys::signal::Signal| {
-        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
-        nix::sys::signal::kill(pid, signal).expect("signal");
+        let mut args = vec!["--lease-ms", "1000"];
+        args.extend(extra);
+        let stats = tmp.path().join(format!("{name}.json"));
+        member_with(&nodes, "stalled", &stats, 300, &args, 0)
     };
     let more = |n: usize| {
         let seen = web.log().records().len();

@@ -340,8 +340,13 @@ pub async fn stats_after_a_failure_pause(
 
 /// Asks a running crawl to stop gracefully, as `q` on the dashboard does: SIGTERM.
 pub fn sigterm(child: &tokio::process::Child) {
+    signal(child, nix::sys::signal::Signal::SIGTERM);
+}
+
+/// Sends `signal` to a running child.
+pub fn signal(child: &tokio::process::Child, signal: nix::sys::signal::Signal) {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    nix::sys::signal::kill(pid, signal).unwrap_or_else(|e| panic!("{signal}: {e}"));
 }
 
 /// Stops a running crawl with SIGTERM and waits for it (at most [`PATIENCE`]): a graceful stop

@@ -525,19 +525,22 @@ impl<F: Schedule> Coordinator<F> {
                 // A row here already: ignored now only if it went back unfetched before.
                 Some(id) if self.cluster.as_mut().is_some_and(|l| l.handed.remove(&id)) => id,
                 Some(_) => continue,
-                None => {
-                    let referrer = (entry.referrer.as_deref())
-                        .and_then(|r| self.by_url.get(super::fingerprint(r)));
-                    let r = Resource::discovered(entry.depth, referrer, entry.hops);
-                    self.state_counts.add(&r);
-                    let id = self.resources.push(url.as_str(), &r);
-                    self.by_url.insert(key, id);
-                    id
-                }
+                None => self.pulled_row(&url, key, &entry),
             };
             self.touch(id);
             self.ignore(id, reason);
         }
+    }
+
+    /// A new row here for a pulled URL (`key` its fingerprint), as the entry describes it.
+    fn pulled_row(&mut self, url: &Url, key: u64, entry: &Entry) -> u32 {
+        let referrer =
+            (entry.referrer.as_deref()).and_then(|r| self.by_url.get(super::fingerprint(r)));
+        let r = Resource::discovered(entry.depth, referrer, entry.hops);
+        self.state_counts.add(&r);
+        let id = self.resources.push(url.as_str(), &r);
+        self.by_url.insert(key, id);
+        id
     }
 
     /// URLs of a site this member holds: rows here now, queued in the local frontier.
@@ -591,18 +594,9 @@ impl<F: Schedule> Coordinator<F> {
                     continue;
                 }
             }
-            let id = if let Some(id) = known {
-                id
-            } else {
-                let referrer = entry
-                    .referrer
-                    .as_deref()
-                    .and_then(|r| self.by_url.get(super::fingerprint(r)));
-                let r = Resource::discovered(entry.depth, referrer, entry.hops);
-                self.state_counts.add(&r);
-                let id = self.resources.push(url.as_str(), &r);
-                self.by_url.insert(key, id);
-                id
+            let id = match known {
+                Some(id) => id,
+                None => self.pulled_row(&url, key, &entry),
             };
             if let Some(link) = self.cluster.as_mut() {
                 link.pulled.insert(id, (site, entry));
