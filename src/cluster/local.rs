@@ -13,9 +13,10 @@
 //! It never binds anything but 127.0.0.1, and never touches a Redis it did not start: every node
 //! it stops is named in its own folder's `cluster.json`.
 
+use std::io::Read;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -200,7 +201,15 @@ impl LocalCluster {
             .arg("--cluster-replicas")
             .arg(shape.replicas.to_string())
             .arg("--cluster-yes");
-        let out = create.output().map_err(io(Path::new("redis-cli")))?;
+        // redis-cli waits for the nodes to agree without a limit of its own.
+        let out = output_within(&mut create, PATIENCE)
+            .map_err(io(Path::new("redis-cli")))?
+            .ok_or_else(|| ClusterError::Form {
+                detail: format!(
+                    "redis-cli --cluster create did not finish within {} s",
+                    PATIENCE.as_secs()
+                ),
+            })?;
         let said = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() || said.contains("[ERR]") {
             return Err(ClusterError::Form {
@@ -475,16 +484,60 @@ fn answers(port: u16) -> bool {
         && cli(port, &["ping"]).is_some_and(|s| s.trim() == "PONG")
 }
 
-/// One command through `redis-cli` to the node on `port`: its reply, or None when it failed.
+/// One command through `redis-cli` to the node on `port`: its reply, or None when it failed or
+/// did not come within [`PATIENCE`] (a port that takes connections and never answers).
 fn cli(port: u16, args: &[&str]) -> Option<String> {
-    let out = Command::new("redis-cli")
+    let mut command = Command::new("redis-cli");
+    command
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .output()
-        .ok()?;
+        .args(args);
+    let out = output_within(&mut command, PATIENCE).ok()??;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// What `command.output()` gives, or None once it has run for `limit`: then it is killed. Its
+/// output is read as it comes, so a long one cannot stall it.
+fn output_within(command: &mut Command, limit: Duration) -> std::io::Result<Option<Output>> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let (stdout, stderr) = (
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    );
+    Ok(status.map(|status| Output {
+        status,
+        stdout,
+        stderr,
+    }))
+}
+
+/// Reads `pipe` to its end on a thread of its own.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut all);
+        }
+        all
+    })
 }
 
 /// Asks every node to shut down (writing its append-only file) and waits until its port
@@ -527,6 +580,27 @@ fn last_lines(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_that_runs_over_its_limit_is_killed_and_a_long_output_is_read_whole() {
+        let started = Instant::now();
+        let mut sleeper = Command::new("sleep");
+        sleeper.arg("60");
+        let out = output_within(&mut sleeper, Duration::from_millis(200)).expect("runs");
+        assert!(out.is_none(), "{out:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "killed, not waited for"
+        );
+        // Far more than a pipe holds (64 KiB): read as it comes, or the command never ends.
+        let mut big = Command::new("head");
+        big.args(["-c", "1000000", "/dev/zero"]);
+        let out = output_within(&mut big, Duration::from_secs(60))
+            .expect("runs")
+            .expect("ends");
+        assert!(out.status.success());
+        assert_eq!(out.stdout.len(), 1_000_000);
+    }
 
     #[test]
     fn a_shape_needs_three_masters_and_stays_small() {

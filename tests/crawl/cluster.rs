@@ -721,6 +721,56 @@ mod agents {
 
     use super::{redis_here, three_masters};
 
+    /// How long a test waits for an agent to say something or to stop.
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    /// A running agent, killed when dropped. The test's runtime waits for the agent's thread
+    /// when the test ends, and an agent retrying a cluster the test has stopped never ends by
+    /// itself: without this, a failing test (or one that stops its cluster while the agent is
+    /// in the middle of a request) hangs instead of failing (session 19's CI did).
+    struct Running(Agent);
+
+    impl std::ops::Deref for Running {
+        type Target = Agent;
+        fn deref(&self) -> &Agent {
+            &self.0
+        }
+    }
+
+    impl std::ops::DerefMut for Running {
+        fn deref_mut(&mut self) -> &mut Agent {
+            &mut self.0
+        }
+    }
+
+    impl Drop for Running {
+        fn drop(&mut self) {
+            self.0.kill.abort();
+        }
+    }
+
+    fn start(shared: SharedCrawl, cfg: AgentConfig) -> Running {
+        Running(agent::spawn(shared, cfg))
+    }
+
+    /// Stops `agent` as its member does (`Stop`: it hands its sites back), waiting for it.
+    async fn stop(mut agent: Running) -> Result<(), crawltop::cluster::shared::SharedError> {
+        agent.to.send(ToAgent::Stop).expect("agent runs");
+        tokio::time::timeout(MINUTE, &mut agent.0.task)
+            .await
+            .expect("the agent stops within a minute")
+            .expect("joins")
+    }
+
+    /// Kills `agent` where it is, handing nothing back (its leases run out), as a SIGKILL of
+    /// its member would.
+    async fn kill(mut agent: Running) {
+        agent.kill.abort();
+        let _ = tokio::time::timeout(MINUTE, &mut agent.0.task)
+            .await
+            .expect("the agent ends within a minute");
+    }
+
     async fn joined(urls: &[String], crawl: &str, id: &str, lease_ms: u64) -> SharedCrawl {
         let mut m = SharedCrawl::connect(
             urls,
@@ -737,17 +787,22 @@ mod agents {
     /// The agent's next message about work (leases, URLs, the end), past its reports on the
     /// members, the seeds, the command log and how long leases stand.
     async fn work(agent: &mut Agent) -> Option<FromAgent> {
-        loop {
-            match agent.from.recv().await? {
-                FromAgent::Members { .. }
-                | FromAgent::Seeds(_)
-                | FromAgent::Command { .. }
-                | FromAgent::Stored { .. }
-                | FromAgent::Released { .. }
-                | FromAgent::Fresh { .. } => {}
-                other => return Some(other),
+        let next = async {
+            loop {
+                match agent.from.recv().await? {
+                    FromAgent::Members { .. }
+                    | FromAgent::Seeds(_)
+                    | FromAgent::Command { .. }
+                    | FromAgent::Stored { .. }
+                    | FromAgent::Released { .. }
+                    | FromAgent::Fresh { .. } => {}
+                    other => return Some(other),
+                }
             }
-        }
+        };
+        tokio::time::timeout(MINUTE, next)
+            .await
+            .expect("the agent has work to tell within a minute")
     }
 
     fn config(lease_ms: u64) -> AgentConfig {
@@ -779,10 +834,7 @@ mod agents {
     /// Reports every pulled URL done until the crawl-wide end; returns the URLs it got.
     async fn fetch_all(agent: &mut Agent) -> Vec<String> {
         let mut got = Vec::new();
-        while let Some(msg) = tokio::time::timeout(Duration::from_secs(60), work(agent))
-            .await
-            .expect("the agent says something within a minute")
-        {
+        while let Some(msg) = work(agent).await {
             match msg {
                 FromAgent::Pulled { site, entries, .. } => {
                     got.extend(entries.iter().map(|e| e.url.clone()));
@@ -818,9 +870,9 @@ mod agents {
         id: &str,
         lease_ms: u64,
         n: usize,
-    ) -> (Agent, String, Vec<Entry>, Vec<Entry>) {
+    ) -> (Running, String, Vec<Entry>, Vec<Entry>) {
         let (site, entries) = urls_of(1, n).remove(0);
-        let mut agent = agent::spawn(joined(urls, crawl, id, lease_ms).await, config(lease_ms));
+        let mut agent = start(joined(urls, crawl, id, lease_ms).await, config(lease_ms));
         agent
             .to
             .send(ToAgent::Push {
@@ -845,8 +897,8 @@ mod agents {
         let tmp = tempfile::tempdir().expect("temp dir");
         let cluster = three_masters(tmp.path());
         let urls = cluster.urls();
-        let mut a = agent::spawn(joined(&urls, "g1", "a", 5_000).await, config(5_000));
-        let mut b = agent::spawn(joined(&urls, "g1", "b", 5_000).await, config(5_000));
+        let mut a = start(joined(&urls, "g1", "a", 5_000).await, config(5_000));
+        let mut b = start(joined(&urls, "g1", "b", 5_000).await, config(5_000));
         let work = urls_of(6, 23);
         for (site, entries) in &work {
             a.to.send(ToAgent::Push {
@@ -871,12 +923,7 @@ mod agents {
         want.sort();
         assert_eq!(all, want, "each URL once, between the two members");
         for agent in [a, b] {
-            agent.to.send(ToAgent::Stop).expect("agent runs");
-            agent
-                .task
-                .await
-                .expect("joins")
-                .expect("hands back cleanly");
+            stop(agent).await.expect("hands back cleanly");
         }
         drop(cluster);
     }
@@ -889,7 +936,10 @@ mod agents {
         let tmp = tempfile::tempdir().expect("temp dir");
         let cluster = three_masters(tmp.path());
         let urls = cluster.urls();
-        let (dead, site, entries, batch) = first_batch(&urls, "g2", "dead", 300, 12).await;
+        // A lease long enough that no stall of a loaded machine lets it run out before the
+        // kill (the agent's next renewal would take it anew, sending its URLs in flight back to
+        // the queue before the test looks), short enough that the heir soon takes it after.
+        let (dead, site, entries, batch) = first_batch(&urls, "g2", "dead", 1_500, 12).await;
         let (site, entries) = (&site, &entries);
         assert_eq!(batch.len(), 5);
         dead.to
@@ -900,20 +950,23 @@ mod agents {
                 next_in: None,
             })
             .expect("agent runs");
-        // Wait until Redis has the two done (the agent works in order): a marker push after.
-        let probe = joined(&urls, "g2", "probe", 300).await;
-        let mut probe = probe;
+        // Wait until Redis has the two done: three in flight.
+        let mut probe = joined(&urls, "g2", "probe", 1_500).await;
+        let deadline = tokio::time::Instant::now() + MINUTE;
         loop {
             let (_, flight) = probe.backlog(site).await.expect("backlog");
             if flight == 3 {
                 break;
             }
-            tokio::task::yield_now().await;
+            assert!(
+                tokio::time::Instant::now() < deadline && flight == 5,
+                "{flight} URLs in flight: the dead member's 5, then 3 once it ended 2"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        dead.kill.abort();
-        let _ = dead.task.await;
+        kill(dead).await;
 
-        let mut heir = agent::spawn(joined(&urls, "g2", "heir", 5_000).await, config(5_000));
+        let mut heir = start(joined(&urls, "g2", "heir", 5_000).await, config(5_000));
         let got = fetch_all(&mut heir).await;
         let mut fetched: Vec<String> = batch[..2].iter().map(|e| e.url.clone()).collect();
         fetched.extend(got.iter().cloned());
@@ -924,7 +977,7 @@ mod agents {
             fetched, want,
             "every URL once: the 3 in flight at the kill came back"
         );
-        heir.to.send(ToAgent::Stop).expect("agent runs");
+        stop(heir).await.expect("hands back cleanly");
         drop(cluster);
     }
 
@@ -946,10 +999,9 @@ mod agents {
                 next_in: Duration::from_secs(90),
             })
             .expect("agent runs");
-        first.to.send(ToAgent::Stop).expect("agent runs");
-        first.task.await.expect("joins").expect("hands back");
+        stop(first).await.expect("hands back");
 
-        let mut second = agent::spawn(
+        let mut second = start(
             joined(&urls, "g4", "second", 600_000).await,
             config(600_000),
         );
@@ -971,7 +1023,7 @@ mod agents {
             wait > Duration::from_secs(60) && wait <= Duration::from_secs(90),
             "{wait:?}"
         );
-        second.to.send(ToAgent::Stop).expect("agent runs");
+        stop(second).await.expect("hands back cleanly");
         drop(cluster);
     }
 
@@ -985,10 +1037,9 @@ mod agents {
         let urls = cluster.urls();
         // A lease of ten minutes: only a hand-back lets the other member in during this test.
         let (first, _, _, batch) = first_batch(&urls, "g3", "first", 600_000, 8).await;
-        first.to.send(ToAgent::Stop).expect("agent runs");
-        first.task.await.expect("joins").expect("hands back");
+        stop(first).await.expect("hands back");
 
-        let mut second = agent::spawn(
+        let mut second = start(
             joined(&urls, "g3", "second", 600_000).await,
             config(600_000),
         );
@@ -997,7 +1048,7 @@ mod agents {
         for e in &batch {
             assert!(got.contains(&e.url), "{} handed back", e.url);
         }
-        second.to.send(ToAgent::Stop).expect("agent runs");
+        stop(second).await.expect("hands back cleanly");
         drop(cluster);
     }
 
@@ -1025,8 +1076,7 @@ mod agents {
         assert_eq!(removed, 1, "the site was listed");
         drop(dead);
 
-        let mut heir = agent::spawn(joined(&urls, "g6", "heir", 5_000).await, config(5_000));
-        let _kill = Killed(heir.kill.clone());
+        let mut heir = start(joined(&urls, "g6", "heir", 5_000).await, config(5_000));
         let mut got = fetch_all(&mut heir).await;
         got.sort();
         let mut want: Vec<String> = work
@@ -1035,18 +1085,8 @@ mod agents {
             .collect();
         want.sort();
         assert_eq!(got, want, "the unlisted site's URLs too, before the end");
-        heir.to.send(ToAgent::Stop).expect("agent runs");
-        heir.task.await.expect("joins").expect("stops cleanly");
+        stop(heir).await.expect("stops cleanly");
         drop(cluster);
-    }
-
-    /// Kills an agent when dropped.
-    struct Killed(futures::future::AbortHandle);
-
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            self.0.abort();
-        }
     }
 
     /// Requests the Redis nodes at `ports` served so far, by their own count (`INFO
@@ -1122,15 +1162,12 @@ mod agents {
             idle_poll: Duration::from_millis(200),
             ..config(600_000)
         };
-        let mut idle = agent::spawn(joined(&urls, "g5", "idle", 600_000).await, cfg);
-        // Should the test fail, the agent goes with it (it would retry the stopped cluster
-        // forever, and the test's runtime waits for its thread).
-        let _kill = Killed(idle.kill.clone());
+        let mut idle = start(joined(&urls, "g5", "idle", 600_000).await, cfg);
         // Judged by Redis's count over three of the agent's seconds (it reports once a second).
         let mut seconds = 0;
         let mut start = None;
         loop {
-            let msg = tokio::time::timeout(Duration::from_secs(60), idle.from.recv())
+            let msg = tokio::time::timeout(MINUTE, idle.from.recv())
                 .await
                 .expect("the agent says something within a minute")
                 .expect("agent runs");
@@ -1161,8 +1198,7 @@ mod agents {
             per_s < 200.0,
             "{per_s:.0} requests a second to Redis from an idle member among {sites} sites"
         );
-        idle.to.send(ToAgent::Stop).expect("agent runs");
-        idle.task.await.expect("joins").expect("stops cleanly");
+        stop(idle).await.expect("stops cleanly");
         drop(cluster);
     }
 }

@@ -16,7 +16,7 @@ use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 use tokio::process::{Child, Command};
 
 use crate::cluster::{redis_here, three_masters};
-use crate::util::{bin, json_of, signal, sigterm};
+use crate::util::{Finish, bin, json_of, signal, sigterm};
 
 /// Long enough for a loaded machine; a member that never ends fails the test here.
 const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
@@ -738,7 +738,7 @@ async fn members_that_disagree_or_cannot_reach_redis_are_refused_with_exit_2() {
     let o = Command::new(bin())
         .args(["crawl", &other.url("site00", "/"), "--headless", "--out"])
         .arg(&done)
-        .output()
+        .finish()
         .await
         .expect("a crawl of the other web");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -7,7 +7,7 @@ use crawltop::testweb::{GenOptions, TestWeb};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::util::{PATIENCE, bin, read_stderr_until};
+use crate::util::{Finish, PATIENCE, bin, read_stderr_until};
 
 fn crawltop(args: &[&str]) -> std::process::Output {
     Command::new(bin()).args(args).output().expect("runs")
@@ -110,7 +110,7 @@ async fn a_crawl_writes_its_files_and_reports_progress() {
         .args(["--delay-ms", "10", "--headless"])
         .args(["--stats-out", &path(&stats), "--sites-out", &path(&sites)])
         .args(["--urls-out", &path(&urls)])
-        .output()
+        .finish()
         .await
         .expect("runs");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -199,7 +199,7 @@ async fn seeds_left_out_are_named_and_the_stats_show_the_first_hundred() {
         .arg("--stats-out")
         .arg(&stats)
         .stdin(std::process::Stdio::null())
-        .output()
+        .finish()
         .await
         .expect("runs");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -238,7 +238,7 @@ async fn an_export_file_that_cannot_be_written_is_refused_before_any_request() {
         let path = path.to_str().expect("utf8");
         let out = tokio::process::Command::new(bin())
             .args(["crawl", &seed, "--headless", "--delay-ms", "0", flag, path])
-            .output()
+            .finish()
             .await
             .expect("runs");
         let err = String::from_utf8_lossy(&out.stderr);

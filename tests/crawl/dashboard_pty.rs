@@ -8,7 +8,7 @@ use std::time::Duration;
 use crawltop::testweb::{GenOptions, TestWeb};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
-use crate::util::{PATIENCE, bin};
+use crate::util::{Finish, PATIENCE, bin};
 
 /// Everything the program wrote to its terminal, raw and as a screen.
 #[derive(Clone)]
@@ -121,11 +121,15 @@ async fn assert_restored(screen: &Screen) {
 }
 
 pub(crate) async fn wait_exit(mut child: Child) -> portable_pty::ExitStatus {
-    tokio::time::timeout(PATIENCE, tokio::task::spawn_blocking(move || child.wait()))
-        .await
-        .expect("the process exits")
-        .expect("join")
-        .expect("exit status")
+    let mut killer = child.clone_killer();
+    let waiting = tokio::task::spawn_blocking(move || child.wait());
+    let Ok(waited) = tokio::time::timeout(PATIENCE, waiting).await else {
+        // The blocking wait holds the test's runtime open until the process ends: ended here,
+        // the test fails instead of hanging.
+        let _ = killer.kill();
+        panic!("the process did not exit within {PATIENCE:?}");
+    };
+    waited.expect("join").expect("exit status")
 }
 
 #[tokio::test]
@@ -611,7 +615,7 @@ async fn fresh_asks_on_a_terminal_and_a_no_keeps_the_crawl() {
     ];
     let first = tokio::process::Command::new(bin())
         .args(&args[..args.len() - 1])
-        .output()
+        .finish()
         .await
         .expect("first crawl");
     assert!(first.status.success());
@@ -781,7 +785,7 @@ async fn a_closed_terminal_stops_the_crawl_which_writes_its_stats_and_resumes_la
     let resumed = tokio::process::Command::new(bin())
         .args(["crawl", &url, "--headless", "--delay-ms", "0", "--out"])
         .arg(&out)
-        .output()
+        .finish()
         .await
         .expect("resume");
     let err = String::from_utf8_lossy(&resumed.stderr);

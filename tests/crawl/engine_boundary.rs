@@ -15,7 +15,7 @@ use crawltop::testweb::serve::SlowPages;
 use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 
 use crate::engine::{config, seeds};
-use crate::util::{PATIENCE, bin, read_stderr_until};
+use crate::util::{Finish, PATIENCE, bin, read_stderr_until};
 
 #[tokio::test]
 async fn a_locked_folder_is_refused_once_before_any_resuming() {
@@ -49,7 +49,7 @@ async fn a_locked_folder_is_refused_once_before_any_resuming() {
     let mut holder_err = holder.stderr.take().expect("stderr");
     read_stderr_until(&mut holder_err, |s| s.contains("resuming the crawl in")).await;
     // A third one must refuse, and say only that.
-    let third = crawl(&[]).output().await.expect("third");
+    let third = crawl(&[]).finish().await.expect("third");
     let err = String::from_utf8_lossy(&third.stderr);
     assert_eq!(third.status.code(), Some(2), "{err}");
     assert!(!err.contains("resuming"), "{err}");

@@ -10,7 +10,7 @@ use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
 use crate::util::{
-    bin, client, crawl_with_fault, json_of, listing, read_warc, stats_after_a_failure_pause,
+    Finish, bin, client, crawl_with_fault, json_of, listing, read_warc, stats_after_a_failure_pause,
 };
 
 /// Tokens as the index makes them: runs of letters and digits, lowercased, under 40 bytes.
@@ -657,7 +657,7 @@ async fn a_page_of_more_distinct_words_than_the_cap_is_indexed_up_to_it_and_the_
         .arg(out.path().join("crawl"))
         .arg("--log")
         .arg(&log)
-        .output()
+        .finish()
         .await
         .expect("runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -717,7 +717,7 @@ async fn a_page_cut_for_the_index_is_counted_and_says_so_and_a_huge_title_is_kep
         ])
         .args(["--out", &path(&out), "--stats-out", &path(&stats)])
         .args(["--urls-out", &path(&urls)])
-        .output()
+        .finish()
         .await
         .expect("runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -818,7 +818,7 @@ async fn a_crawl_that_writes_an_index_sets_the_allocator_unless_the_environment_
             command.env("GLIBC_TUNABLES", value);
         }
         async move {
-            let o = command.output().await.expect("runs");
+            let o = command.finish().await.expect("runs");
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
             std::fs::read_to_string(&log).expect("the crawl's log")
         }

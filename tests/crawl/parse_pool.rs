@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crawltop::testweb::{GenOptions, TestWeb};
 
-use crate::util::{PATIENCE, bin, client, depth_one_page, get_text, read_stderr_until};
+use crate::util::{Finish, PATIENCE, bin, client, depth_one_page, get_text, read_stderr_until};
 
 /// The URL lines of a `--urls-out` file: (url, state, reason).
 fn url_lines(path: &std::path::Path) -> Vec<(String, String, String)> {
@@ -125,7 +125,7 @@ async fn a_parser_panic_ends_its_url_with_the_reason_and_the_pool_goes_on() {
             crawltop::engine::PARSE_PANICS_ENV,
             web.url("site00", &victim),
         )
-        .output()
+        .finish()
         .await
         .expect("crawl");
     assert!(
@@ -183,7 +183,7 @@ async fn one_parse_thread_or_four_find_the_same_pages_and_index_the_same_words()
             .arg(&urls)
             .arg("--stats-out")
             .arg(&stats)
-            .output()
+            .finish()
             .await
             .expect("crawl");
         assert!(

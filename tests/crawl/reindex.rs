@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use crawltop::index::IndexReader;
 use crawltop::testweb::{GenOptions, TestWeb};
 
-use crate::util::{PATIENCE, bin, listing, stop_gracefully};
+use crate::util::{Finish, PATIENCE, bin, listing, stop_gracefully};
 
 /// Words whose most and least counts, and searches, the two indexes must agree on.
 const WORDS: [&str; 6] = ["alice", "rabbit", "queen", "the", "turtle", "hatter"];
@@ -189,12 +189,12 @@ async fn a_crawl_indexed_after_a_stop_or_a_lost_index_resumes_and_ends_as_one_ru
     let (code, err) = run(&["index"], &out);
     assert_eq!(code, Some(0), "{err}");
     // The folder now indexes: a run without --no-index resumes it (one with it is refused).
-    let refused = crawl(&out, &["--no-index"]).output().await.expect("run");
+    let refused = crawl(&out, &["--no-index"]).finish().await.expect("run");
     assert_eq!(refused.status.code(), Some(2));
     stopped_after(15, &[]).await;
 
     std::fs::rename(out.join("index"), dir.path().join("lost")).expect("index away");
-    let refused = crawl(&out, &[]).output().await.expect("run");
+    let refused = crawl(&out, &[]).finish().await.expect("run");
     let err = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(2), "{err}");
     assert!(
@@ -214,7 +214,7 @@ async fn a_crawl_indexed_after_a_stop_or_a_lost_index_resumes_and_ends_as_one_ru
     );
 
     let whole = dir.path().join("whole");
-    let one_run = crawl(&whole, &[]).output().await.expect("run");
+    let one_run = crawl(&whole, &[]).finish().await.expect("run");
     assert!(one_run.status.success());
     let expected = answers(&whole, Order::Ignored);
     assert!(expected.len() > 50, "{expected:#?}");

@@ -10,7 +10,7 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::serve::SlowPages;
 use crawltop::testweb::{GenOptions, SplitMix64, TestWeb};
 
-use crate::util::{PATIENCE, bin, read_warc, stats_after_a_failure_pause, stop_gracefully};
+use crate::util::{Finish, PATIENCE, bin, read_warc, stats_after_a_failure_pause, stop_gracefully};
 
 /// The crawl every run of a test makes: slow enough to be killed several times, with
 /// checkpoints often enough that each run leaves some progress behind.
@@ -500,7 +500,7 @@ async fn a_warc_file_shorter_than_its_checkpoint_says_is_refused() {
     let requests = web.log().records().len();
     let output = crawl_command(&web, &out, &stats)
         .stderr(Stdio::piped())
-        .output()
+        .finish()
         .await
         .expect("resume");
     let err = String::from_utf8_lossy(&output.stderr);
@@ -806,7 +806,7 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choices_across
         let (web, says) = (&web, says.to_string());
         async move {
             let before = web.log().records().len();
-            let o = cmd.output().await.expect("runs");
+            let o = cmd.finish().await.expect("runs");
             let err = String::from_utf8_lossy(&o.stderr);
             assert_eq!(o.status.code(), Some(2), "{err}");
             assert!(err.contains(&says), "{says:?} not in {err}");
@@ -839,7 +839,7 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choices_across
     );
 
     let o = run("plain", "second", true)
-        .output()
+        .finish()
         .await
         .expect("resumes");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -996,7 +996,7 @@ async fn refused_before_any_request(
     says: &[&str],
 ) {
     let requests = web.log().records().len();
-    let output = cmd.stderr(Stdio::piped()).output().await.expect("run");
+    let output = cmd.stderr(Stdio::piped()).finish().await.expect("run");
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{err}");
     for said in says {
@@ -1550,7 +1550,7 @@ async fn a_resume_keeps_no_mirror_file_of_a_page_that_answers_an_error_now() {
         }
     }
     let before_resume = web.log().records().len();
-    let output = command().output().await.expect("resume");
+    let output = command().finish().await.expect("resume");
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{err}");
     assert!(

@@ -10,7 +10,7 @@ use crawltop::config::CrawlConfig;
 use crawltop::control::{ControlOptions, client_request, serve};
 use crawltop::testweb::{GenOptions, TestWeb};
 
-use crate::util::{PATIENCE, bin};
+use crate::util::{Finish, PATIENCE, bin};
 
 /// Per origin, what the server answered for pages (robots.txt aside): (2xx/3xx, 4xx/5xx).
 fn seen_by_server(web: &TestWeb, sites: &[&str]) -> BTreeMap<String, (u64, u64)> {
@@ -173,7 +173,7 @@ async fn the_sites_api_pages_sorts_and_filters_what_the_server_saw() {
     let out = tokio::process::Command::new(bin())
         .args(["ctl", &addr.to_string(), "sites", "--sort", "origin"])
         .args(["--limit", "1", "--offset", "1", "--filter", "127.0.0.1"])
-        .output()
+        .finish()
         .await
         .expect("ctl runs");
     assert!(
@@ -185,7 +185,7 @@ async fn the_sites_api_pages_sorts_and_filters_what_the_server_saw() {
     assert_eq!(origins(&page), [by_origin[1].clone()]);
     let out = tokio::process::Command::new(bin())
         .args(["ctl", &addr.to_string(), "sites", "--sort", "size"])
-        .output()
+        .finish()
         .await
         .expect("ctl runs");
     assert_eq!(out.status.code(), Some(1));
@@ -235,7 +235,7 @@ async fn a_seeds_file_of_a_million_lines_names_its_bad_lines_and_crawls_the_rest
     let out = tokio::process::Command::new(bin())
         .args(["crawl", "--headless", "--delay-ms", "0", "--seeds-file"])
         .arg(&path)
-        .output()
+        .finish()
         .await
         .expect("crawl runs");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -10,7 +10,8 @@ use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
 use crate::util::{
-    PATIENCE, bin, client, crawl_with_fault, depth_one_page, read_warc, stats_after_a_failure_pause,
+    Finish, PATIENCE, bin, client, crawl_with_fault, depth_one_page, read_warc,
+    stats_after_a_failure_pause,
 };
 
 #[tokio::test]
@@ -323,7 +324,7 @@ async fn an_overdue_result_is_dispatched_again_in_its_place_then_given_up() {
         .arg("--urls-out")
         .arg(&urls)
         .env(crawltop::engine::HANG_ENV, web.url("site00", &hung))
-        .output()
+        .finish()
         .await
         .expect("crawl");
     assert!(
@@ -399,7 +400,7 @@ async fn results_behind_a_hung_fetch_wait_in_a_bounded_window() {
         .arg("--out")
         .arg(out.path())
         .env(crawltop::engine::HANG_ENV, web.url("site00", &hung))
-        .output()
+        .finish()
         .await
         .expect("crawl");
     assert!(

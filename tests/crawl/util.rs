@@ -8,6 +8,26 @@ use tokio::net::TcpStream;
 /// Generous bound for waiting on an event; a test that needs it has failed anyway.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
+/// How long a test lets a command it runs to its end take: far more than any of them needs,
+/// but a bound, so a command that never ends fails its test instead of hanging the run.
+pub const COMMAND_PATIENCE: Duration = Duration::from_secs(300);
+
+/// Runs a command to its end, bounded by [`COMMAND_PATIENCE`]: what `output()` does, with the
+/// child killed and the test failed should it run over.
+pub trait Finish {
+    async fn finish(&mut self) -> std::io::Result<std::process::Output>;
+}
+
+impl Finish for tokio::process::Command {
+    async fn finish(&mut self) -> std::io::Result<std::process::Output> {
+        self.kill_on_drop(true);
+        let shown = format!("{:?}", self.as_std());
+        tokio::time::timeout(COMMAND_PATIENCE, self.output())
+            .await
+            .unwrap_or_else(|_| panic!("{shown} ran over {COMMAND_PATIENCE:?}"))
+    }
+}
+
 /// An HTTP client for tests: no redirects followed, no decompression, loopback only.
 pub fn client() -> reqwest::Client {
     // reqwest is built without a default crypto provider; install ring once per process.
