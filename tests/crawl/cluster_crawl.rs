@@ -16,7 +16,7 @@ use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 use tokio::process::{Child, Command};
 
 use crate::cluster::{redis_here, three_masters};
-use crate::util::{Finish, bin, json_of, signal, sigterm};
+use crate::util::{Finish, bin, expected_within, json_of, signal, sigterm};
 
 /// Long enough for a loaded machine; a member that never ends fails the test here.
 const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
@@ -1482,6 +1482,67 @@ async fn a_member_with_out_fetches_past_a_batch_between_its_checkpoints() {
     ends_well(a, "member a").await;
     let records = web.log().records();
     assert_eq!(covered(&web, &records), 0, "nothing asked twice");
+    drop(cluster);
+}
+
+/// `--depth` holds in a shared crawl as in one process: every page within the limit is
+/// fetched, judged at the server against the manifest's link graph (audit 21: a URL pushed at
+/// its depth and met again one level deeper before it was pulled became an ignored row, "too
+/// deep", and was then pulled and finished unfetched: 39 of 478 pages within `--depth 3`
+/// missing). Two members, so a URL one ignored may come to it from the other's push, and
+/// politely between them.
+#[tokio::test]
+async fn a_shared_crawl_fetches_every_page_within_the_depth_limit_once() {
+    if !redis_here("a_shared_crawl_fetches_every_page_within_the_depth_limit_once") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(1, 400).seed(23).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let seed = web.url("site00", "/");
+    let depth = 3;
+    let want = expected_within(&web, "site00", depth);
+    let all = web
+        .manifest()
+        .site("site00")
+        .expect("site00")
+        .page_paths()
+        .len();
+    assert!(want.len() < all, "the limit cuts: {} of {all}", want.len());
+    let members: Vec<Child> = ["a", "b"]
+        .iter()
+        .map(|id| {
+            let stats = tmp.path().join(format!("{id}.json"));
+            member(&nodes, "deep", &stats, &[&seed, "--depth", "3"])
+        })
+        .collect();
+    for (child, who) in members.into_iter().zip(["member a", "member b"]) {
+        ends_well(child, who).await;
+    }
+    let records = web.log().records();
+    let fetched: BTreeSet<String> = records
+        .iter()
+        .filter(|r| (200..300).contains(&r.status) && r.path != "/robots.txt")
+        .map(|r| r.path.clone())
+        .collect();
+    let missing: Vec<&String> = want.difference(&fetched).collect();
+    let beyond: Vec<&String> = fetched.difference(&want).collect();
+    assert!(
+        missing.is_empty() && beyond.is_empty(),
+        "{} of {} pages within depth {depth} not fetched: {missing:?}; beyond it: {beyond:?}",
+        missing.len(),
+        want.len()
+    );
+    let repeats: usize = (pages_asked(&records).values())
+        .flat_map(|paths| paths.values().map(|n| n - 1))
+        .sum();
+    assert_eq!(repeats, 0, "nothing asked twice");
+    // A URL a shorter path brings back goes through the site's shared queue, and so under its
+    // lease: never fetched by a member while the other holds the site.
+    polite(&web, &records, Duration::from_millis(20));
     drop(cluster);
 }
 

@@ -1,7 +1,7 @@
 //! The crawl engine against the test web, judged where a site owner would judge it: at the
 //! server's request log.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use crawltop::snapshot::{CommandSource, Ended, RunState, Snapshot};
 use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 
-use crate::util::PATIENCE;
+use crate::util::{PATIENCE, expected_within};
 
 /// A crawl's outcome: the summary and the urls-out lines, keyed by URL.
 pub struct Crawled {
@@ -204,45 +204,6 @@ async fn per_site_connections_are_never_exceeded() {
     assert_polite(&records, "hostile", Duration::ZERO, 3);
     let max = records.iter().map(|r| r.in_flight).max().unwrap_or(0);
     assert_eq!(max, 3, "three connections at once, never more");
-}
-
-/// The pages of `site` reachable from its index within `max_depth`, over links that stay on
-/// the site (redirects keep depth), from the manifest's link graph.
-fn expected_within(web: &TestWeb, site: &str, max_depth: u32) -> BTreeSet<String> {
-    let s = web.manifest().site(site).expect("site");
-    let links: HashMap<&str, &Vec<(String, String)>> = s
-        .pages
-        .iter()
-        .map(|p| (p.path.as_str(), &p.links))
-        .collect();
-    let redirects: HashMap<&str, &str> = s
-        .redirects
-        .iter()
-        .map(|r| (r.from.as_str(), r.to.as_str()))
-        .collect();
-    let mut depth: HashMap<String, u32> = HashMap::new();
-    let mut queue = VecDeque::from([("/".to_string(), 0u32)]);
-    depth.insert("/".into(), 0);
-    while let Some((path, d)) = queue.pop_front() {
-        if let Some(to) = redirects.get(path.as_str()) {
-            if depth.get(*to).is_none_or(|&old| d < old) {
-                depth.insert((*to).to_string(), d);
-                queue.push_front(((*to).to_string(), d));
-            }
-            continue;
-        }
-        for (target_site, target) in links.get(path.as_str()).into_iter().flat_map(|v| v.iter()) {
-            if target_site == site && depth.get(target).is_none_or(|&old| d + 1 < old) {
-                depth.insert(target.clone(), d + 1);
-                queue.push_back((target.clone(), d + 1));
-            }
-        }
-    }
-    depth
-        .into_iter()
-        .filter(|(p, d)| *d <= max_depth && s.page_paths().contains(p.as_str()))
-        .map(|(p, _)| p)
-        .collect()
 }
 
 #[tokio::test]

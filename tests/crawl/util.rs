@@ -456,3 +456,46 @@ pub fn listing(
     }
     out
 }
+
+/// The pages of `site` reachable from its index within `max_depth`, over links that stay on
+/// the site (redirects keep depth), from the manifest's link graph.
+pub fn expected_within(
+    web: &crawltop::testweb::TestWeb,
+    site: &str,
+    max_depth: u32,
+) -> std::collections::BTreeSet<String> {
+    let s = web.manifest().site(site).expect("site");
+    let links: std::collections::HashMap<&str, &Vec<(String, String)>> = s
+        .pages
+        .iter()
+        .map(|p| (p.path.as_str(), &p.links))
+        .collect();
+    let redirects: std::collections::HashMap<&str, &str> = s
+        .redirects
+        .iter()
+        .map(|r| (r.from.as_str(), r.to.as_str()))
+        .collect();
+    let mut depth: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    let mut queue = std::collections::VecDeque::from([("/".to_string(), 0u32)]);
+    depth.insert("/".into(), 0);
+    while let Some((path, d)) = queue.pop_front() {
+        if let Some(to) = redirects.get(path.as_str()) {
+            if depth.get(*to).is_none_or(|&old| d < old) {
+                depth.insert((*to).to_string(), d);
+                queue.push_front(((*to).to_string(), d));
+            }
+            continue;
+        }
+        for (target_site, target) in links.get(path.as_str()).into_iter().flat_map(|v| v.iter()) {
+            if target_site == site && depth.get(target).is_none_or(|&old| d + 1 < old) {
+                depth.insert(target.clone(), d + 1);
+                queue.push_back((target.clone(), d + 1));
+            }
+        }
+    }
+    depth
+        .into_iter()
+        .filter(|(p, d)| *d <= max_depth && s.page_paths().contains(p.as_str()))
+        .map(|(p, _)| p)
+        .collect()
+}

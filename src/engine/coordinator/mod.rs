@@ -319,6 +319,20 @@ fn same_origin(site: &Url, url: &Url) -> bool {
         && site.port_or_known_default() == url.port_or_known_default()
 }
 
+/// Whether a URL left out for `reason` may come back: a shorter path, a seed added on a resume,
+/// or (in a shared crawl) another member's push may change it.
+fn readmissible(reason: Option<IgnoreReason>) -> bool {
+    matches!(
+        reason,
+        Some(
+            IgnoreReason::TooDeep
+                | IgnoreReason::OutOfScope
+                | IgnoreReason::PageLimit
+                | IgnoreReason::SitePageLimit
+        )
+    )
+}
+
 fn fingerprint(url: &str) -> u64 {
     crate::frontier::fingerprint(url)
 }
@@ -852,16 +866,7 @@ impl<F: Schedule> Coordinator<F> {
         // The page that led to it at this depth (its record says depth = referrer's + 1).
         r.referrer = referrer;
         self.resources.set(id, &r);
-        // Left out for a reason a shorter path, or a seed added on a resume, may change.
-        if matches!(
-            r.ignored,
-            Some(
-                IgnoreReason::TooDeep
-                    | IgnoreReason::OutOfScope
-                    | IgnoreReason::PageLimit
-                    | IgnoreReason::SitePageLimit
-            )
-        ) {
+        if readmissible(r.ignored) {
             self.readmit(id);
         }
     }
@@ -874,6 +879,14 @@ impl<F: Schedule> Coordinator<F> {
             return;
         };
         let depth = self.resources.depth(id);
+        if self.cluster.is_some() {
+            // Shared: the crawl's queue says who fetches it, under its site's lease; the row
+            // stays ignored until it is pulled here (`take_back_ignored`), if ever.
+            let r = self.resources.get(id);
+            if self.admit_shared(&url, fingerprint(url.as_str()), depth, r.referrer, r.hops) {
+                return;
+            }
+        }
         let site = match (self.scope.check(&url, depth)).and_then(|()| self.placement(&url)) {
             Ok(site) => site,
             Err(reason) => {
