@@ -36,6 +36,8 @@ pub fn client() -> reqwest::Client {
         .redirect(reqwest::redirect::Policy::none())
         .user_agent("crawltop-tests/1")
         .no_proxy()
+        // A server that takes a request and never answers fails the test, not hangs it.
+        .timeout(PATIENCE * 4)
         .build()
         .expect("client builds")
 }
