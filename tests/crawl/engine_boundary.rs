@@ -115,7 +115,11 @@ async fn raising_workers_mid_crawl_lets_that_many_sites_be_fetched_at_once() {
     handle
         .commander()
         .send(Command::Stop, CommandSource::Library);
-    handle.finished().await.expect("ends");
+    // Bounded: a stop that is never carried out fails the test instead of hanging it.
+    tokio::time::timeout(PATIENCE, handle.finished())
+        .await
+        .expect("the crawl ends within PATIENCE of the stop")
+        .expect("ends");
 }
 
 /// What the scripted frontier saw and did.
@@ -267,7 +271,11 @@ async fn the_coordinator_fetches_in_the_order_its_frontier_gives() {
     cfg.workers = 4;
     cfg.urls_out = Some(urls_out.clone());
     let handle = engine::spawn_with_frontier(cfg, frontier).expect("starts");
-    let summary = handle.finished().await.expect("ends");
+    // Bounded: a crawl that never ends fails the test instead of hanging it.
+    let summary = tokio::time::timeout(Duration::from_secs(120), handle.finished())
+        .await
+        .expect("the crawl ends by itself")
+        .expect("ends");
     assert!(summary.completed, "the crawl ends when the double is empty");
     let script = script.lock().expect("script");
     let log = web.log().records();

@@ -10,7 +10,7 @@ use crawltop::testweb::manifest::SiteKind;
 use crawltop::testweb::{GenOptions, TestWeb};
 
 use crate::engine::{config, crawl, seeds};
-use crate::util::{PATIENCE, bin, client, get_text, stop_gracefully};
+use crate::util::{Finish, PATIENCE, bin, client, get_text, stop_gracefully};
 
 /// The text between the first `<title>` and `</title>`, found without an HTML parser.
 fn title_of(body: &str) -> Option<&str> {
@@ -221,10 +221,12 @@ async fn a_crawl_extracts_as_it_commits_the_lines_crawltop_extract_gives() {
     let (out, lines_file) = (tmp.path().join("crawl"), tmp.path().join("lines.jsonl"));
     // About half the generated pages are larger than this.
     let max_bytes = 7000;
+    // Bounded (`finish`): a crawl that never ends fails the test instead of hanging it.
     let status = crawl_extracting(&web, &out, &lines_file, max_bytes)
-        .status()
+        .finish()
         .await
-        .expect("crawl");
+        .expect("crawl")
+        .status;
     assert!(status.success());
     let lines = read_lines(&lines_file);
     check_against_the_server(&web, &lines, max_bytes).await;
@@ -334,10 +336,13 @@ async fn a_crawl_with_a_bad_field_exits_2_before_any_request() {
         ),
     ];
     for (args, message) in cases {
-        let run = Command::new(bin())
+        // Async and bounded: a crawl that started after all would need the in-process server,
+        // which a blocking wait here would starve.
+        let run = tokio::process::Command::new(bin())
             .args(["crawl", &seed, "--headless"])
             .args(&args)
-            .output()
+            .finish()
+            .await
             .expect("runs");
         let stderr = String::from_utf8_lossy(&run.stderr);
         assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");

@@ -478,7 +478,10 @@ async fn pages_are_searchable_while_the_crawl_runs() {
         "still crawling"
     );
     handle.abort();
-    let _ = handle.finished().await;
+    // Bounded: an abort that never ends the crawl fails the test instead of hanging it.
+    let _ = tokio::time::timeout(crate::util::PATIENCE, handle.finished())
+        .await
+        .expect("the aborted crawl ends");
 }
 
 #[tokio::test]
@@ -507,7 +510,11 @@ async fn the_control_api_answers_queries_on_the_index() {
     let bare = serve(local, handle.snapshots(), handle.commander())
         .await
         .expect("serves");
-    let summary = handle.finished().await.expect("crawl");
+    // Bounded: a crawl that never ends fails the test instead of hanging it.
+    let summary = tokio::time::timeout(std::time::Duration::from_secs(120), handle.finished())
+        .await
+        .expect("the crawl ends by itself")
+        .expect("crawl");
     assert!(summary.completed);
     let reader = IndexReader::open(&out.path().join("index")).expect("index");
     let addr = api.local_addr();

@@ -53,6 +53,8 @@ async fn workers_holding_pages_the_full_parse_pool_cannot_take_are_blocked_by_pa
             format!("{} {}", seeds[0], gate.display()),
         )
         .stderr(Stdio::piped())
+        // A test that fails before the gate opens must not leave the crawl waiting for it.
+        .kill_on_drop(true)
         .spawn()
         .expect("spawn");
     let mut stderr = child.stderr.take().expect("stderr");

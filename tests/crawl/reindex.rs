@@ -93,21 +93,25 @@ async fn an_index_built_from_the_warc_files_answers_as_the_crawls_own() {
     .expect("web");
     let dir = tempfile::tempdir().expect("tempdir");
     let crawl = |name: &str, extra: &[&str]| {
-        let status = Command::new(bin())
-            .args(["crawl", &web.url("site00", "/distinct-words.html")])
+        let out = dir.path().join(name);
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.args(["crawl", &web.url("site00", "/distinct-words.html")])
             .args([web.url("site00", "/"), web.url("site01", "/")])
             .args(["--headless", "--delay-ms", "0"])
             .args(extra)
             .arg("--out")
-            .arg(dir.path().join(name))
-            .stderr(Stdio::null())
-            .status()
-            .expect("crawl");
-        assert!(status.success(), "{status:?}");
-        dir.path().join(name)
+            .arg(&out)
+            .stderr(Stdio::null());
+        // Awaited and bounded (`finish`): a crawl that never ends fails the test instead of
+        // hanging it, and the in-process server is not starved while it runs.
+        async move {
+            let status = cmd.finish().await.expect("crawl").status;
+            assert!(status.success(), "{status:?}");
+            out
+        }
     };
     // The crawl's own index, made again from its WARC files: the same answers, ties and all.
-    let indexed = crawl("indexed", &[]);
+    let indexed = crawl("indexed", &[]).await;
     let expected = answers(&indexed, Order::Kept);
     assert!(expected.len() > 50, "{expected:#?}");
     let before = listing(&indexed.join("index"));
@@ -138,7 +142,7 @@ async fn an_index_built_from_the_warc_files_answers_as_the_crawls_own() {
     assert_eq!(names, ["index"], "nothing of the build left beside it");
 
     // A crawl made with --no-index, then indexed: as searchable as one made with the index.
-    let bare = crawl("bare", &["--no-index"]);
+    let bare = crawl("bare", &["--no-index"]).await;
     let (code, err) = run(&["wc"], &bare);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("crawltop index"), "the way to an index: {err}");
@@ -247,10 +251,12 @@ async fn index_refuses_what_it_cannot_build_from_and_a_folder_being_crawled() {
             .kill_on_drop(true);
         cmd
     };
+    // Bounded (`finish`): a crawl that never ends fails the test instead of hanging it.
     let status = crawl("mirror", &["--delay-ms", "0", "--store", "mirror"])
-        .status()
+        .finish()
         .await
-        .expect("crawl");
+        .expect("crawl")
+        .status;
     assert!(status.success());
     let (code, err) = run(&["index", "--replace"], &dir.path().join("mirror"));
     assert_eq!(code, Some(2), "{err}");
@@ -301,17 +307,19 @@ async fn ties_across_folders_are_broken_as_before_once_their_indexes_are_built_a
     let dir = tempfile::tempdir().expect("tempdir");
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     let crawl = |out: &Path| {
-        tokio::process::Command::new(bin())
-            .args(["crawl", &web.url("site00", "/"), &web.url("site01", "/")])
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.args(["crawl", &web.url("site00", "/"), &web.url("site01", "/")])
             .args(["--headless", "--delay-ms", "0"])
             .arg("--out")
             .arg(out)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
+            .stderr(Stdio::null());
+        cmd
     };
-    let (ran_a, ran_b) = tokio::join!(crawl(&a), crawl(&b));
-    assert!(ran_a.expect("a").success() && ran_b.expect("b").success());
+    // Bounded (`finish`): a crawl that never ends fails the test instead of hanging it.
+    let (mut crawl_a, mut crawl_b) = (crawl(&a), crawl(&b));
+    let (ran_a, ran_b) = tokio::join!(crawl_a.finish(), crawl_b.finish());
+    assert!(ran_a.expect("a").status.success() && ran_b.expect("b").status.success());
     let ask = |args: &[&str]| {
         let out = Command::new(bin()).args(args).output().expect("run");
         assert!(out.status.success(), "{args:?}");

@@ -87,9 +87,10 @@ async fn a_crawl_killed_at_random_moments_resumes_to_the_same_store_and_stats() 
     let reference = dir.path().join("reference");
     let reference_stats = dir.path().join("reference.json");
     let status = crawl_command(&web, &reference, &reference_stats)
-        .status()
+        .finish()
         .await
-        .expect("reference crawl");
+        .expect("reference crawl")
+        .status;
     assert!(status.success());
     let served_before = web.log().records().len();
 
@@ -195,9 +196,10 @@ async fn a_checkpoint_the_disk_refuses_pauses_the_crawl_and_the_last_good_one_re
     let reference = dir.path().join("reference");
     let reference_stats = dir.path().join("reference.json");
     let status = crawl_command(&web, &reference, &reference_stats)
-        .status()
+        .finish()
         .await
-        .expect("reference crawl");
+        .expect("reference crawl")
+        .status;
     assert!(status.success());
 
     // Two checkpoints are written, then the disk is "full": every later one fails at commit.
@@ -259,7 +261,8 @@ async fn a_finished_crawl_is_not_crawled_again_and_fresh_starts_over() {
             .arg(&stats_path)
             .args(extra)
             .stdin(Stdio::null());
-        cmd.output()
+        // Bounded (`finish`): a crawl that never ends fails the test instead of hanging it.
+        async move { cmd.finish().await }
     };
     assert!(run(&[]).await.expect("run").status.success());
     let site = crawltop::store::mirror::mirror_path(&url::Url::parse(&url).expect("url"))
@@ -340,7 +343,8 @@ async fn fresh_with_a_list_it_cannot_read_removes_nothing() {
         if fresh {
             cmd.arg("--fresh");
         }
-        cmd.output()
+        // Bounded (`finish`): a crawl that never ends fails the test instead of hanging it.
+        async move { cmd.finish().await }
     };
     assert!(run(false).await.expect("runs").status.success());
     let list = out.join("pages").join(crawltop::store::mirror::SITES_LIST);
@@ -553,7 +557,7 @@ async fn a_crawl_whose_url_rows_leave_memory_stores_and_exports_each_url_once() 
         cmd
     };
 
-    let status = run("kept", false).status().await.expect("reference");
+    let status = run("kept", false).finish().await.expect("reference").status;
     assert!(status.success());
 
     // The same crawl with rows leaving memory, killed once midway and resumed.
@@ -955,9 +959,10 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
 
     // Put back together, the crawl resumes and ends with every page stored once.
     let status = crawl_command(&web, &out, &stats)
-        .status()
+        .finish()
         .await
-        .expect("resume");
+        .expect("resume")
+        .status;
     assert!(status.success(), "{status:?}");
     let counts = read_warc(&out.join("warc")).counts;
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
@@ -1046,7 +1051,7 @@ async fn a_mirror_crawl_that_lost_its_pages_folder_is_refused_and_left_as_it_was
 
     // Put back, the crawl resumes and mirrors every page the server answered with a 200.
     std::fs::rename(&kept, out.join("pages")).expect("mirror back");
-    let status = mirror(&web).status().await.expect("resume");
+    let status = mirror(&web).finish().await.expect("resume").status;
     assert!(status.success(), "{status:?}");
     let served = pages_served(&web);
     for path in &served {
@@ -1363,7 +1368,7 @@ async fn a_warc_file_missing_below_the_mark_is_named_and_a_stray_one_is_not_read
     }
     // Put back as it was, the folder resumes to its end.
     std::fs::write(&first, &whole).expect("put back");
-    let status = command().status().await.expect("resume");
+    let status = command().finish().await.expect("resume").status;
     assert!(status.success(), "{status:?}");
 }
 
@@ -1391,9 +1396,10 @@ async fn a_resume_with_a_new_seed_and_a_higher_limit_crawls_what_they_let_in() {
     ];
     let seeds = [web.url("site00", "/"), web.url("site01", "/")];
     let status = crawl_seeds(&seeds, &out, &urls_out)
-        .status()
+        .finish()
         .await
-        .expect("resume");
+        .expect("resume")
+        .status;
     assert!(status.success(), "{status:?}");
 
     let records = web.log().records();
@@ -1445,9 +1451,10 @@ async fn a_seed_added_on_a_resume_goes_before_the_urls_a_raised_limit_lets_in() 
         &out,
         &["--max-pages", "16", "--delay-ms", "0"],
     )
-    .status()
+    .finish()
     .await
-    .expect("resume");
+    .expect("resume")
+    .status;
     assert!(status.success(), "{status:?}");
     let asked: Vec<String> = other.log().records().into_iter().map(|r| r.path).collect();
     assert!(

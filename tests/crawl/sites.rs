@@ -63,7 +63,11 @@ async fn the_sites_api_pages_sorts_and_filters_what_the_server_saw() {
     )
     .await
     .expect("serves");
-    let summary = handle.finished().await.expect("crawl");
+    // Bounded: a crawl that never ends fails the test instead of hanging it.
+    let summary = tokio::time::timeout(std::time::Duration::from_secs(120), handle.finished())
+        .await
+        .expect("the crawl ends by itself")
+        .expect("crawl");
     assert!(summary.completed);
     let addr = api.local_addr();
     let get = |path: String| async move {
@@ -312,7 +316,11 @@ async fn untried_sites_when_the_live_site_is_done(
         .filter(|r| r.robots_state == RobotsState::Discovered)
         .count();
     cmd.send(Command::Stop, CommandSource::Library);
-    handle.finished().await.expect("stops");
+    // Bounded: a stop that is never carried out fails the test instead of hanging it.
+    tokio::time::timeout(PATIENCE, handle.finished())
+        .await
+        .expect("the crawl ends within PATIENCE of the stop")
+        .expect("stops");
     untried
 }
 
@@ -329,11 +337,14 @@ async fn a_site_that_answers_is_crawled_before_thousands_of_dead_origins_are_fir
         delay_ms: 0,
         ..CrawlConfig::default()
     };
-    let summary = crawltop::engine::spawn(alone)
-        .expect("starts")
-        .finished()
-        .await
-        .expect("crawl");
+    // Bounded: a crawl that never ends fails the test instead of hanging it.
+    let summary = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        crawltop::engine::spawn(alone).expect("starts").finished(),
+    )
+    .await
+    .expect("the crawl ends by itself")
+    .expect("crawl");
     assert!(summary.completed);
     let requests = web.log().len() as usize;
     // Nothing listens on this port but on 127.0.0.1: a connection to 127.0.x.y there is

@@ -88,15 +88,20 @@ async fn a_second_crawltop_on_the_same_folder_refuses_naming_the_first() {
         .args(["crawl", &url, "--delay-ms", "100", "--headless", "--out"])
         .arg(out.path())
         .stderr(Stdio::null())
+        // A test that fails early does not leave it crawling.
+        .kill_on_drop(true)
         .spawn()
         .expect("first");
     tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 2))
         .await
         .expect("the first crawl runs");
-    let second = Command::new(bin())
+    // Async and bounded (`finish`): were it not refused, this crawl would need the in-process
+    // server, which a blocking wait here would starve, and could run forever.
+    let second = tokio::process::Command::new(bin())
         .args(["crawl", &url, "--headless", "--out"])
         .arg(out.path())
-        .output()
+        .finish()
+        .await
         .expect("second");
     let err = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(2), "{err}");

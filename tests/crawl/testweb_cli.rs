@@ -6,10 +6,43 @@ use std::process::{Child, Command, Output, Stdio};
 
 use crawltop::testweb::{Listening, Manifest};
 
-use crate::util::bin;
+use crate::util::{COMMAND_PATIENCE, PATIENCE, bin};
 
+/// `crawltop ARGS` run to its end, bounded by [`COMMAND_PATIENCE`]: a `serve` that should have
+/// been refused and serves instead would never end, so it is killed and the test fails.
 fn crawltop(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().expect("runs")
+    let child = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    // Not reaped before `wait_with_output` returns, so the pid is still the child's when a
+    // kill comes.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    let Ok(output) = rx.recv_timeout(COMMAND_PATIENCE) else {
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        panic!("crawltop {args:?} ran over {COMMAND_PATIENCE:?}");
+    };
+    output.expect("runs")
+}
+
+/// Waits for `child` to exit, at most [`PATIENCE`]; kills it and fails the test after that.
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(status) = child.try_wait().expect("exits") {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the process did not exit within {PATIENCE:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 fn stderr(o: &Output) -> String {
@@ -107,6 +140,14 @@ struct Served {
     listening: Listening,
 }
 
+/// A server a failed test leaves behind would serve forever: it is killed with the test.
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn serve(dir: &std::path::Path, extra: &[&str]) -> Served {
     let mut child = Command::new(bin())
         .arg("serve")
@@ -116,32 +157,49 @@ fn serve(dir: &std::path::Path, extra: &[&str]) -> Served {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("first line");
+    // The first line is read on a thread of its own, so that a server that never prints it
+    // fails the test within PATIENCE (killed, its stdout ends and the thread with it).
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = BufReader::new(stdout).read_line(&mut line).map(|_| line);
+        let _ = tx.send(read);
+    });
+    let Ok(line) = rx.recv_timeout(PATIENCE) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("serve printed no line within {PATIENCE:?}");
+    };
+    let line = line.expect("first line");
     let listening: Listening = serde_json::from_str(&line).expect("machine-readable line");
     Served { child, listening }
 }
 
 fn command(addr: std::net::SocketAddr, cmd: &str) -> String {
     let mut s = TcpStream::connect(addr).expect("connect");
+    // A server that takes the command and never answers fails the test, not hangs it.
+    s.set_read_timeout(Some(PATIENCE)).expect("read timeout");
     writeln!(s, "{cmd}").expect("write");
     let mut line = String::new();
-    BufReader::new(s).read_line(&mut line).expect("read");
+    BufReader::new(s)
+        .read_line(&mut line)
+        .expect("an answer within PATIENCE");
     line
 }
 
 fn http_get(origin: &str, path: &str) -> String {
     let addr = origin.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr).expect("connect");
+    // A server that takes the request and never ends its answer fails the test, not hangs it.
+    s.set_read_timeout(Some(PATIENCE)).expect("read timeout");
     write!(
         s,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: cli-test\r\nConnection: close\r\n\r\n"
     )
     .expect("write");
     let mut out = String::new();
-    std::io::Read::read_to_string(&mut s, &mut out).expect("read");
+    std::io::Read::read_to_string(&mut s, &mut out).expect("the whole answer within PATIENCE");
     out
 }
 
@@ -187,7 +245,7 @@ fn serve_prints_ports_logs_requests_and_shuts_down_on_command() {
     let stats: serde_json::Value = serde_json::from_str(&command(cmd, "STATS")).expect("json");
     assert_eq!(stats["requests"], 1);
     assert_eq!(command(cmd, "SHUTDOWN").trim(), "OK shutting down");
-    let status = s.child.wait().expect("exits");
+    let status = wait_exit(&mut s.child);
     assert!(status.success());
     let recs = read_log(&log);
     assert_eq!(recs.len(), 1);
@@ -217,7 +275,7 @@ fn stops_gracefully_on(signal: nix::sys::signal::Signal) {
     assert!(page.starts_with("HTTP/1.1 200"));
     let pid = nix::unistd::Pid::from_raw(i32::try_from(s.child.id()).expect("pid"));
     nix::sys::signal::kill(pid, signal).expect("signal");
-    let status = s.child.wait().expect("exits");
+    let status = wait_exit(&mut s.child);
     assert!(status.success(), "{status:?}");
     let lines = std::fs::read_to_string(&log).expect("log");
     assert_eq!(lines.lines().count(), 1, "the log was flushed before exit");
@@ -271,7 +329,7 @@ fn serve_latency_delays_every_response() {
     assert!(http_get(&origin, "/").starts_with("HTTP/1.1 200"));
     assert!(http_get(&origin, "/missing.html").starts_with("HTTP/1.1 404"));
     command(s.listening.command.expect("command port"), "SHUTDOWN");
-    assert!(s.child.wait().expect("exits").success());
+    assert!(wait_exit(&mut s.child).success());
     let recs = read_log(&log);
     assert_eq!(recs.len(), 2);
     for r in &recs {
@@ -334,13 +392,15 @@ fn serve_with_a_base_port_uses_consecutive_ports() {
     let web = tmp.path().join("web");
     gen_web(&web);
     // Find a free pair of ports by asking the OS, then release them for the server.
-    let base = loop {
-        let a = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = a.local_addr().expect("addr").port();
-        if port < 65_000 && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
-            break port;
-        }
-    };
+    // Bounded: a machine where no such pair is found fails the test instead of spinning.
+    let base = (0..10_000)
+        .find_map(|_| {
+            let a = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            let port = a.local_addr().expect("addr").port();
+            (port < 65_000 && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok())
+                .then_some(port)
+        })
+        .expect("a free pair of consecutive ports");
     let mut s = serve(&web, &["--base-port", &base.to_string()]);
     assert_eq!(
         s.listening.sites["site00"],
@@ -352,7 +412,7 @@ fn serve_with_a_base_port_uses_consecutive_ports() {
     );
     let cmd = s.listening.command.expect("command port");
     command(cmd, "SHUTDOWN");
-    assert!(s.child.wait().expect("exits").success());
+    assert!(wait_exit(&mut s.child).success());
 }
 
 #[test]

@@ -104,7 +104,11 @@ async fn status_codes_headers_and_keep_alive() {
             .await
             .expect("write");
         let mut buf = [0u8; 512];
-        let n = stream.read(&mut buf).await.expect("read");
+        // Bounded: a server that keeps the connection and never answers fails the test.
+        let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf))
+            .await
+            .expect("an answer on the kept-alive connection")
+            .expect("read");
         assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
     }
     drop(stream);
@@ -594,6 +598,8 @@ async fn the_log_holds_what_clients_sent() {
     let http = reqwest::Client::builder()
         .user_agent("log-test/2.0 (+https://example.invalid/bot)")
         .no_proxy()
+        // A server that takes a request and never answers fails the test, not hangs it.
+        .timeout(PATIENCE * 4)
         .build()
         .expect("client");
     let resp = http
@@ -681,19 +687,27 @@ async fn command_port_stats_and_shutdown() {
     let stream = TcpStream::connect(cmd).await.expect("connect");
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read).lines();
+    // Each answer is awaited at most PATIENCE: a command port that never answers fails the
+    // test instead of hanging it.
+    let mut answer = async || {
+        tokio::time::timeout(PATIENCE, lines.next_line())
+            .await
+            .expect("the command port answers")
+            .expect("read")
+            .expect("line")
+    };
     write.write_all(b"STATS\n").await.expect("write");
-    let stats: serde_json::Value =
-        serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    let stats: serde_json::Value = serde_json::from_str(&answer().await).expect("json");
     assert_eq!(stats["requests"], 4);
     assert_eq!(stats["by_status"]["200"], 3);
     assert_eq!(stats["by_status"]["404"], 1);
     assert_eq!(stats["sites"]["site01"]["requests"], 3);
     assert!(stats["uptime_s"].as_f64().expect("number") > 0.0);
     write.write_all(b"FROBNICATE\n").await.expect("write");
-    let err = lines.next_line().await.expect("read").expect("line");
+    let err = answer().await;
     assert!(err.starts_with("ERR unknown command"), "{err}");
     write.write_all(b"SHUTDOWN\n").await.expect("write");
-    let ok = lines.next_line().await.expect("read").expect("line");
+    let ok = answer().await;
     assert_eq!(ok, "OK shutting down");
     tokio::time::timeout(PATIENCE, web.server().finished())
         .await
@@ -713,7 +727,10 @@ async fn shutdown_ends_endless_responses() {
         .await
         .expect("write");
     let mut first = [0u8; 64];
-    let _ = stream.read(&mut first).await.expect("headers arrive");
+    let _ = tokio::time::timeout(PATIENCE, stream.read(&mut first))
+        .await
+        .expect("headers arrive")
+        .expect("read");
     web.server().shutdown();
     tokio::time::timeout(PATIENCE, web.server().finished())
         .await
