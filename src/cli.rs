@@ -1006,13 +1006,29 @@ async fn join_cluster(cfg: CrawlConfig, c: ClusterArgs) -> anyhow::Result<engine
     engine::check_member_folder(&cfg)?;
     let mut shared = SharedCrawl::connect(&c.nodes, c.crawl_id.clone(), &member, c.lease).await?;
     let created = shared.join(&cfg.shared_settings()).await?;
+    // Asked before this member's seeds go in (a pass over the sites' backlogs that stops at the
+    // first with work): the same command run again on an ended crawl would fetch nothing and
+    // say only "done" (audit 21).
+    let ended = !created && shared.finished().await?;
     let seeds = shared.add_seeds(&cfg.seeds).await?;
+    let id = c.crawl_id.as_str();
     eprintln!(
-        "crawltop: {} the shared crawl {} as {member} ({} seeds crawl-wide)",
+        "crawltop: {} the shared crawl {id} as {member} ({} seeds crawl-wide)",
         if created { "created" } else { "joined" },
-        c.crawl_id.as_str(),
         seeds.len()
     );
+    if ended {
+        eprintln!(
+            "crawltop: the shared crawl {id} has ended: every URL it found was fetched or left \
+             out. This member fetches only URLs the crawl has not seen (new seeds); to crawl \
+             again, use another --crawl-id"
+        );
+    } else if seeds.is_empty() {
+        eprintln!(
+            "crawltop: no member has given the shared crawl {id} seeds yet: this member waits \
+             for one that does (a mistyped --crawl-id starts a new crawl)"
+        );
+    }
     // A member takes its fair share of the sites with work, but holds at most four a worker
     // (each held site costs a lease renewal) unless its workers sit free.
     let agent = AgentConfig {

@@ -16,7 +16,7 @@ use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 use tokio::process::{Child, Command};
 
 use crate::cluster::{redis_here, three_masters};
-use crate::util::{Finish, bin, expected_within, json_of, signal, sigterm};
+use crate::util::{Finish, bin, expected_within, json_of, read_stderr_until, signal, sigterm};
 
 /// Long enough for a loaded machine; a member that never ends fails the test here.
 const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
@@ -238,6 +238,28 @@ async fn two_members_fetch_every_page_once_between_them_politely_and_both_end() 
             .collect();
         assert_eq!(members.len(), 2, "{members:?}");
     }
+
+    // The same command once the crawl has ended: nothing asked again, and the member says why
+    // (audit 21: "done", 0 pages, and no word of the crawl having ended).
+    let before = web.log().len();
+    let again = member(
+        &nodes,
+        "two",
+        &tmp.path().join("c.json"),
+        &["--seeds-file", seeds.to_str().expect("utf8")],
+    );
+    let err = ends_well(again, "member c").await;
+    assert!(err.contains("the shared crawl two has ended"), "{err}");
+    assert_eq!(web.log().len(), before, "nothing asked again");
+    // A crawl id no member gave seeds to (a typo): the member says what it waits for.
+    let mut lone = member(&nodes, "tow", &tmp.path().join("t.json"), &[]);
+    let mut err = lone.stderr.take().expect("stderr");
+    read_stderr_until(&mut err, |s| {
+        s.contains("no member has given the shared crawl tow seeds yet")
+    })
+    .await;
+    sigterm(&lone);
+    ends_well(lone, "the member of crawl tow").await;
     drop(cluster);
 }
 
