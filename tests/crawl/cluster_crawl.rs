@@ -1568,6 +1568,53 @@ async fn a_shared_crawl_fetches_every_page_within_the_depth_limit_once() {
     drop(cluster);
 }
 
+/// Sites one member holds and the other finds links to, under `--scope host --depth 3`: URLs
+/// met first too deep, then by a shorter path (a few a run), and links across sites are each
+/// fetched once, politely between the members, judged at the server. (Not every page within
+/// the limit is fetched here: a URL keeps the depth it was first pushed with; README, "Not
+/// there yet".)
+#[tokio::test]
+async fn urls_a_shorter_path_brings_back_are_fetched_once_under_their_sites_lease() {
+    if !redis_here("urls_a_shorter_path_brings_back_are_fetched_once_under_their_sites_lease") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(4, 150).seed(24).crawl_delay_s(0.03))
+        .await
+        .expect("web");
+    let seed = web.url("site00", "/");
+    let args = [seed.as_str(), "--scope", "host", "--depth", "3"];
+    let members: Vec<Child> = ["a", "b"]
+        .iter()
+        .map(|id| {
+            member(
+                &nodes,
+                "back",
+                &tmp.path().join(format!("{id}.json")),
+                &args,
+            )
+        })
+        .collect();
+    for (child, who) in members.into_iter().zip(["member a", "member b"]) {
+        ends_well(child, who).await;
+    }
+    let records = web.log().records();
+    let repeats: BTreeMap<String, usize> = (pages_asked(&records).into_iter())
+        .flat_map(|(site, paths)| {
+            (paths.into_iter())
+                .filter(|(_, n)| *n > 1)
+                .map(move |(path, n)| (format!("{site}{path}"), n))
+        })
+        .collect();
+    assert!(repeats.is_empty(), "asked more than once: {repeats:?}");
+    polite(&web, &records, Duration::from_millis(20));
+    let sites: BTreeSet<&str> = records.iter().map(|r| r.site.as_str()).collect();
+    assert!(sites.len() > 1, "the crawl went past site00: {sites:?}");
+    drop(cluster);
+}
+
 /// `--max-pages` and `--max-pages-per-site` are the crawl's, kept at the pulls: two members
 /// fetch that many URLs between them, judged at the server, and the crawl ends as one process
 /// does at its limit (audit 21: a member's own lower limit made it ignore, crawl-wide, every
