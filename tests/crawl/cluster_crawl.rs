@@ -86,6 +86,28 @@ fn seeds_file(web: &TestWeb, dir: &Path) -> PathBuf {
     path
 }
 
+/// Members `a` and `b` of crawl `id` with the same `args`, each run to its end (exit 0).
+async fn two_members_to_the_end(nodes: &[String], id: &str, dir: &Path, args: &[&str]) {
+    let members: Vec<Child> = ["a", "b"]
+        .iter()
+        .map(|m| member(nodes, id, &dir.join(format!("{m}.json")), args))
+        .collect();
+    for (child, who) in members.into_iter().zip(["member a", "member b"]) {
+        ends_well(child, who).await;
+    }
+}
+
+/// The URLs (site and path, robots.txt apart) asked more than once, with how many times.
+fn asked_twice(records: &[RequestRecord]) -> BTreeMap<String, usize> {
+    (pages_asked(records).into_iter())
+        .flat_map(|(site, paths)| {
+            (paths.into_iter())
+                .filter(|(_, n)| *n > 1)
+                .map(move |(path, n)| (format!("{site}{path}"), n))
+        })
+        .collect()
+}
+
 /// Requests per site and path, robots.txt apart.
 fn pages_asked(records: &[RequestRecord]) -> BTreeMap<String, BTreeMap<String, usize>> {
     let mut out: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
@@ -1534,16 +1556,7 @@ async fn a_shared_crawl_fetches_every_page_within_the_depth_limit_once() {
         .page_paths()
         .len();
     assert!(want.len() < all, "the limit cuts: {} of {all}", want.len());
-    let members: Vec<Child> = ["a", "b"]
-        .iter()
-        .map(|id| {
-            let stats = tmp.path().join(format!("{id}.json"));
-            member(&nodes, "deep", &stats, &[&seed, "--depth", "3"])
-        })
-        .collect();
-    for (child, who) in members.into_iter().zip(["member a", "member b"]) {
-        ends_well(child, who).await;
-    }
+    two_members_to_the_end(&nodes, "deep", tmp.path(), &[&seed, "--depth", "3"]).await;
     let records = web.log().records();
     let fetched: BTreeSet<String> = records
         .iter()
@@ -1558,10 +1571,8 @@ async fn a_shared_crawl_fetches_every_page_within_the_depth_limit_once() {
         missing.len(),
         want.len()
     );
-    let repeats: usize = (pages_asked(&records).values())
-        .flat_map(|paths| paths.values().map(|n| n - 1))
-        .sum();
-    assert_eq!(repeats, 0, "nothing asked twice");
+    let repeats = asked_twice(&records);
+    assert!(repeats.is_empty(), "nothing asked twice: {repeats:?}");
     // A URL a shorter path brings back goes through the site's shared queue, and so under its
     // lease: never fetched by a member while the other holds the site.
     polite(&web, &records, Duration::from_millis(20));
@@ -1586,28 +1597,9 @@ async fn urls_a_shorter_path_brings_back_are_fetched_once_under_their_sites_leas
         .expect("web");
     let seed = web.url("site00", "/");
     let args = [seed.as_str(), "--scope", "host", "--depth", "3"];
-    let members: Vec<Child> = ["a", "b"]
-        .iter()
-        .map(|id| {
-            member(
-                &nodes,
-                "back",
-                &tmp.path().join(format!("{id}.json")),
-                &args,
-            )
-        })
-        .collect();
-    for (child, who) in members.into_iter().zip(["member a", "member b"]) {
-        ends_well(child, who).await;
-    }
+    two_members_to_the_end(&nodes, "back", tmp.path(), &args).await;
     let records = web.log().records();
-    let repeats: BTreeMap<String, usize> = (pages_asked(&records).into_iter())
-        .flat_map(|(site, paths)| {
-            (paths.into_iter())
-                .filter(|(_, n)| *n > 1)
-                .map(move |(path, n)| (format!("{site}{path}"), n))
-        })
-        .collect();
+    let repeats = asked_twice(&records);
     assert!(repeats.is_empty(), "asked more than once: {repeats:?}");
     polite(&web, &records, Duration::from_millis(20));
     let sites: BTreeSet<&str> = records.iter().map(|r| r.site.as_str()).collect();
