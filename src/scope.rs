@@ -127,6 +127,11 @@ impl ScopeRules {
         }
     }
 
+    /// The depth limit (`--depth`), if any.
+    pub fn max_depth(&self) -> Option<u32> {
+        self.max_depth
+    }
+
     /// `Ok` if the crawl may fetch `url`, found on a page at `depth - 1` (seeds are 0).
     ///
     /// The checks run in this order and the first failure is the reason reported:

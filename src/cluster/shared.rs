@@ -12,8 +12,8 @@
 //! | `ct:{C}:members` | hash: member id to `ms TAB heartbeat JSON` (ms by Redis's clock) |
 //! | `ct:{C}:counters` | hash: crawl-wide counters |
 //! | `ct:{C}:commands` | list: commands to the whole crawl, `ms TAB who TAB command` |
-//! | `ct:{C\|S}:seen` | set of URL fingerprints (8 bytes): admission, exactly once crawl-wide |
-//! | `ct:{C\|S}:q` | list of queued entries (`depth TAB hops TAB url TAB referrer`) |
+//! | `ct:{C\|S}:seen` | hash: URL fingerprint (16 hex digits) to the least depth it was queued at (`3`), or `t` and the depth it was pulled at (`t3`): admission, exactly once crawl-wide |
+//! | `ct:{C\|S}:q` | list of queued entries (`fingerprint TAB depth TAB hops TAB url TAB referrer`) |
 //! | `ct:{C\|S}:flight` | set of entries the lease holder pulled and has not finished |
 //! | `ct:{C\|S}:lease` | the holder's member id, `SET NX PX`: expiry is Redis's clock, never a member's |
 //! | `ct:{C\|S}:pol` | hash: `state` (the site's politeness: robots.txt, delays; opaque here), `next_ms` (its next contact, Redis's clock), `admitted` (with `--max-pages-per-site`: its URLs pulled to be fetched) |
@@ -27,6 +27,12 @@
 //!
 //! A new lease first puts back what an earlier holder had pulled and not finished (it died, or
 //! its lease ran out): at least once, and at most once more for what was in flight.
+//!
+//! Depth (`--depth`): a URL queued and then found by a shorter path is queued again at the
+//! shorter depth, and the seen hash keeps the least; a pull drops an entry deeper than that (a
+//! shorter one is behind it in the queue) and marks the one it takes as pulled at its depth, so
+//! no later path queues the URL again: fetched once, at the least depth known when it was
+//! pulled (as one process fetches a queued URL at the least depth known when it is fetched).
 //!
 //! Finding work costs a bounded number of requests whatever the number of sites: a look reads
 //! the count of `active` and a random sample of it ([`SharedCrawl::look`]). A site's scripts
@@ -56,8 +62,9 @@ use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
 
 /// The layout's version, stored with the crawl: a crawl of another version is refused. 2: the
 /// pulls keep the crawl's page limits (`admitted` in `meta` and in each site's `pol`), so a
-/// member of version 1 would not count its pulls.
-pub const FORMAT: u32 = 2;
+/// member of version 1 would not count its pulls. 3: `seen` keeps each URL's least depth and
+/// entries start with their fingerprint, so that a shorter path queues a URL again.
+pub const FORMAT: u32 = 3;
 /// Most bytes in a crawl id.
 const MAX_CRAWL_ID: usize = 64;
 
@@ -139,7 +146,8 @@ pub struct Entry {
 impl Entry {
     fn encode(&self) -> String {
         format!(
-            "{}\t{}\t{}\t{}",
+            "{:016x}\t{}\t{}\t{}\t{}",
+            crate::frontier::fingerprint(&self.url),
             self.depth,
             self.hops,
             self.url,
@@ -148,7 +156,11 @@ impl Entry {
     }
 
     fn decode(s: &str) -> Option<Entry> {
-        let mut parts = s.splitn(4, '\t');
+        let mut parts = s.splitn(5, '\t');
+        let fp = parts.next()?;
+        if fp.len() != 16 || !fp.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
         let depth = parts.next()?.parse().ok()?;
         let hops = parts.next()?.parse().ok()?;
         let url = parts.next()?.to_string();
@@ -347,6 +359,27 @@ impl ConnectionLike for Conn {
     }
 }
 
+/// Lua: `admit(seen, q, entry)` queues an entry whose URL is new (returns 1, 0), or was queued
+/// deeper and not pulled yet (0, 1: the seen hash keeps the least depth, and the pull drops the
+/// deeper entry); otherwise nothing (0, 0).
+const ADMIT: &str = "
+    local function admit(seen, q, e)
+      local fp, depth = string.match(e, '^(%x+)\t(%d+)\t')
+      if not fp then return 0, 0 end
+      local least = redis.call('HGET', seen, fp)
+      if not least then
+        redis.call('HSET', seen, fp, depth)
+        redis.call('RPUSH', q, e)
+        return 1, 0
+      end
+      if string.sub(least, 1, 1) ~= 't' and tonumber(depth) < tonumber(least) then
+        redis.call('HSET', seen, fp, depth)
+        redis.call('RPUSH', q, e)
+        return 0, 1
+      end
+      return 0, 0
+    end";
+
 /// Lua: `ms`, Redis's clock in milliseconds since the Unix epoch.
 const NOW_MS: &str = "
     local t = redis.call('TIME')
@@ -384,41 +417,38 @@ impl Scripts {
                         redis.call('HGET', KEYS[1], 'settings') or ''}
                 ",
             ),
-            // KEYS: seen, q, flight. ARGV: fingerprint, entry, fingerprint, entry, ...
-            // Returns {added, 1 when the site had no work before and has now}.
-            push: Script::new(
-                r"
+            // KEYS: seen, q, flight. ARGV: entries. Returns {added (new URLs), 1 when the site
+            // had no work before and has now}.
+            push: Script::new(&format!(
+                r"{ADMIT}
                 local idle = redis.call('LLEN', KEYS[2]) == 0 and redis.call('SCARD', KEYS[3]) == 0
-                local added = 0
-                for i = 1, #ARGV, 2 do
-                  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
-                    redis.call('RPUSH', KEYS[2], ARGV[i + 1])
-                    added = added + 1
-                  end
+                local added, queued = 0, 0
+                for i = 1, #ARGV do
+                  local new, again = admit(KEYS[1], KEYS[2], ARGV[i])
+                  added = added + new
+                  queued = queued + new + again
                 end
-                if idle and added > 0 then return {added, 1} end
-                return {added, 0}
-                ",
-            ),
+                if idle and queued > 0 then return {{added, 1}} end
+                return {{added, 0}}
+                "
+            )),
             // KEYS: seen, q, lease, flight, pol. ARGV: member, ms to the next contact (or -1),
-            // the number of pushed entries n, then n (fingerprint, entry) pairs, then the ended
-            // entries. `push` then `done` in one atomic call: a site's own links are queued
+            // the number of pushed entries n, then n entries, then the ended entries. `push` then `done` in one atomic call: a site's own links are queued
             // before the pages that led to them are finished, and on a replica in that order.
             // Returns {added, ended (-1: the lease is not ours), 1 when the site had no work
             // before and has now}.
             push_done: Script::new(&format!(
-                r"{NOW_MS}
+                r"{NOW_MS}{ADMIT}
                 local idle = redis.call('LLEN', KEYS[2]) == 0 and redis.call('SCARD', KEYS[4]) == 0
-                local added = 0
-                local last = 3 + 2 * tonumber(ARGV[3])
-                for i = 4, last, 2 do
-                  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
-                    redis.call('RPUSH', KEYS[2], ARGV[i + 1])
-                    added = added + 1
-                  end
+                local added, queued = 0, 0
+                local last = 3 + tonumber(ARGV[3])
+                for i = 4, last do
+                  local new, again = admit(KEYS[1], KEYS[2], ARGV[i])
+                  added = added + new
+                  queued = queued + new + again
                 end
                 local woke = 0
-                if idle and added > 0 then woke = 1 end
+                if idle and queued > 0 then woke = 1 end
                 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {{added, -1, woke}} end
                 local next_in = tonumber(ARGV[2])
                 if next_in >= 0 then redis.call('HSET', KEYS[5], 'next_ms', ms + next_in) end
@@ -448,29 +478,48 @@ impl Scripts {
                 return {0}
                 ",
             ),
-            // KEYS: lease, q, flight, pol. ARGV: member, n, the site's limit (0: none), the
-            // crawl's places this pull may take (-1: no limit). Only the holder pulls. Returns
-            // {in flight, over the site's limit, over the crawl's}: only the first are pulled to
-            // be fetched (and counted); the others are ended by the member, as ignored.
+            // KEYS: lease, q, flight, pol, seen. ARGV: member, n, the site's limit (0: none),
+            // the crawl's places this pull may take (-1: no limit). Only the holder pulls. Takes
+            // up to n entries, dropping those a shorter entry of the same URL follows, and marks
+            // each taken as pulled at its depth. Returns {in flight, over the site's limit, over
+            // the crawl's}: only the first are pulled to be fetched (and counted); the others are
+            // ended by the member, as ignored.
             pull: Script::new(
                 r"
                 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
-                local got = redis.call('LPOP', KEYS[2], ARGV[2])
-                if not got then return {{}, {}, {}} end
+                local want = tonumber(ARGV[2])
                 local site_max = tonumber(ARGV[3])
                 local places = tonumber(ARGV[4])
                 local admitted = tonumber(redis.call('HGET', KEYS[4], 'admitted') or '0')
                 local ok, over_site, over_crawl = {}, {}, {}
-                for _, e in ipairs(got) do
-                  if site_max > 0 and admitted >= site_max then
-                    table.insert(over_site, e)
-                  elseif places == 0 then
-                    table.insert(over_crawl, e)
-                  else
-                    redis.call('SADD', KEYS[3], e)
-                    admitted = admitted + 1
-                    places = places - 1
-                    table.insert(ok, e)
+                while want > 0 do
+                  local got = redis.call('LPOP', KEYS[2], want)
+                  if not got then break end
+                  for _, e in ipairs(got) do
+                    local fp, depth = string.match(e, '^(%x+)\t(%d+)\t')
+                    local least = fp and redis.call('HGET', KEYS[5], fp)
+                    local current = true
+                    if least then
+                      if string.sub(least, 1, 1) == 't' then
+                        current = string.sub(least, 2) == depth
+                      else
+                        current = tonumber(depth) <= tonumber(least)
+                      end
+                    end
+                    if current then
+                      if fp then redis.call('HSET', KEYS[5], fp, 't' .. depth) end
+                      want = want - 1
+                      if site_max > 0 and admitted >= site_max then
+                        table.insert(over_site, e)
+                      elseif places == 0 then
+                        table.insert(over_crawl, e)
+                      else
+                        redis.call('SADD', KEYS[3], e)
+                        admitted = admitted + 1
+                        places = places - 1
+                        table.insert(ok, e)
+                      end
+                    end
                   end
                 end
                 if site_max > 0 then redis.call('HSET', KEYS[4], 'admitted', admitted) end
@@ -1116,7 +1165,7 @@ impl SharedCrawl {
         let keys: Vec<Vec<String>> = sites
             .iter()
             .map(|site| {
-                ["lease", "q", "flight", "pol"]
+                ["lease", "q", "flight", "pol", "seen"]
                     .map(|what| self.site_key(site, what))
                     .into()
             })
@@ -1478,11 +1527,11 @@ struct SiteRound<'a> {
     next_in: Option<Duration>,
 }
 
-/// A push's arguments: each entry's fingerprint (the seen set's member) and the entry.
+/// A push's arguments: the entries (each starts with its URL's fingerprint, the seen hash's
+/// field).
 fn push_args(call: &mut Call<'_>, entries: &[Entry]) {
     for e in entries {
-        let fp = crate::frontier::fingerprint(&e.url).to_le_bytes();
-        call.arg(&fp[..]).arg(e.encode());
+        call.arg(e.encode());
     }
 }
 
@@ -1839,9 +1888,15 @@ r3 127.0.0.1:7005@17005 slave a3 0 0 3 connected
             referrer: None,
             ..e
         };
-        assert_eq!(Entry::decode(&seed.encode()), Some(seed));
+        assert_eq!(Entry::decode(&seed.encode()), Some(seed.clone()));
+        assert!(seed.encode().starts_with(&format!(
+            "{:016x}\t3\t1\thttp://127.0.0.1:8080/a?b=c\t",
+            crate::frontier::fingerprint(&seed.url)
+        )));
         assert_eq!(Entry::decode("x\t1\thttp://a/\t"), None);
-        assert_eq!(Entry::decode("1\t1\t\t"), None);
+        assert_eq!(Entry::decode("0123456789abcdef\tx\t1\thttp://a/\t"), None);
+        assert_eq!(Entry::decode("0123456789abcdef\t1\t1\t\t"), None);
+        assert_eq!(Entry::decode("1\t1\thttp://a/\t"), None, "no fingerprint");
     }
 
     #[test]

@@ -421,6 +421,70 @@ mod shared {
         drop(cluster);
     }
 
+    /// `--depth`: a URL queued deep and then found by a shorter path is queued again and
+    /// pulled once, at the shorter depth; once pulled, no path queues it again, and what goes
+    /// back unfetched comes back as it was pulled.
+    #[tokio::test]
+    async fn a_shorter_path_queues_a_url_again_and_it_is_pulled_once_at_the_least_depth() {
+        if !redis_here("a_shorter_path_queues_a_url_again...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let mut a = member(&cluster.urls(), "least", "a", 10_000).await;
+        let mut b = member(&cluster.urls(), "least", "b", 10_000).await;
+        for m in [&mut a, &mut b] {
+            m.join(&settings("3")).await.expect("join");
+        }
+        let site = "http://127.0.0.1:3100";
+        let at = |path: &str, depth: u32| Entry {
+            url: format!("{site}{path}"),
+            depth,
+            hops: 0,
+            referrer: Some(format!("{site}/")),
+        };
+        let paths = |entries: &[Entry]| -> Vec<(String, u32)> {
+            entries
+                .iter()
+                .map(|e| (e.url[site.len()..].to_string(), e.depth))
+                .collect()
+        };
+        let pushed = a.push(site, &[at("/x", 3), at("/y", 3), at("/z", 2)]).await;
+        assert_eq!(pushed.expect("push"), 3);
+        // b finds /y by a shorter path, /z by a longer one, /x by one as long.
+        let again = b.push(site, &[at("/y", 1), at("/z", 3), at("/x", 3)]).await;
+        assert_eq!(again.expect("push"), 0, "no new URL");
+        assert_eq!(
+            a.backlog(site).await.expect("backlog"),
+            (4, 0),
+            "/y queued again, nothing else"
+        );
+        assert!(matches!(a.lease(site).await, Ok(Lease::Taken { .. })));
+        let got = a.pull(site, 10).await.expect("pull").expect("ours").entries;
+        assert_eq!(
+            paths(&got),
+            [("/x".into(), 3), ("/z".into(), 2), ("/y".into(), 1)],
+            "each once, /y at its least depth"
+        );
+        assert_eq!(a.backlog(site).await.expect("backlog"), (0, 3));
+        // Pulled: no shorter path queues them again.
+        let late = b.push(site, &[at("/x", 1), at("/y", 0)]).await;
+        assert_eq!(late.expect("push"), 0);
+        assert_eq!(a.backlog(site).await.expect("backlog"), (0, 3));
+        // Handed back unfetched, they come back as they were pulled, once.
+        assert_eq!(a.release(site).await.expect("release"), Some(3));
+        assert!(matches!(b.lease(site).await, Ok(Lease::Taken { .. })));
+        let back = b.pull(site, 10).await.expect("pull").expect("ours").entries;
+        let mut back = paths(&back);
+        back.sort();
+        let mut want = paths(&got);
+        want.sort();
+        assert_eq!(back, want);
+        assert!(b.done(site, &got, None).await.expect("done"));
+        assert!(b.finished().await.expect("finished?"));
+        drop(cluster);
+    }
+
     #[tokio::test]
     async fn a_dead_members_lease_runs_out_on_redis_time_and_its_unfinished_urls_come_back() {
         if !redis_here("a_dead_members_lease_runs_out...") {

@@ -16,7 +16,9 @@ use crawltop::testweb::{GenOptions, RequestRecord, TestWeb};
 use tokio::process::{Child, Command};
 
 use crate::cluster::{redis_here, three_masters};
-use crate::util::{Finish, bin, expected_within, json_of, read_stderr_until, signal, sigterm};
+use crate::util::{
+    Finish, bin, expected_across, expected_within, json_of, read_stderr_until, signal, sigterm,
+};
 
 /// Long enough for a loaded machine; a member that never ends fails the test here.
 const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
@@ -1580,10 +1582,9 @@ async fn a_shared_crawl_fetches_every_page_within_the_depth_limit_once() {
 }
 
 /// Sites one member holds and the other finds links to, under `--scope host --depth 3`: URLs
-/// met first too deep, then by a shorter path (a few a run), and links across sites are each
-/// fetched once, politely between the members, judged at the server. (Not every page within
-/// the limit is fetched here: a URL keeps the depth it was first pushed with; README, "Not
-/// there yet".)
+/// met first too deep, then by a shorter path (a few a run), and links across sites: every
+/// page within the limit is fetched, each once, politely between the members, judged at the
+/// server.
 #[tokio::test]
 async fn urls_a_shorter_path_brings_back_are_fetched_once_under_their_sites_lease() {
     if !redis_here("urls_a_shorter_path_brings_back_are_fetched_once_under_their_sites_lease") {
@@ -1599,6 +1600,20 @@ async fn urls_a_shorter_path_brings_back_are_fetched_once_under_their_sites_leas
     let args = [seed.as_str(), "--scope", "host", "--depth", "3"];
     two_members_to_the_end(&nodes, "back", tmp.path(), &args).await;
     let records = web.log().records();
+    let want = expected_across(&web, "site00", 3);
+    let fetched: BTreeSet<(String, String)> = records
+        .iter()
+        .filter(|r| (200..300).contains(&r.status) && r.path != "/robots.txt")
+        .map(|r| (r.site.clone(), r.path.clone()))
+        .collect();
+    let missing: Vec<_> = want.difference(&fetched).collect();
+    let beyond: Vec<_> = fetched.difference(&want).collect();
+    assert!(
+        missing.is_empty() && beyond.is_empty(),
+        "{} of {} pages within depth 3 not fetched: {missing:?}; beyond it: {beyond:?}",
+        missing.len(),
+        want.len()
+    );
     let repeats = asked_twice(&records);
     assert!(repeats.is_empty(), "asked more than once: {repeats:?}");
     polite(&web, &records, Duration::from_millis(20));

@@ -459,6 +459,56 @@ pub fn listing(
     out
 }
 
+/// The pages of every site of `web` within `max_depth` links (redirects keep the depth) of
+/// `site`'s `/`, following links across sites: what a crawl of that seed under `--scope host`
+/// (every site of the test web is on 127.0.0.1) and `--depth` must fetch. As (site, path).
+pub fn expected_across(
+    web: &crawltop::testweb::TestWeb,
+    site: &str,
+    max_depth: u32,
+) -> std::collections::BTreeSet<(String, String)> {
+    use std::collections::{HashMap, VecDeque};
+    let manifest = web.manifest();
+    let mut links: HashMap<(&str, &str), &Vec<(String, String)>> = HashMap::new();
+    let mut redirects: HashMap<(&str, &str), (&str, &str)> = HashMap::new();
+    let mut pages = std::collections::HashSet::new();
+    for s in &manifest.sites {
+        for p in &s.pages {
+            links.insert((s.name.as_str(), p.path.as_str()), &p.links);
+            pages.insert((s.name.as_str(), p.path.as_str()));
+        }
+        for r in &s.redirects {
+            redirects.insert(
+                (s.name.as_str(), r.from.as_str()),
+                (s.name.as_str(), r.to.as_str()),
+            );
+        }
+    }
+    let mut depth: HashMap<(&str, &str), u32> = HashMap::from([((site, "/"), 0)]);
+    let mut queue = VecDeque::from([((site, "/"), 0u32)]);
+    while let Some((at, d)) = queue.pop_front() {
+        if let Some(&to) = redirects.get(&at) {
+            if depth.get(&to).is_none_or(|&old| d < old) {
+                depth.insert(to, d);
+                queue.push_front((to, d));
+            }
+            continue;
+        }
+        for (target_site, target) in links.get(&at).into_iter().flat_map(|v| v.iter()) {
+            let to = (target_site.as_str(), target.as_str());
+            if depth.get(&to).is_none_or(|&old| d + 1 < old) {
+                depth.insert(to, d + 1);
+                queue.push_back((to, d + 1));
+            }
+        }
+    }
+    depth
+        .into_iter()
+        .filter(|(at, d)| *d <= max_depth && pages.contains(at))
+        .map(|((s, p), _)| (s.to_string(), p.to_string()))
+        .collect()
+}
+
 /// The pages of `site` reachable from its index within `max_depth`, over links that stay on
 /// the site (redirects keep depth), from the manifest's link graph.
 pub fn expected_within(

@@ -80,6 +80,9 @@ pub(in crate::engine) struct Link {
     pulled: HashMap<u32, (SiteId, Entry)>,
     /// URLs this member already pushed: the shared seen sets decide, this saves round trips.
     sent: SeenSet,
+    /// With `--depth`, the depth each URL of `sent` was last pushed at: a shorter path pushes it
+    /// again (the crawl keeps the least depth until the URL is pulled).
+    sent_depth: HashMap<u64, u32>,
     leased: HashSet<SiteId>,
     /// Until when each leased site's lease stands for sure ([`FromAgent::Fresh`]): no contact
     /// after that before the agent renewed it.
@@ -126,6 +129,7 @@ impl Link {
             unstored: BTreeMap::new(),
             pulled: HashMap::new(),
             sent: SeenSet::new(),
+            sent_depth: HashMap::new(),
             leased: HashSet::new(),
             fresh: HashMap::new(),
             leaving: HashSet::new(),
@@ -194,7 +198,9 @@ impl<F: Schedule> Coordinator<F> {
 
     /// A URL not known here, in a shared crawl: pushed to its site's shared queue when it is in
     /// scope (true), or left to the caller to record as ignored here (false). One this member
-    /// pushed before is known crawl-wide at the depth it went with: true, whatever this path.
+    /// pushed before is known crawl-wide: true, whatever this path; with `--depth`, a shorter
+    /// path than the one it went with pushes it again at this depth (the crawl queues it
+    /// again if no member has pulled it yet).
     pub(super) fn admit_shared(
         &mut self,
         url: &Url,
@@ -203,32 +209,46 @@ impl<F: Schedule> Coordinator<F> {
         referrer: Option<u32>,
         hops: u8,
     ) -> bool {
+        let too_many_hops = hops > 0 && u32::from(hops) > self.cfg.max_redirects;
         // Before the scope: a longer path to a URL pushed, not pulled yet, would make it an
         // ignored row here, and the pulled URL would then end unfetched (audit 21: 39 of 478
         // pages within `--depth 3` missing).
-        if (self.cluster.as_ref()).is_some_and(|l| l.sent.contains_fingerprint(key)) {
+        if let Some(link) = self.cluster.as_ref()
+            && link.sent.contains_fingerprint(key)
+        {
+            let shorter = link.sent_depth.get(&key).is_some_and(|&d| depth < d);
+            if shorter && !too_many_hops {
+                self.push_shared(url, key, depth, referrer, hops);
+            }
             return true;
         }
-        if hops > 0 && u32::from(hops) > self.cfg.max_redirects {
+        if too_many_hops || self.scope.check(url, depth).is_err() {
             return false;
         }
-        if self.scope.check(url, depth).is_err() {
-            return false;
-        }
+        self.push_shared(url, key, depth, referrer, hops);
+        true
+    }
+
+    /// Queues a URL in scope to go to its site's shared queue at the next flush.
+    fn push_shared(&mut self, url: &Url, key: u64, depth: u32, referrer: Option<u32>, hops: u8) {
         let referrer = referrer.map(|id| self.resources.url(id).clone());
+        let deep = self.scope.max_depth().is_some();
         let Some(link) = self.cluster.as_mut() else {
-            return false;
+            return;
         };
         if link.sent.insert_fingerprint(key) {
-            let origin = url.origin().ascii_serialization();
-            link.push.entry(origin).or_default().push(Entry {
-                url: url.as_str().to_string(),
-                depth,
-                hops,
-                referrer,
-            });
+            link.shared_urls += 1;
         }
-        true
+        if deep {
+            link.sent_depth.insert(key, depth);
+        }
+        let origin = url.origin().ascii_serialization();
+        link.push.entry(origin).or_default().push(Entry {
+            url: url.as_str().to_string(),
+            depth,
+            hops,
+            referrer,
+        });
     }
 
     /// A row left "discovered" for a state of its own: a pulled URL that ended is finished
@@ -304,7 +324,6 @@ impl<F: Schedule> Coordinator<F> {
             return;
         };
         for (site, entries) in std::mem::take(&mut link.push) {
-            link.shared_urls += entries.len() as u64;
             link.send(ToAgent::Push { site, entries });
         }
         for (site, n) in std::mem::take(&mut link.waiting) {
