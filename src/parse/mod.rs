@@ -1635,6 +1635,38 @@ mod tests {
     }
 
     #[test]
+    fn unclosed_links_are_a_list_not_a_nesting() {
+        let n = MAX_DEPTH + 100;
+        let html = (0..n).fold(String::new(), |mut html, i| {
+            let _ = writeln!(html, "<a href=\"p{i}\">link {i}");
+            html
+        });
+        let page = parse(&html);
+        assert_eq!(page.coverage, Coverage::Whole);
+        let links = link_urls(&page);
+        assert_eq!(links.len(), n);
+        assert_eq!(
+            links[n - 1],
+            format!("http://example.com/dir/sub/p{}", n - 1)
+        );
+        assert!(
+            page.text.ends_with(&format!("link {}", n - 1)),
+            "{}",
+            page.text.len()
+        );
+        for tag in ["button", "nobr"] {
+            let html = format!("{}<a href=\"last\">end</a>", format!("<{tag}>x ").repeat(n));
+            let page = parse(&html);
+            assert_eq!(page.coverage, Coverage::Whole, "{tag}");
+            assert_eq!(
+                link_urls(&page),
+                ["http://example.com/dir/sub/last"],
+                "{tag}"
+            );
+        }
+    }
+
+    #[test]
     fn many_unclosed_inline_elements_are_parsed() {
         let html = format!("{}text", "<span>".repeat(400));
         let page = parse(&html);

@@ -525,10 +525,30 @@ impl State {
             "option" | "optgroup" if self.open.last().is_some_and(|o| o.name == "option") => {
                 self.pop_to(self.open.len() - 1);
             }
+            // A link or a <nobr> inside one of its own kind closes it first, and a button
+            // closes an open button: a page of unclosed <a>s is a list of links, not a nesting
+            // 600 deep (audit 24).
+            "button" => self.close_in_scope(&["button"], &[]),
+            "a" | "nobr" => self.close_formatting(known),
             _ => {}
         }
         if closes_p(known) && self.open_p > 0 {
             self.close_in_scope(&["p"], &["button"]);
+        }
+    }
+
+    /// The adoption agency's simple case: pops to the nearest open formatting element `known`
+    /// when only elements that are not special (a <span>, a <b>) were opened inside it. With a
+    /// block in between (`<a><div><a>`) html5ever moves nodes; the mirror leaves it open.
+    fn close_formatting(&mut self, known: &str) {
+        for (depth, o) in self.open.iter().enumerate().rev() {
+            if o.html && o.name == known {
+                self.pop_to(depth);
+                return;
+            }
+            if !o.html || is_special(o.name) {
+                return;
+            }
         }
     }
 
@@ -739,12 +759,15 @@ known_names! {
     "menu" "mi" "mn" "mo" "ms" "mtext" "nav" "noscript" "object" "ol" "optgroup" "option" "p"
     "plaintext" "pre" "script" "search" "section" "style" "summary" "table" "tbody" "td"
     "template" "tfoot" "th" "thead" "title" "tr" "ul" "xmp" "base" "link" "meta" "noframes"
-    "basefont"
+    "basefont" "a" "nobr"
 }
 
 /// The HTML standard's "special" elements, among the names kept here.
 fn is_special(known: &str) -> bool {
-    !matches!(known, "" | "dialog" | "legend" | "optgroup" | "option")
+    !matches!(
+        known,
+        "" | "a" | "dialog" | "legend" | "nobr" | "optgroup" | "option"
+    )
 }
 
 /// Elements that may stay in `<head>`; any other start tag ends it.
