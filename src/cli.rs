@@ -79,7 +79,9 @@ pub struct ExtractArgs {
     /// value (repeatable), e.g. --extract 'title=h1' --extract 'links=a@href'.
     #[arg(long = "extract", value_name = "NAME=CSS[@attr]", required = true)]
     pub fields: Vec<String>,
-    /// Pages larger than this are not parsed; their line says "skipped": "too large".
+    /// Pages larger than this are not parsed; their line says "skipped": "too large" (as does
+    /// "an element has over 10000 attributes" for such a page). A page's values stop at 8 MiB
+    /// ("cut" in its line).
     #[arg(long, default_value_t = crate::extract::DEFAULT_MAX_BYTES, value_name = "BYTES")]
     pub extract_max_bytes: usize,
     /// Write the lines to FILE (atomically: a temporary file, then a rename) instead of stdout.
@@ -310,7 +312,8 @@ pub struct CrawlArgs {
     #[arg(long, value_name = "FILE")]
     pub extract_out: Option<PathBuf>,
     /// Pages larger than this are not extracted (no tree is built): their line says
-    /// "skipped": "too large" [default: 2 MiB].
+    /// "skipped": "too large" [default: 2 MiB] (as does "an element has over 10000
+    /// attributes" for such a page). A page's values stop at 8 MiB ("cut" in its line).
     #[arg(long, value_name = "BYTES")]
     pub extract_max_bytes: Option<usize>,
     /// Write the final statistics (JSON) here, on every exit.

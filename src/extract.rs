@@ -16,6 +16,18 @@ use serde::{Deserialize, Serialize};
 /// The default `--extract-max-bytes`: pages above it are skipped, not parsed into a tree.
 pub const DEFAULT_MAX_BYTES: usize = 2 << 20;
 
+/// Most attributes one element may carry in a page that is parsed into a tree. html5ever
+/// checks each attribute against the element's earlier ones, so one tag of 423,000
+/// attributes in a 2 MB page took it about 50 s (audit 24); a page past it is skipped, with a
+/// line saying so. Real pages stay far below.
+pub const MAX_ATTRIBUTES: usize = 10_000;
+
+/// Most bytes of values one page's line carries. An element's text holds its descendants'
+/// text, so nested matches repeat it: 400 nested `<div>`s of a 2 MB page made a 400 MB line
+/// and an 821 MB process (audit 24). The first value that would pass it, and everything
+/// after it, is left out, and the line says so (`"cut"`).
+pub const MAX_VALUE_BYTES: usize = 8 << 20;
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ExtractError {
@@ -52,10 +64,15 @@ pub enum Extraction {
     /// At least one field matched: each field's values, in document order (fields that
     /// matched nothing are absent).
     Matched(BTreeMap<String, Vec<String>>),
+    /// As [`Extraction::Matched`], but the values stop where they would pass
+    /// [`MAX_VALUE_BYTES`]; the line says they were cut.
+    Cut(BTreeMap<String, Vec<String>>),
     /// No field matched anything: no line is written.
     Nothing,
     /// The page is over the size cap; its line says so.
     TooLarge { bytes: usize },
+    /// An element of the page carries more than [`MAX_ATTRIBUTES`]; its line says so.
+    TooManyAttributes { attributes: usize },
 }
 
 /// One line of `--extract-out`.
@@ -68,21 +85,38 @@ pub struct ExtractLine {
     pub fields: BTreeMap<String, Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// Values were left out past [`MAX_VALUE_BYTES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
 }
 
 impl ExtractLine {
     /// The line for a page, or `None` when nothing matched.
     pub fn new(url: &str, seq: u64, extraction: Extraction) -> Option<ExtractLine> {
-        let (fields, skipped) = match extraction {
-            Extraction::Matched(fields) => (fields, None),
+        let (fields, skipped, cut) = match extraction {
+            Extraction::Matched(fields) => (fields, None, None),
+            Extraction::Cut(fields) => (
+                fields,
+                None,
+                Some(format!(
+                    "values past {} MiB left out",
+                    MAX_VALUE_BYTES >> 20
+                )),
+            ),
             Extraction::Nothing => return None,
-            Extraction::TooLarge { .. } => (BTreeMap::new(), Some("too large".to_string())),
+            Extraction::TooLarge { .. } => (BTreeMap::new(), Some("too large".to_string()), None),
+            Extraction::TooManyAttributes { .. } => (
+                BTreeMap::new(),
+                Some(format!("an element has over {MAX_ATTRIBUTES} attributes")),
+                None,
+            ),
         };
         Some(ExtractLine {
             url: url.to_string(),
             seq,
             fields,
             skipped,
+            cut,
         })
     }
 }
@@ -125,42 +159,95 @@ impl Extractor {
             return Extraction::TooLarge { bytes: body.len() };
         }
         let (text, _) = crate::parse::decode(body, content_type);
+        let attributes = most_attributes(&text);
+        if attributes > MAX_ATTRIBUTES {
+            return Extraction::TooManyAttributes { attributes };
+        }
         let document = document(&text);
         let mut out = BTreeMap::new();
-        for field in &self.fields {
-            let values: Vec<String> = document
-                .select(&field.selector)
-                .filter_map(|element| {
-                    if let Some(attr) = &field.attr {
-                        element.value().attr(attr).map(str::to_string)
-                    } else {
-                        let text = collapse(element.text());
-                        (!text.is_empty()).then_some(text)
+        let mut left = MAX_VALUE_BYTES;
+        let mut cut = false;
+        'fields: for field in &self.fields {
+            // HTML attribute names are lowercase in the tree (SVG keeps `viewBox`).
+            let lower = field.attr.as_deref().map(str::to_ascii_lowercase);
+            let mut values = Vec::new();
+            for element in document.select(&field.selector) {
+                let value = match (&field.attr, &lower) {
+                    (Some(attr), Some(lower)) => {
+                        let element = element.value();
+                        match element.attr(attr).or_else(|| element.attr(lower)) {
+                            None => continue,
+                            Some(value) if value.len() > left => None,
+                            Some(value) => Some(value.to_string()),
+                        }
                     }
-                })
-                .collect();
+                    _ => match collapse_within(element.text(), left) {
+                        Some(text) if text.is_empty() => continue,
+                        text => text,
+                    },
+                };
+                let Some(value) = value else {
+                    cut = true;
+                    break;
+                };
+                left -= value.len();
+                values.push(value);
+            }
             if !values.is_empty() {
                 out.insert(field.name.clone(), values);
             }
+            if cut {
+                break 'fields;
+            }
         }
-        if out.is_empty() {
-            Extraction::Nothing
-        } else {
-            Extraction::Matched(out)
+        match (out.is_empty(), cut) {
+            (true, false) => Extraction::Nothing,
+            (false, false) => Extraction::Matched(out),
+            (_, true) => Extraction::Cut(out),
         }
     }
 }
 
-/// The element's text nodes joined, whitespace runs collapsed to one space, trimmed.
-fn collapse<'a>(parts: impl Iterator<Item = &'a str>) -> String {
+/// The element's text nodes joined, whitespace runs collapsed to one space, trimmed; `None`
+/// as soon as it would be longer than `limit` bytes.
+fn collapse_within<'a>(parts: impl Iterator<Item = &'a str>, limit: usize) -> Option<String> {
     let mut out = String::new();
     for word in parts.flat_map(str::split_whitespace) {
-        if !out.is_empty() {
+        let sep = usize::from(!out.is_empty());
+        if out.len() + sep + word.len() > limit {
+            return None;
+        }
+        if sep == 1 {
             out.push(' ');
         }
         out.push_str(word);
     }
-    out
+    Some(out)
+}
+
+/// The most attributes any one element of `text` carries, read by one streaming pass
+/// (`lol_html`, linear in the page whatever its tags hold). A page the pass cannot finish
+/// (a token over its memory limit) counts what it read.
+fn most_attributes(text: &str) -> usize {
+    use lol_html::{HtmlRewriter, MemorySettings, Settings, element};
+    let most = std::rc::Rc::new(std::cell::Cell::new(0usize));
+    let seen = std::rc::Rc::clone(&most);
+    let settings = Settings {
+        element_content_handlers: vec![element!("*", move |el| {
+            seen.set(seen.get().max(el.attributes().len()));
+            Ok(())
+        })],
+        memory_settings: MemorySettings {
+            max_allowed_memory_usage: crate::parse::MAX_PARSE_MEMORY,
+            ..MemorySettings::default()
+        },
+        ..Settings::new()
+    };
+    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
+    if rewriter.write(text.as_bytes()).is_ok() {
+        let _ = rewriter.end();
+    }
+    most.get()
 }
 
 /// The tree of a page. `parse` builds it and stops at its nesting limit (html5ever's tree
@@ -273,6 +360,8 @@ fn split_attr(rest: &str) -> Result<(&str, Option<&str>), &str> {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use super::*;
 
     fn extractor(specs: &[&str]) -> Extractor {
@@ -403,6 +492,86 @@ mod tests {
             err(&["h=::nonsense-pseudo"]),
             ExtractError::BadSelector { .. }
         ));
+    }
+
+    /// Audit 24: one tag of 423,000 attributes took html5ever about 50 s, past the fetch's
+    /// patience: the page was fetched three times and lost. It is skipped now, quickly.
+    #[test]
+    fn a_page_with_an_element_of_too_many_attributes_is_skipped_with_a_line_saying_so() {
+        let e = extractor(&["h=h1"]);
+        let attrs = |n: usize| -> String {
+            let names = (0..n).fold(String::new(), |mut names, i| {
+                let _ = write!(names, " a{i}");
+                names
+            });
+            format!("<h1{names}>title</h1>")
+        };
+        assert_eq!(matched(&e, &attrs(MAX_ATTRIBUTES))["h"], ["title"]);
+        let hostile = attrs(200_000);
+        let got = e.run(hostile.as_bytes(), None);
+        assert_eq!(
+            got,
+            Extraction::TooManyAttributes {
+                attributes: 200_000
+            }
+        );
+        let line = ExtractLine::new("http://x/a", 3, got).expect("a line");
+        assert_eq!(
+            serde_json::to_string(&line).expect("json"),
+            r#"{"url":"http://x/a","seq":3,"skipped":"an element has over 10000 attributes"}"#
+        );
+    }
+
+    /// Audit 24: 400 nested `<div>`s, each with 5,000 bytes of text, made a 400 MB line for
+    /// `x=div` (each div's value holds all the text below it).
+    #[test]
+    fn values_stop_at_the_cap_and_the_line_says_they_were_cut() {
+        let e = extractor(&["x=div", "t=title"]);
+        let depth = 400;
+        let text = "w".repeat(4_999) + " ";
+        let page = format!(
+            "<title>t</title>{}{}",
+            format!("<div>{text}").repeat(depth),
+            "</div>".repeat(depth)
+        );
+        let got = e.run(page.as_bytes(), None);
+        let Extraction::Cut(fields) = &got else {
+            panic!("expected a cut, got {} bytes of values", page.len());
+        };
+        let values = &fields["x"];
+        let total: usize = values.iter().map(String::len).sum();
+        assert!(total <= MAX_VALUE_BYTES, "{total}");
+        // The first div holds everything: 400 x 5,000 bytes; the next ones a little less
+        // each, until the cap.
+        assert_eq!(values[0].len(), depth * 5_000 - 1);
+        assert!(values.len() < depth);
+        assert!(
+            !fields.contains_key("t"),
+            "fields after the cut are left out"
+        );
+        let line = ExtractLine::new("http://x/d", 1, got).expect("a line");
+        let json = serde_json::to_string(&line).expect("json");
+        assert!(
+            json.ends_with(r#","cut":"values past 8 MiB left out"}"#),
+            "{}",
+            &json[json.len() - 60..]
+        );
+        // Attribute values count against the same cap.
+        let e = Extractor::new(&["v=a@title".to_string()], 64 << 20).expect("valid");
+        let big = "y".repeat(MAX_VALUE_BYTES / 3 + 1);
+        let page = format!("<a title={big}>1</a><a title={big}>2</a><a title={big}>3</a>");
+        let Extraction::Cut(fields) = e.run(page.as_bytes(), None) else {
+            panic!("expected a cut");
+        };
+        assert_eq!(fields["v"].len(), 2);
+    }
+
+    #[test]
+    fn an_attribute_name_matches_in_any_case() {
+        let e = extractor(&["l=a@HREF", "v=svg@viewBox"]);
+        let m = matched(&e, r#"<a HREF="x.html">x</a><svg viewBox="0 0 1 1"></svg>"#);
+        assert_eq!(m["l"], ["x.html"]);
+        assert_eq!(m["v"], ["0 0 1 1"]);
     }
 
     #[test]
