@@ -86,6 +86,14 @@ pub enum StoreError {
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
     #[error(
+        "{} holds {has} bytes, but the crawl's checkpoint says {at} bytes of extract lines were \
+         written there: the file was cut or replaced since. Put it back (or, from a crawl with \
+         WARC files, write it again with `crawltop extract DIR --extract ... --extract-out \
+         FILE`), then resume; or start over with --fresh",
+        path.display()
+    )]
+    ExtractShort { path: PathBuf, at: u64, has: u64 },
+    #[error(
         "{} holds a crawl {}; resume it {}, or start over with --fresh",
         dir.display(),
         if *indexed { "with a full-text index" } else { "made with --no-index" },
@@ -826,28 +834,32 @@ impl ExtractFile {
             path: path.to_path_buf(),
             source,
         };
+        let at = match start {
+            Start::Fresh => 0,
+            Start::Resume(mark) => mark.extract.unwrap_or(0),
+        };
+        if at > 0 {
+            // Checked before anything is created: a refused resume leaves no empty file.
+            let has = match std::fs::metadata(path) {
+                Ok(meta) => meta.len(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+                Err(e) => return Err(io(e)),
+            };
+            if has < at {
+                return Err(StoreError::ExtractShort {
+                    path: path.to_path_buf(),
+                    at,
+                    has,
+                });
+            }
+        }
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .open(path)
             .map_err(io)?;
-        let len = match start {
-            Start::Fresh => 0,
-            Start::Resume(mark) => {
-                let at = mark.extract.unwrap_or(0);
-                let has = file.metadata().map_err(io)?.len();
-                if has < at {
-                    return Err(StoreError::Checkpoint(CheckpointError::Corrupt {
-                        path: path.to_path_buf(),
-                        reason: format!(
-                            "the checkpoint says {at} bytes of extract lines were durable, the file has {has}"
-                        ),
-                    }));
-                }
-                at
-            }
-        };
+        let len = at;
         file.set_len(len).map_err(io)?;
         let mut file = std::io::BufWriter::new(file);
         file.seek(std::io::SeekFrom::Start(len)).map_err(io)?;

@@ -299,6 +299,67 @@ async fn a_crawl_killed_and_resumed_extracts_every_page_exactly_once() {
     );
 }
 
+/// A resume whose extract file lost lines its checkpoint counts (removed, cut) is refused with
+/// the file's name and what to do, and creates nothing (audit 24: "the checkpoint ... is
+/// corrupt", and an empty file left behind); the file written again by `crawltop extract` from
+/// the WARC files is resumed, and ends as an uninterrupted crawl's would.
+#[tokio::test]
+async fn a_resume_whose_extract_file_lost_lines_is_refused_and_a_rebuilt_file_goes_on() {
+    let web = TestWeb::start(GenOptions::new(3, 120).seed(22).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, lines_file) = (tmp.path().join("crawl"), tmp.path().join("lines.jsonl"));
+    let max_bytes = 7000;
+    let mut child = crawl_extracting(&web, &out, &lines_file, max_bytes)
+        .spawn()
+        .expect("spawn");
+    let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let written = async {
+        while len(&lines_file) < 16 * 1024 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(PATIENCE, written)
+        .await
+        .expect("lines written");
+    // A graceful stop: its last checkpoint counts every line written.
+    stop_gracefully(&mut child).await;
+    let counted = len(&lines_file);
+    assert!(counted >= 16 * 1024);
+    std::fs::remove_file(&lines_file).expect("removed");
+    let refused = crawl_extracting(&web, &out, &lines_file, max_bytes)
+        .stderr(Stdio::piped())
+        .finish()
+        .await
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "lines.jsonl holds 0 bytes, but the crawl's checkpoint says {counted} bytes of extract lines"
+        )) && stderr.contains("crawltop extract"),
+        "{stderr}"
+    );
+    assert!(!lines_file.exists(), "the refused resume created the file");
+    // Written again from the WARC files, it is resumed.
+    extract_from_warc(&out, max_bytes, &lines_file);
+    let status = crawl_extracting(&web, &out, &lines_file, max_bytes)
+        .finish()
+        .await
+        .expect("resumes")
+        .status;
+    assert!(status.success());
+    let lines = read_lines(&lines_file);
+    check_against_the_server(&web, &lines, max_bytes).await;
+    let from_warc = tmp.path().join("from-warc.jsonl");
+    extract_from_warc(&out, max_bytes, &from_warc);
+    assert_eq!(
+        std::fs::read_to_string(&lines_file).expect("lines"),
+        std::fs::read_to_string(&from_warc).expect("lines from the WARC files"),
+    );
+}
+
 #[tokio::test]
 async fn a_crawl_with_a_bad_field_exits_2_before_any_request() {
     let web = TestWeb::start(GenOptions::new(1, 5)).await.expect("web");
