@@ -5,7 +5,7 @@
 
 use std::io::{IsTerminal as _, Write as _};
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -1197,12 +1197,21 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         .crawl_delay_s(0.5);
     // Every value is checked before the web is written: a bad flag costs nothing.
     gen_opts.validate()?;
-    if let Some(keep) = &args.keep
-        && std::fs::read_dir(keep).is_ok_and(|mut entries| entries.next().is_some())
-    {
+    let not_empty = |dir: &Path| std::fs::read_dir(dir).is_ok_and(|mut e| e.next().is_some());
+    if let Some(keep) = args.keep.as_deref().filter(|keep| not_empty(keep)) {
         anyhow::bail!(
             "{} is not empty: demo --keep writes the web into an empty or absent folder",
             keep.display()
+        );
+    }
+    // Each demo serves a new web on new ports: resuming an earlier demo's crawl would queue
+    // its URLs against servers that are gone, and mix two webs in one folder (audit 25).
+    if let Some(out) = args.out.as_deref().filter(|out| not_empty(out)) {
+        anyhow::bail!(
+            "{} is not empty: demo --out writes a new crawl folder (each demo serves a new web, \
+             on new ports, so an earlier demo's crawl cannot go on); use another --out, or \
+             remove it",
+            out.display()
         );
     }
     // Searching the pages is the point of a crawl: the demo always indexes them. A folder of
@@ -1278,7 +1287,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     if let Some(keep) = &args.keep {
         eprintln!("crawltop demo: the web is kept in {}", keep.display());
     }
-    if let Some(out) = &args.out {
+    if let Some(out) = args.out.as_ref().filter(|_| result.is_ok()) {
         eprintln!(
             "crawltop demo: the crawl folder is kept in {0}; search it with: crawltop search {0} WORDS",
             out.display()

@@ -650,4 +650,27 @@ fn demo_checks_its_flags_before_it_writes_a_web() {
     assert!(!err.contains("--force"), "demo has no --force: {err}");
     assert!(err.contains("not empty"), "{err}");
     assert!(keep.join("mine.txt").is_file());
+    // A folder an earlier demo crawled into: each demo serves a new web on new ports, so it is
+    // refused before a web is written, not resumed against servers that are gone (audit 25).
+    let earlier = tmp.path().join("earlier");
+    std::fs::create_dir(&earlier).expect("mkdir");
+    std::fs::write(earlier.join("state.redb"), "x").expect("write");
+    let o = crawltop(&[
+        "demo",
+        "--headless",
+        "--out",
+        earlier.to_str().expect("utf8"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not empty: demo --out"), "{err}");
+    assert!(!err.contains("generating"), "{err}");
+    assert!(
+        !err.contains("--fresh") && !err.contains("is kept"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(earlier.join("state.redb")).expect("kept"),
+        "x"
+    );
 }
