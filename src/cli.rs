@@ -1622,7 +1622,9 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => std::path::Path::new("."),
             };
-            let temp = tempfile::NamedTempFile::new_in(parent)
+            let temp = tempfile::Builder::new()
+                .permissions(crate::engine::export::shared_file())
+                .tempfile_in(parent)
                 .with_context(|| format!("cannot write beside {}", path.display()))?;
             let file = temp.reopen()?;
             (Box::new(std::io::BufWriter::new(file)), Some(temp))

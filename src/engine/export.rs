@@ -72,6 +72,13 @@ pub(super) fn check_writable(cfg: &CrawlConfig) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// A written file's mode: what any new file gets under the umask (0644 under 0022), not the
+/// temporary file's private 0600, which the rename would keep (audit 25).
+pub fn shared_file() -> std::fs::Permissions {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::Permissions::from_mode(0o666)
+}
+
 /// The folder a file of `path` goes in (the working folder for a bare name).
 fn dir_of(path: &Path) -> &Path {
     match path.parent() {
@@ -229,6 +236,7 @@ fn atomically(
     };
     let tmp = tempfile::Builder::new()
         .prefix(".crawltop-")
+        .permissions(shared_file())
         .tempfile_in(dir_of(path))
         .map_err(err)?;
     let mut w = std::io::BufWriter::new(tmp.reopen().map_err(err)?);

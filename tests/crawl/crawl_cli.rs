@@ -130,6 +130,17 @@ async fn a_crawl_writes_its_files_and_reports_progress() {
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or_else(|| panic!("no response count in {last}"));
     assert_eq!(responses, web.log().records().len(), "{last}");
+    // Written through a temporary file, each has the mode any new file gets under the umask,
+    // not the temporary file's private 0600 (audit 25).
+    for file in [&stats, &sites, &urls] {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(file)
+            .expect("written")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o666 & !umask(), "{}", file.display());
+    }
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
     assert_eq!(stats["config"]["delay_ms"], 10);
@@ -673,4 +684,14 @@ fn demo_checks_its_flags_before_it_writes_a_web() {
         std::fs::read_to_string(earlier.join("state.redb")).expect("kept"),
         "x"
     );
+}
+
+/// This process's umask (Linux: `/proc/self/status`), which the crawls it starts inherit.
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .expect("a Umask line");
+    u32::from_str_radix(line.trim(), 8).expect("octal")
 }

@@ -243,6 +243,12 @@ async fn a_crawl_extracts_as_it_commits_the_lines_crawltop_extract_gives() {
         std::fs::read_to_string(&lines_file).expect("lines"),
         std::fs::read_to_string(&from_warc).expect("lines from the WARC files")
     );
+    // Written through a temporary file, it is as readable as the crawl's own (audit 25: 0600).
+    let mode = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::metadata(p).expect("written").permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&from_warc), mode(&lines_file));
 }
 
 #[tokio::test]
