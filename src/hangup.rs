@@ -3,9 +3,12 @@
 //! left resumable, a demo's temporary web removed.
 //!
 //! It owns one thing: pointing the process's stdin, stdout and stderr at `/dev/null` at that
-//! moment. Writes to a hung-up terminal fail (EIO), and Rust's `eprintln!` panics on a failed
-//! write, so every progress line, summary and terminal restore after the hangup would otherwise
-//! end the process before its stats were written. It must never run while the terminal is there.
+//! moment, each unless it is a regular file (a log the crawl was started with: `2> crawl.log`
+//! keeps its summary and "stats written to" line). Writes to a hung-up terminal fail (EIO), as
+//! do writes to a pipe whose reader went with the terminal (EPIPE), and Rust's `eprintln!`
+//! panics on a failed write, so every progress line, summary and terminal restore after the
+//! hangup would otherwise end the process before its stats were written. It must never run
+//! while the terminal is there.
 
 /// Whether this process was started with SIGHUP ignored (`nohup`, or a shell's `disown` with
 /// `huponexit` off): then a hangup must stay ignored, and nothing listens for it. Read from
@@ -41,8 +44,9 @@ pub async fn next(listener: Option<&mut tokio::signal::unix::Signal>) {
     }
 }
 
-/// Points stdin, stdout and stderr at `/dev/null`; what would have been written is dropped. A
-/// failure leaves them as they were (there is nobody left to tell).
+/// Points stdin, stdout and stderr at `/dev/null`, each unless it is a regular file; what
+/// would have been written to a terminal or a pipe is dropped. A failure leaves them as they
+/// were (there is nobody left to tell).
 pub fn detach() {
     let Ok(null) = std::fs::OpenOptions::new()
         .read(true)
@@ -51,9 +55,22 @@ pub fn detach() {
     else {
         return;
     };
-    let _ = rustix::stdio::dup2_stdin(&null);
-    let _ = rustix::stdio::dup2_stdout(&null);
-    let _ = rustix::stdio::dup2_stderr(&null);
+    if !is_file(rustix::stdio::stdin()) {
+        let _ = rustix::stdio::dup2_stdin(&null);
+    }
+    if !is_file(rustix::stdio::stdout()) {
+        let _ = rustix::stdio::dup2_stdout(&null);
+    }
+    if !is_file(rustix::stdio::stderr()) {
+        let _ = rustix::stdio::dup2_stderr(&null);
+    }
+}
+
+/// Whether `fd` is a regular file (not a terminal, a pipe or a socket).
+fn is_file(fd: rustix::fd::BorrowedFd<'_>) -> bool {
+    rustix::fs::fstat(fd).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+    })
 }
 
 #[cfg(test)]

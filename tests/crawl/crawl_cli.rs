@@ -358,6 +358,24 @@ async fn a_hangup_stops_a_crawl_as_sigterm_does_unless_it_was_started_ignoring_h
     signal(&child, Signal::SIGHUP);
     ends(child).await;
 
+    // Its stderr a file (`2> crawl.log`): the file still gets the summary after the hangup
+    // (audit 25: nothing at all was written to stderr then).
+    std::fs::remove_file(&stats).expect("stats");
+    let log = tmp.path().join("crawl.log");
+    let child = crawl("env", &[])
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("spawn");
+    let seen = web.log().records().len();
+    wait_for_requests(&web, seen + 5).await;
+    signal(&child, Signal::SIGHUP);
+    ends(child).await;
+    let logged = std::fs::read_to_string(&log).expect("log");
+    assert!(
+        logged.contains("crawltop: stopped after") && logged.contains("stats written to"),
+        "{logged}"
+    );
+
     // Started with hangups ignored (as `nohup` starts it), it crawls on after one.
     std::fs::remove_file(&stats).expect("stats");
     let ignoring = ["-c", "trap '' HUP; exec \"$0\" \"$@\""];
