@@ -43,8 +43,8 @@ pub enum Command {
     /// Generate a small web in a temporary folder, serve it on loopback, and crawl it with the
     /// dashboard: the quickest way to see crawltop work. Cleans up on exit unless --keep.
     Demo(DemoArgs),
-    /// Talk to a running crawl's control API: stats, metrics, pause, resume, stop, export,
-    /// delay MS, workers N.
+    /// Talk to a running crawl's control API: stats, metrics, sites, pause, resume, stop,
+    /// export, delay MS, workers N.
     Ctl(CtlArgs),
     /// Search the pages a crawl stored in DIR (its --out): ranked pages with their matching
     /// lines. Ties go to the page committed first.
@@ -107,8 +107,9 @@ pub struct IndexArgs {
 #[derive(Debug, Args)]
 pub struct SearchArgs {
     /// DIR [DIR...] WORDS: the crawl folder (--out of the crawl), or several (the members of a
-    /// shared crawl: one ranking over all), then words; quotes make a phrase, AND/OR/NOT and
-    /// `title:` work as in tantivy's query syntax.
+    /// shared crawl: one ranking over all), then words; quotes make a phrase, AND/OR/NOT,
+    /// +word, -word and `title:` work as in tantivy's query syntax (quote a query with -word,
+    /// or put -- before the words: it would be read as a flag).
     #[arg(required = true, num_args = 1.., value_name = "DIR [DIR...] WORDS")]
     pub args: Vec<std::ffi::OsString>,
     /// At most this many pages (1 or more).
@@ -338,8 +339,8 @@ pub struct CrawlArgs {
     #[arg(long, value_name = "TOKEN")]
     pub control_token: Option<String>,
     /// Take commands as lines of text on ADDR, e.g. 127.0.0.1:7071: STATS, PAUSE, RESUME,
-    /// DELAY MS, WORKERS N, EXPORT, SHUTDOWN, SEARCH WORDS, MAXCOUNT W, MINCOUNT W, WORDCOUNT;
-    /// anything but loopback needs --control-token.
+    /// DELAY MS, WORKERS N, EXPORT, SITES, SHUTDOWN, SEARCH WORDS, MAXCOUNT W, MINCOUNT W,
+    /// WORDCOUNT, QUIT; anything but loopback needs --control-token.
     #[arg(long, value_name = "ADDR")]
     pub command_port: Option<std::net::SocketAddr>,
     /// Join a shared crawl on Redis (Cluster, or one plain server): seed nodes, e.g.
@@ -1615,7 +1616,16 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
 
     let extractor = Extractor::new(&args.fields, args.extract_max_bytes)?;
     let mark = committed(&args.dir)?;
-    let parts = held_parts(&args.dir.join("warc"), mark.as_ref())?;
+    let warc = args.dir.join("warc");
+    if args.dir.is_dir() && !warc.is_dir() {
+        // A mirror-only crawl (audit 25: the OS's "No such file or directory" on warc/).
+        anyhow::bail!(
+            "{} keeps no WARC files (no warc/ folder: a crawl stored with --store mirror or \
+             none): extract reads them",
+            args.dir.display()
+        );
+    }
+    let parts = held_parts(&warc, mark.as_ref())?;
     let (mut out, temp): (Box<dyn std::io::Write>, _) = match &args.extract_out {
         Some(path) => {
             let parent = match path.parent() {

@@ -135,7 +135,15 @@ fn extract_refuses_bad_input_with_a_clear_error() {
     std::fs::create_dir(with_bad_state.path().join("warc")).expect("mkdir");
     std::fs::write(with_bad_state.path().join("state.redb"), b"not a state").expect("write");
     let corrupt = with_bad_state.path().to_str().expect("utf8");
+    // A mirror-only folder: no warc/ (audit 25: the OS's "No such file or directory").
+    let mirrored = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(mirrored.path().join("pages")).expect("mkdir");
+    let mirrored = mirrored.path().to_str().expect("utf8");
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["extract", mirrored, "--extract", "h=h1"],
+            "keeps no WARC files (no warc/ folder",
+        ),
         (
             vec!["extract", corrupt, "--extract", "h=h1"],
             "state.redb is corrupt",
