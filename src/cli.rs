@@ -182,8 +182,10 @@ pub struct CrawlArgs {
     /// A file of seed URLs, one a line; blank lines and lines starting with # are skipped.
     #[arg(long)]
     pub seeds_file: Option<PathBuf>,
-    /// A TOML file with the same keys as the flags (`delay_ms` = 100, scope = "host", ...);
-    /// flags win. Unknown keys are an error.
+    /// A TOML file of the crawl's settings, named as the flags with `_` (`delay_ms` = 100,
+    /// scope = "host", index = false for --no-index, ...); flags win. Unknown keys are an
+    /// error. --seeds-file, --headless, --log, --control, --control-token and the --cluster
+    /// flags stay on the command line.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Concurrent fetches [default: 16].
