@@ -229,6 +229,15 @@ impl CrawlConfig {
         .filter_map(|k| Some((k.to_string(), shared.get(k)?.clone())))
         .collect();
         settings.insert("extract".into(), self.extract.join(" "));
+        // The size cap decides which pages get fields and which a "too large" line: one file
+        // under two caps is not what `crawltop extract` gives (audit 24). Kept only when it is
+        // not the default, so that a folder crawled before it was kept resumes with the default.
+        if !self.extract.is_empty() && self.extract_max_bytes != crate::extract::DEFAULT_MAX_BYTES {
+            settings.insert(
+                "extract-max-bytes".into(),
+                self.extract_max_bytes.to_string(),
+            );
+        }
         settings
     }
 

@@ -356,6 +356,21 @@ async fn a_resume_whose_extract_file_lost_lines_is_refused_and_a_rebuilt_file_go
         "{stderr}"
     );
     assert!(!lines_file.exists(), "the refused resume created the file");
+    // Another size cap would mix two caps in one file (audit 24): refused, naming both.
+    let other_cap = crawl_extracting(&web, &out, &lines_file, max_bytes + 1)
+        .stderr(Stdio::piped())
+        .finish()
+        .await
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&other_cap.stderr);
+    assert_eq!(other_cap.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--extract-max-bytes {max_bytes} (this run: {})",
+            max_bytes + 1
+        )),
+        "{stderr}"
+    );
     // Written again from the WARC files, it is resumed.
     extract_from_warc(&out, max_bytes, &lines_file);
     let status = crawl_extracting(&web, &out, &lines_file, max_bytes)
