@@ -208,10 +208,23 @@ fn finish(
 ) -> ParsedPage {
     let mut page = page_url.clone();
     canonicalize(&mut page);
+    // A query is written in the page's encoding, as browsers write it (`?w=caf%E9` in a
+    // Latin-1 page); paths are UTF-8 whatever the page's (the URL standard's "output
+    // encoding": UTF-16 pages write UTF-8 too).
+    let output = encoding.output_encoding();
+    let encode_query: &dyn Fn(&str) -> std::borrow::Cow<'_, [u8]> =
+        &|s| std::borrow::Cow::Owned(query_bytes(output, s));
+    let query_encoding = (output != encoding_rs::UTF_8).then_some(encode_query);
     let base = walk
         .base_href
         .as_deref()
-        .and_then(|href| page_url.join(href.trim_matches(is_html_space)).ok())
+        .and_then(|href| {
+            Url::options()
+                .base_url(Some(page_url))
+                .encoding_override(query_encoding)
+                .parse(href.trim_matches(is_html_space))
+                .ok()
+        })
         .filter(is_http)
         .unwrap_or_else(|| page_url.clone());
 
@@ -233,7 +246,15 @@ fn finish(
                 href
             }
         };
-        let Ok(mut url) = resolve(&base, without_fragment(href.trim_matches(is_html_space))) else {
+        let href = without_fragment(href.trim_matches(is_html_space));
+        let resolved = match query_encoding {
+            None => resolve(&base, href),
+            Some(_) => Url::options()
+                .base_url(Some(&base))
+                .encoding_override(query_encoding)
+                .parse(href),
+        };
+        let Ok(mut url) = resolved else {
             continue;
         };
         match url.scheme() {
@@ -277,6 +298,26 @@ fn finish(
         encoding: encoding.name(),
         base,
         coverage,
+    }
+}
+
+/// A URL's query in `encoding`, as the URL standard's "percent-encode after encoding" writes
+/// it: a character the encoding lacks becomes `%26%23` NNNN `%3B` (`&#NNNN;`, encoded).
+fn query_bytes(encoding: &'static encoding_rs::Encoding, query: &str) -> Vec<u8> {
+    let mut encoder = encoding.new_encoder();
+    let mut out = Vec::with_capacity(query.len() + 8);
+    let mut rest = query;
+    loop {
+        let (result, read) =
+            encoder.encode_from_utf8_to_vec_without_replacement(rest, &mut out, true);
+        rest = &rest[read..];
+        match result {
+            encoding_rs::EncoderResult::InputEmpty => return out,
+            encoding_rs::EncoderResult::OutputFull => out.reserve(rest.len() + 8),
+            encoding_rs::EncoderResult::Unmappable(c) => {
+                out.extend_from_slice(format!("%26%23{}%3B", u32::from(c)).as_bytes());
+            }
+        }
     }
 }
 
@@ -1442,6 +1483,44 @@ mod tests {
         assert_eq!(page.text, "été");
         // WHATWG maps the ISO-8859-1 label to windows-1252.
         assert_eq!(page.encoding, "windows-1252");
+    }
+
+    /// Audit 24: `?w=caf\xE9` in a Latin-1 page was asked as `?w=caf%C3%A9`; browsers (and
+    /// the URL standard) write a query in the page's encoding, a path in UTF-8.
+    #[test]
+    fn a_query_is_written_in_the_pages_encoding_and_a_path_in_utf8() {
+        let body = b"<meta charset=windows-1252><base href=\"b/?x=\xE9\">\
+                     <a href=\"q.html?w=caf\xE9\">q</a><a href=\"caf\xE9.html\">p</a>\
+                     <a href=\"r.html?w=\xE2\x82\">r</a>";
+        let page = parse_html(body, Some("text/html"), &page_url());
+        assert_eq!(page.base.as_str(), "http://example.com/dir/sub/b/?x=%E9");
+        assert_eq!(
+            link_urls(&page),
+            [
+                "http://example.com/dir/sub/b/q.html?w=caf%E9",
+                "http://example.com/dir/sub/b/caf%C3%A9.html",
+                // windows-1252 has \x82 (a low quotation mark) and \xE2 (a-circumflex).
+                "http://example.com/dir/sub/b/r.html?w=%E2%82",
+            ]
+        );
+        // A character the encoding lacks is written as the standard says: &#NNNN; encoded.
+        let body = "<meta charset=windows-1252><a href=\"s.html?w=&#20013;\">s</a>";
+        let page = parse_html(body.as_bytes(), Some("text/html"), &page_url());
+        assert_eq!(
+            link_urls(&page),
+            ["http://example.com/dir/sub/s.html?w=%26%2320013%3B"]
+        );
+        // UTF-8 and UTF-16 pages write UTF-8.
+        let body = "<a href=\"q.html?w=caf\u{e9}\">q</a>";
+        let page = parse_html(
+            body.as_bytes(),
+            Some("text/html; charset=utf-8"),
+            &page_url(),
+        );
+        assert_eq!(
+            link_urls(&page),
+            ["http://example.com/dir/sub/q.html?w=caf%C3%A9"]
+        );
     }
 
     #[test]
