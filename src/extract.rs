@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use scraper::{Html, Selector};
+use scraper::Selector;
 use serde::{Deserialize, Serialize};
 
 /// The default `--extract-max-bytes`: pages above it are skipped, not parsed into a tree.
@@ -64,9 +64,13 @@ pub enum Extraction {
     /// At least one field matched: each field's values, in document order (fields that
     /// matched nothing are absent).
     Matched(BTreeMap<String, Vec<String>>),
-    /// As [`Extraction::Matched`], but the values stop where they would pass
-    /// [`MAX_VALUE_BYTES`]; the line says they were cut.
-    Cut(BTreeMap<String, Vec<String>>),
+    /// As [`Extraction::Matched`] (the fields may be none), but not the whole page's: its
+    /// tree stopped at [`crate::parse::MAX_DEPTH`] nested elements, or its values where they
+    /// would pass [`MAX_VALUE_BYTES`]. The line says why (`"cut"`), even with no field.
+    Cut {
+        fields: BTreeMap<String, Vec<String>>,
+        why: String,
+    },
     /// No field matched anything: no line is written.
     Nothing,
     /// The page is over the size cap; its line says so.
@@ -95,14 +99,7 @@ impl ExtractLine {
     pub fn new(url: &str, seq: u64, extraction: Extraction) -> Option<ExtractLine> {
         let (fields, skipped, cut) = match extraction {
             Extraction::Matched(fields) => (fields, None, None),
-            Extraction::Cut(fields) => (
-                fields,
-                None,
-                Some(format!(
-                    "values past {} MiB left out",
-                    MAX_VALUE_BYTES >> 20
-                )),
-            ),
+            Extraction::Cut { fields, why } => (fields, None, Some(why)),
             Extraction::Nothing => return None,
             Extraction::TooLarge { .. } => (BTreeMap::new(), Some("too large".to_string()), None),
             Extraction::TooManyAttributes { .. } => (
@@ -163,7 +160,17 @@ impl Extractor {
         if attributes > MAX_ATTRIBUTES {
             return Extraction::TooManyAttributes { attributes };
         }
-        let document = document(&text);
+        // The tree stops at its nesting limit (html5ever's tree builder is quadratic in the
+        // depth of unclosed elements), keeping what came before.
+        let (document, coverage) = crate::parse::dom::parse_document(&text);
+        let mut why: Vec<String> = Vec::new();
+        if let crate::parse::Coverage::CutAtDepth { parsed_bytes } = coverage {
+            // The crawl's own parse stops there too (its URL row says so).
+            why.push(format!(
+                "the tree stops at {} nested elements, {parsed_bytes} bytes in",
+                crate::parse::MAX_DEPTH
+            ));
+        }
         let mut out = BTreeMap::new();
         let mut left = MAX_VALUE_BYTES;
         let mut cut = false;
@@ -200,10 +207,19 @@ impl Extractor {
                 break 'fields;
             }
         }
-        match (out.is_empty(), cut) {
-            (true, false) => Extraction::Nothing,
-            (false, false) => Extraction::Matched(out),
-            (_, true) => Extraction::Cut(out),
+        if cut {
+            why.push(format!(
+                "values past {} MiB left out",
+                MAX_VALUE_BYTES >> 20
+            ));
+        }
+        match (out.is_empty(), why.is_empty()) {
+            (true, true) => Extraction::Nothing,
+            (false, true) => Extraction::Matched(out),
+            (_, false) => Extraction::Cut {
+                fields: out,
+                why: why.join("; "),
+            },
         }
     }
 }
@@ -248,12 +264,6 @@ fn most_attributes(text: &str) -> usize {
         let _ = rewriter.end();
     }
     most.get()
-}
-
-/// The tree of a page. `parse` builds it and stops at its nesting limit (html5ever's tree
-/// builder is quadratic in the depth of unclosed elements), keeping what came before.
-fn document(text: &str) -> Html {
-    crate::parse::dom::parse_document(text).0
 }
 
 fn parse_spec(spec: &str) -> Result<Field, ExtractError> {
@@ -535,7 +545,7 @@ mod tests {
             "</div>".repeat(depth)
         );
         let got = e.run(page.as_bytes(), None);
-        let Extraction::Cut(fields) = &got else {
+        let Extraction::Cut { fields, .. } = &got else {
             panic!("expected a cut, got {} bytes of values", page.len());
         };
         let values = &fields["x"];
@@ -560,7 +570,7 @@ mod tests {
         let e = Extractor::new(&["v=a@title".to_string()], 64 << 20).expect("valid");
         let big = "y".repeat(MAX_VALUE_BYTES / 3 + 1);
         let page = format!("<a title={big}>1</a><a title={big}>2</a><a title={big}>3</a>");
-        let Extraction::Cut(fields) = e.run(page.as_bytes(), None) else {
+        let Extraction::Cut { fields, .. } = e.run(page.as_bytes(), None) else {
             panic!("expected a cut");
         };
         assert_eq!(fields["v"].len(), 2);
@@ -577,12 +587,26 @@ mod tests {
     #[test]
     fn hostile_pages_end_with_a_value_not_a_panic() {
         let e = extractor(&["d=div", "a=a@href"]);
-        // Deep nesting: linear, and the shallow elements are still found.
-        let deep = format!("<a href=x>x</a>{}", "<div>".repeat(100_000));
-        assert!(matches!(
-            e.run(deep.as_bytes(), None),
-            Extraction::Matched(_)
-        ));
+        // Deep nesting: linear, the shallow elements are still found, and the line says
+        // where the tree stopped (audit 24: it said nothing, and a page that matched nothing
+        // before the cut had no line at all).
+        let deep = format!("<a href=x>x</a>{}<h1>late</h1>", "<div>".repeat(100_000));
+        let got = e.run(deep.as_bytes(), None);
+        let Extraction::Cut { fields, why } = &got else {
+            panic!("{got:?}");
+        };
+        assert_eq!(fields["a"], ["x"]);
+        assert!(
+            why.starts_with("the tree stops at 512 nested elements, "),
+            "{why}"
+        );
+        let e_h1 = extractor(&["h=h1"]);
+        let line = ExtractLine::new("http://x/deep", 4, e_h1.run(deep.as_bytes(), None));
+        let json = serde_json::to_string(&line.expect("a line")).expect("json");
+        assert!(
+            json.starts_with(r#"{"url":"http://x/deep","seq":4,"cut":"the tree stops at 512"#),
+            "{json}"
+        );
         // Not HTML at all, invalid UTF-8, an unknown charset.
         assert_eq!(
             e.run(&[0xff, 0xfe, 0x00, 0x01, 0x80], None),
