@@ -139,6 +139,24 @@ fn fresh_lines<'a>(shown: &[LogLine], log: &'a [LogLine]) -> &'a [LogLine] {
     &log[overlap..]
 }
 
+/// The summary's note of URLs not fetched because their site's robots.txt could not be read,
+/// and of how many sites that is.
+fn unread_note(urls: u64, sites: usize) -> String {
+    let whose = match sites {
+        1 => "1 site's robots.txt".to_string(),
+        n => format!("{n} sites' robots.txt"),
+    };
+    match (urls, sites) {
+        (0, 0) => String::new(),
+        (urls, 0) => format!(", {urls} not fetched (their robots.txt could not be read)"),
+        // Stopped while a robots.txt was still being tried: nothing ended for it yet.
+        (0, _) => format!(", {whose} could not be read"),
+        (urls, _) => {
+            format!(", {urls} not fetched ({whose} could not be read: nothing is fetched there)")
+        }
+    }
+}
+
 /// The closing summary.
 pub fn print_summary(summary: &Summary) {
     let s = &summary.snapshot;
@@ -154,17 +172,7 @@ pub fn print_summary(summary: &Summary) {
     let unread_sites = (s.sites.iter())
         .filter(|site| site.robots_state == crate::robots::RobotsState::Error)
         .count();
-    let unread = match (s.errors.robots_unreachable, unread_sites) {
-        (0, 0) => String::new(),
-        (urls, 0) => format!(", {urls} not fetched (their robots.txt could not be read)"),
-        (urls, 1) => format!(
-            ", {urls} not fetched (1 site's robots.txt could not be read: nothing is fetched there)"
-        ),
-        (urls, n) => format!(
-            ", {urls} not fetched ({n} sites' robots.txt could not be read: nothing is fetched \
-             there)"
-        ),
-    };
+    let unread = unread_note(s.errors.robots_unreachable, unread_sites);
     eprintln!(
         "crawltop: {} after {:.1} s: {} pages fetched, {} URLs discovered, {} bytes, {} sites; \
          {} errors, {} forbidden by robots.txt{unread}, {} ignored",
@@ -183,6 +191,25 @@ pub fn print_summary(summary: &Summary) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_unread_robots_note_says_what_was_not_fetched_and_where() {
+        assert_eq!(unread_note(0, 0), "");
+        assert_eq!(
+            unread_note(4, 0),
+            ", 4 not fetched (their robots.txt could not be read)"
+        );
+        assert_eq!(
+            unread_note(4, 1),
+            ", 4 not fetched (1 site's robots.txt could not be read: nothing is fetched there)"
+        );
+        assert_eq!(
+            unread_note(7, 2),
+            ", 7 not fetched (2 sites' robots.txt could not be read: nothing is fetched there)"
+        );
+        // Audit 25: a crawl stopped while a robots.txt was still tried said "0 not fetched".
+        assert_eq!(unread_note(0, 1), ", 1 site's robots.txt could not be read");
+    }
 
     fn lines(messages: &[&str]) -> Vec<LogLine> {
         messages
