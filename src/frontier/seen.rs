@@ -237,6 +237,26 @@ impl SeenMap {
         }
     }
 
+    /// Stores `id` for `fingerprint`, seen or not; returns the id it replaced.
+    pub fn set(&mut self, fingerprint: u64, id: u32) -> Option<u32> {
+        if fingerprint == 0 {
+            return self.zero.replace(id);
+        }
+        let (num, den) = SeenSet::MAX_LOAD;
+        if (self.in_slots + 1) * den > self.keys.len() * num {
+            self.grow();
+        }
+        match self.probe(fingerprint) {
+            Ok(slot) => Some(std::mem::replace(&mut self.ids[slot], id)),
+            Err(empty) => {
+                self.keys[empty] = fingerprint;
+                self.ids[empty] = id;
+                self.in_slots += 1;
+                None
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.in_slots + usize::from(self.zero.is_some())
     }

@@ -1704,6 +1704,28 @@ fn seen_map_agrees_with_a_hash_map_through_growth() {
 }
 
 #[test]
+fn seen_map_set_replaces_a_value_and_agrees_with_a_hash_map_through_growth() {
+    let mut map = SeenMap::new();
+    let mut reference = std::collections::HashMap::new();
+    let mut rng = Rng::new(11);
+    let mut keys = vec![0];
+    for value in 0..20_000u32 {
+        // Every third key is set again: its value is replaced, the old one returned.
+        let fp = if value % 3 == 2 {
+            keys[rng.index(keys.len())]
+        } else {
+            rng.next_u64()
+        };
+        keys.push(fp);
+        assert_eq!(map.set(fp, value), reference.insert(fp, value));
+    }
+    assert_eq!(map.len(), reference.len());
+    for (fp, value) in &reference {
+        assert_eq!(map.get(*fp), Some(*value));
+    }
+}
+
+#[test]
 fn seen_map_keeps_the_zero_fingerprint_apart() {
     let mut map = SeenMap::new();
     assert_eq!(map.get(0), None);

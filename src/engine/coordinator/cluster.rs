@@ -33,7 +33,7 @@ use crate::cluster::agent::{Agent, FromAgent, ToAgent};
 use crate::cluster::shared::{Entry, Heartbeat, SharedCommand, SharedError};
 use crate::engine::Command;
 use crate::engine::model::{Resource, ResourceState, RobotsMemo};
-use crate::frontier::{HoldState, Schedule, SeenSet, SiteId};
+use crate::frontier::{HoldState, Schedule, SeenMap, SiteId};
 use crate::scope::IgnoreReason;
 use crate::snapshot::{ClusterView, CommandSource, MemberRow};
 use crate::store::commit::Seq;
@@ -78,11 +78,10 @@ pub(in crate::engine) struct Link {
     unstored: BTreeMap<Seq, (SiteId, Entry)>,
     /// Rows of pulled URLs not ended yet, with their site and entry.
     pulled: HashMap<u32, (SiteId, Entry)>,
-    /// URLs this member already pushed: the shared seen sets decide, this saves round trips.
-    sent: SeenSet,
-    /// With `--depth`, the depth each URL of `sent` was last pushed at: a shorter path pushes it
-    /// again (the crawl keeps the least depth until the URL is pulled).
-    sent_depth: HashMap<u64, u32>,
+    /// URLs this member already pushed, with the depth each was last pushed at: the shared
+    /// seen sets decide, this saves round trips; with `--depth`, a shorter path pushes a URL
+    /// again (the crawl keeps the least depth until the URL is pulled). 12 bytes a slot.
+    sent: SeenMap,
     leased: HashSet<SiteId>,
     /// Until when each leased site's lease stands for sure ([`FromAgent::Fresh`]): no contact
     /// after that before the agent renewed it.
@@ -128,8 +127,7 @@ impl Link {
             waiting: HashMap::new(),
             unstored: BTreeMap::new(),
             pulled: HashMap::new(),
-            sent: SeenSet::new(),
-            sent_depth: HashMap::new(),
+            sent: SeenMap::new(),
             leased: HashSet::new(),
             fresh: HashMap::new(),
             leaving: HashSet::new(),
@@ -213,10 +211,8 @@ impl<F: Schedule> Coordinator<F> {
         // Before the scope: a longer path to a URL pushed, not pulled yet, would make it an
         // ignored row here, and the pulled URL would then end unfetched (audit 21: 39 of 478
         // pages within `--depth 3` missing).
-        if let Some(link) = self.cluster.as_ref()
-            && link.sent.contains_fingerprint(key)
-        {
-            let shorter = link.sent_depth.get(&key).is_some_and(|&d| depth < d);
+        if let Some(pushed_at) = self.cluster.as_ref().and_then(|l| l.sent.get(key)) {
+            let shorter = self.scope.max_depth().is_some() && depth < pushed_at;
             if shorter && !too_many_hops {
                 self.push_shared(url, key, depth, referrer, hops);
             }
@@ -232,15 +228,11 @@ impl<F: Schedule> Coordinator<F> {
     /// Queues a URL in scope to go to its site's shared queue at the next flush.
     fn push_shared(&mut self, url: &Url, key: u64, depth: u32, referrer: Option<u32>, hops: u8) {
         let referrer = referrer.map(|id| self.resources.url(id).clone());
-        let deep = self.scope.max_depth().is_some();
         let Some(link) = self.cluster.as_mut() else {
             return;
         };
-        if link.sent.insert_fingerprint(key) {
+        if link.sent.set(key, depth).is_none() {
             link.shared_urls += 1;
-        }
-        if deep {
-            link.sent_depth.insert(key, depth);
         }
         let origin = url.origin().ascii_serialization();
         link.push.entry(origin).or_default().push(Entry {
