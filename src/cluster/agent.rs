@@ -106,14 +106,15 @@ pub enum FromAgent {
         politeness: Option<String>,
         wait: Duration,
     },
-    /// URLs of a site this member holds, to fetch; and URLs taken off its queue past the
-    /// crawl's `--max-pages-per-site` or `--max-pages`, to end as ignored (they are not in
-    /// flight).
+    /// URLs of a site this member holds, to fetch; URLs taken off its queue past the crawl's
+    /// `--max-pages-per-site` or `--max-pages`, to end as ignored (they are not in flight);
+    /// and shorter paths found to URLs of the site pulled before, for a row still queued.
     Pulled {
         site: String,
         entries: Vec<Entry>,
         over_site: Vec<Entry>,
         over_crawl: Vec<Entry>,
+        lowered: Vec<Entry>,
     },
     /// A site's lease was lost (it ran out while Redis was away or this member was stalled,
     /// and another member may hold it now): its pulled URLs will be fetched by another member;
@@ -425,7 +426,20 @@ impl Inner {
         // Pushes before ends, in as few round trips as that order allows (a site's own links
         // and its ends in one atomic call; links across sites first and, with replicas, on one
         // of them before any end: a failover must not lose a queued URL whose referrer is done).
-        let (_, ours) = retry!(self, self.shared.push_and_finish(&pushes, &dones));
+        let (_, ends) = retry!(self, self.shared.push_and_finish(&pushes, &dones));
+        // Shorter paths to URLs pulled here, before the member fetches them.
+        for ((site, ..), ended) in dones.iter().zip(&ends) {
+            if ended.ours && !ended.lowered.is_empty() {
+                let _ = self.outbox.send(FromAgent::Pulled {
+                    site: site.clone(),
+                    entries: Vec::new(),
+                    over_site: Vec::new(),
+                    over_crawl: Vec::new(),
+                    lowered: ended.lowered.clone(),
+                });
+            }
+        }
+        let ours = ends.iter().map(|e| e.ours);
         // The held sites running low, pulled together after the round's other messages.
         let mut low = Vec::new();
         for (site, n) in waits {
@@ -647,14 +661,16 @@ impl Inner {
     /// hands the site back; `None` (the lease was not ours) loses it.
     async fn pulled(&mut self, site: String, got: Option<Pulled>) {
         let left = self.held.get(&site).map_or(0, |h| h.left);
-        // URLs past a limit are ended by the member at once; they are not in flight.
+        // URLs past a limit are ended by the member at once; they are not in flight. Shorter
+        // paths go before anything is released.
         let got = got.map(|p| {
-            if !(p.over_site.is_empty() && p.over_crawl.is_empty()) {
+            if !(p.over_site.is_empty() && p.over_crawl.is_empty() && p.lowered.is_empty()) {
                 let _ = self.outbox.send(FromAgent::Pulled {
                     site: site.clone(),
                     entries: Vec::new(),
                     over_site: p.over_site,
                     over_crawl: p.over_crawl,
+                    lowered: p.lowered,
                 });
             }
             p.entries
@@ -690,6 +706,7 @@ impl Inner {
                     entries,
                     over_site: Vec::new(),
                     over_crawl: Vec::new(),
+                    lowered: Vec::new(),
                 });
             }
         }

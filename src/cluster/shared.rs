@@ -15,6 +15,7 @@
 //! | `ct:{C\|S}:seen` | hash: URL fingerprint (16 hex digits) to the least depth it was queued at (`3`), or `t` and the depth it was pulled at (`t3`): admission, exactly once crawl-wide |
 //! | `ct:{C\|S}:q` | list of queued entries (`fingerprint TAB depth TAB hops TAB url TAB referrer`) |
 //! | `ct:{C\|S}:flight` | set of entries the lease holder pulled and has not finished |
+//! | `ct:{C\|S}:lower` | list of entries: shorter paths to URLs pulled and not finished, for the holder's next pull |
 //! | `ct:{C\|S}:lease` | the holder's member id, `SET NX PX`: expiry is Redis's clock, never a member's |
 //! | `ct:{C\|S}:pol` | hash: `state` (the site's politeness: robots.txt, delays; opaque here), `next_ms` (its next contact, Redis's clock), `admitted` (with `--max-pages-per-site`: its URLs pulled to be fetched) |
 //!
@@ -31,8 +32,11 @@
 //! Depth (`--depth`): a URL queued and then found by a shorter path is queued again at the
 //! shorter depth, and the seen hash keeps the least; a pull drops an entry deeper than that (a
 //! shorter one is behind it in the queue) and marks the one it takes as pulled at its depth, so
-//! no later path queues the URL again: fetched once, at the least depth known when it was
-//! pulled (as one process fetches a queued URL at the least depth known when it is fetched).
+//! no later path queues the URL again. A shorter path to a URL pulled and not fetched yet goes
+//! to the site's `lower` list (and the hash): the holder's next pull takes the list along and
+//! lowers its queued row, and an entry that goes back to the queue unfetched goes back at the
+//! least depth. So a URL is fetched once, at the least depth known when it is fetched, as one
+//! process fetches it (unless the shorter path comes after the holder's last pull).
 //!
 //! Finding work costs a bounded number of requests whatever the number of sites: a look reads
 //! the count of `active` and a random sample of it ([`SharedCrawl::look`]). A site's scripts
@@ -359,11 +363,13 @@ impl ConnectionLike for Conn {
     }
 }
 
-/// Lua: `admit(seen, q, entry)` queues an entry whose URL is new (returns 1, 0), or was queued
-/// deeper and not pulled yet (0, 1: the seen hash keeps the least depth, and the pull drops the
-/// deeper entry); otherwise nothing (0, 0).
+/// Lua: `admit(seen, q, lower, entry)` queues an entry whose URL is new (returns 1, 0), or was
+/// queued deeper and not pulled yet (0, 1: the seen hash keeps the least depth, and the pull
+/// drops the deeper entry); one pulled at a greater depth goes to `lower` for the holder (0,
+/// 0); otherwise nothing (0, 0). `put_back(seen, q, entry)` puts an unfinished pulled entry
+/// back at the head of the queue, at the least depth the hash knows.
 const ADMIT: &str = "
-    local function admit(seen, q, e)
+    local function admit(seen, q, lower, e)
       local fp, depth = string.match(e, '^(%x+)\t(%d+)\t')
       if not fp then return 0, 0 end
       local least = redis.call('HGET', seen, fp)
@@ -372,12 +378,28 @@ const ADMIT: &str = "
         redis.call('RPUSH', q, e)
         return 1, 0
       end
-      if string.sub(least, 1, 1) ~= 't' and tonumber(depth) < tonumber(least) then
-        redis.call('HSET', seen, fp, depth)
-        redis.call('RPUSH', q, e)
-        return 0, 1
+      if string.sub(least, 1, 1) ~= 't' then
+        if tonumber(depth) < tonumber(least) then
+          redis.call('HSET', seen, fp, depth)
+          redis.call('RPUSH', q, e)
+          return 0, 1
+        end
+      elseif tonumber(depth) < tonumber(string.sub(least, 2)) then
+        -- Pulled already: the holder hears of it at its next pull.
+        redis.call('HSET', seen, fp, 't' .. depth)
+        redis.call('RPUSH', lower, e)
       end
       return 0, 0
+    end
+
+    local function put_back(seen, q, e)
+      local fp, depth, rest = string.match(e, '^(%x+)\t(%d+)\t(.*)$')
+      local least = fp and redis.call('HGET', seen, fp)
+      if least and string.sub(least, 1, 1) == 't'
+        and tonumber(string.sub(least, 2)) < tonumber(depth) then
+        e = fp .. '\t' .. string.sub(least, 2) .. '\t' .. rest
+      end
+      redis.call('LPUSH', q, e)
     end";
 
 /// Lua: `ms`, Redis's clock in milliseconds since the Unix epoch.
@@ -417,14 +439,14 @@ impl Scripts {
                         redis.call('HGET', KEYS[1], 'settings') or ''}
                 ",
             ),
-            // KEYS: seen, q, flight. ARGV: entries. Returns {added (new URLs), 1 when the site
-            // had no work before and has now}.
+            // KEYS: seen, q, flight, lower. ARGV: entries. Returns {added (new URLs), 1 when the
+            // site had no work before and has now}.
             push: Script::new(&format!(
                 r"{ADMIT}
                 local idle = redis.call('LLEN', KEYS[2]) == 0 and redis.call('SCARD', KEYS[3]) == 0
                 local added, queued = 0, 0
                 for i = 1, #ARGV do
-                  local new, again = admit(KEYS[1], KEYS[2], ARGV[i])
+                  local new, again = admit(KEYS[1], KEYS[2], KEYS[4], ARGV[i])
                   added = added + new
                   queued = queued + new + again
                 end
@@ -432,58 +454,67 @@ impl Scripts {
                 return {{added, 0}}
                 "
             )),
-            // KEYS: seen, q, lease, flight, pol. ARGV: member, ms to the next contact (or -1),
-            // the number of pushed entries n, then n entries, then the ended entries. `push` then `done` in one atomic call: a site's own links are queued
-            // before the pages that led to them are finished, and on a replica in that order.
+            // KEYS: seen, q, lease, flight, pol, lower. ARGV: member, ms to the next contact (or
+            // -1), the number of pushed entries n, then n entries, then the ended entries. `push`
+            // then `done` in one atomic call: a site's own links are queued before the pages
+            // that led to them are finished, and on a replica in that order.
             // Returns {added, ended (-1: the lease is not ours), 1 when the site had no work
-            // before and has now}.
+            // before and has now, the `lower` list (emptied) when there were ends and the lease
+            // is ours: the holder hears of shorter paths at each round, not only at its pulls}.
             push_done: Script::new(&format!(
                 r"{NOW_MS}{ADMIT}
                 local idle = redis.call('LLEN', KEYS[2]) == 0 and redis.call('SCARD', KEYS[4]) == 0
                 local added, queued = 0, 0
                 local last = 3 + tonumber(ARGV[3])
                 for i = 4, last do
-                  local new, again = admit(KEYS[1], KEYS[2], ARGV[i])
+                  local new, again = admit(KEYS[1], KEYS[2], KEYS[6], ARGV[i])
                   added = added + new
                   queued = queued + new + again
                 end
                 local woke = 0
                 if idle and queued > 0 then woke = 1 end
-                if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {{added, -1, woke}} end
+                if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {{added, -1, woke, {{}}}} end
                 local next_in = tonumber(ARGV[2])
                 if next_in >= 0 then redis.call('HSET', KEYS[5], 'next_ms', ms + next_in) end
                 local n = 0
                 for i = last + 1, #ARGV do n = n + redis.call('SREM', KEYS[4], ARGV[i]) end
-                return {{added, n, woke}}
+                local lowered = {{}}
+                if #ARGV > last then
+                  lowered = redis.call('LRANGE', KEYS[6], 0, -1)
+                  if #lowered > 0 then redis.call('DEL', KEYS[6]) end
+                end
+                return {{added, n, woke, lowered}}
                 "
             )),
-            // KEYS: lease, flight, q, pol. ARGV: member, ms. Returns {0} held, {1, n} taken, {2}
-            // renewed. What goes back to the queue is no longer counted as admitted.
-            lease: Script::new(
-                r"
+            // KEYS: lease, flight, q, pol, seen, lower. ARGV: member, ms. Returns {0} held, {1, n}
+            // taken, {2} renewed. What goes back to the queue (at the least depth known) is no
+            // longer counted as admitted.
+            lease: Script::new(&format!(
+                r"{ADMIT}
                 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
                   local back = redis.call('SMEMBERS', KEYS[2])
-                  for _, e in ipairs(back) do redis.call('LPUSH', KEYS[3], e) end
-                  redis.call('DEL', KEYS[2])
+                  for _, e in ipairs(back) do put_back(KEYS[5], KEYS[3], e) end
+                  redis.call('DEL', KEYS[2], KEYS[6])
                   local admitted = tonumber(redis.call('HGET', KEYS[4], 'admitted') or '0')
                   if #back > 0 and admitted > 0 then
                     redis.call('HSET', KEYS[4], 'admitted', math.max(0, admitted - #back))
                   end
-                  return {1, #back}
+                  return {{1, #back}}
                 end
                 if redis.call('GET', KEYS[1]) == ARGV[1] then
                   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-                  return {2}
+                  return {{2}}
                 end
-                return {0}
-                ",
-            ),
-            // KEYS: lease, q, flight, pol, seen. ARGV: member, n, the site's limit (0: none),
-            // the crawl's places this pull may take (-1: no limit). Only the holder pulls. Takes
-            // up to n entries, dropping those a shorter entry of the same URL follows, and marks
-            // each taken as pulled at its depth. Returns {in flight, over the site's limit, over
-            // the crawl's}: only the first are pulled to be fetched (and counted); the others are
-            // ended by the member, as ignored.
+                return {{0}}
+                "
+            )),
+            // KEYS: lease, q, flight, pol, seen, lower. ARGV: member, n, the site's limit (0:
+            // none), the crawl's places this pull may take (-1: no limit). Only the holder pulls.
+            // Takes up to n entries, dropping those a shorter entry of the same URL follows, and
+            // marks each taken as pulled at its depth. Returns {in flight, over the site's limit,
+            // over the crawl's, shorter paths}: only the first are pulled to be fetched (and
+            // counted); the next two are ended by the member, as ignored; the last are shorter
+            // paths to URLs pulled before (the `lower` list, emptied).
             pull: Script::new(
                 r"
                 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
@@ -523,24 +554,26 @@ impl Scripts {
                   end
                 end
                 if site_max > 0 then redis.call('HSET', KEYS[4], 'admitted', admitted) end
-                return {ok, over_site, over_crawl}
+                local lowered = redis.call('LRANGE', KEYS[6], 0, -1)
+                if #lowered > 0 then redis.call('DEL', KEYS[6]) end
+                return {ok, over_site, over_crawl, lowered}
                 ",
             ),
-            // KEYS: lease, flight, q, pol. ARGV: member. Hands back what was pulled (no longer
-            // counted as admitted), then the lease.
-            release: Script::new(
-                r"
+            // KEYS: lease, flight, q, pol, seen, lower. ARGV: member. Hands back what was pulled
+            // (at the least depth known, no longer counted as admitted), then the lease.
+            release: Script::new(&format!(
+                r"{ADMIT}
                 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
                 local back = redis.call('SMEMBERS', KEYS[2])
-                for _, e in ipairs(back) do redis.call('LPUSH', KEYS[3], e) end
-                redis.call('DEL', KEYS[2], KEYS[1])
+                for _, e in ipairs(back) do put_back(KEYS[5], KEYS[3], e) end
+                redis.call('DEL', KEYS[2], KEYS[1], KEYS[6])
                 local admitted = tonumber(redis.call('HGET', KEYS[4], 'admitted') or '0')
                 if #back > 0 and admitted > 0 then
                   redis.call('HSET', KEYS[4], 'admitted', math.max(0, admitted - #back))
                 end
                 return #back
-                ",
-            ),
+                "
+            )),
             // KEYS: meta. ARGV: places wanted, the crawl's limit. Returns the places taken.
             reserve: Script::new(
                 r"
@@ -623,7 +656,7 @@ pub struct Limits {
 }
 
 /// A pull script's answer: none (the lease is not ours), or its three lists of entries.
-type PullAnswer = Option<(Vec<String>, Vec<String>, Vec<String>)>;
+type PullAnswer = Option<(Vec<String>, Vec<String>, Vec<String>, Vec<String>)>;
 
 /// What one pull of a site got.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -634,6 +667,9 @@ pub struct Pulled {
     pub over_site: Vec<Entry>,
     /// Past `--max-pages` crawl-wide: the same.
     pub over_crawl: Vec<Entry>,
+    /// Shorter paths found to URLs of the site pulled before and not finished (by any member):
+    /// a row still queued takes the shorter depth.
+    pub lowered: Vec<Entry>,
 }
 
 impl std::fmt::Debug for SharedCrawl {
@@ -860,12 +896,13 @@ impl SharedCrawl {
     /// of that site, or that have none) go in one atomic script call with its ends: queued
     /// first, on the master and on its replica alike. Links to another site go first, in calls
     /// of their own (and, with replicas, to a replica) before any end. Returns how many pushed
-    /// entries were new, and whether each end's site was still this member's.
+    /// entries were new, and for each end's site whether it was still this member's, with the
+    /// shorter paths found to its pulled URLs.
     pub async fn push_and_finish(
         &mut self,
         pushes: &[(String, Vec<Entry>)],
         dones: &[(String, Vec<Entry>, Option<Duration>)],
-    ) -> Result<(u64, Vec<bool>), SharedError> {
+    ) -> Result<(u64, Vec<Ended>), SharedError> {
         let pushes: Vec<&(String, Vec<Entry>)> =
             pushes.iter().filter(|b| !b.1.is_empty()).collect();
         self.note_sites(pushes.iter().map(|(site, _)| site.as_str()))
@@ -905,10 +942,11 @@ impl SharedCrawl {
                 });
             }
         }
-        let keys: Vec<[String; 5]> = jobs
+        let keys: Vec<[String; 6]> = jobs
             .iter()
             .map(|job| {
-                ["seen", "q", "lease", "flight", "pol"].map(|what| self.site_key(job.site, what))
+                ["seen", "q", "lease", "flight", "pol", "lower"]
+                    .map(|what| self.site_key(job.site, what))
             })
             .collect();
         let (scripts, conn, member) = (&self.scripts, &mut self.conn, &self.member);
@@ -928,14 +966,14 @@ impl SharedCrawl {
                 call
             })
             .collect();
-        let answers: Vec<(u64, i64, i64)> = invoke_all(conn, &calls).await?;
-        added += answers.iter().map(|(n, _, _)| n).sum::<u64>();
+        let answers: Vec<(u64, i64, i64, Vec<String>)> = invoke_all(conn, &calls).await?;
+        added += answers.iter().map(|(n, ..)| n).sum::<u64>();
         // Sites that had no work before this round: listed as active after their queue has
         // something (and before the crawl counts as started).
         let woke: Vec<&str> = jobs
             .iter()
             .zip(&answers)
-            .filter(|(_, (_, _, woke))| *woke == 1)
+            .filter(|(_, (_, _, woke, _))| *woke == 1)
             .map(|(job, _)| job.site)
             .collect();
         self.activate(&woke).await?;
@@ -949,11 +987,14 @@ impl SharedCrawl {
                 .await?;
             self.started = true;
         }
-        let ours = answers[..dones.len()]
+        let ends = answers[..dones.len()]
             .iter()
-            .map(|(_, n, _)| *n >= 0)
+            .map(|(_, n, _, lowered)| Ended {
+                ours: *n >= 0,
+                lowered: lowered.iter().filter_map(|e| Entry::decode(e)).collect(),
+            })
             .collect();
-        Ok((added, ours))
+        Ok((added, ends))
     }
 
     /// Pushes of sites some of whose links come from other sites' pages, before any end of the
@@ -963,9 +1004,9 @@ impl SharedCrawl {
         if first.is_empty() {
             return Ok(0);
         }
-        let keys: Vec<[String; 3]> = first
+        let keys: Vec<[String; 4]> = first
             .iter()
-            .map(|(site, _)| ["seen", "q", "flight"].map(|what| self.site_key(site, what)))
+            .map(|(site, _)| ["seen", "q", "flight", "lower"].map(|what| self.site_key(site, what)))
             .collect();
         let (scripts, conn) = (&self.scripts, &mut self.conn);
         let calls: Vec<_> = first
@@ -1110,6 +1151,8 @@ impl SharedCrawl {
             .key(self.site_key(site, "flight"))
             .key(self.site_key(site, "q"))
             .key(self.site_key(site, "pol"))
+            .key(self.site_key(site, "seen"))
+            .key(self.site_key(site, "lower"))
             .arg(&self.member)
             .arg(self.lease_for.as_millis() as u64)
             .invoke_async(&mut self.conn)
@@ -1165,7 +1208,7 @@ impl SharedCrawl {
         let keys: Vec<Vec<String>> = sites
             .iter()
             .map(|site| {
-                ["lease", "q", "flight", "pol", "seen"]
+                ["lease", "q", "flight", "pol", "seen", "lower"]
                     .map(|what| self.site_key(site, what))
                     .into()
             })
@@ -1212,8 +1255,9 @@ impl SharedCrawl {
         let pulled: Vec<Option<Pulled>> = got
             .into_iter()
             .map(|answer| {
-                answer.map(|(ok, over_site, over_crawl)| Pulled {
+                answer.map(|(ok, over_site, over_crawl, lowered)| Pulled {
                     entries: decode(ok),
+                    lowered: decode(lowered),
                     over_site: decode(over_site),
                     over_crawl: decode(over_crawl),
                 })
@@ -1237,10 +1281,10 @@ impl SharedCrawl {
         entries: &[Entry],
         next_in: Option<Duration>,
     ) -> Result<bool, SharedError> {
-        let (_, ours) = self
+        let (_, ends) = self
             .push_and_finish(&[], &[(site.to_string(), entries.to_vec(), next_in)])
             .await?;
-        Ok(ours.first().copied().unwrap_or(false))
+        Ok(ends.first().is_some_and(|e| e.ours))
     }
 
     /// Hands a site back at once: its unfinished entries to the head of its queue, then the
@@ -1253,6 +1297,8 @@ impl SharedCrawl {
             .key(self.site_key(site, "flight"))
             .key(self.site_key(site, "q"))
             .key(self.site_key(site, "pol"))
+            .key(self.site_key(site, "seen"))
+            .key(self.site_key(site, "lower"))
             .arg(&self.member)
             .invoke_async(&mut self.conn)
             .await?;
@@ -1517,6 +1563,14 @@ impl SharedCrawl {
             reason: e.to_string(),
         }
     }
+}
+
+/// What finishing a site's ended entries found: whether its lease was still this member's, and
+/// the shorter paths found meanwhile to URLs it pulled (its `lower` list).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ended {
+    pub ours: bool,
+    pub lowered: Vec<Entry>,
 }
 
 /// One site's part of a round: its own links to queue, then its ends.

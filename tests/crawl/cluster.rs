@@ -422,8 +422,9 @@ mod shared {
     }
 
     /// `--depth`: a URL queued deep and then found by a shorter path is queued again and
-    /// pulled once, at the shorter depth; once pulled, no path queues it again, and what goes
-    /// back unfetched comes back as it was pulled.
+    /// pulled once, at the shorter depth; once pulled, no path queues it again, a shorter one
+    /// reaches the holder at its next pull, and what goes back unfetched comes back at the
+    /// least depth known.
     #[tokio::test]
     async fn a_shorter_path_queues_a_url_again_and_it_is_pulled_once_at_the_least_depth() {
         if !redis_here("a_shorter_path_queues_a_url_again...") {
@@ -467,20 +468,38 @@ mod shared {
             "each once, /y at its least depth"
         );
         assert_eq!(a.backlog(site).await.expect("backlog"), (0, 3));
-        // Pulled: no shorter path queues them again.
-        let late = b.push(site, &[at("/x", 1), at("/y", 0)]).await;
+        // Pulled: a shorter path queues nothing again, but the holder hears of it at its next
+        // pull (audit 26: a URL waiting in the holder's queue was fetched at the old depth).
+        let late = b.push(site, &[at("/x", 1), at("/z", 4)]).await;
         assert_eq!(late.expect("push"), 0);
         assert_eq!(a.backlog(site).await.expect("backlog"), (0, 3));
-        // Handed back unfetched, they come back as they were pulled, once.
-        assert_eq!(a.release(site).await.expect("release"), Some(3));
+        let next = a.pull(site, 10).await.expect("pull").expect("ours");
+        assert!(next.entries.is_empty());
+        assert_eq!(paths(&next.lowered), [("/x".into(), 1)], "the shorter path");
+        let again = a.pull(site, 10).await.expect("pull").expect("ours");
+        assert!(again.lowered.is_empty(), "told once");
+        // ... or at its next round of ends, whichever comes first.
+        assert_eq!(b.push(site, &[at("/y", 0)]).await.expect("push"), 0);
+        let z = got
+            .iter()
+            .find(|e| e.url.ends_with("/z"))
+            .expect("z")
+            .clone();
+        let (_, ends) = a
+            .push_and_finish(&[], &[(site.to_string(), vec![z], None)])
+            .await
+            .expect("done");
+        assert!(ends[0].ours);
+        assert_eq!(paths(&ends[0].lowered), [("/y".into(), 0)]);
+        // Handed back unfetched, they come back once each, at the least depth known.
+        assert_eq!(a.release(site).await.expect("release"), Some(2));
         assert!(matches!(b.lease(site).await, Ok(Lease::Taken { .. })));
-        let back = b.pull(site, 10).await.expect("pull").expect("ours").entries;
-        let mut back = paths(&back);
-        back.sort();
-        let mut want = paths(&got);
-        want.sort();
-        assert_eq!(back, want);
-        assert!(b.done(site, &got, None).await.expect("done"));
+        let back = b.pull(site, 10).await.expect("pull").expect("ours");
+        let mut paths_back = paths(&back.entries);
+        paths_back.sort();
+        assert_eq!(paths_back, [("/x".into(), 1), ("/y".into(), 0)]);
+        assert!(back.lowered.is_empty());
+        assert!(b.done(site, &back.entries, None).await.expect("done"));
         assert!(b.finished().await.expect("finished?"));
         drop(cluster);
     }

@@ -226,7 +226,14 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     /// Queues a URL in scope to go to its site's shared queue at the next flush.
-    fn push_shared(&mut self, url: &Url, key: u64, depth: u32, referrer: Option<u32>, hops: u8) {
+    pub(super) fn push_shared(
+        &mut self,
+        url: &Url,
+        key: u64,
+        depth: u32,
+        referrer: Option<u32>,
+        hops: u8,
+    ) {
         let referrer = referrer.map(|id| self.resources.url(id).clone());
         let Some(link) = self.cluster.as_mut() else {
             return;
@@ -405,7 +412,9 @@ impl<F: Schedule> Coordinator<F> {
                 entries,
                 over_site,
                 over_crawl,
+                lowered,
             } => {
+                self.on_lowered(lowered);
                 self.on_over_limit(&site, over_site, IgnoreReason::SitePageLimit);
                 self.on_over_limit(&site, over_crawl, IgnoreReason::PageLimit);
                 self.on_pulled(&site, entries);
@@ -586,6 +595,31 @@ impl<F: Schedule> Coordinator<F> {
         self.errors.ignored = self.errors.ignored.saturating_sub(1);
         self.set_state(id, ResourceState::Discovered);
         true
+    }
+
+    /// Whether row `id` is a URL this member pulled from the crawl and has not ended.
+    pub(super) fn pulled_here(&self, id: u32) -> bool {
+        self.cluster
+            .as_ref()
+            .is_some_and(|l| l.pulled.contains_key(&id))
+    }
+
+    /// Shorter paths found (by any member) to URLs this member pulled: a row still queued here
+    /// takes the shorter depth, as one process lowers a queued URL's depth. One fetched already
+    /// keeps its own (one process does the same).
+    fn on_lowered(&mut self, entries: Vec<Entry>) {
+        for entry in entries {
+            let Some(id) = self.by_url.get(super::fingerprint(&entry.url)) else {
+                continue;
+            };
+            let queued =
+                self.pulled_here(id) && self.resources.get(id).state == ResourceState::Discovered;
+            if queued {
+                let referrer = (entry.referrer.as_deref())
+                    .and_then(|u| self.by_url.get(super::fingerprint(u)));
+                self.rediscover(id, entry.depth, referrer);
+            }
+        }
     }
 
     /// URLs of a site this member holds: rows here now, queued in the local frontier.

@@ -868,6 +868,13 @@ impl<F: Schedule> Coordinator<F> {
         self.resources.set(id, &r);
         if readmissible(r.ignored) {
             self.readmit(id);
+        } else if r.state == ResourceState::Discovered
+            && self.pulled_here(id)
+            && let Ok(url) = Url::parse(&self.resources.url(id))
+        {
+            // Pulled here, not fetched yet: the crawl learns the shorter depth too, so that the
+            // URL goes back at it if this member hands the site back before fetching it.
+            self.push_shared(&url, fingerprint(url.as_str()), depth, referrer, r.hops);
         }
     }
 
