@@ -1560,25 +1560,35 @@ async fn a_shared_crawl_fetches_every_page_within_the_depth_limit_once() {
     assert!(want.len() < all, "the limit cuts: {} of {all}", want.len());
     two_members_to_the_end(&nodes, "deep", tmp.path(), &[&seed, "--depth", "3"]).await;
     let records = web.log().records();
-    let fetched: BTreeSet<String> = records
-        .iter()
-        .filter(|r| (200..300).contains(&r.status) && r.path != "/robots.txt")
-        .map(|r| r.path.clone())
+    let want = want
+        .into_iter()
+        .map(|p| ("site00".to_string(), p))
         .collect();
-    let missing: Vec<&String> = want.difference(&fetched).collect();
-    let beyond: Vec<&String> = fetched.difference(&want).collect();
-    assert!(
-        missing.is_empty() && beyond.is_empty(),
-        "{} of {} pages within depth {depth} not fetched: {missing:?}; beyond it: {beyond:?}",
-        missing.len(),
-        want.len()
-    );
+    fetched_exactly(&want, &records, depth);
     let repeats = asked_twice(&records);
     assert!(repeats.is_empty(), "nothing asked twice: {repeats:?}");
     // A URL a shorter path brings back goes through the site's shared queue, and so under its
     // lease: never fetched by a member while the other holds the site.
     polite(&web, &records, Duration::from_millis(20));
     drop(cluster);
+}
+
+/// The server answered a page (2xx, not robots.txt) for exactly the (site, path)s of `want`,
+/// the pages within `depth`.
+fn fetched_exactly(want: &BTreeSet<(String, String)>, records: &[RequestRecord], depth: u32) {
+    let fetched: BTreeSet<(String, String)> = records
+        .iter()
+        .filter(|r| (200..300).contains(&r.status) && r.path != "/robots.txt")
+        .map(|r| (r.site.clone(), r.path.clone()))
+        .collect();
+    let missing: Vec<_> = want.difference(&fetched).collect();
+    let beyond: Vec<_> = fetched.difference(want).collect();
+    assert!(
+        missing.is_empty() && beyond.is_empty(),
+        "{} of {} pages within depth {depth} not fetched: {missing:?}; beyond it: {beyond:?}",
+        missing.len(),
+        want.len()
+    );
 }
 
 /// Sites one member holds and the other finds links to, under `--scope host --depth 3`: URLs
@@ -1600,20 +1610,7 @@ async fn urls_a_shorter_path_brings_back_are_fetched_once_under_their_sites_leas
     let args = [seed.as_str(), "--scope", "host", "--depth", "3"];
     two_members_to_the_end(&nodes, "back", tmp.path(), &args).await;
     let records = web.log().records();
-    let want = expected_across(&web, "site00", 3);
-    let fetched: BTreeSet<(String, String)> = records
-        .iter()
-        .filter(|r| (200..300).contains(&r.status) && r.path != "/robots.txt")
-        .map(|r| (r.site.clone(), r.path.clone()))
-        .collect();
-    let missing: Vec<_> = want.difference(&fetched).collect();
-    let beyond: Vec<_> = fetched.difference(&want).collect();
-    assert!(
-        missing.is_empty() && beyond.is_empty(),
-        "{} of {} pages within depth 3 not fetched: {missing:?}; beyond it: {beyond:?}",
-        missing.len(),
-        want.len()
-    );
+    fetched_exactly(&expected_across(&web, "site00", 3), &records, 3);
     let repeats = asked_twice(&records);
     assert!(repeats.is_empty(), "asked more than once: {repeats:?}");
     polite(&web, &records, Duration::from_millis(20));

@@ -342,13 +342,18 @@ async fn a_resume_whose_extract_file_lost_lines_is_refused_and_a_rebuilt_file_go
     let counted = len(&lines_file);
     assert!(counted >= 16 * 1024);
     std::fs::remove_file(&lines_file).expect("removed");
-    let refused = crawl_extracting(&web, &out, &lines_file, max_bytes)
-        .stderr(Stdio::piped())
-        .finish()
-        .await
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    // A resume with `max_bytes` that must be refused: its stderr.
+    let refused = |max_bytes: usize| {
+        let mut cmd = crawl_extracting(&web, &out, &lines_file, max_bytes);
+        cmd.stderr(Stdio::piped());
+        async move {
+            let run = cmd.finish().await.expect("runs");
+            let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+            assert_eq!(run.status.code(), Some(2), "{stderr}");
+            stderr
+        }
+    };
+    let stderr = refused(max_bytes).await;
     assert!(
         stderr.contains(&format!(
             "lines.jsonl holds 0 bytes, but the crawl's checkpoint says {counted} bytes of extract lines"
@@ -357,13 +362,7 @@ async fn a_resume_whose_extract_file_lost_lines_is_refused_and_a_rebuilt_file_go
     );
     assert!(!lines_file.exists(), "the refused resume created the file");
     // Another size cap would mix two caps in one file (audit 24): refused, naming both.
-    let other_cap = crawl_extracting(&web, &out, &lines_file, max_bytes + 1)
-        .stderr(Stdio::piped())
-        .finish()
-        .await
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&other_cap.stderr);
-    assert_eq!(other_cap.status.code(), Some(2), "{stderr}");
+    let stderr = refused(max_bytes + 1).await;
     assert!(
         stderr.contains(&format!(
             "--extract-max-bytes {max_bytes} (this run: {})",
