@@ -89,7 +89,8 @@ pub struct ExtractLine {
     pub fields: BTreeMap<String, Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
-    /// Values were left out past [`MAX_VALUE_BYTES`].
+    /// Why the fields are not the whole page's: its tree stopped at the nesting limit, or
+    /// values were left out past [`MAX_VALUE_BYTES`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut: Option<String>,
 }
