@@ -117,6 +117,18 @@ fn render_header(app: &App, area: Rect, buf: &mut Buffer) {
     let snap = app.snapshot();
     let gap = if area.width >= 100 { "  " } else { " " };
     let bold = Style::new().bold();
+    // A crawl that ended shows its average rates: the last seconds' froze when it ended, and
+    // looked like work going on (audit 25).
+    let ended = snap.state == RunState::Finished && snap.elapsed_s > 0.0;
+    let (page_rate, byte_rate, avg) = if ended {
+        (
+            snap.resources.fetched as f64 / snap.elapsed_s,
+            snap.http.bytes as f64 / snap.elapsed_s,
+            "avg ",
+        )
+    } else {
+        (snap.rates.pages_per_s, snap.rates.bytes_per_s, "")
+    };
     let mut left = vec![
         Span::raw(" "),
         state_badge(app),
@@ -126,12 +138,12 @@ fn render_header(app: &App, area: Rect, buf: &mut Buffer) {
         Span::styled("fetched ", DIM),
         Span::styled(count(snap.resources.fetched), bold),
         Span::raw(gap),
-        Span::styled(widgets::page_rate(snap.rates.pages_per_s), bold),
+        Span::styled(format!("{avg}{}", widgets::page_rate(page_rate)), bold),
         Span::raw(" "),
     ];
     // A crawl whose answers are mostly not pages (404s, redirects) shows that it is working.
     let (pages, responses) = (snap.rates.pages_per_s, snap.rates.responses_per_s);
-    if responses >= 1.0 && responses > 2.0 * pages {
+    if !ended && responses >= 1.0 && responses > 2.0 * pages {
         left.extend([
             Span::styled(widgets::response_rate(responses), DIM),
             Span::raw(" "),
@@ -163,7 +175,7 @@ fn render_header(app: &App, area: Rect, buf: &mut Buffer) {
     }
     let mut right = vec![
         Span::raw(gap),
-        Span::styled(widgets::byte_rate(snap.rates.bytes_per_s), bold),
+        Span::styled(format!("{avg}{}", widgets::byte_rate(byte_rate)), bold),
         Span::raw(gap),
     ];
     right.extend(setting(
@@ -1415,8 +1427,18 @@ mod tests {
     fn finished_with_stats_path_100x30() {
         let mut snapshot = fixture();
         snapshot.state = RunState::Finished;
+        snapshot.http.bytes = 603_000_000;
         let mut app = app_with(snapshot, 100, 30);
         app.set_stats_path("crawltop-stats-20261121-063000.json".into());
+        // The whole crawl's rates (18,204 pages and 603 MB in 192.4 s), not the last seconds'
+        // (1,482 p/s, 3.1 MB/s in the fixture), which froze when it ended (audit 25).
+        let header = screen_text(&draw(&app, 100, 30));
+        let header = header.lines().next().unwrap_or_default();
+        assert!(
+            header.contains("avg 95 p/s") && header.contains("avg 3.1 MB/s"),
+            "{header}"
+        );
+        assert!(!header.contains("1,482"), "{header}");
         insta::assert_snapshot!(draw(&app, 100, 30).backend());
     }
 
