@@ -2,7 +2,7 @@
 //! checked against the pages the server serves.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crawltop::store::committer::StoreKind;
@@ -194,6 +194,19 @@ fn extract_from_warc(dir: &Path, max_bytes: usize, out: &Path) {
     );
 }
 
+/// `crawltop extract` over `out`'s WARC files writes, byte for byte, the lines a crawl wrote
+/// to `lines_file` (no line twice, none lost); returns the file it wrote, beside `lines_file`.
+fn same_lines_as_the_warc_files(out: &Path, max_bytes: usize, lines_file: &Path) -> PathBuf {
+    let from_warc = lines_file.with_file_name("from-warc.jsonl");
+    extract_from_warc(out, max_bytes, &from_warc);
+    assert_eq!(
+        std::fs::read_to_string(lines_file).expect("lines"),
+        std::fs::read_to_string(&from_warc).expect("lines from the WARC files"),
+        "the crawl's file is what the WARC files give: no line twice, none lost"
+    );
+    from_warc
+}
+
 /// A headless crawl of `web`'s normal sites into `out` with the fields these tests use.
 fn crawl_extracting(
     web: &TestWeb,
@@ -244,13 +257,7 @@ async fn a_crawl_extracts_as_it_commits_the_lines_crawltop_extract_gives() {
         "{skipped} of {} skipped",
         lines.len()
     );
-    // The same lines, byte for byte, as `crawltop extract` gives over the WARC files.
-    let from_warc = tmp.path().join("from-warc.jsonl");
-    extract_from_warc(&out, max_bytes, &from_warc);
-    assert_eq!(
-        std::fs::read_to_string(&lines_file).expect("lines"),
-        std::fs::read_to_string(&from_warc).expect("lines from the WARC files")
-    );
+    let from_warc = same_lines_as_the_warc_files(&out, max_bytes, &lines_file);
     // Written through a temporary file, it is as readable as the crawl's own (audit 25: 0600).
     let mode = |p: &Path| {
         use std::os::unix::fs::PermissionsExt as _;
@@ -304,13 +311,7 @@ async fn a_crawl_killed_and_resumed_extracts_every_page_exactly_once() {
     assert!(kills >= 2, "the crawl ended before it was killed twice");
     let lines = read_lines(&lines_file);
     check_against_the_server(&web, &lines, max_bytes).await;
-    let from_warc = tmp.path().join("from-warc.jsonl");
-    extract_from_warc(&out, max_bytes, &from_warc);
-    assert_eq!(
-        std::fs::read_to_string(&lines_file).expect("lines"),
-        std::fs::read_to_string(&from_warc).expect("lines from the WARC files"),
-        "the resumed file is what the WARC files give: no line twice, none lost"
-    );
+    same_lines_as_the_warc_files(&out, max_bytes, &lines_file);
 }
 
 /// A resume whose extract file lost lines its checkpoint counts (removed, cut) is refused with
@@ -380,12 +381,7 @@ async fn a_resume_whose_extract_file_lost_lines_is_refused_and_a_rebuilt_file_go
     assert!(status.success());
     let lines = read_lines(&lines_file);
     check_against_the_server(&web, &lines, max_bytes).await;
-    let from_warc = tmp.path().join("from-warc.jsonl");
-    extract_from_warc(&out, max_bytes, &from_warc);
-    assert_eq!(
-        std::fs::read_to_string(&lines_file).expect("lines"),
-        std::fs::read_to_string(&from_warc).expect("lines from the WARC files"),
-    );
+    same_lines_as_the_warc_files(&out, max_bytes, &lines_file);
 }
 
 #[tokio::test]
