@@ -13,7 +13,8 @@
 //! | `ct:{C}:counters` | hash: crawl-wide counters |
 //! | `ct:{C}:commands` | list: commands to the whole crawl, `ms TAB who TAB command` |
 //! | `ct:{C\|S}:seen` | hash: URL fingerprint (16 hex digits) to the least depth it was queued at (`3`), or `t` and the depth it was pulled at (`t3`): admission, exactly once crawl-wide |
-//! | `ct:{C\|S}:q` | list of queued entries (`fingerprint TAB depth TAB hops TAB url TAB referrer`) |
+//! | `ct:{C\|S}:q` | sorted set of the depths with queued entries (member and score the depth) |
+//! | `ct:{C\|S}:q:D` | list of the entries queued at depth `D` (`fingerprint TAB depth TAB hops TAB url TAB referrer`), first come first |
 //! | `ct:{C\|S}:flight` | set of entries the lease holder pulled and has not finished |
 //! | `ct:{C\|S}:lower` | list of entries: shorter paths to URLs pulled and not finished, for the holder's next pull |
 //! | `ct:{C\|S}:lease` | the holder's member id, `SET NX PX`: expiry is Redis's clock, never a member's |
@@ -29,10 +30,12 @@
 //! A new lease first puts back what an earlier holder had pulled and not finished (it died, or
 //! its lease ran out): at least once, and at most once more for what was in flight.
 //!
-//! Depth (`--depth`): a URL queued and then found by a shorter path is queued again at the
-//! shorter depth, and the seen hash keeps the least; a pull drops an entry deeper than that (a
-//! shorter one is behind it in the queue) and marks the one it takes as pulled at its depth, so
-//! no later path queues the URL again. A shorter path to a URL pulled and not fetched yet goes
+//! Depth (`--depth`): a pull takes a site's URLs least depth first, as one process's frontier
+//! does (first come, first served within a depth), so a shallower page, whose links may be
+//! shorter paths, is fetched before a deeper one queued earlier. A URL queued and then found by
+//! a shorter path is queued again at the shorter depth, and the seen hash keeps the least; a
+//! pull drops an entry deeper than that (the shorter one was taken before it) and marks the one
+//! it takes as pulled at its depth, so no later path queues the URL again. A shorter path to a URL pulled and not fetched yet goes
 //! to the site's `lower` list (and the hash): the holder's next pull takes the list along and
 //! lowers its queued row, and an entry that goes back to the queue unfetched goes back at the
 //! least depth. So a URL is fetched once, at the least depth known when it is fetched, as one
@@ -49,6 +52,9 @@
 //! can leave a site with work out of the set: [`SharedCrawl::sweep`] checks a few sites of
 //! `sites` a second and puts such a site back, and [`SharedCrawl::finished`] checks every site
 //! before it says the crawl ended.
+//!
+//! The depth lists' keys are the only ones a script names without being given them: each is
+//! `q`'s key (given) and a suffix, under the same hash tag, so on the same slot and node.
 //!
 //! A round's script calls (one a site) travel as one pipeline a master: the member reads where
 //! the slots are (`CLUSTER SLOTS`, again after any failed pipeline) and groups the calls by the
@@ -67,8 +73,9 @@ use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
 /// The layout's version, stored with the crawl: a crawl of another version is refused. 2: the
 /// pulls keep the crawl's page limits (`admitted` in `meta` and in each site's `pol`), so a
 /// member of version 1 would not count its pulls. 3: `seen` keeps each URL's least depth and
-/// entries start with their fingerprint, so that a shorter path queues a URL again.
-pub const FORMAT: u32 = 3;
+/// entries start with their fingerprint, so that a shorter path queues a URL again. 4: a
+/// site's queue is a list per depth, pulled least depth first.
+pub const FORMAT: u32 = 4;
 /// Most bytes in a crawl id.
 const MAX_CRAWL_ID: usize = 64;
 
@@ -363,25 +370,33 @@ impl ConnectionLike for Conn {
     }
 }
 
-/// Lua: `admit(seen, q, lower, entry)` queues an entry whose URL is new (returns 1, 0), or was
-/// queued deeper and not pulled yet (0, 1: the seen hash keeps the least depth, and the pull
-/// drops the deeper entry); one pulled at a greater depth goes to `lower` for the holder (0,
-/// 0); otherwise nothing (0, 0). `put_back(seen, q, entry)` puts an unfinished pulled entry
-/// back at the head of the queue, at the least depth the hash knows.
+/// Lua: a site's queue is a list per depth (`q` and `:` and the depth) and `q` itself the sorted
+/// set of the depths with a list (member and score the depth), so a pull takes the least depth
+/// first. `enqueue(q, depth, entry)` appends to its depth's list. `admit(seen, q, lower,
+/// entry)` queues an entry whose URL is new (returns 1, 0), or was queued deeper and not pulled
+/// yet (0, 1: the seen hash keeps the least depth, and the pull drops the deeper entry); one
+/// pulled at a greater depth goes to `lower` for the holder (0, 0); otherwise nothing (0, 0).
+/// `put_back(seen, q, entry)` puts an unfinished pulled entry back at the head of its depth's
+/// list, at the least depth the hash knows.
 const ADMIT: &str = "
+    local function enqueue(q, depth, e)
+      redis.call('RPUSH', q .. ':' .. depth, e)
+      redis.call('ZADD', q, tonumber(depth), depth)
+    end
+
     local function admit(seen, q, lower, e)
       local fp, depth = string.match(e, '^(%x+)\t(%d+)\t')
       if not fp then return 0, 0 end
       local least = redis.call('HGET', seen, fp)
       if not least then
         redis.call('HSET', seen, fp, depth)
-        redis.call('RPUSH', q, e)
+        enqueue(q, depth, e)
         return 1, 0
       end
       if string.sub(least, 1, 1) ~= 't' then
         if tonumber(depth) < tonumber(least) then
           redis.call('HSET', seen, fp, depth)
-          redis.call('RPUSH', q, e)
+          enqueue(q, depth, e)
           return 0, 1
         end
       elseif tonumber(depth) < tonumber(string.sub(least, 2)) then
@@ -394,12 +409,15 @@ const ADMIT: &str = "
 
     local function put_back(seen, q, e)
       local fp, depth, rest = string.match(e, '^(%x+)\t(%d+)\t(.*)$')
-      local least = fp and redis.call('HGET', seen, fp)
+      if not fp then return end
+      local least = redis.call('HGET', seen, fp)
       if least and string.sub(least, 1, 1) == 't'
         and tonumber(string.sub(least, 2)) < tonumber(depth) then
-        e = fp .. '\t' .. string.sub(least, 2) .. '\t' .. rest
+        depth = string.sub(least, 2)
+        e = fp .. '\t' .. depth .. '\t' .. rest
       end
-      redis.call('LPUSH', q, e)
+      redis.call('LPUSH', q .. ':' .. depth, e)
+      redis.call('ZADD', q, tonumber(depth), depth)
     end";
 
 /// Lua: `ms`, Redis's clock in milliseconds since the Unix epoch.
@@ -415,6 +433,7 @@ struct Scripts {
     lease: Script,
     pull: Script,
     release: Script,
+    backlog: Script,
     reserve: Script,
     heartbeat: Script,
     members: Script,
@@ -443,7 +462,7 @@ impl Scripts {
             // site had no work before and has now}.
             push: Script::new(&format!(
                 r"{ADMIT}
-                local idle = redis.call('LLEN', KEYS[2]) == 0 and redis.call('SCARD', KEYS[3]) == 0
+                local idle = redis.call('EXISTS', KEYS[2]) == 0 and redis.call('SCARD', KEYS[3]) == 0
                 local added, queued = 0, 0
                 for i = 1, #ARGV do
                   local new, again = admit(KEYS[1], KEYS[2], KEYS[4], ARGV[i])
@@ -463,7 +482,7 @@ impl Scripts {
             // is ours: the holder hears of shorter paths at each round, not only at its pulls}.
             push_done: Script::new(&format!(
                 r"{NOW_MS}{ADMIT}
-                local idle = redis.call('LLEN', KEYS[2]) == 0 and redis.call('SCARD', KEYS[4]) == 0
+                local idle = redis.call('EXISTS', KEYS[2]) == 0 and redis.call('SCARD', KEYS[4]) == 0
                 local added, queued = 0, 0
                 local last = 3 + tonumber(ARGV[3])
                 for i = 4, last do
@@ -510,8 +529,8 @@ impl Scripts {
             )),
             // KEYS: lease, q, flight, pol, seen, lower. ARGV: member, n, the site's limit (0:
             // none), the crawl's places this pull may take (-1: no limit). Only the holder pulls.
-            // Takes up to n entries, dropping those a shorter entry of the same URL follows, and
-            // marks each taken as pulled at its depth. Returns {in flight, over the site's limit,
+            // Takes up to n entries, the least depth first, dropping those a shorter entry of
+            // the same URL came before, and marks each taken as pulled at its depth. Returns {in flight, over the site's limit,
             // over the crawl's, shorter paths}: only the first are pulled to be fetched (and
             // counted); the next two are ended by the member, as ignored; the last are shorter
             // paths to URLs pulled before (the `lower` list, emptied).
@@ -524,8 +543,11 @@ impl Scripts {
                 local admitted = tonumber(redis.call('HGET', KEYS[4], 'admitted') or '0')
                 local ok, over_site, over_crawl = {}, {}, {}
                 while want > 0 do
-                  local got = redis.call('LPOP', KEYS[2], want)
-                  if not got then break end
+                  local top = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+                  if not top then break end
+                  local list = KEYS[2] .. ':' .. top
+                  local got = redis.call('LPOP', list, want) or {}
+                  if redis.call('EXISTS', list) == 0 then redis.call('ZREM', KEYS[2], top) end
                   for _, e in ipairs(got) do
                     local fp, depth = string.match(e, '^(%x+)\t(%d+)\t')
                     local least = fp and redis.call('HGET', KEYS[5], fp)
@@ -574,6 +596,16 @@ impl Scripts {
                 return #back
                 "
             )),
+            // KEYS: q, flight. Returns {entries queued (every depth's list), in flight}.
+            backlog: Script::new(
+                r"
+                local queued = 0
+                for _, depth in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+                  queued = queued + redis.call('LLEN', KEYS[1] .. ':' .. depth)
+                end
+                return {queued, redis.call('SCARD', KEYS[2])}
+                ",
+            ),
             // KEYS: meta. ARGV: places wanted, the crawl's limit. Returns the places taken.
             reserve: Script::new(
                 r"
@@ -1126,7 +1158,7 @@ impl SharedCrawl {
                 let mut handle = self.conn.kind.clone();
                 async move {
                     let mut pipe = redis::pipe();
-                    pipe.cmd("LLEN").arg(q).cmd("SCARD").arg(flight);
+                    pipe.cmd("ZCARD").arg(q).cmd("SCARD").arg(flight);
                     pipe.query_async::<(u64, u64)>(&mut handle).await
                 }
             });
@@ -1353,12 +1385,13 @@ impl SharedCrawl {
 
     /// Entries queued and in flight at `site`.
     pub async fn backlog(&mut self, site: &str) -> Result<(u64, u64), SharedError> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("LLEN")
-            .arg(self.site_key(site, "q"))
-            .cmd("SCARD")
-            .arg(self.site_key(site, "flight"));
-        let (queued, flight): (u64, u64) = pipe.query_async(&mut self.conn).await?;
+        let (queued, flight): (u64, u64) = self
+            .scripts
+            .backlog
+            .key(self.site_key(site, "q"))
+            .key(self.site_key(site, "flight"))
+            .invoke_async(&mut self.conn)
+            .await?;
         Ok((queued, flight))
     }
 

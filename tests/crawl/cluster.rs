@@ -464,8 +464,8 @@ mod shared {
         let got = a.pull(site, 10).await.expect("pull").expect("ours").entries;
         assert_eq!(
             paths(&got),
-            [("/x".into(), 3), ("/z".into(), 2), ("/y".into(), 1)],
-            "each once, /y at its least depth"
+            [("/y".into(), 1), ("/z".into(), 2), ("/x".into(), 3)],
+            "each once, least depth first, /y at its least depth"
         );
         assert_eq!(a.backlog(site).await.expect("backlog"), (0, 3));
         // Pulled: a shorter path queues nothing again, but the holder hears of it at its next
@@ -500,6 +500,73 @@ mod shared {
         assert_eq!(paths_back, [("/x".into(), 1), ("/y".into(), 0)]);
         assert!(back.lowered.is_empty());
         assert!(b.done(site, &back.entries, None).await.expect("done"));
+        assert!(b.finished().await.expect("finished?"));
+        drop(cluster);
+    }
+
+    #[tokio::test]
+    async fn a_sites_urls_are_pulled_least_depth_first_and_handed_back_to_the_head_of_their_depth()
+    {
+        if !redis_here("a_sites_urls_are_pulled_least_depth_first...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let mut a = member(&cluster.urls(), "order", "a", 10_000).await;
+        let mut b = member(&cluster.urls(), "order", "b", 10_000).await;
+        for m in [&mut a, &mut b] {
+            m.join(&settings("9")).await.expect("join");
+        }
+        let site = "http://127.0.0.1:3200";
+        let at = |path: &str, depth: u32| Entry {
+            url: format!("{site}{path}"),
+            depth,
+            hops: 0,
+            referrer: Some(format!("{site}/")),
+        };
+        let paths = |entries: &[Entry]| -> Vec<(String, u32)> {
+            entries
+                .iter()
+                .map(|e| (e.url[site.len()..].to_string(), e.depth))
+                .collect()
+        };
+        // Audit 26: a deep URL queued early was fetched before a shallow one queued later,
+        // whose page would have given it a shorter path. Pushed deepest first here.
+        let pushed = [
+            at("/a", 3),
+            at("/b", 3),
+            at("/c", 2),
+            at("/d", 0),
+            at("/e", 2),
+        ];
+        assert_eq!(a.push(site, &pushed).await.expect("push"), 5);
+        assert_eq!(a.backlog(site).await.expect("backlog"), (5, 0));
+        assert!(matches!(a.lease(site).await, Ok(Lease::Taken { .. })));
+        let first = a.pull(site, 2).await.expect("pull").expect("ours").entries;
+        assert_eq!(paths(&first), [("/d".into(), 0), ("/c".into(), 2)]);
+        assert_eq!(a.backlog(site).await.expect("backlog"), (3, 2));
+        // Queued after /e at its depth, before /a and /b, which are deeper.
+        assert_eq!(b.push(site, &[at("/f", 2)]).await.expect("push"), 1);
+        // Handed back unfetched: each to the head of its depth's list, before what was queued
+        // at that depth, after what is shallower.
+        assert_eq!(a.release(site).await.expect("release"), Some(2));
+        assert_eq!(a.backlog(site).await.expect("backlog"), (6, 0));
+        assert!(matches!(b.lease(site).await, Ok(Lease::Taken { .. })));
+        let all = b.pull(site, 10).await.expect("pull").expect("ours").entries;
+        assert_eq!(
+            paths(&all),
+            [
+                ("/d".into(), 0),
+                ("/c".into(), 2),
+                ("/e".into(), 2),
+                ("/f".into(), 2),
+                ("/a".into(), 3),
+                ("/b".into(), 3),
+            ]
+        );
+        assert_eq!(b.backlog(site).await.expect("backlog"), (0, 6));
+        assert!(b.done(site, &all, None).await.expect("done"));
+        assert_eq!(b.backlog(site).await.expect("backlog"), (0, 0));
         assert!(b.finished().await.expect("finished?"));
         drop(cluster);
     }
