@@ -1303,7 +1303,8 @@ async fn a_member_stopped_while_redis_is_away_exits_at_once_keeps_its_pages_and_
         "--appendfsync",
         "always",
     ];
-    let mut server = crate::util::redis_on(&redis_dir, port, &durable).await;
+    let mut server =
+        crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &durable).await);
     let nodes = vec![format!("redis://127.0.0.1:{port}")];
     // Slow answers: the crawl is well under way, not over, when Redis goes.
     let web = TestWeb::start_with_latency(
@@ -1333,8 +1334,8 @@ async fn a_member_stopped_while_redis_is_away_exits_at_once_keeps_its_pages_and_
         .await
         .expect("member a crawls");
 
-    server.kill().expect("redis-server killed");
-    let _ = server.wait();
+    server.0.kill().expect("redis-server killed");
+    let _ = server.0.wait();
     // The member's agent retries with backoff now, and it says so.
     let mut stderr = a.stderr.take().expect("stderr");
     let mut err = read_stderr_until(&mut stderr, |s| s.contains("does not answer")).await;
@@ -1391,7 +1392,7 @@ async fn a_member_stopped_while_redis_is_away_exits_at_once_keeps_its_pages_and_
 
     // Redis back with what it had: another member takes a's sites as their leases run out,
     // with what a pulled and did not finish, and ends the crawl.
-    let mut server = crate::util::redis_on(&redis_dir, port, &durable).await;
+    let server = crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &durable).await);
     let b_args = args(&dir_b);
     let b_args: Vec<&str> = b_args.iter().map(String::as_str).collect();
     let b = member(&nodes, "away", &tmp.path().join("b.json"), &b_args);
@@ -1418,8 +1419,69 @@ async fn a_member_stopped_while_redis_is_away_exits_at_once_keeps_its_pages_and_
     let answered = answered(&records);
     let lost: Vec<&String> = answered.difference(&held).collect();
     assert!(lost.is_empty(), "answered pages in no folder: {lost:?}");
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
+}
+
+/// A stop for the whole crawl (the control API's) goes to the crawl's command log through the
+/// agent. Given as Redis stops answering (a server that hangs: SIGSTOP), before the member
+/// knows, it reaches neither the log nor the member: the agent holds it, retrying Redis. Once
+/// the member learns Redis does not answer, the stop applies to it alone, as one given from
+/// then on does, and it exits, leaving its sites to their leases. Before, it kept running
+/// until Redis answered again.
+#[tokio::test]
+async fn a_stop_from_the_api_given_as_redis_hangs_still_stops_the_member() {
+    if !redis_here("a_stop_from_the_api_given_as_redis_hangs...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (server, nodes) = crate::util::plain_redis(tmp.path()).await;
+    let server = crate::util::KillOnDrop(server);
+    let web = TestWeb::start_with_latency(
+        GenOptions::new(4, 60).seed(24).crawl_delay_s(0.02),
+        Duration::from_millis(100),
+    )
+    .await
+    .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let mut a = member(
+        &nodes,
+        "hang",
+        &tmp.path().join("a.json"),
+        &[
+            "--seeds-file",
+            seeds.to_str().expect("utf8"),
+            "--control",
+            "127.0.0.1:0",
+        ],
+    );
+    let addr = control_addr(&mut a).await;
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 10))
+        .await
+        .expect("the member crawls");
+    let redis = nix::unistd::Pid::from_raw(i32::try_from(server.0.id()).expect("pid"));
+    nix::sys::signal::kill(redis, nix::sys::signal::Signal::SIGSTOP).expect("SIGSTOP");
+    let http = crate::util::client();
+    let stopped = http
+        .post(format!("http://{addr}/stop"))
+        .send()
+        .await
+        .expect("the API answers");
+    assert!(stopped.status().is_success());
+    // A hang detector: the member learns within a second that Redis does not answer.
+    let out = tokio::time::timeout(Duration::from_secs(20), a.wait_with_output())
+        .await
+        .expect("the member exits while Redis hangs")
+        .expect("waits");
+    drop(server);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("stop: Redis does not answer"), "{err}");
+    assert!(
+        err.contains("not handed back; their leases run out"),
+        "{err}"
+    );
+    let s = stats(&tmp.path().join("a.json"));
+    assert_eq!(s["ended"], "stopped");
 }
 
 #[tokio::test]

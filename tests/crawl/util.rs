@@ -416,6 +416,18 @@ pub async fn plain_redis(dir: &std::path::Path) -> (std::process::Child, Vec<Str
     (server, vec![format!("redis://127.0.0.1:{port}")])
 }
 
+/// A server process killed (and reaped) when dropped, as a `tokio` child with `kill_on_drop`
+/// is: a `redis-server` a failing test stopped with SIGSTOP must not outlive it (it keeps the
+/// test's output open).
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A plain `redis-server` on loopback `port` with `args`, its data in `dir`, once it answers.
 /// With `--appendonly yes`, one started again on the same `dir` and port has the data of the
 /// last (as `cluster-up` nodes do).

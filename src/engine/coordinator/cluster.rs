@@ -99,6 +99,10 @@ pub(in crate::engine) struct Link {
     /// The crawl-wide end was seen.
     finished: bool,
     fault: Option<String>,
+    /// A stop given here for the whole crawl, on its way to the command log, with who gave it:
+    /// if Redis stops answering before it comes back, it applies here alone (the agent holds
+    /// it until Redis answers).
+    stop_unlogged: Option<CommandSource>,
     view: ClusterView,
     last_beat: Option<Instant>,
     /// Pages and errors already added to the crawl-wide counters.
@@ -141,6 +145,7 @@ impl Link {
             served: HashSet::new(),
             finished: false,
             fault: None,
+            stop_unlogged: None,
             view: ClusterView::default(),
             last_beat: None,
             counted: (0, 0, 0),
@@ -487,14 +492,7 @@ impl<F: Schedule> Coordinator<F> {
                 let seeds: Vec<Url> = seeds.iter().filter_map(|s| Url::parse(s).ok()).collect();
                 self.scope.widen(&seeds);
             }
-            FromAgent::Fault(message) => {
-                self.warn(format!(
-                    "the shared crawl's Redis does not answer: {message}; no new sites until it does"
-                ));
-                if let Some(link) = self.cluster.as_mut() {
-                    link.fault = Some(message);
-                }
-            }
+            FromAgent::Fault(message) => self.on_fault(message),
             FromAgent::Recovered => {
                 self.warn("the shared crawl's Redis answers again".to_string());
                 if let Some(link) = self.cluster.as_mut() {
@@ -506,6 +504,26 @@ impl<F: Schedule> Coordinator<F> {
                     link.finished = true;
                 }
             }
+        }
+    }
+
+    /// Redis does not answer: said, and no new sites until it does. A stop given here just
+    /// before is held by the agent until Redis answers: it applies here alone, as one given
+    /// from now on does.
+    fn on_fault(&mut self, message: String) {
+        self.warn(format!(
+            "the shared crawl's Redis does not answer: {message}; no new sites until it does"
+        ));
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        link.fault = Some(message);
+        if let Some(source) = link.stop_unlogged.take()
+            && !self.stopping
+        {
+            self.warn("stop: Redis does not answer, so it applies to this member only".to_string());
+            self.record_command(Command::Stop, source, None);
+            self.apply(Command::Stop);
         }
     }
 
@@ -740,6 +758,12 @@ impl<F: Schedule> Coordinator<F> {
         if replayed && command == Command::Stop {
             return;
         }
+        if command == Command::Stop
+            && let Some(link) = self.cluster.as_mut()
+        {
+            // Came back (this member's or another's): it stops this member now.
+            link.stop_unlogged = None;
+        }
         self.record_command(command, CommandSource::Cluster, Some(by));
         self.apply(command);
     }
@@ -761,7 +785,7 @@ impl<F: Schedule> Coordinator<F> {
             ),
             Command::Leave | Command::Export => false,
         };
-        let Some(link) = self.cluster.as_ref().filter(|_| crawl_wide) else {
+        let Some(link) = self.cluster.as_mut().filter(|_| crawl_wide) else {
             return false;
         };
         if link.fault.is_some() {
@@ -770,6 +794,9 @@ impl<F: Schedule> Coordinator<F> {
                 "{command}: Redis does not answer, so it applies to this member only"
             ));
             return false;
+        }
+        if command == Command::Stop {
+            link.stop_unlogged = Some(source);
         }
         let source = serde_json::to_value(source)
             .ok()
