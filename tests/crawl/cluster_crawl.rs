@@ -1282,8 +1282,7 @@ async fn a_master_dies_mid_crawl(replicas: usize, id: &str) {
 /// one folder or the other. Before, the member waited out its hand-back patience (30 s) on an
 /// agent retrying Redis, and exited 0.
 #[tokio::test]
-async fn a_member_stopped_while_redis_is_away_exits_at_once_keeps_its_pages_and_leaves_its_sites_to_their_leases()
- {
+async fn a_member_stopped_while_redis_is_away_exits_at_once_and_loses_nothing() {
     if !redis_here("a_member_stopped_while_redis_is_away...") {
         return;
     }
