@@ -1175,12 +1175,13 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async move {
         let summary = crawl_with_face(cfg, headless, control, token, cluster).await?;
         // A crawl that ended paused on a failure, or whose store failed as it ended, did not do
-        // its work: exit 1, saying which.
+        // its work: exit 1, saying which. So does a member that left its sites to their leases,
+        // Redis not answering as it left.
         let snapshot = summary.as_ref().map(|s| &s.snapshot);
         let failed = snapshot.and_then(|s| match (&s.fault, &s.commit.error) {
             (Some(f), _) => Some(format!("{}: {}", f.what.failed(), f.error)),
             (None, Some(e)) => Some(format!("the page store failed: {e}")),
-            (None, None) => None,
+            (None, None) => s.cluster.as_ref().and_then(|c| c.fault.clone()),
         });
         if let Some(failed) = failed {
             eprintln!("crawltop: error: {failed}");

@@ -124,7 +124,9 @@ pub struct ClusterView {
     /// Requests this member sent to Redis (a pipeline or a script call is one).
     #[serde(default)]
     pub round_trips: u64,
-    /// Redis does not answer: what the member's agent said (it retries with backoff).
+    /// Redis does not answer: what the member's agent said (it retries with backoff). In the
+    /// last snapshot: why the member left without handing its sites back (Redis did not answer
+    /// as it left), which makes the crawl exit 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
 }

@@ -6,8 +6,12 @@
 //! reports done, gives sites back when it holds more than its share while another member has
 //! room (the member drains a site first: nothing of it in flight), and at a stop hands every
 //! site and its unfinished URLs back at once. When Redis stops answering it says so, waits with
-//! backoff and goes on with the same request: nothing is dropped. It never fetches, never
-//! decides scope, and never blocks the member: all traffic is by channel.
+//! backoff and goes on with the same request: nothing is dropped. The one exception is a member
+//! that leaves while Redis does not answer ([`Agent::leaving`]): its agent gives up at once, with
+//! the request under way and its retries, hands nothing back and ends with
+//! [`AgentError::Unanswered`]; its leases run out by themselves (Redis's clock), and what it
+//! pulled and did not finish goes back to the crawl with them. It never fetches, never decides
+//! scope, and never blocks the member: all traffic is by channel.
 //!
 //! A look costs a bounded number of requests whatever the number of sites: the count of sites
 //! with work and a random sample of them (the crawl's list of active sites), then at most
@@ -20,8 +24,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::shared::{
     Entry, Heartbeat, Lease, Member, Pulled, SharedCommand, SharedCrawl, SharedError,
@@ -162,12 +167,29 @@ pub enum FromAgent {
     Finished,
 }
 
+/// Why an agent ended without handing its sites back.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Shared(#[from] SharedError),
+    /// Its member left while Redis did not answer (its last error): nothing went back.
+    #[error("{0}")]
+    Unanswered(String),
+}
+
 /// A running agent.
 #[derive(Debug)]
 pub struct Agent {
     pub to: mpsc::UnboundedSender<ToAgent>,
     pub from: mpsc::UnboundedReceiver<FromAgent>,
-    pub task: JoinHandle<Result<(), SharedError>>,
+    pub task: JoinHandle<Result<(), AgentError>>,
+    /// Cancelled with the [`ToAgent::Stop`] its member sends as it leaves: read apart from the
+    /// inbox, which an agent retrying Redis does not read. While Redis answers, the stop is
+    /// handled in its turn (what the member sent before it first, then the hand-back); while it
+    /// does not, the agent ends at once, handing nothing back ([`AgentError::Unanswered`]).
+    pub leaving: CancellationToken,
+    /// How long its leases last without a renewal ([`AgentConfig::lease`]).
+    pub lease: Duration,
     /// Stops the agent where it is, handing nothing back, as a SIGKILL of its member would (its
     /// leases run out): how the tests kill a member inside one process. Aborting `task` cannot,
     /// as the agent runs on a thread of its own.
@@ -183,6 +205,9 @@ pub fn spawn(mut shared: SharedCrawl, cfg: AgentConfig) -> Agent {
     let (to, inbox) = mpsc::unbounded_channel();
     let (outbox, from) = mpsc::unbounded_channel();
     let (kill, killed) = futures::future::AbortHandle::new_pair();
+    let leaving = CancellationToken::new();
+    let left = leaving.clone();
+    let (away, unanswered) = watch::channel(None);
     let task = tokio::task::spawn_blocking(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -200,7 +225,7 @@ pub fn spawn(mut shared: SharedCrawl, cfg: AgentConfig) -> Agent {
                 scanned: None,
                 swept: 0,
                 share: Share::default(),
-                faulted: false,
+                away,
                 commands_read: 0,
                 caught_up: false,
                 seeds_seen: 0,
@@ -208,6 +233,15 @@ pub fn spawn(mut shared: SharedCrawl, cfg: AgentConfig) -> Agent {
             }
             .run(inbox)
             .await
+        };
+        // The agent runs until it ends, or until its member leaves while Redis does not
+        // answer: then the request under way and its retries are dropped where they stand.
+        let agent = async move {
+            tokio::select! {
+                biased;
+                ended = agent => Ok(ended?),
+                e = given_up(left, unanswered) => Err(AgentError::Unanswered(e)),
+            }
         };
         // Killed: the agent's state and its connection are dropped with the runtime, as they
         // would be with the process.
@@ -219,12 +253,25 @@ pub fn spawn(mut shared: SharedCrawl, cfg: AgentConfig) -> Agent {
         to,
         from,
         task,
+        leaving,
+        lease: cfg.lease,
         kill,
     }
 }
 
+/// Resolves once the member has left while Redis does not answer (now or later), with the
+/// last error; never, once the agent has ended.
+async fn given_up(leaving: CancellationToken, mut away: watch::Receiver<Option<String>>) -> String {
+    leaving.cancelled().await;
+    match away.wait_for(Option::is_some).await {
+        Ok(e) => e.clone().unwrap_or_default(),
+        Err(_) => std::future::pending().await,
+    }
+}
+
 /// Runs a request until Redis answers (nothing is dropped while it is away), saying once that
-/// it is away and once that it is back.
+/// it is away and once that it is back. A member that leaves meanwhile does not wait for it:
+/// [`spawn`] drops the agent where it stands ([`given_up`]).
 macro_rules! retry {
     ($agent:ident, $request:expr) => {{
         let mut wait = Duration::from_millis(50);
@@ -263,7 +310,9 @@ struct Inner {
     swept: u64,
     /// What this member's fair share is made of.
     share: Share,
-    faulted: bool,
+    /// Redis does not answer: its last error, until a request is answered again. Watched
+    /// beside the agent too: a member leaving meanwhile does not wait for Redis.
+    away: watch::Sender<Option<String>>,
     /// Commands of the crawl's log already passed on.
     commands_read: u64,
     /// The log was read once: what comes now is new.
@@ -548,8 +597,7 @@ impl Inner {
 
     /// Redis failed: say so once, then wait before the next try (doubling, up to a cap).
     async fn fault(&mut self, e: &SharedError, wait: &mut Duration) {
-        if !self.faulted {
-            self.faulted = true;
+        if self.away.send_replace(Some(e.to_string())).is_none() {
             let _ = self
                 .outbox
                 .send(FromAgent::Fault(format!("{e}; retrying with backoff")));
@@ -560,8 +608,7 @@ impl Inner {
 
     /// Redis answered: the fault is over, said once the leases are checked.
     fn answered(&mut self) {
-        if self.faulted {
-            self.faulted = false;
+        if self.away.send_replace(None).is_some() {
             self.recovering = true;
         }
     }

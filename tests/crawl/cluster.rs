@@ -904,7 +904,7 @@ mod agents {
     }
 
     /// Stops `agent` as its member does (`Stop`: it hands its sites back), waiting for it.
-    async fn stop(mut agent: Running) -> Result<(), crawltop::cluster::shared::SharedError> {
+    async fn stop(mut agent: Running) -> Result<(), crawltop::cluster::agent::AgentError> {
         agent.to.send(ToAgent::Stop).expect("agent runs");
         tokio::time::timeout(MINUTE, &mut agent.0.task)
             .await

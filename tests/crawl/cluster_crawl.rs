@@ -1275,57 +1275,212 @@ async fn a_master_dies_mid_crawl(replicas: usize, id: &str) {
     drop(cluster);
 }
 
-/// A member stopped while Redis is gone for good cannot hand its sites back: it says so and
-/// exits after its patience (its leases run out by themselves) instead of waiting forever on
-/// its agent, whose thread retries Redis.
+/// A member stopped (SIGTERM) while its Redis is away cannot hand its sites back, and does not
+/// wait for Redis: it exits at once with 1, saying its leases run out by themselves, its crawl
+/// folder holding every page it fetched. When Redis is back (from its append-only file), a
+/// second member takes the sites as their leases run out and ends the crawl: every page is in
+/// one folder or the other. Before, the member waited out its hand-back patience (30 s) on an
+/// agent retrying Redis, and exited 0.
 #[tokio::test]
-async fn a_member_stopped_while_redis_is_gone_for_good_exits_saying_its_sites_were_not_handed_back()
-{
-    if !redis_here("a_member_stopped_while_redis_is_gone_for_good...") {
+async fn a_member_stopped_while_redis_is_away_exits_at_once_and_loses_nothing() {
+    if !redis_here("a_member_stopped_while_redis_is_away...") {
         return;
     }
     let tmp = tempfile::tempdir().expect("temp dir");
-    let (mut server, nodes) = crate::util::plain_redis(tmp.path()).await;
-    // Slow enough that the crawl is still going when Redis goes.
-    let web = TestWeb::start(GenOptions::new(4, 200).seed(23).crawl_delay_s(0.05))
-        .await
-        .expect("web");
+    let redis_dir = tmp.path().join("redis");
+    std::fs::create_dir(&redis_dir).expect("redis folder");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let durable = [
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ];
+    let mut server =
+        crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &durable).await);
+    let nodes = vec![format!("redis://127.0.0.1:{port}")];
+    // Slow answers: the crawl is well under way, not over, when Redis goes.
+    let web = TestWeb::start_with_latency(
+        GenOptions::new(4, 60).seed(23).crawl_delay_s(0.02),
+        Duration::from_millis(100),
+    )
+    .await
+    .expect("web");
     let seeds = seeds_file(&web, tmp.path());
-    let a = member(
-        &nodes,
-        "gone",
-        &tmp.path().join("a.json"),
-        &["--seeds-file", seeds.to_str().expect("utf8")],
-    );
-    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 5))
-        .await
-        .expect("the member crawls");
-    server.kill().expect("redis-server killed");
-    let _ = server.wait();
-    sigterm(&a);
-    let out = tokio::time::timeout(CRAWL_PATIENCE, a.wait_with_output())
-        .await
-        .expect("the member exits, though Redis never comes back")
-        .expect("waits");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{:?}\n{err}", out.status);
-    // While it waited for Redis (30 s), its progress lines said it was stopping, with the
-    // pages it had fetched (not the crawl's first, empty snapshot).
-    let progress: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
-    let [.., waiting, last] = progress[..] else {
-        panic!("a progress line while it waited, then the final one:\n{err}");
+    let (dir_a, dir_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let args = |dir: &Path| {
+        vec![
+            "--lease-ms".to_string(),
+            "1000".to_string(),
+            "--out".to_string(),
+            dir.to_str().expect("utf8").to_string(),
+        ]
     };
-    assert!(last.contains("stopped"), "{err}");
+    let mut with_seeds = args(&dir_a);
+    with_seeds.extend([
+        "--seeds-file".to_string(),
+        seeds.to_str().expect("utf8").to_string(),
+    ]);
+    let with_seeds: Vec<&str> = with_seeds.iter().map(String::as_str).collect();
+    let mut a = member(&nodes, "away", &tmp.path().join("a.json"), &with_seeds);
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 20))
+        .await
+        .expect("member a crawls");
+
+    server.0.kill().expect("redis-server killed");
+    let _ = server.0.wait();
+    // The member's agent retries with backoff now, and it says so.
+    let mut stderr = a.stderr.take().expect("stderr");
+    let mut err = read_stderr_until(&mut stderr, |s| s.contains("does not answer")).await;
+    sigterm(&a);
+    // A hang detector, well under the 30 s the member waited before for an agent retrying
+    // Redis (it takes a fraction of a second).
+    let status = tokio::time::timeout(Duration::from_secs(20), a.wait())
+        .await
+        .expect("the member exits while Redis is away")
+        .expect("waits");
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut err)
+        .await
+        .expect("stderr");
+    // Ended on a fault, as a crawl whose store failed does: exit 1, saying why and what
+    // becomes of its sites.
+    assert_eq!(status.code(), Some(1), "{err}");
+    let said = "crawltop: error: the shared crawl's Redis did not answer as this member left";
+    assert!(err.contains(said), "{err}");
     assert!(
-        waiting.contains("stopping") && !waiting.contains(" pages 0 "),
+        err.contains("not handed back; their leases run out within 1000 ms"),
         "{err}"
     );
-    // Its stats say why its sites went back only by running out.
-    let stats = std::fs::read_to_string(tmp.path().join("a.json")).expect("the member's stats");
+    let s = stats(&tmp.path().join("a.json"));
+    assert_eq!(s["ended"], "stopped");
+    let fault = s["cluster"]["fault"].as_str().expect("the stats say why");
+    assert!(fault.contains("not handed back"), "{fault}");
+
+    // Every page the server answered so far (all member a's) is in a's folder, readable.
+    let answered = |records: &[RequestRecord]| -> BTreeSet<String> {
+        records
+            .iter()
+            .filter(|r| r.status == 200 && r.path != "/robots.txt")
+            .map(|r| web.url(&r.site, &r.path))
+            .collect()
+    };
+    let by_a = answered(&web.log().records());
+    let held_a = held_pages(&dir_a);
+    let missing: Vec<&String> = by_a.difference(&held_a).collect();
     assert!(
-        stats.contains("could not hand this member's sites back"),
-        "{stats}"
+        missing.is_empty(),
+        "pages a fetched and did not keep: {missing:?}"
     );
+    let wc = std::process::Command::new(bin())
+        .arg("wc")
+        .arg(&dir_a)
+        .output()
+        .expect("wc runs");
+    assert!(
+        wc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wc.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&wc.stdout).starts_with("pages 0 "));
+
+    // Redis back with what it had: another member takes a's sites as their leases run out,
+    // with what a pulled and did not finish, and ends the crawl.
+    let server = crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &durable).await);
+    let b_args = args(&dir_b);
+    let b_args: Vec<&str> = b_args.iter().map(String::as_str).collect();
+    let b = member(&nodes, "away", &tmp.path().join("b.json"), &b_args);
+    ends_well(b, "member b").await;
+    assert_eq!(
+        stats(&tmp.path().join("b.json"))["totals"]["completed"],
+        true
+    );
+    let records = web.log().records();
+    let asked = pages_asked(&records);
+    for site in web.manifest().normal_sites() {
+        for page in &site.pages {
+            assert!(
+                asked
+                    .get(&site.name)
+                    .is_some_and(|p| p.contains_key(&page.path)),
+                "{}{} never fetched",
+                site.name,
+                page.path
+            );
+        }
+    }
+    let held: BTreeSet<String> = held_a.union(&held_pages(&dir_b)).cloned().collect();
+    let answered = answered(&records);
+    let lost: Vec<&String> = answered.difference(&held).collect();
+    assert!(lost.is_empty(), "answered pages in no folder: {lost:?}");
+    drop(server);
+}
+
+/// A stop for the whole crawl (the control API's) goes to the crawl's command log through the
+/// agent. Given as Redis stops answering (a server that hangs: SIGSTOP), before the member
+/// knows, it reaches neither the log nor the member: the agent holds it, retrying Redis. Once
+/// the member learns Redis does not answer, the stop applies to it alone, as one given from
+/// then on does, and it exits, leaving its sites to their leases. Before, it kept running
+/// until Redis answered again.
+#[tokio::test]
+async fn a_stop_from_the_api_given_as_redis_hangs_still_stops_the_member() {
+    if !redis_here("a_stop_from_the_api_given_as_redis_hangs...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (server, nodes) = crate::util::plain_redis(tmp.path()).await;
+    let server = crate::util::KillOnDrop(server);
+    let web = TestWeb::start_with_latency(
+        GenOptions::new(4, 60).seed(24).crawl_delay_s(0.02),
+        Duration::from_millis(100),
+    )
+    .await
+    .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let mut a = member(
+        &nodes,
+        "hang",
+        &tmp.path().join("a.json"),
+        &[
+            "--seeds-file",
+            seeds.to_str().expect("utf8"),
+            "--control",
+            "127.0.0.1:0",
+        ],
+    );
+    let addr = control_addr(&mut a).await;
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| r.len() >= 10))
+        .await
+        .expect("the member crawls");
+    let redis = nix::unistd::Pid::from_raw(i32::try_from(server.0.id()).expect("pid"));
+    nix::sys::signal::kill(redis, nix::sys::signal::Signal::SIGSTOP).expect("SIGSTOP");
+    let http = crate::util::client();
+    let stopped = http
+        .post(format!("http://{addr}/stop"))
+        .send()
+        .await
+        .expect("the API answers");
+    assert!(stopped.status().is_success());
+    // A hang detector: the member learns within a second that Redis does not answer.
+    let out = tokio::time::timeout(Duration::from_secs(20), a.wait_with_output())
+        .await
+        .expect("the member exits while Redis hangs")
+        .expect("waits");
+    drop(server);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("stop: Redis does not answer"), "{err}");
+    assert!(
+        err.contains("not handed back; their leases run out"),
+        "{err}"
+    );
+    let s = stats(&tmp.path().join("a.json"));
+    assert_eq!(s["ended"], "stopped");
 }
 
 #[tokio::test]

@@ -412,15 +412,29 @@ pub async fn plain_redis(dir: &std::path::Path) -> (std::process::Child, Vec<Str
         .local_addr()
         .expect("addr")
         .port();
+    let server = redis_on(dir, port, &["--save", ""]).await;
+    (server, vec![format!("redis://127.0.0.1:{port}")])
+}
+
+/// A server process killed (and reaped) when dropped, as a `tokio` child with `kill_on_drop`
+/// is: a `redis-server` a failing test stopped with SIGSTOP must not outlive it (it keeps the
+/// test's output open).
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A plain `redis-server` on loopback `port` with `args`, its data in `dir`, once it answers.
+/// With `--appendonly yes`, one started again on the same `dir` and port has the data of the
+/// last (as `cluster-up` nodes do).
+pub async fn redis_on(dir: &std::path::Path, port: u16, args: &[&str]) -> std::process::Child {
     let server = std::process::Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(args)
         .arg("--dir")
         .arg(dir)
         .stdout(std::process::Stdio::null())
@@ -434,7 +448,7 @@ pub async fn plain_redis(dir: &std::path::Path) -> (std::process::Child, Vec<Str
     tokio::time::timeout(PATIENCE * 4, answering)
         .await
         .expect("redis-server answers");
-    (server, vec![format!("redis://127.0.0.1:{port}")])
+    server
 }
 
 /// Every file and folder under `dir` with its length, modification time and mode: what a

@@ -29,8 +29,8 @@ use tokio::task::JoinHandle;
 use url::Url;
 
 use super::Coordinator;
-use crate::cluster::agent::{Agent, FromAgent, ToAgent};
-use crate::cluster::shared::{Entry, Heartbeat, SharedCommand, SharedError};
+use crate::cluster::agent::{Agent, AgentError, FromAgent, ToAgent};
+use crate::cluster::shared::{Entry, Heartbeat, SharedCommand};
 use crate::engine::Command;
 use crate::engine::model::{Resource, ResourceState, RobotsMemo};
 use crate::frontier::{HoldState, Schedule, SeenMap, SiteId};
@@ -54,7 +54,11 @@ pub(super) struct Politeness {
 pub(in crate::engine) struct Link {
     to: mpsc::UnboundedSender<ToAgent>,
     from: mpsc::UnboundedReceiver<FromAgent>,
-    task: Option<JoinHandle<Result<(), SharedError>>>,
+    task: Option<JoinHandle<Result<(), AgentError>>>,
+    /// Tells the agent its member leaves, past an inbox it does not read while it retries Redis.
+    leave: tokio_util::sync::CancellationToken,
+    /// How long the agent's leases last without a renewal (`--lease-ms`).
+    lease: Duration,
     /// Stops the agent where it is. It runs on a thread of its own, which the runtime's
     /// shutdown waits for: a link dropped before its agent ended (an error, a hand-back that
     /// ran out of patience while Redis is away) must not hold the process forever.
@@ -95,6 +99,10 @@ pub(in crate::engine) struct Link {
     /// The crawl-wide end was seen.
     finished: bool,
     fault: Option<String>,
+    /// A stop given here for the whole crawl, on its way to the command log, with who gave it:
+    /// if Redis stops answering before it comes back, it applies here alone (the agent holds
+    /// it until Redis answers).
+    stop_unlogged: Option<CommandSource>,
     view: ClusterView,
     last_beat: Option<Instant>,
     /// Pages and errors already added to the crawl-wide counters.
@@ -118,6 +126,8 @@ impl Link {
             to: agent.to,
             from: agent.from,
             task: Some(agent.task),
+            leave: agent.leaving,
+            lease: agent.lease,
             kill: agent.kill,
             crawl_id: crawl_id.to_string(),
             member: member.to_string(),
@@ -135,6 +145,7 @@ impl Link {
             served: HashSet::new(),
             finished: false,
             fault: None,
+            stop_unlogged: None,
             view: ClusterView::default(),
             last_beat: None,
             counted: (0, 0, 0),
@@ -481,14 +492,7 @@ impl<F: Schedule> Coordinator<F> {
                 let seeds: Vec<Url> = seeds.iter().filter_map(|s| Url::parse(s).ok()).collect();
                 self.scope.widen(&seeds);
             }
-            FromAgent::Fault(message) => {
-                self.warn(format!(
-                    "the shared crawl's Redis does not answer: {message}; no new sites until it does"
-                ));
-                if let Some(link) = self.cluster.as_mut() {
-                    link.fault = Some(message);
-                }
-            }
+            FromAgent::Fault(message) => self.on_fault(message),
             FromAgent::Recovered => {
                 self.warn("the shared crawl's Redis answers again".to_string());
                 if let Some(link) = self.cluster.as_mut() {
@@ -500,6 +504,26 @@ impl<F: Schedule> Coordinator<F> {
                     link.finished = true;
                 }
             }
+        }
+    }
+
+    /// Redis does not answer: said, and no new sites until it does. A stop given here just
+    /// before is held by the agent until Redis answers: it applies here alone, as one given
+    /// from now on does.
+    fn on_fault(&mut self, message: String) {
+        self.warn(format!(
+            "the shared crawl's Redis does not answer: {message}; no new sites until it does"
+        ));
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        link.fault = Some(message);
+        if let Some(source) = link.stop_unlogged.take()
+            && !self.stopping
+        {
+            self.warn("stop: Redis does not answer, so it applies to this member only".to_string());
+            self.record_command(Command::Stop, source, None);
+            self.apply(Command::Stop);
         }
     }
 
@@ -734,6 +758,12 @@ impl<F: Schedule> Coordinator<F> {
         if replayed && command == Command::Stop {
             return;
         }
+        if command == Command::Stop
+            && let Some(link) = self.cluster.as_mut()
+        {
+            // Came back (this member's or another's): it stops this member now.
+            link.stop_unlogged = None;
+        }
         self.record_command(command, CommandSource::Cluster, Some(by));
         self.apply(command);
     }
@@ -755,7 +785,7 @@ impl<F: Schedule> Coordinator<F> {
             ),
             Command::Leave | Command::Export => false,
         };
-        let Some(link) = self.cluster.as_ref().filter(|_| crawl_wide) else {
+        let Some(link) = self.cluster.as_mut().filter(|_| crawl_wide) else {
             return false;
         };
         if link.fault.is_some() {
@@ -764,6 +794,9 @@ impl<F: Schedule> Coordinator<F> {
                 "{command}: Redis does not answer, so it applies to this member only"
             ));
             return false;
+        }
+        if command == Command::Stop {
+            link.stop_unlogged = Some(source);
         }
         let source = serde_json::to_value(source)
             .ok()
@@ -857,7 +890,10 @@ impl<F: Schedule> Coordinator<F> {
         let Some(link) = self.cluster.as_mut() else {
             return;
         };
+        // After everything sent before it; an agent retrying Redis does not read its inbox, so
+        // it is told apart too, and ends at once if Redis does not answer.
         link.send(ToAgent::Stop);
+        link.leave.cancel();
         let Some(task) = link.task.take() else {
             return;
         };
@@ -868,13 +904,26 @@ impl<F: Schedule> Coordinator<F> {
             Ok(Err(e)) => Some(e.to_string()),
             Err(_) => {
                 link.kill.abort();
-                Some("no answer in time".to_string())
+                Some(format!("no answer in {} s", HAND_BACK_PATIENCE.as_secs()))
             }
         };
-        if let Some(e) = failed {
-            self.warn(format!(
-                "could not hand this member's sites back ({e}); their leases run out by themselves"
-            ));
+        // The member's last word on Redis: a fault seen during the run is over if the hand-back
+        // went through; otherwise it is why the member leaves its sites to their leases (the
+        // crawl exits 1 on it).
+        let held = match link.leased.len() {
+            1 => "its 1 leased site was".to_string(),
+            n => format!("its {n} leased sites were"),
+        };
+        link.fault = failed.map(|e| {
+            format!(
+                "the shared crawl's Redis did not answer as this member left ({e}): {held} not \
+                 handed back; their leases run out within {} ms (--lease-ms), and the URLs it \
+                 pulled and did not finish go back to the crawl then",
+                link.lease.as_millis()
+            )
+        });
+        if let Some(message) = link.fault.clone() {
+            self.warn(message);
         }
         // What the agent said last (the members and counters at the end).
         while let Some(msg) = self.cluster.as_mut().and_then(|l| l.from.try_recv().ok()) {
