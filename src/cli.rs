@@ -337,7 +337,8 @@ pub struct CrawlArgs {
     #[arg(long, value_name = "ADDR")]
     pub control: Option<std::net::SocketAddr>,
     /// Every control API request must carry `Authorization: Bearer TOKEN`; a command port
-    /// client must send `AUTH TOKEN` first.
+    /// client must send `AUTH TOKEN` first. Better from the environment, `CRAWLTOP_CONTROL_TOKEN`
+    /// (the flag wins): a command line is visible to every user of the machine (ps).
     #[arg(long, value_name = "TOKEN")]
     pub control_token: Option<String>,
     /// Take commands as lines of text on ADDR, e.g. 127.0.0.1:7071: STATS, PAUSE, RESUME,
@@ -406,6 +407,15 @@ impl CrawlArgs {
     }
 }
 
+/// Where a control token may come from besides a flag, which every user of the machine can
+/// read (`ps`, `/proc/PID/cmdline`).
+pub const TOKEN_ENV: &str = "CRAWLTOP_CONTROL_TOKEN";
+
+/// The control token in [`TOKEN_ENV`], if set and not empty.
+fn token_from_env() -> Option<String> {
+    std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty())
+}
+
 /// This process's id in a shared crawl: `host:pid`.
 pub fn member_id() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -432,7 +442,8 @@ pub struct CtlArgs {
     /// The shared crawl's name (with --cluster).
     #[arg(long, value_name = "NAME")]
     pub crawl_id: Option<String>,
-    /// The bearer token the crawl was started with.
+    /// The bearer token the crawl was started with [default: `CRAWLTOP_CONTROL_TOKEN` from the
+    /// environment, which, unlike a flag, other users of the machine cannot read with ps].
     #[arg(long)]
     pub token: Option<String>,
     /// `sites`: the order (queued, fetched, errors, next, origin).
@@ -1167,10 +1178,12 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     }
     let headless = args.headless;
     let control = args.control;
-    let token = args.control_token.clone();
-    if token.is_some() && control.is_none() && cfg.command_port.is_none() {
+    if args.control_token.is_some() && control.is_none() && cfg.command_port.is_none() {
         anyhow::bail!("--control-token needs --control or --command-port");
     }
+    // From the environment it is only used where something listens: a token exported for
+    // every crawl does not stop one without the API.
+    let token = args.control_token.clone().or_else(token_from_env);
     let cluster = args.cluster_args()?;
     runtime()?.block_on(async move {
         let summary = crawl_with_face(cfg, headless, control, token, cluster).await?;
@@ -1353,7 +1366,7 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
     let (status, body) = runtime()?
         .block_on(crate::control::client_request(
             addr,
-            args.token.as_deref(),
+            args.token.clone().or_else(token_from_env).as_deref(),
             method,
             &path,
         ))

@@ -373,6 +373,91 @@ fn a_control_token_needs_somewhere_to_be_used() {
     );
 }
 
+/// A control token from the environment (`CRAWLTOP_CONTROL_TOKEN`), where `ps` cannot show it
+/// as it shows a flag: the crawl's API asks for it, `ctl` sends it from its own environment,
+/// and a crawl without a listener is not refused for a token exported for every crawl.
+#[tokio::test]
+async fn a_control_token_from_the_environment_guards_the_api_and_ctl_sends_it() {
+    const TOKEN_ENV: &str = "CRAWLTOP_CONTROL_TOKEN";
+    let web = TestWeb::start(GenOptions::new(1, 300).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let mut child = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &web.url("site00", "/"),
+            "--delay-ms",
+            "50",
+            "--headless",
+        ])
+        .args(["--control", "127.0.0.1:0"])
+        .env(TOKEN_ENV, "s3cret")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let [addr] = printed_addrs(&mut stderr, ["control API on http://"]).await;
+    let ctl = |token: Option<&str>, command: &str| {
+        let mut ctl = tokio::process::Command::new(bin());
+        ctl.args(["ctl", &addr.to_string(), command])
+            .env_remove(TOKEN_ENV);
+        if let Some(token) = token {
+            ctl.env(TOKEN_ENV, token);
+        }
+        ctl.output()
+    };
+    for token in [None, Some("s3cre"), Some("")] {
+        let o = ctl(token, "stats").await.expect("ctl runs");
+        assert_eq!(o.status.code(), Some(1), "token {token:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("the control API answered 401"),
+            "token {token:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = ctl(Some("s3cret"), "stats").await.expect("ctl runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stats are JSON");
+    assert_eq!(stats["state"], "running");
+    // A flag wins over the environment.
+    let mut flagged = tokio::process::Command::new(bin());
+    let o = flagged
+        .args(["ctl", &addr.to_string(), "stop", "--token", "s3cret"])
+        .env(TOKEN_ENV, "wrong")
+        .output()
+        .await
+        .expect("ctl runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("the crawl ends after stop")
+        .expect("waits");
+    assert!(status.success());
+
+    let o = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &web.url("site00", "/"),
+            "--depth",
+            "0",
+            "--headless",
+        ])
+        .env(TOKEN_ENV, "s3cret")
+        .output()
+        .await
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        web.log()
+            .records()
+            .iter()
+            .filter(|r| r.path == "/" && r.status == 200)
+            .count(),
+        2,
+        "the second crawl fetched its seed"
+    );
+}
+
 /// A page store that failed cannot write again in this run: a resume must not send the crawl
 /// on fetching pages nobody can keep (the audit saw every page of a site fetched and dropped,
 /// then fetched again by the next run). The crawl stays paused and says why, on stderr too: a
