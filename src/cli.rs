@@ -174,7 +174,7 @@ pub struct DemoArgs {
 }
 
 /// `crawltop crawl`: every flag is optional and overrides the same key of `--config`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[allow(clippy::struct_excessive_bools)] // command-line switches are bools by nature
 pub struct CrawlArgs {
     /// Seed URLs (http or https).
@@ -182,10 +182,9 @@ pub struct CrawlArgs {
     /// A file of seed URLs, one a line; blank lines and lines starting with # are skipped.
     #[arg(long)]
     pub seeds_file: Option<PathBuf>,
-    /// A TOML file of the crawl's settings, named as the flags with `_` (`delay_ms` = 100,
-    /// scope = "host", index = false for --no-index, ...); flags win. Unknown keys are an
-    /// error. --seeds-file, --headless, --log, --control, --control-token and the --cluster
-    /// flags stay on the command line.
+    /// A TOML file of the flags, named with `_` (`delay_ms = 100`, `scope = "host"`, `index =
+    /// false` for --no-index, `seeds_file = "seeds.txt"`, `headless = true`, ...); flags win.
+    /// Unknown keys are an error. Paths are read from the working directory.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Concurrent fetches [default: 16].
@@ -763,17 +762,80 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The configuration a `crawl` runs with: the `--config` file, then the flags over it.
-pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
-    let mut cfg = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read the config file {}", path.display()))?;
-            toml::from_str::<CrawlConfig>(&text)
-                .with_context(|| format!("the config file {} does not parse", path.display()))?
+/// The keys of a `--config` file that say how this run starts, not what the crawl is: the
+/// flags of the same names, which win. They are not the crawl's settings, so they are never
+/// stored with a crawl, compared on a resume or between members, or exported.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunKeys {
+    seeds_file: Option<PathBuf>,
+    headless: Option<bool>,
+    log: Option<PathBuf>,
+    control: Option<std::net::SocketAddr>,
+    control_token: Option<String>,
+    cluster: Option<Vec<String>>,
+    crawl_id: Option<String>,
+    lease_ms: Option<u64>,
+}
+
+/// [`RunKeys`]'s names, taken out of the file before the rest is read as the crawl's settings.
+const RUN_KEYS: [&str; 8] = [
+    "seeds_file",
+    "headless",
+    "log",
+    "control",
+    "control_token",
+    "cluster",
+    "crawl_id",
+    "lease_ms",
+];
+
+/// A `--config` file: the crawl's settings and the run's keys.
+fn read_config(path: &std::path::Path) -> anyhow::Result<(CrawlConfig, RunKeys)> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the config file {}", path.display()))?;
+    let bad = || format!("the config file {} does not parse", path.display());
+    let mut settings: toml::Table = toml::from_str(&text).with_context(bad)?;
+    let mut run = toml::Table::new();
+    for key in RUN_KEYS {
+        if let Some(value) = settings.remove(key) {
+            run.insert(key.to_string(), value);
         }
-        None => CrawlConfig::default(),
+    }
+    let run: RunKeys = toml::Value::Table(run).try_into().with_context(bad)?;
+    let cfg: CrawlConfig = toml::Value::Table(settings).try_into().with_context(bad)?;
+    Ok((cfg, run))
+}
+
+impl CrawlArgs {
+    /// These flags with the run's keys of `file` where no flag gave them.
+    fn over(&self, file: RunKeys) -> CrawlArgs {
+        let mut args = self.clone();
+        args.seeds_file = args.seeds_file.or(file.seeds_file);
+        args.headless |= file.headless.unwrap_or(false);
+        args.log = args.log.or(file.log);
+        args.control = args.control.or(file.control);
+        args.control_token = args.control_token.or(file.control_token);
+        if args.cluster.is_empty() {
+            args.cluster = file.cluster.unwrap_or_default();
+        }
+        args.crawl_id = args.crawl_id.or(file.crawl_id);
+        args.lease_ms = args.lease_ms.or(file.lease_ms);
+        args
+    }
+}
+
+/// The configuration a `crawl` runs with, and its flags: the `--config` file, then the flags
+/// over it.
+pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<(CrawlConfig, CrawlArgs)> {
+    let (mut cfg, args) = match &args.config {
+        Some(path) => {
+            let (cfg, run) = read_config(path)?;
+            (cfg, args.over(run))
+        }
+        None => (CrawlConfig::default(), args.clone()),
     };
+    let args = &args;
     cfg.seeds.extend(args.seeds.iter().cloned());
     if let Some(path) = &args.seeds_file {
         let read = std::fs::File::open(path)
@@ -843,7 +905,7 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<CrawlConfig> {
     if !(resumes && cfg.seeds.is_empty()) {
         cfg.validate()?;
     }
-    Ok(cfg)
+    Ok((cfg, args.clone()))
 }
 
 /// `--fresh` on a folder that holds a crawl: on a terminal, the user says yes first.
@@ -1160,7 +1222,8 @@ fn log_to(path: &std::path::Path) -> anyhow::Result<()> {
 }
 
 fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
-    let cfg = crawl_config(args)?;
+    let (cfg, args) = crawl_config(args)?;
+    let args = &args;
     // A crawl that writes an index, before any of its threads start.
     let tuned = (cfg.out.is_some() && cfg.index).then(crate::allocator::tune);
     if let Some(dir) = &cfg.out

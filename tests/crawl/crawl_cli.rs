@@ -76,6 +76,92 @@ fn bad_input_is_named_and_exits_2() {
     }
 }
 
+/// The run's keys in a `--config` file (audit 25 f2: only the crawl's settings were taken, and
+/// `seeds_file` was an unknown key): the seeds file, headless, the log and the control API,
+/// each as its flag would do; a flag still wins, and a wrong value is named.
+#[tokio::test]
+async fn a_config_file_takes_the_runs_keys_too() {
+    let web = TestWeb::start(GenOptions::new(2, 8).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let seeds = tmp.path().join("seeds.txt");
+    std::fs::write(&seeds, format!("{}\n", web.url("site00", "/"))).expect("write");
+    let log = tmp.path().join("crawl.log");
+    let stats = tmp.path().join("stats.json");
+    let config = tmp.path().join("crawl.toml");
+    let toml = |p: &std::path::Path| p.to_str().expect("utf8").replace('\\', "\\\\");
+    std::fs::write(
+        &config,
+        format!(
+            "seeds_file = \"{}\"\nheadless = true\nlog = \"{}\"\ncontrol = \"127.0.0.1:0\"\n\
+             control_token = \"s3cret\"\ndelay_ms = 10\nstats_out = \"{}\"\n",
+            toml(&seeds),
+            toml(&log),
+            toml(&stats)
+        ),
+    )
+    .expect("write");
+    let out = tokio::process::Command::new(bin())
+        .args(["crawl", "--config", config.to_str().expect("utf8")])
+        .stdin(Stdio::null())
+        .finish()
+        .await
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // Headless: the summary on stderr, no screen; the control API listened.
+    assert!(err.contains("crawltop: done after"), "{err}");
+    assert!(err.contains("control API on http://127.0.0.1:"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\u{1b}'));
+    // The seeds file's site was crawled, and only it.
+    let asked: std::collections::BTreeSet<String> =
+        web.log().records().iter().map(|r| r.site.clone()).collect();
+    assert_eq!(asked.into_iter().collect::<Vec<_>>(), ["site00"]);
+    assert!(std::fs::metadata(&log).is_ok(), "the log file was made");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(written["ended"], "completed");
+    // The file's keys never reach the stats: the token least of all.
+    assert!(
+        !std::fs::read_to_string(&stats)
+            .expect("stats")
+            .contains("s3cret")
+    );
+
+    // A flag wins: another seeds file on the command line.
+    let other = tmp.path().join("other.txt");
+    std::fs::write(&other, format!("{}\n", web.url("site01", "/"))).expect("write");
+    let out = tokio::process::Command::new(bin())
+        .args(["crawl", "--config", config.to_str().expect("utf8")])
+        .args([
+            "--seeds-file",
+            other.to_str().expect("utf8"),
+            "--depth",
+            "0",
+        ])
+        .stdin(Stdio::null())
+        .finish()
+        .await
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(web.log().records().iter().any(|r| r.site == "site01"));
+
+    // A wrong value is named, as a flag's would be.
+    std::fs::write(&config, "headless = \"yes\"\n").expect("write");
+    let o = crawltop(&["crawl", "--config", config.to_str().expect("utf8")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("does not parse") && err.contains("headless"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn a_crawl_writes_its_files_and_reports_progress() {
     let web = TestWeb::start(GenOptions::new(2, 8).crawl_delay_s(0.01))
