@@ -731,18 +731,37 @@ struct Held {
     now: usize,
     /// The most held at once, for the tests and the benchmark.
     peak: usize,
+    /// Tickets dropped so far: whether tantivy's indexing thread is still freeing any.
+    freed: u64,
 }
 
+/// How long [`InFlight::take`] waits while no page at all is freed before it lets its page
+/// through over the bound. tantivy frees pages as its indexing thread indexes them (a page of
+/// 10 MiB in well under a second); a thread that died (a full disk) frees none, and a wait
+/// without end would hang the crawl: past this, the page goes to tantivy, whose `add` then
+/// fails with the thread's error, and the crawl ends on it.
+const STALLED: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl InFlight {
-    /// Waits until `bytes` more fit under [`IN_FLIGHT_BYTES`] (or nothing is in flight), then
-    /// counts them until the returned ticket is dropped.
+    /// Waits until `bytes` more fit under [`IN_FLIGHT_BYTES`] (or nothing is in flight, or
+    /// nothing was freed for [`STALLED`]), then counts them until the returned ticket is
+    /// dropped.
     fn take(self: &Arc<Self>, bytes: usize) -> Ticket {
+        self.take_within(bytes, STALLED)
+    }
+
+    fn take_within(self: &Arc<Self>, bytes: usize, stalled: std::time::Duration) -> Ticket {
         let mut held = self.bytes.lock().unwrap_or_else(PoisonError::into_inner);
         while held.now > 0 && held.now + bytes > IN_FLIGHT_BYTES {
-            held = self
+            let freed = held.freed;
+            let (now, waited) = self
                 .freed
-                .wait(held)
+                .wait_timeout_while(held, stalled, |h| h.freed == freed)
                 .unwrap_or_else(PoisonError::into_inner);
+            held = now;
+            if waited.timed_out() {
+                break;
+            }
         }
         held.now += bytes;
         held.peak = held.peak.max(held.now);
@@ -769,6 +788,7 @@ impl Drop for Ticket {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         held.now = held.now.saturating_sub(self.bytes);
+        held.freed += 1;
         self.in_flight.freed.notify_all();
     }
 }
@@ -1347,6 +1367,52 @@ fn around(line: &str, at: usize) -> String {
 mod tests {
     use super::*;
     use std::collections::{BTreeMap, BTreeSet};
+
+    /// Runs `take_within` on a thread of its own; the ticket's bytes come back on the channel.
+    fn taking(
+        in_flight: &Arc<InFlight>,
+        bytes: usize,
+        stalled: std::time::Duration,
+    ) -> std::sync::mpsc::Receiver<usize> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let in_flight = in_flight.clone();
+        std::thread::spawn(move || {
+            let ticket = in_flight.take_within(bytes, stalled);
+            let _ = tx.send(ticket.bytes);
+            // Held until the test has looked.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        });
+        rx
+    }
+
+    /// Audit 27: tantivy's indexing thread died on a full disk, so the pages it held were
+    /// never freed, and the next page waited for room forever (the crawl hung, deaf to
+    /// SIGTERM). A page now waits only while pages are being freed.
+    #[test]
+    fn a_page_waits_for_room_only_while_pages_are_being_freed() {
+        let in_flight = Arc::new(InFlight::default());
+        let held = in_flight.take(IN_FLIGHT_BYTES);
+        // Nothing is freed (a dead indexing thread): let through after the patience.
+        let through = taking(&in_flight, 1, std::time::Duration::from_millis(50));
+        assert_eq!(
+            through.recv_timeout(std::time::Duration::from_secs(10)),
+            Ok(1),
+            "a page waited forever for room no thread would free"
+        );
+        // A live thread frees pages: the next waits for room, not for the patience.
+        let waiting = taking(&in_flight, 2, std::time::Duration::from_secs(3600));
+        assert!(
+            waiting
+                .recv_timeout(std::time::Duration::from_millis(100))
+                .is_err(),
+            "no room yet"
+        );
+        drop(held);
+        assert_eq!(
+            waiting.recv_timeout(std::time::Duration::from_secs(10)),
+            Ok(2)
+        );
+    }
 
     /// The brute force, written apart from tantivy: runs of letters and digits, lowercased,
     /// tokens of 40 bytes or more dropped (tantivy's `RemoveLongFilter::limit(40)`).
