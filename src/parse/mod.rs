@@ -63,6 +63,12 @@ pub enum Coverage {
     CutAtDepth {
         parsed_bytes: usize,
     },
+    /// End tags under more than [`MAX_DEPTH`] open elements searched them more than
+    /// [`MAX_END_TAG_SEARCH`] allows; parsing stopped after `parsed_bytes` bytes and what came
+    /// before was kept.
+    CutAtEndTags {
+        parsed_bytes: usize,
+    },
     /// One token (a tag never closed, an attribute of megabytes) or the parser's stack of open
     /// elements outgrew [`MAX_PARSE_MEMORY`]; parsing stopped after `parsed_bytes` bytes and
     /// what came before was kept.
@@ -78,6 +84,10 @@ impl Coverage {
             Coverage::Whole => None,
             Coverage::CutAtDepth { parsed_bytes } => Some(format!(
                 "parsed {parsed_bytes} bytes: elements nested deeper than {MAX_DEPTH}"
+            )),
+            Coverage::CutAtEndTags { parsed_bytes } => Some(format!(
+                "parsed {parsed_bytes} bytes: too many end tags under more than {MAX_DEPTH} \
+                 open elements"
             )),
             Coverage::CutAtMemory { parsed_bytes } => Some(format!(
                 "parsed {parsed_bytes} bytes: a token or the open elements outgrew {} MiB",
@@ -96,6 +106,18 @@ impl Coverage {
 /// the cap. The tree parse stops because html5ever's "has an element in scope" walks the stack
 /// of open elements (a page of N unclosed `<div>`s costs O(N²)).
 pub const MAX_DEPTH: usize = 512;
+
+/// How long the end tags of a page may search the elements it leaves open, past the first
+/// [`MAX_DEPTH`] each: about 2 s of it, in units of about 0.5 ns (one open element searched by
+/// an end tag that closes something; a stray end tag counts 4 an element).
+///
+/// `lol_html` matches each end tag by searching its stack of open elements, which only its
+/// memory limit bounds (about 65,000 elements), so a page of tens of thousands of elements
+/// left open (nested `<div>`s, or unclosed `<p>`s, which the mirror closes and `lol_html` does
+/// not) then megabytes of end tags would cost minutes: the stream stops there
+/// ([`Coverage::CutAtEndTags`]). Under [`MAX_DEPTH`] open elements nothing is counted, as
+/// before, and a page of 65,000 unclosed `<p>`s, each with a closed link, stays under it.
+pub const MAX_END_TAG_SEARCH: u64 = 1 << 32;
 
 /// The memory one parse may hold for itself, apart from what it collects: the largest token
 /// (a start tag with its attributes, a comment) plus the stack of open elements.
@@ -1850,6 +1872,40 @@ mod tests {
                 "{tag}"
             );
         }
+    }
+
+    /// Tens of thousands of elements left open (nested, or unclosed `<p>`s, which only
+    /// `lol_html` keeps open), then a megabyte of end tags, each of which searches them all:
+    /// cut at [`MAX_END_TAG_SEARCH`], in seconds, not minutes.
+    #[test]
+    fn end_tags_under_tens_of_thousands_of_open_elements_are_cut_in_time() {
+        for open in ["<div>", "<p>x"] {
+            let html = format!(
+                "<a href=\"early\">e</a>{}{}<a href=\"late\">l</a>",
+                open.repeat(20_000),
+                "</a>".repeat(300_000)
+            );
+            let started = std::time::Instant::now();
+            let page = parse(&html);
+            let Coverage::CutAtEndTags { parsed_bytes } = page.coverage else {
+                panic!("{open}: expected a cut, got {:?}", page.coverage);
+            };
+            assert!(
+                parsed_bytes < html.len() / 2,
+                "{open}: cut at {parsed_bytes}"
+            );
+            let reason = page.coverage.reason().unwrap_or_default();
+            assert!(reason.contains("too many end tags"), "{reason}");
+            assert_eq!(link_urls(&page), ["http://example.com/dir/sub/early"]);
+            assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+        }
+        // Under 512 open elements nothing is counted: searched whole, as before.
+        let html = format!(
+            "{}{}<a href=\"late\">l</a>",
+            "<div>".repeat(MAX_DEPTH),
+            "</a>".repeat(300_000)
+        );
+        assert_eq!(parse(&html).coverage, Coverage::Whole);
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! (text fostered out of a table, a `</p>` with no open `<p>` anywhere) the two may differ:
 //! see the tests. `lol_html` itself keeps every element never closed (a page of unclosed `<p>`s)
 //! on its stack, about 128 bytes each, so past about 65,000 of them the memory limit cuts the
-//! page. It must never fail: a limit cuts the parse and says so in the coverage.
+//! page; and as each end tag searches that stack, what the searches past [`MAX_DEPTH`] open
+//! elements cost is counted ([`Search`]) and cut at [`MAX_END_TAG_SEARCH`]. It must never
+//! fail: a limit cuts the parse and says so in the coverage.
 //!
 //! Nesting past [`MAX_DEPTH`] loses nothing. Chromium's tree builder keeps parsing there and
 //! attaches each deeper element to the current node's parent (the tree is flattened, no node
@@ -42,13 +44,18 @@ use lol_html::{
 use super::charset::decode_with;
 use super::entities::{self, Mode, Nul};
 use super::{
-    Collected, Coverage, Href, MAX_DEPTH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES, Text, TextBuilder,
-    is_heading, is_hidden, is_preformatted,
+    Collected, Coverage, Href, MAX_DEPTH, MAX_END_TAG_SEARCH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES,
+    Text, TextBuilder, is_heading, is_hidden, is_preformatted,
 };
 
 /// Bytes handed to `lol_html` at a time. A token cut by a chunk's end is buffered by `lol_html`
 /// (and counted against [`MAX_PARSE_MEMORY`]); the rest is read in place.
 const WRITE_CHUNK: usize = 64 * 1024;
+
+/// Bytes handed to `lol_html` at a time while it holds more than [`MAX_DEPTH`] elements open:
+/// at most about 1,000 end tags between two checks of [`MAX_END_TAG_SEARCH`], about 0.1 s of
+/// searching under 65,000 open elements.
+const DEEP_WRITE_CHUNK: usize = 4 * 1024;
 
 const HTML_NS: &str = "http://www.w3.org/1999/xhtml";
 
@@ -123,14 +130,24 @@ fn run(
     let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
     let mut fed = 0;
     let mut outcome = Ok(());
-    for chunk in body.chunks(WRITE_CHUNK) {
+    let mut searched_too_long = false;
+    while fed < body.len() {
+        // Under many open elements every end tag costs a search of them all: smaller chunks,
+        // so that the budget is checked often.
+        let deep = state.borrow().search.open > MAX_DEPTH;
+        let len = if deep { DEEP_WRITE_CHUNK } else { WRITE_CHUNK };
+        let chunk = &body[fed..body.len().min(fed + len)];
         outcome = rewriter.write(chunk);
         if outcome.is_err() {
             break;
         }
         fed += chunk.len();
+        if state.borrow_mut().search.account(chunk) > MAX_END_TAG_SEARCH {
+            searched_too_long = true;
+            break;
+        }
     }
-    if outcome.is_ok() {
+    if outcome.is_ok() && !searched_too_long {
         outcome = rewriter.end();
     } else {
         drop(rewriter);
@@ -141,6 +158,7 @@ fn run(
     );
     state.settle(input);
     let coverage = match outcome {
+        Ok(()) if searched_too_long => Coverage::CutAtEndTags { parsed_bytes: fed },
         Ok(()) => Coverage::Whole,
         // `lol_html`'s memory limit. The handlers here never fail, and any other error of
         // `lol_html`'s own keeps what was read before it the same way.
@@ -260,6 +278,9 @@ fn on_element(
     let mut shared = state.borrow_mut();
     shared.settle(input);
     let opened = shared.start(name, html, el.can_have_content(), attr, href);
+    if el.can_have_content() {
+        shared.search.pushed();
+    }
     drop(shared);
     if let Some(place) = opened {
         let state = Rc::clone(state);
@@ -268,7 +289,7 @@ fn on_element(
                 common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed)
             }
             // Closed by whichever end tag `lol_html` closes it with: its name is not read.
-            Place::Flat(_) => Cow::Borrowed(""),
+            Place::Flat(_) | Place::Merged => Cow::Borrowed(""),
         };
         el.on_end_tag(end_tag!(move |end| {
             // `lol_html` also calls this when another end tag closes the element (`</svg>` after
@@ -276,8 +297,11 @@ fn on_element(
             // mirror keeps, so only the element's own end tag counts. Which end tag it is is
             // read from the source when the next token comes ([`State::settle`]): this
             // handler cannot borrow the page, and `end.name()` would be a `String` per element.
-            state.borrow_mut().ended.push(Ended {
-                at: end.source_location().bytes(),
+            let at = end.source_location().bytes();
+            let mut state = state.borrow_mut();
+            state.search.popped(at.start);
+            state.ended.push(Ended {
+                at,
                 // Called once (`end_tag!` asks for `FnMut`): the name moves out.
                 name: std::mem::take(&mut name),
                 place,
@@ -299,6 +323,62 @@ enum Place {
     },
     /// Past [`MAX_DEPTH`]: counted in [`State::flat`], not on the mirror.
     Flat(Open),
+    /// A second `<html>`, `<head>` or `<body>`: on `lol_html`'s stack only.
+    Merged,
+}
+
+/// What `lol_html`'s end tags cost: it finds an end tag's element by searching its stack of
+/// open elements from the top (all of it for a stray end tag), then the end-tag handlers of
+/// them all from the bottom, so each end tag costs time in proportion to the elements open.
+/// Past [`MAX_DEPTH`] of them that is counted, per chunk written ([`Search::account`]).
+#[derive(Default)]
+struct Search {
+    /// Elements `lol_html` holds open: every start tag that can have content pushes one (even
+    /// one the mirror closed by an implied end tag since), each end-tag handler call pops one.
+    open: usize,
+    /// The most `open` was since the last chunk was counted.
+    open_max: usize,
+    /// End tags that closed elements since then (one can close several).
+    matched: usize,
+    /// Where the last of those starts.
+    last_end: Option<usize>,
+    /// Open elements searched past the first [`MAX_DEPTH`], weighted as in [`Search::account`].
+    cost: u64,
+}
+
+/// How much slower a stray end tag's search of `lol_html`'s stack is than a matched one's
+/// search of its handlers, per element (measured: about 2 ns against 0.5).
+const STRAY_WEIGHT: u64 = 4;
+
+impl Search {
+    fn pushed(&mut self) {
+        self.open += 1;
+        self.open_max = self.open_max.max(self.open);
+    }
+
+    fn popped(&mut self, end_tag_at: usize) {
+        self.open = self.open.saturating_sub(1);
+        if self.last_end != Some(end_tag_at) {
+            self.last_end = Some(end_tag_at);
+            self.matched += 1;
+        }
+    }
+
+    /// Counts the end tags of `chunk`, just written, at the most elements open while it was
+    /// read; returns the cost so far. Nothing is counted (nor read) under [`MAX_DEPTH`] open.
+    fn account(&mut self, chunk: &[u8]) -> u64 {
+        let past = self.open_max.saturating_sub(MAX_DEPTH) as u64;
+        if past > 0 {
+            let end_tags = memchr::memmem::find_iter(chunk, b"</").count();
+            let stray = end_tags.saturating_sub(self.matched) as u64;
+            self.cost = self
+                .cost
+                .saturating_add((stray * STRAY_WEIGHT + self.matched as u64) * past);
+        }
+        self.open_max = self.open;
+        self.matched = 0;
+        self.cost
+    }
 }
 
 /// An end tag `lol_html` gave an element's handler, not yet compared with the element's name.
@@ -369,6 +449,8 @@ struct State {
     seen_html: bool,
     seen_head: bool,
     seen_body: bool,
+    /// What `lol_html`'s end tags cost so far.
+    search: Search,
     /// Raw text held back because a chunk ended inside a character reference.
     pending: String,
     pending_mode: Option<(Mode, Target)>,
@@ -404,6 +486,7 @@ impl State {
                         self.end(depth, serial, known);
                     }
                 }
+                Place::Merged => {}
                 Place::Flat(o) => {
                     self.flush();
                     self.flat -= 1;
@@ -460,7 +543,7 @@ impl State {
                 _ => false,
             };
             if again {
-                return None;
+                return can_have_content.then_some(Place::Merged);
             }
             if !is_head_content(known) && known != "html" {
                 self.seen_body = true;
