@@ -4,6 +4,14 @@
 //! inputs: each returns, whole or cut with a reason. And every page compared is parsed a
 //! third time without its text ([`Text::Skip`], what a crawl without an index asks for):
 //! everything but the text must come out the same.
+//!
+//! Past [`MAX_DEPTH`] nested elements the two part: the stream flattens and goes on, the tree
+//! parse stops ([`Coverage::CutAtDepth`]). So the pages compared with the tree parse as it is
+//! stay under the cap, and pages past it (the tricky markup and generated pages put 600
+//! elements deep) are compared with the tree parse without its limit
+//! ([`dom::parse_html_unbounded`]), which must give what the stream gives, but for a few line
+//! breaks in misnested markup, pinned in [`DIFFERENT_PAST_THE_CAP`]. Where the tree parse
+//! stops, only what came before its cut is compared.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -319,7 +327,8 @@ fn a_body_that_is_not_html_but_says_it_is() {
         .collect();
     body.extend_from_slice(br#"{"a": [1, 2, {"b": "<a href='/json'>"}]}"#);
     let page = parse_both(&body, Some("text/html"), &url(), "hostile page");
-    assert_ne!(page.coverage, Coverage::CutAtDepth { parsed_bytes: 0 });
+    // A mebibyte of noise stays under every limit.
+    assert_eq!(page.coverage, Coverage::Whole);
     assert!(page.title.is_none());
 }
 
