@@ -601,6 +601,7 @@ impl State {
             return Some(Place::Flat(open));
         }
         self.open.push(open);
+        debug_assert!(self.open.len() <= MAX_DEPTH, "the mirror is bounded");
         Some(Place::Mirror {
             depth,
             serial,
