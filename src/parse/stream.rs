@@ -22,7 +22,8 @@
 //! opened past it ([`State::start`]). Their links, title and text are collected, hidden ones
 //! (`<script>`, `<template>` ...) still hide their content, and each closes when `lol_html`
 //! closes it, so what a page gives past the cap is what the tree parser gives without a cap
-//! (the tests compare the two there), but for the implied end tags, which wait there.
+//! (the tests compare the two there), but for a few line breaks in misnested markup: there an
+//! end tag closes what `lol_html` closes with it, and the implied end tags wait.
 //!
 //! Per element, what `lol_html` costs is kept small: it stays in its lexer for the whole page
 //! (a no-op doctype handler; no switch to its tag scanner and back per tag), nothing is removed
@@ -294,7 +295,8 @@ fn on_element(
         el.on_end_tag(end_tag!(move |end| {
             // `lol_html` also calls this when another end tag closes the element (`</svg>` after
             // a `<p>` that left the SVG); html5ever decides that by its own rules, which the
-            // mirror keeps, so only the element's own end tag counts. Which end tag it is is
+            // mirror keeps, so only the element's own end tag counts there (a flattened one
+            // closes with either: [`State::start`]). Which end tag it is is
             // read from the source when the next token comes ([`State::settle`]): this
             // handler cannot borrow the page, and `end.name()` would be a `String` per element.
             let at = end.source_location().bytes();
