@@ -166,7 +166,8 @@ impl Extractor {
         let (document, coverage) = crate::parse::dom::parse_document(&text);
         let mut why: Vec<String> = Vec::new();
         if let crate::parse::Coverage::CutAtDepth { parsed_bytes } = coverage {
-            // The crawl's own parse stops there too (its URL row says so).
+            // The crawl's own parse goes on past that depth (it flattens, as Chromium does):
+            // html5ever's tree cannot, so the line says where the fields stop.
             why.push(format!(
                 "the tree stops at {} nested elements, {parsed_bytes} bytes in",
                 crate::parse::MAX_DEPTH

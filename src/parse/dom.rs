@@ -4,7 +4,9 @@
 //! It is no longer on the crawl's hot path: it stays as the oracle the streaming parser is
 //! compared with (the tests on every page of a generated web), as the "old" side of
 //! `benches/parse.rs`, and as the depth-capped tree builder of `extract`, which gives it only
-//! pages under `--extract-max-bytes`. It must never be called on a page of unbounded size: its
+//! pages under `--extract-max-bytes`. It stops at [`MAX_DEPTH`] nested elements, where the
+//! stream flattens and goes on: a page past the cap is compared with this parse unbounded
+//! ([`parse_html_unbounded`], test pages of a few thousand elements at most). It must never be called on a page of unbounded size: its
 //! memory grows with the page (about 12 bytes of tree per byte of markup).
 
 use html5ever::driver::{self, ParseOpts, Parser};
@@ -29,9 +31,33 @@ pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> Pa
     finish(Walk::run(&document), &[], encoding, page_url, coverage)
 }
 
+/// [`parse_html`] without the depth limit: what the stream parse ([`super::stream`]) must give
+/// past [`MAX_DEPTH`], where it flattens. For tests: html5ever takes time quadratic in the
+/// depth of unclosed elements.
+#[cfg(test)]
+pub(super) fn parse_html_unbounded(
+    body: &[u8],
+    content_type: Option<&str>,
+    page_url: &Url,
+) -> ParsedPage {
+    let (text, encoding) = decode(body, content_type);
+    let document = Html::parse_document(&text);
+    finish(
+        Walk::run(&document),
+        &[],
+        encoding,
+        page_url,
+        Coverage::Whole,
+    )
+}
+
 /// `Html::parse_document`, fed in chunks so that a tree growing past [`MAX_DEPTH`] stops the
 /// parse. The deepest point is sampled at the most recently created node, which html5ever
 /// inserts at the current open element, so it tracks the stack of open elements.
+///
+/// Unlike the stream parse, which flattens past [`MAX_DEPTH`] as Chromium does, this one
+/// stops there: html5ever's tree builder has no such mode (its "has an element in scope"
+/// walks the whole stack of open elements, quadratic in their depth).
 pub(crate) fn parse_document(text: &str) -> (Html, Coverage) {
     let mut parser = driver::parse_document(
         HtmlTreeSink::new(Html::new_document()),

@@ -57,9 +57,16 @@ pub struct ParsedPage {
 #[serde(rename_all = "snake_case")]
 pub enum Coverage {
     Whole,
-    /// Elements nested deeper than [`MAX_DEPTH`]; parsing stopped after `parsed_bytes` bytes
-    /// and what came before was kept.
+    /// Only the tree parse ([`dom`], `--extract`'s) stops here: elements nested deeper than
+    /// [`MAX_DEPTH`]; parsing stopped after `parsed_bytes` bytes and what came before was kept.
+    /// The crawl's parse ([`stream`]) goes on past that depth, flattening.
     CutAtDepth {
+        parsed_bytes: usize,
+    },
+    /// End tags under more than [`MAX_DEPTH`] open elements searched them more than
+    /// [`MAX_END_TAG_SEARCH`] allows; parsing stopped after `parsed_bytes` bytes and what came
+    /// before was kept.
+    CutAtEndTags {
         parsed_bytes: usize,
     },
     /// One token (a tag never closed, an attribute of megabytes) or the parser's stack of open
@@ -78,6 +85,10 @@ impl Coverage {
             Coverage::CutAtDepth { parsed_bytes } => Some(format!(
                 "parsed {parsed_bytes} bytes: elements nested deeper than {MAX_DEPTH}"
             )),
+            Coverage::CutAtEndTags { parsed_bytes } => Some(format!(
+                "parsed {parsed_bytes} bytes: too many end tags under more than {MAX_DEPTH} \
+                 open elements"
+            )),
             Coverage::CutAtMemory { parsed_bytes } => Some(format!(
                 "parsed {parsed_bytes} bytes: a token or the open elements outgrew {} MiB",
                 MAX_PARSE_MEMORY >> 20
@@ -86,14 +97,27 @@ impl Coverage {
     }
 }
 
-/// Element nesting beyond which parsing stops.
+/// Element nesting past which the crawl's parse ([`stream`]) flattens and the tree parse
+/// ([`dom`]) stops.
 ///
-/// A browser bounds this too (Chromium stops nesting at 512) and real pages stay far below.
-/// The tree parser needed it because html5ever's "has an element in scope" walks the stack
-/// of open elements (a page of N unclosed `<div>`s cost O(N²)); the stream needs it because
-/// `lol_html` matches an end tag by searching that stack, so N open elements and N stray end
-/// tags cost O(N²) as well.
+/// Chromium flattens its tree at 512 too (elements deeper are attached to the current node's
+/// parent, nothing is dropped), and real pages stay far below. The stream's mirror of the open
+/// elements holds at most this many and only counts the deeper ones, so it loses nothing past
+/// the cap. The tree parse stops because html5ever's "has an element in scope" walks the stack
+/// of open elements (a page of N unclosed `<div>`s costs O(N²)).
 pub const MAX_DEPTH: usize = 512;
+
+/// How long the end tags of a page may search the elements it leaves open, past the first
+/// [`MAX_DEPTH`] each: about 2 s of it, in units of about 0.5 ns (one open element searched by
+/// an end tag that closes something; a stray end tag counts 4 an element).
+///
+/// `lol_html` matches each end tag by searching its stack of open elements, which only its
+/// memory limit bounds (about 65,000 elements), so a page of tens of thousands of elements
+/// left open (nested `<div>`s, or unclosed `<p>`s, which the mirror closes and `lol_html` does
+/// not) then megabytes of end tags would cost minutes: the stream stops there
+/// ([`Coverage::CutAtEndTags`]). Under [`MAX_DEPTH`] open elements nothing is counted, as
+/// before, and a page of 65,000 unclosed `<p>`s, each with a closed link, stays under it.
+pub const MAX_END_TAG_SEARCH: u64 = 1 << 32;
 
 /// The memory one parse may hold for itself, apart from what it collects: the largest token
 /// (a start tag with its attributes, a comment) plus the stack of open elements.
@@ -1697,17 +1721,122 @@ mod tests {
         assert_eq!(page.text, "deep");
     }
 
+    /// Past the cap the stream flattens (`stream::State::start`): nothing after it is lost.
     #[test]
-    fn runaway_nesting_stops_the_parse_and_keeps_what_came_before() {
+    fn links_and_words_past_the_depth_cap_are_all_kept() {
+        let links = "<p>first <a href=\"a1\">one</a> words</p><p>second <a href=\"a2\">two</a></p>";
+        for closed in [true, false] {
+            let html = format!(
+                "<title>t</title>{}{links}{}after <a href=\"a3\">three</a> end",
+                "<div>".repeat(600),
+                if closed {
+                    "</div>".repeat(600)
+                } else {
+                    String::new()
+                }
+            );
+            let page = parse(&html);
+            assert_eq!(page.coverage, Coverage::Whole, "closed {closed}");
+            assert_eq!(page.coverage.reason(), None);
+            assert_eq!(
+                link_urls(&page),
+                [
+                    "http://example.com/dir/sub/a1",
+                    "http://example.com/dir/sub/a2",
+                    "http://example.com/dir/sub/a3"
+                ],
+                "closed {closed}"
+            );
+            assert_eq!(
+                page.text, "first one words\nsecond two\nafter three end",
+                "closed {closed}"
+            );
+            assert_eq!(page.title.as_deref(), Some("t"));
+            assert_eq!(page, unbounded(&html), "closed {closed}");
+        }
+    }
+
+    /// The tree parse without its depth limit, which the stream must equal past the cap.
+    fn unbounded(html: &str) -> ParsedPage {
+        dom::parse_html_unbounded(html.as_bytes(), Some("text/html"), &page_url())
+    }
+
+    #[test]
+    fn hidden_elements_past_the_depth_cap_stay_hidden_until_their_end_tag() {
+        for tag in ["script", "style", "noscript", "template", "iframe", "title"] {
+            for depth in [MAX_DEPTH, MAX_DEPTH + 88] {
+                let html = format!(
+                    "<title>t</title>{}<{tag}><a href=\"hidden\">secret words</a><p>more \
+                     <div>secret</{tag}><p>shown <a href=\"after\">after</a></p>",
+                    "<div>".repeat(depth)
+                );
+                let page = parse(&html);
+                let what = format!("<{tag}> at {depth}");
+                assert_eq!(page.coverage, Coverage::Whole, "{what}");
+                assert_eq!(
+                    link_urls(&page),
+                    ["http://example.com/dir/sub/after"],
+                    "{what}"
+                );
+                assert_eq!(page.text, "shown after", "{what}");
+                assert_eq!(page.title.as_deref(), Some("t"), "{what}");
+                assert_eq!(page, unbounded(&html), "{what}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_title_past_the_depth_cap_is_the_page_title_and_an_svg_one_is_not() {
+        let html = format!(
+            "{}<svg><title>icon</title></svg><title>Deep &amp; late</title><p>body text",
+            "<div>".repeat(600)
+        );
+        let page = parse(&html);
+        assert_eq!(page.title.as_deref(), Some("Deep & late"));
+        assert_eq!(page.text, "body text");
+        assert_eq!(page, unbounded(&html));
+        // A title left open ends the page: its text is the title's, not the page's.
+        let page = parse(&format!("{}<title>open to the end", "<div>".repeat(600)));
+        assert_eq!(page.title.as_deref(), Some("open to the end"));
+        assert_eq!(page.text, "");
+    }
+
+    #[test]
+    fn end_tags_past_the_depth_cap_close_what_they_opened() {
+        let html = format!(
+            "{}<p>one</p>two<pre>a\n  b</pre>three <b>four</b> five<p>six<p>seven</p>eight\
+             <template><a href=\"t\">t</a></template><a href=\"x\">nine</a>",
+            "<div>".repeat(600)
+        );
+        let page = parse(&html);
+        assert_eq!(page.coverage, Coverage::Whole);
+        assert_eq!(
+            page.text,
+            "one\ntwo\na\nb\nthree four five\nsix\nseven\neightnine"
+        );
+        assert_eq!(link_urls(&page), ["http://example.com/dir/sub/x"]);
+        assert_eq!(page, unbounded(&html));
+    }
+
+    /// Hostile nesting: only `lol_html`'s memory limit cuts it (its stack of open elements,
+    /// about 128 bytes each, outgrows 8 MiB past about 65,000), what came before is kept, and
+    /// the stream's own mirror stays at [`MAX_DEPTH`].
+    #[test]
+    fn runaway_nesting_is_cut_at_the_memory_limit_and_keeps_what_came_before() {
         let html = format!(
             "<title>t</title><p>before <a href=\"early\">e</a></p>{}<a href=\"late\">l</a>",
             "<div>".repeat(100_000)
         );
+        let started = std::time::Instant::now();
         let page = parse(&html);
-        let Coverage::CutAtDepth { parsed_bytes } = page.coverage else {
+        let Coverage::CutAtMemory { parsed_bytes } = page.coverage else {
             panic!("expected a cut, got {:?}", page.coverage);
         };
-        assert!(parsed_bytes < html.len() / 10, "cut late: {parsed_bytes}");
+        assert!(
+            parsed_bytes > 5 * 50_000 && parsed_bytes < html.len(),
+            "cut at {parsed_bytes}"
+        );
+        assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
         assert_eq!(link_urls(&page), ["http://example.com/dir/sub/early"]);
         assert_eq!(page.title.as_deref(), Some("t"));
         assert_eq!(page.text, "before e");
@@ -1743,6 +1872,40 @@ mod tests {
                 "{tag}"
             );
         }
+    }
+
+    /// Tens of thousands of elements left open (nested, or unclosed `<p>`s, which only
+    /// `lol_html` keeps open), then a megabyte of end tags, each of which searches them all:
+    /// cut at [`MAX_END_TAG_SEARCH`], in seconds, not minutes.
+    #[test]
+    fn end_tags_under_tens_of_thousands_of_open_elements_are_cut_in_time() {
+        for open in ["<div>", "<p>x"] {
+            let html = format!(
+                "<a href=\"early\">e</a>{}{}<a href=\"late\">l</a>",
+                open.repeat(20_000),
+                "</a>".repeat(300_000)
+            );
+            let started = std::time::Instant::now();
+            let page = parse(&html);
+            let Coverage::CutAtEndTags { parsed_bytes } = page.coverage else {
+                panic!("{open}: expected a cut, got {:?}", page.coverage);
+            };
+            assert!(
+                parsed_bytes < html.len() / 2,
+                "{open}: cut at {parsed_bytes}"
+            );
+            let reason = page.coverage.reason().unwrap_or_default();
+            assert!(reason.contains("too many end tags"), "{reason}");
+            assert_eq!(link_urls(&page), ["http://example.com/dir/sub/early"]);
+            assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+        }
+        // Under 512 open elements nothing is counted: searched whole, as before.
+        let html = format!(
+            "{}{}<a href=\"late\">l</a>",
+            "<div>".repeat(MAX_DEPTH),
+            "</a>".repeat(300_000)
+        );
+        assert_eq!(parse(&html).coverage, Coverage::Whole);
     }
 
     #[test]

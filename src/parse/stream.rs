@@ -1,7 +1,8 @@
 //! The hot path: one pass of `lol_html` over a page's bytes, collecting links, the title and
-//! the text as the tags and text go by. No tree: a parse holds the token being read (bounded
-//! by [`MAX_PARSE_MEMORY`]), the open elements (bounded by [`MAX_DEPTH`]) and what it collects
-//! (the title stops growing at [`MAX_TITLE_BYTES`]).
+//! the text as the tags and text go by. No tree: a parse holds the token being read and
+//! `lol_html`'s stack of open elements (together bounded by [`MAX_PARSE_MEMORY`]), its own
+//! mirror of that stack (at most [`MAX_DEPTH`] elements, see below) and what it collects (the
+//! title stops growing at [`MAX_TITLE_BYTES`]).
 //!
 //! `lol_html` tokenizes as a browser does (raw text in `<script>`, RCDATA in `<title>`, foreign
 //! content) but builds no tree, so this module keeps a small mirror of the stack of open
@@ -11,7 +12,18 @@
 //! (text fostered out of a table, a `</p>` with no open `<p>` anywhere) the two may differ:
 //! see the tests. `lol_html` itself keeps every element never closed (a page of unclosed `<p>`s)
 //! on its stack, about 128 bytes each, so past about 65,000 of them the memory limit cuts the
-//! page. It must never fail: a limit cuts the parse and says so in the coverage.
+//! page; and as each end tag searches that stack, what the searches past [`MAX_DEPTH`] open
+//! elements cost is counted ([`Search`]) and cut at [`MAX_END_TAG_SEARCH`]. It must never
+//! fail: a limit cuts the parse and says so in the coverage.
+//!
+//! Nesting past [`MAX_DEPTH`] loses nothing. Chromium's tree builder keeps parsing there and
+//! attaches each deeper element to the current node's parent (the tree is flattened, no node
+//! is dropped); the mirror likewise stops growing at [`MAX_DEPTH`] and counts the elements
+//! opened past it ([`State::start`]). Their links, title and text are collected, hidden ones
+//! (`<script>`, `<template>` ...) still hide their content, and each closes when `lol_html`
+//! closes it, so what a page gives past the cap is what the tree parser gives without a cap
+//! (the tests compare the two there), but for a few line breaks in misnested markup: there an
+//! end tag closes what `lol_html` closes with it, and the implied end tags wait.
 //!
 //! Per element, what `lol_html` costs is kept small: it stays in its lexer for the whole page
 //! (a no-op doctype handler; no switch to its tag scanner and back per tag), nothing is removed
@@ -24,7 +36,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use encoding_rs::{Encoding, UTF_8};
-use lol_html::errors::RewritingError;
 use lol_html::html_content::{Attribute, Element, TextChunk, TextType};
 use lol_html::{
     AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings, doc_text, doctype, element,
@@ -34,13 +45,18 @@ use lol_html::{
 use super::charset::decode_with;
 use super::entities::{self, Mode, Nul};
 use super::{
-    Collected, Coverage, Href, MAX_DEPTH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES, Text, TextBuilder,
-    is_heading, is_hidden, is_preformatted,
+    Collected, Coverage, Href, MAX_DEPTH, MAX_END_TAG_SEARCH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES,
+    Text, TextBuilder, is_heading, is_hidden, is_preformatted,
 };
 
 /// Bytes handed to `lol_html` at a time. A token cut by a chunk's end is buffered by `lol_html`
 /// (and counted against [`MAX_PARSE_MEMORY`]); the rest is read in place.
 const WRITE_CHUNK: usize = 64 * 1024;
+
+/// Bytes handed to `lol_html` at a time while it holds more than [`MAX_DEPTH`] elements open:
+/// at most about 1,000 end tags between two checks of [`MAX_END_TAG_SEARCH`], about 0.1 s of
+/// searching under 65,000 open elements.
+const DEEP_WRITE_CHUNK: usize = 4 * 1024;
 
 const HTML_NS: &str = "http://www.w3.org/1999/xhtml";
 
@@ -115,14 +131,24 @@ fn run(
     let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
     let mut fed = 0;
     let mut outcome = Ok(());
-    for chunk in body.chunks(WRITE_CHUNK) {
+    let mut searched_too_long = false;
+    while fed < body.len() {
+        // Under many open elements every end tag costs a search of them all: smaller chunks,
+        // so that the budget is checked often.
+        let deep = state.borrow().search.open > MAX_DEPTH;
+        let len = if deep { DEEP_WRITE_CHUNK } else { WRITE_CHUNK };
+        let chunk = &body[fed..body.len().min(fed + len)];
         outcome = rewriter.write(chunk);
         if outcome.is_err() {
             break;
         }
         fed += chunk.len();
+        if state.borrow_mut().search.account(chunk) > MAX_END_TAG_SEARCH {
+            searched_too_long = true;
+            break;
+        }
     }
-    if outcome.is_ok() {
+    if outcome.is_ok() && !searched_too_long {
         outcome = rewriter.end();
     } else {
         drop(rewriter);
@@ -133,13 +159,11 @@ fn run(
     );
     state.settle(input);
     let coverage = match outcome {
+        Ok(()) if searched_too_long => Coverage::CutAtEndTags { parsed_bytes: fed },
         Ok(()) => Coverage::Whole,
-        Err(RewritingError::MemoryLimitExceeded(_)) => Coverage::CutAtMemory { parsed_bytes: fed },
-        // A handler stops the parse only for depth; any other error is `lol_html`'s own, and
-        // what was read before it is kept the same way.
-        Err(_) => state
-            .cut
-            .unwrap_or(Coverage::CutAtMemory { parsed_bytes: fed }),
+        // `lol_html`'s memory limit. The handlers here never fail, and any other error of
+        // `lol_html`'s own keeps what was read before it the same way.
+        Err(_) => Coverage::CutAtMemory { parsed_bytes: fed },
     };
     (state.finish(), coverage)
 }
@@ -254,36 +278,109 @@ fn on_element(
     let href = |name: &str| input.href(el, name);
     let mut shared = state.borrow_mut();
     shared.settle(input);
-    let opened = shared.start(
-        name,
-        html,
-        el.can_have_content(),
-        el.source_location().bytes().start,
-        attr,
-        href,
-    )?;
+    let opened = shared.start(name, html, el.can_have_content(), attr, href);
+    if el.can_have_content() {
+        shared.search.pushed();
+    }
     drop(shared);
-    if let Some((depth, serial, known)) = opened {
+    if let Some(place) = opened {
         let state = Rc::clone(state);
-        let mut name = common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed);
+        let mut name = match place {
+            Place::Mirror { .. } => {
+                common_name(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed)
+            }
+            // Closed by whichever end tag `lol_html` closes it with: its name is not read.
+            Place::Flat(_) | Place::Merged => Cow::Borrowed(""),
+        };
         el.on_end_tag(end_tag!(move |end| {
             // `lol_html` also calls this when another end tag closes the element (`</svg>` after
             // a `<p>` that left the SVG); html5ever decides that by its own rules, which the
-            // mirror keeps, so only the element's own end tag counts. Which end tag it is is
+            // mirror keeps, so only the element's own end tag counts there (a flattened one
+            // closes with either: [`State::start`]). Which end tag it is is
             // read from the source when the next token comes ([`State::settle`]): this
             // handler cannot borrow the page, and `end.name()` would be a `String` per element.
-            state.borrow_mut().ended.push(Ended {
-                at: end.source_location().bytes(),
+            let at = end.source_location().bytes();
+            let mut state = state.borrow_mut();
+            state.search.popped(at.start);
+            state.ended.push(Ended {
+                at,
                 // Called once (`end_tag!` asks for `FnMut`): the name moves out.
                 name: std::mem::take(&mut name),
-                depth,
-                serial,
-                known,
+                place,
             });
             Ok(())
         }))?;
     }
     Ok(())
+}
+
+/// Where an element went when it opened.
+#[derive(Clone, Copy)]
+enum Place {
+    /// On the mirror, at `depth`; `known` is its name if this module treats it apart.
+    Mirror {
+        depth: usize,
+        serial: u32,
+        known: &'static str,
+    },
+    /// Past [`MAX_DEPTH`]: counted in [`State::flat`], not on the mirror.
+    Flat(Open),
+    /// A second `<html>`, `<head>` or `<body>`: on `lol_html`'s stack only.
+    Merged,
+}
+
+/// What `lol_html`'s end tags cost: it finds an end tag's element by searching its stack of
+/// open elements from the top (all of it for a stray end tag), then the end-tag handlers of
+/// them all from the bottom, so each end tag costs time in proportion to the elements open.
+/// Past [`MAX_DEPTH`] of them that is counted, per chunk written ([`Search::account`]).
+#[derive(Default)]
+struct Search {
+    /// Elements `lol_html` holds open: every start tag that can have content pushes one (even
+    /// one the mirror closed by an implied end tag since), each end-tag handler call pops one.
+    open: usize,
+    /// The most `open` was since the last chunk was counted.
+    open_max: usize,
+    /// End tags that closed elements since then (one can close several).
+    matched: usize,
+    /// Where the last of those starts.
+    last_end: Option<usize>,
+    /// Open elements searched past the first [`MAX_DEPTH`], weighted as in [`Search::account`].
+    cost: u64,
+}
+
+/// How much slower a stray end tag's search of `lol_html`'s stack is than a matched one's
+/// search of its handlers, per element (measured: about 2 ns against 0.5).
+const STRAY_WEIGHT: u64 = 4;
+
+impl Search {
+    fn pushed(&mut self) {
+        self.open += 1;
+        self.open_max = self.open_max.max(self.open);
+    }
+
+    fn popped(&mut self, end_tag_at: usize) {
+        self.open = self.open.saturating_sub(1);
+        if self.last_end != Some(end_tag_at) {
+            self.last_end = Some(end_tag_at);
+            self.matched += 1;
+        }
+    }
+
+    /// Counts the end tags of `chunk`, just written, at the most elements open while it was
+    /// read; returns the cost so far. Nothing is counted (nor read) under [`MAX_DEPTH`] open.
+    fn account(&mut self, chunk: &[u8]) -> u64 {
+        let past = self.open_max.saturating_sub(MAX_DEPTH) as u64;
+        if past > 0 {
+            let end_tags = memchr::memmem::find_iter(chunk, b"</").count();
+            let stray = end_tags.saturating_sub(self.matched) as u64;
+            self.cost = self
+                .cost
+                .saturating_add((stray * STRAY_WEIGHT + self.matched as u64) * past);
+        }
+        self.open_max = self.open;
+        self.matched = 0;
+        self.cost
+    }
 }
 
 /// An end tag `lol_html` gave an element's handler, not yet compared with the element's name.
@@ -292,9 +389,7 @@ struct Ended {
     at: std::ops::Range<usize>,
     /// The element's name, as `Element::tag_name` gives it.
     name: Cow<'static, str>,
-    depth: usize,
-    serial: u32,
-    known: &'static str,
+    place: Place,
 }
 
 impl Input<'_> {
@@ -318,6 +413,7 @@ impl Input<'_> {
 }
 
 /// An element on the mirror of the stack of open elements.
+#[derive(Clone, Copy)]
 struct Open {
     serial: u32,
     /// The tag name if it is one this module treats apart, else "".
@@ -337,7 +433,13 @@ struct State {
     /// The first HTML `<title>`'s text while it is open, and its serial.
     title: Option<(u32, TextBuilder)>,
     title_seen: bool,
+    /// The mirror: never more than [`MAX_DEPTH`] elements.
     open: Vec<Open>,
+    /// Elements opened while the mirror was full and not closed yet: the mirror's top is not
+    /// the current node while there are any. See [`State::start`].
+    flat: usize,
+    /// Of those, the foreign ones (`<svg>`, `<math>` and what they hold).
+    flat_foreign: usize,
     next_serial: u32,
     in_head: usize,
     in_pre: usize,
@@ -349,10 +451,11 @@ struct State {
     seen_html: bool,
     seen_head: bool,
     seen_body: bool,
+    /// What `lol_html`'s end tags cost so far.
+    search: Search,
     /// Raw text held back because a chunk ended inside a character reference.
     pending: String,
     pending_mode: Option<(Mode, Target)>,
-    cut: Option<Coverage>,
     /// The page's text is not wanted ([`Text::Skip`]): only the title's text is kept.
     skip_text: bool,
     /// End tags seen since the last token, in the order `lol_html` gave them.
@@ -366,11 +469,6 @@ enum Target {
     Text { preformatted: bool },
 }
 
-/// Too deep: the error that stops `lol_html`.
-#[derive(Debug, thiserror::Error)]
-#[error("elements nested deeper than {MAX_DEPTH}")]
-struct TooDeep;
-
 impl State {
     /// Closes the elements whose own end tags came since the last token, before anything
     /// else reads the mirror: the next start tag, text, or the end.
@@ -380,31 +478,58 @@ impl State {
         }
         let mut ended = std::mem::take(&mut self.ended);
         for e in ended.drain(..) {
-            if input.end_tag_is(e.at, &e.name) {
-                self.end(e.depth, e.serial, e.known);
+            match e.place {
+                Place::Mirror {
+                    depth,
+                    serial,
+                    known,
+                } => {
+                    if input.end_tag_is(e.at, &e.name) {
+                        self.end(depth, serial, known);
+                    }
+                }
+                Place::Merged => {}
+                Place::Flat(o) => {
+                    self.flush();
+                    self.flat -= 1;
+                    if !o.html {
+                        self.flat_foreign -= 1;
+                    }
+                    self.close(o);
+                }
             }
         }
         // Kept for its capacity: no allocation per end tag.
         self.ended = ended;
     }
 
-    /// A start tag. Returns the element's place on the mirror when it was pushed there (it can
-    /// have content), for its end tag.
+    /// A start tag. Returns where the element went (it can have content), for its end tag.
+    ///
+    /// Past [`MAX_DEPTH`] open elements the mirror is full and the element is flattened, as
+    /// Chromium's tree builder attaches elements past its 512 to the current node's parent:
+    /// it is counted, not pushed, and stays open until `lol_html` closes it (its own end tag,
+    /// or another that closes an element it is inside). Its links and text are collected and
+    /// its hidden content stays hidden, as on the mirror. While flattened elements are open
+    /// the mirror's top is not the current node, so the implied end tags, which read the
+    /// mirror from its top, wait until they are closed: past the cap `<p>one<p>two` keeps both
+    /// open (the line breaks come out the same), and a page of unclosed elements there grows
+    /// only `lol_html`'s own stack, which its memory limit bounds.
     fn start(
         &mut self,
         name: &str,
         lol_html_says_html: bool,
         can_have_content: bool,
-        at: usize,
         attr: impl Fn(&str) -> Option<String>,
         href: impl Fn(&str) -> Option<Href>,
-    ) -> Result<Option<(usize, u32, &'static str)>, TooDeep> {
+    ) -> Option<Place> {
         self.flush();
         let known = intern(name);
         // In foreign content html5ever decides: a few HTML tags break out of it, the rest are
         // foreign (`lol_html` gives an SVG <title> the HTML namespace of its content, and a <p>
-        // in <svg> the SVG one).
+        // in <svg> the SVG one). Past the cap, where no break-out pops anything, `lol_html`
+        // decides, unless an element below is foreign.
         let html = match self.open.last() {
+            _ if self.flat > 0 => lol_html_says_html && self.flat_foreign == 0,
             Some(top) if !top.html && !is_integration_point(top.name) => {
                 breaks_out_of_foreign(name)
             }
@@ -420,12 +545,14 @@ impl State {
                 _ => false,
             };
             if again {
-                return Ok(None);
+                return can_have_content.then_some(Place::Merged);
             }
             if !is_head_content(known) && known != "html" {
                 self.seen_body = true;
             }
-            self.implied_ends(known);
+            if self.flat == 0 {
+                self.implied_ends(known);
+            }
         }
         if self.in_template == 0 && self.in_hidden == 0 {
             if known == "title" {
@@ -443,19 +570,19 @@ impl State {
             self.boundary(known);
         }
         if !can_have_content {
-            return Ok(None);
+            return None;
         }
         let serial = self.next_serial;
         self.next_serial = self.next_serial.wrapping_add(1);
         let depth = self.open.len();
         // Before the body, html5ever puts <noframes> in the head, whose text is not shown.
         let in_head = known == "head" || (known == "noframes" && !self.seen_body);
-        self.open.push(Open {
+        let open = Open {
             serial,
             name: known,
             html,
             in_head,
-        });
+        };
         if in_head {
             self.in_head += 1;
         }
@@ -468,11 +595,20 @@ impl State {
         if is_hidden(known) && known != "template" {
             self.in_hidden += 1;
         }
-        if self.open.len() > MAX_DEPTH {
-            self.cut = Some(Coverage::CutAtDepth { parsed_bytes: at });
-            return Err(TooDeep);
+        if depth >= MAX_DEPTH {
+            self.flat += 1;
+            if !html {
+                self.flat_foreign += 1;
+            }
+            return Some(Place::Flat(open));
         }
-        Ok(Some((depth, serial, known)))
+        self.open.push(open);
+        debug_assert!(self.open.len() <= MAX_DEPTH, "the mirror is bounded");
+        Some(Place::Mirror {
+            depth,
+            serial,
+            known,
+        })
     }
 
     /// The end tag of the element `known` pushed at `depth` with `serial`.
@@ -572,35 +708,48 @@ impl State {
     /// Closes the elements from the top of the mirror down to `depth`, each as the tree walk
     /// closes it.
     fn pop_to(&mut self, depth: usize) {
+        // Elements on the mirror close only when no flattened one is open: their own end tags
+        // close those first (`lol_html` closes everything inside), and the implied end tags
+        // wait for them.
+        debug_assert!(
+            self.flat == 0 || depth >= self.open.len(),
+            "flattened ones open"
+        );
         while self.open.len() > depth {
             let Some(o) = self.open.pop() else { return };
-            if o.in_head {
-                self.in_head -= 1;
-            }
-            match o.name {
-                "template" => self.in_template -= 1,
-                "p" => self.open_p -= 1,
-                name if is_preformatted(name) => self.in_pre -= 1,
-                _ => {}
-            }
-            if is_hidden(o.name) && o.name != "template" {
-                self.in_hidden -= 1;
-            }
-            if self.in_hidden == 0 {
-                self.boundary(o.name);
-            }
-            if self.title.as_ref().is_some_and(|(s, _)| *s == o.serial)
-                && let Some((_, title)) = self.title.take()
-            {
-                let title = super::cap_title(title.finish());
-                self.out.title = (!title.is_empty()).then_some(title);
-            }
+            self.close(o);
+        }
+    }
+
+    /// Closes `o`, off the mirror or flattened, as the tree walk closes an element.
+    fn close(&mut self, o: Open) {
+        if o.in_head {
+            self.in_head -= 1;
+        }
+        match o.name {
+            "template" => self.in_template -= 1,
+            "p" => self.open_p -= 1,
+            name if is_preformatted(name) => self.in_pre -= 1,
+            _ => {}
+        }
+        if is_hidden(o.name) && o.name != "template" {
+            self.in_hidden -= 1;
+        }
+        if self.in_hidden == 0 {
+            self.boundary(o.name);
+        }
+        if self.title.as_ref().is_some_and(|(s, _)| *s == o.serial)
+            && let Some((_, title)) = self.title.take()
+        {
+            let title = super::cap_title(title.finish());
+            self.out.title = (!title.is_empty()).then_some(title);
         }
     }
 
     fn text(&mut self, chunk: &TextChunk<'_>) {
         let raw = chunk.as_str();
-        if let Some(top) = self.open.last()
+        if self.flat == 0
+            && let Some(top) = self.open.last()
             && top.html
             && top.name == "head"
             && raw
@@ -697,6 +846,18 @@ impl State {
 
     fn finish(mut self) -> Collected {
         self.flush();
+        // Of the flattened elements left open, only a title still matters at the end.
+        if self.flat > 0
+            && let Some((serial, _)) = self.title
+        {
+            self.close(Open {
+                serial,
+                name: "title",
+                html: true,
+                in_head: false,
+            });
+        }
+        self.flat = 0;
         self.pop_to(0);
         self.out.text = self.text.finish();
         self.out
