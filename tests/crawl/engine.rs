@@ -279,6 +279,67 @@ async fn a_urls_referrer_is_the_page_one_level_above_it() {
     assert!(checked > 200, "{checked}");
 }
 
+/// Audit 27: a page parsed at depth 3, found again by a shorter path (2) afterwards, had its row
+/// lowered to 2, though its links had been judged at 3 + 1: a link past `--depth 3` said
+/// "deeper than the depth limit" under a referrer at depth 2. A row keeps the depth its links
+/// were judged at. Here site01 asks for a Crawl-delay of 2 s, so its page with the shorter path
+/// comes after site00's chain to `/p.html` (and were it to come first, `/p.html` would simply be
+/// at depth 2: the rows must agree either way).
+#[tokio::test]
+async fn a_page_found_by_a_shorter_path_after_its_parse_keeps_the_depth_its_links_follow() {
+    let web = TestWeb::start(GenOptions::new(2, 5).seed(3))
+        .await
+        .expect("web");
+    let (a, b) = (web.dir().join("site00"), web.dir().join("site01"));
+    let page = |links: &[String]| {
+        links
+            .iter()
+            .fold(String::from("<title>t</title>"), |mut page, href| {
+                page.push_str(&format!("<a href=\"{href}\">l</a>"));
+                page
+            })
+    };
+    for (name, links) in [
+        ("index.html", vec!["/a1.html".to_string()]),
+        ("a1.html", vec!["/a2.html".into()]),
+        ("a2.html", vec!["/p.html".into()]),
+        ("p.html", vec!["/c.html".into()]),
+        ("c.html", vec![]),
+        ("q.html", vec!["/p.html".into()]),
+    ] {
+        std::fs::write(a.join(name), page(&links)).expect("write");
+    }
+    std::fs::write(b.join("index.html"), page(&[web.url("site00", "/q.html")])).expect("write");
+    std::fs::write(b.join("robots.txt"), "User-agent: *\nCrawl-delay: 2\n").expect("write");
+    let mut cfg = config(vec![web.url("site00", "/"), web.url("site01", "/")]);
+    cfg.scope = crawltop::scope::ScopeKind::Any;
+    cfg.depth = Some(3);
+    cfg.delay_ms = 0;
+    let crawled = crawl(cfg).await;
+    let row = |path: &str| &crawled.urls[&web.url("site00", path)];
+    let depth = |path: &str| row(path)["depth"].as_u64().expect("a depth");
+    assert_eq!(row("/p.html")["state"], "parsed");
+    assert_eq!(
+        row("/q.html")["state"],
+        "parsed",
+        "the shorter path was found"
+    );
+    assert_eq!(
+        row("/c.html")["referrer"].as_str(),
+        Some(web.url("site00", "/p.html").as_str())
+    );
+    assert_eq!(
+        depth("/c.html"),
+        depth("/p.html") + 1,
+        "/c.html: {}; /p.html: {}",
+        row("/c.html"),
+        row("/p.html")
+    );
+    if depth("/p.html") == 3 {
+        assert_eq!(row("/c.html")["reason"], "deeper than the depth limit");
+    }
+}
+
 #[tokio::test]
 async fn scope_and_page_limits() {
     let web = TestWeb::start(GenOptions::new(3, 20).seed(2).crawl_delay_s(0.01))

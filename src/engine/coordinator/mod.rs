@@ -860,8 +860,17 @@ impl<F: Schedule> Coordinator<F> {
         if depth >= self.resources.depth(id) {
             return;
         }
-        self.touch(id);
         let mut r = self.resources.get(id);
+        if matches!(
+            r.state,
+            ResourceState::Parsed | ResourceState::ParseIgnored | ResourceState::ParseError
+        ) {
+            // Its links were judged at its depth already: the row keeps it, so that their
+            // depths (and those past the limit) follow from it (audit 27: rows said 2 where
+            // the links had been judged at 3 + 1).
+            return;
+        }
+        self.touch(id);
         r.depth = depth;
         // The page that led to it at this depth (its record says depth = referrer's + 1).
         r.referrer = referrer;
