@@ -905,6 +905,20 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<(CrawlConfig, CrawlArgs)
     if !(resumes && cfg.seeds.is_empty()) {
         cfg.validate()?;
     }
+    // A new crawl starts its extract file empty: one that holds lines may be another crawl's,
+    // whose resume needs them (audit 27).
+    if let (false, false, Some(_), Some(path)) = (resumes, cfg.fresh, &cfg.out, &cfg.extract_out)
+        && let Ok(meta) = std::fs::metadata(path)
+        && meta.len() > 0
+    {
+        anyhow::bail!(
+            "{} already holds {} bytes of extracted lines, perhaps another crawl's, and a new \
+             crawl would empty it: remove it, give another --extract-out, or start over with \
+             --fresh to replace it",
+            path.display(),
+            meta.len()
+        );
+    }
     Ok((cfg, args.clone()))
 }
 

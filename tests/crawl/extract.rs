@@ -233,6 +233,48 @@ fn crawl_extracting(
     cmd
 }
 
+/// Audit 27: a new crawl given another crawl's `--extract-out` emptied it without a word, and
+/// that crawl could not resume any more (nor, without WARC files, write its lines again). A new
+/// crawl now refuses a file that holds lines, and leaves it as it was; `--fresh` replaces it.
+#[tokio::test]
+async fn a_new_crawl_refuses_an_extract_file_that_holds_lines_unless_fresh() {
+    let web = TestWeb::start(GenOptions::new(1, 10).seed(5).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let lines = tmp.path().join("lines.jsonl");
+    let theirs = "{\"url\":\"http://127.0.0.1:1/\",\"seq\":0,\"fields\":{}}\n";
+    std::fs::write(&lines, theirs).expect("write");
+    let out = crawl_extracting(&web, &tmp.path().join("new"), &lines, 2 << 20)
+        .stderr(Stdio::piped())
+        .finish()
+        .await
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("already holds") && err.contains("another crawl's") && err.contains("--fresh"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&lines).expect("kept"), theirs);
+    assert!(web.log().records().is_empty(), "nothing fetched");
+
+    let out = crawl_extracting(&web, &tmp.path().join("new"), &lines, 2 << 20)
+        .arg("--fresh")
+        .stderr(Stdio::piped())
+        .finish()
+        .await
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&lines).expect("written");
+    assert!(!written.contains("127.0.0.1:1/"), "replaced: {written}");
+    assert!(written.lines().count() > 0);
+}
+
 #[tokio::test]
 async fn a_crawl_extracts_as_it_commits_the_lines_crawltop_extract_gives() {
     let web = TestWeb::start(GenOptions::new(2, 20).seed(5).crawl_delay_s(0.01))
