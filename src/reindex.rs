@@ -122,8 +122,14 @@ pub fn reindex(
     let building = dir.join(BUILDING);
     remove_dir(&building)?;
     let mut writer = IndexWriter::open_with_memory(&building, memory_mb)?;
+    // The crawl's name on the index, so that its resume takes it (a state written before
+    // crawls were named gets one at its resume, which stamps the index then).
+    if let Some(crawl) = &mark.crawl {
+        writer.stamp(crawl);
+    }
     let (done, cuts) = add_pages(&mut writer, Responses::of(parts), &mut progress)?;
     writer.commit()?;
+    let indexed = writer.pages();
     writer.close()?;
     put_in_place(dir, &building, &index)?;
     Checkpoint::mark_indexed(
@@ -131,6 +137,7 @@ pub fn reindex(
         &Mark {
             index: true,
             text_cut: done.cut,
+            indexed: Some(indexed),
             ..mark
         },
         &cuts,

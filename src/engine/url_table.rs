@@ -1138,6 +1138,8 @@ mod tests {
             store: None,
             settings: None,
             mirror_names: crate::store::mirror::NAMES,
+            crawl: None,
+            indexed: None,
         };
         crate::store::checkpoint::Checkpoint::create(dir, &mark).expect("state")
     }

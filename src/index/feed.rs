@@ -101,8 +101,9 @@ impl Cuts {
 
 enum Message {
     Pages(Vec<OwnedPage>),
-    /// Everything sent before this is committed when the answer comes.
-    Commit(SyncSender<()>),
+    /// Everything sent before this is committed when the answer comes: the pages the index
+    /// holds then.
+    Commit(SyncSender<u64>),
 }
 
 /// The committer's end of the index thread.
@@ -151,15 +152,15 @@ impl IndexFeed {
         Ok(())
     }
 
-    /// Makes every page queued so far durable and searchable; returns when it is.
-    pub fn commit(&mut self) -> Result<(), IndexError> {
+    /// Makes every page queued so far durable and searchable; returns when it is, with the
+    /// pages the index holds then.
+    pub fn commit(&mut self) -> Result<u64, IndexError> {
         self.hand_over()?;
         let (done_tx, done_rx) = sync_channel(1);
         self.send(Message::Commit(done_tx))?;
-        if done_rx.recv().is_ok() {
-            Ok(())
-        } else {
-            Err(self.ended())
+        match done_rx.recv() {
+            Ok(pages) => Ok(pages),
+            Err(_) => Err(self.ended()),
         }
     }
 
@@ -243,7 +244,7 @@ fn run(
             Message::Commit(done) => {
                 writer.commit()?;
                 // The committer waits on the answer; if it has gone, nobody needs it.
-                let _ = done.send(());
+                let _ = done.send(writer.pages());
             }
         }
     }

@@ -836,6 +836,11 @@ pub struct IndexWriter {
     fields: Fields,
     highest_seq: Option<u64>,
     in_flight: Arc<InFlight>,
+    /// Pages added, the committed ones it opened with included.
+    pages: u64,
+    /// Written with every commit (tantivy's commit payload): the crawl's name
+    /// ([`IndexWriter::stamp`]).
+    stamp: Option<String>,
 }
 
 impl IndexWriter {
@@ -853,7 +858,10 @@ impl IndexWriter {
     /// cores from the crawl), and [`crawl_merge_policy`].
     pub fn open_with_memory(dir: &Path, memory_mb: usize) -> Result<IndexWriter, IndexError> {
         let (index, fields) = open_index(dir, Access::Write)?;
-        let highest_seq = highest_committed_seq(&manual_reader(&index)?.searcher())?;
+        let searcher = manual_reader(&index)?.searcher();
+        let highest_seq = highest_committed_seq(&searcher)?;
+        let pages = searcher.num_docs();
+        let stamp = index.load_metas()?.payload;
         let options = IndexWriterOptions::builder()
             .memory_budget_per_thread(memory_mb.max(MIN_MEMORY_MB) * 1_000_000)
             .num_worker_threads(1)
@@ -881,7 +889,36 @@ impl IndexWriter {
             fields,
             highest_seq,
             in_flight: Arc::default(),
+            pages,
+            stamp,
         })
+    }
+
+    /// The crawl's name its last commit was stamped with ([`IndexWriter::stamp`]); `None` for
+    /// an index made before crawls were named, or never committed.
+    pub fn stamped(&self) -> Option<&str> {
+        self.stamp.as_deref()
+    }
+
+    /// Stamps every commit from now on with `crawl`, the name of the crawl this index is
+    /// (tantivy's commit payload, in `meta.json`): a resume compares it with its checkpoint's.
+    pub fn stamp(&mut self, crawl: &str) {
+        self.stamp = Some(crawl.to_owned());
+    }
+
+    /// How many committed pages have a seq below `seq`.
+    pub fn pages_below(&self, seq: u64) -> Result<u64, IndexError> {
+        let query = tantivy::query::RangeQuery::new(
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Excluded(tantivy::Term::from_field_u64(self.fields.seq, seq)),
+        );
+        let searcher = manual_reader(self.writer.index())?.searcher();
+        Ok(searcher.search(&query, &tantivy::collector::Count)? as u64)
+    }
+
+    /// Pages the index holds once what was added is committed.
+    pub fn pages(&self) -> u64 {
+        self.pages
     }
 
     /// Adds a page; searchable after the next `commit`. [`Added::Refused`], adding nothing,
@@ -915,6 +952,7 @@ impl IndexWriter {
             _ticket: ticket,
         })?;
         self.highest_seq = Some(page.seq);
+        self.pages += 1;
         Ok(match cut {
             None => Added::Whole,
             Some(_) => Added::Cut(Cut {
@@ -933,14 +971,20 @@ impl IndexWriter {
             std::ops::Bound::Unbounded,
         );
         self.writer.delete_query(Box::new(query))?;
-        self.writer.commit()?;
-        self.highest_seq = highest_committed_seq(&manual_reader(self.writer.index())?.searcher())?;
+        self.commit()?;
+        let searcher = manual_reader(self.writer.index())?.searcher();
+        self.highest_seq = highest_committed_seq(&searcher)?;
+        self.pages = searcher.num_docs();
         Ok(())
     }
 
     /// Makes every added page durable and visible to readers that reload.
     pub fn commit(&mut self) -> Result<(), IndexError> {
-        self.writer.commit()?;
+        let mut commit = self.writer.prepare_commit()?;
+        if let Some(stamp) = &self.stamp {
+            commit.set_payload(stamp);
+        }
+        commit.commit()?;
         Ok(())
     }
 

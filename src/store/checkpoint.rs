@@ -189,6 +189,17 @@ pub struct Mark {
     /// it was kept.
     #[serde(default = "first_names")]
     pub mirror_names: u32,
+    /// The crawl's own name (a random UUID its first run made), stamped on every commit of its
+    /// index too, so that a resume refuses an index another crawl wrote. Absent in states
+    /// written before it was kept (a resume names the crawl then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crawl: Option<String>,
+    /// Pages the index holds below the mark, stamped where the index is durable (as
+    /// `text_cut`): a resume refuses an index holding another number below it (an older copy
+    /// put back, another crawl's). Absent without an index, and in states written before it
+    /// was kept (not checked then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indexed: Option<u64>,
 }
 
 fn indexed() -> bool {
@@ -255,6 +266,9 @@ pub struct Checkpoint {
     store: Option<StoreKind>,
     settings: Option<std::collections::BTreeMap<String, String>>,
     mirror_names: u32,
+    crawl: Option<String>,
+    /// Pages the index holds, as of the next mark ([`Checkpoint::set_indexed`]).
+    indexed: Option<u64>,
     /// Cut pages for the next checkpoint's `text_cuts` table ([`Checkpoint::add_text_cuts`]);
     /// kept until a checkpoint holding them is committed.
     cut_pages: Vec<CutPage>,
@@ -354,6 +368,8 @@ impl Checkpoint {
             store: first.store,
             mirror_names: first.mirror_names,
             settings: first.settings.clone(),
+            crawl: first.crawl.clone(),
+            indexed: first.indexed,
             cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
@@ -376,6 +392,8 @@ impl Checkpoint {
             store: mark.store,
             settings: mark.settings.clone(),
             mirror_names: mark.mirror_names,
+            crawl: mark.crawl.clone(),
+            indexed: mark.indexed,
             cut_pages: Vec::new(),
             written: 0,
             fail_after: fail_after(),
@@ -422,6 +440,12 @@ impl Checkpoint {
     /// durable up to it.
     pub fn set_text_cut(&mut self, text_cut: u64) {
         self.text_cut = text_cut;
+    }
+
+    /// The index's count of pages for the next mark: set by the committer once the index is
+    /// durable up to it.
+    pub fn set_indexed(&mut self, pages: u64) {
+        self.indexed = Some(pages);
     }
 
     /// Pages the index cut below the next mark, for its `text_cuts` table: set by the
@@ -487,6 +511,8 @@ impl Checkpoint {
                 store: self.store,
                 settings: self.settings.clone(),
                 mirror_names: self.mirror_names,
+                crawl: self.crawl.clone(),
+                indexed: self.indexed,
             };
             let bytes = serde_json::to_vec(&mark).map_err(|e| err(&e))?;
             meta.insert(KEY_MARK, bytes.as_slice())
@@ -771,6 +797,12 @@ mod tests {
         assert_eq!(mark.seq, 12);
         assert!(mark.index, "every crawl before --no-index built the index");
         assert_eq!(mark.store, None, "not known, so not checked");
+        assert_eq!(
+            (mark.crawl, mark.indexed),
+            (None, None),
+            "not known, so not checked"
+        );
+        let mark: Mark = serde_json::from_slice(old).expect("an older mark reads");
         let text = serde_json::to_string(&mark).expect("writes");
         assert!(!text.contains("extract"), "{text}");
     }
@@ -791,6 +823,8 @@ mod tests {
             store: Some(StoreKind::Warc),
             settings: None,
             mirror_names: crate::store::mirror::NAMES,
+            crawl: None,
+            indexed: None,
         }
     }
 

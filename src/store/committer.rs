@@ -101,6 +101,32 @@ pub enum StoreError {
     )]
     IndexChoice { dir: PathBuf, indexed: bool },
     #[error(
+        "{}/index was written by another crawl ({stamped}), not by the one its checkpoint \
+         holds ({crawl}): its pages are not this crawl's. Put this crawl's index back, {}, or \
+         start over with --fresh",
+        dir.display(),
+        rebuild_hint(dir, *rebuildable)
+    )]
+    IndexOfAnother {
+        dir: PathBuf,
+        stamped: String,
+        crawl: String,
+        rebuildable: bool,
+    },
+    #[error(
+        "{}/index holds {found} pages below the checkpoint's mark, where the checkpoint counted \
+         {counted}: it is not the index this crawl left (an older copy put back?). Put that \
+         index back, {}, or start over with --fresh",
+        dir.display(),
+        rebuild_hint(dir, *rebuildable)
+    )]
+    IndexPages {
+        dir: PathBuf,
+        found: u64,
+        counted: u64,
+        rebuildable: bool,
+    },
+    #[error(
         "{} holds a crawl with --store {was}; resume it with --store {was}, or start over with \
          --fresh",
         dir.display(),
@@ -570,6 +596,24 @@ impl Committer {
                 });
             }
         }
+        // Opened and checked before anything else of the folder is touched: a refused index
+        // leaves the folder as it was.
+        let mut index = indexed
+            .then(|| {
+                crate::index::IndexWriter::open_with_memory(&dir.join("index"), index_memory_mb)
+            })
+            .transpose()?;
+        let crawl = match start {
+            Start::Resume(mark) => mark.crawl.clone(),
+            Start::Fresh => None,
+        }
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        if let Some(index) = index.as_mut() {
+            if let Start::Resume(mark) = start {
+                this_crawls_index(dir, mark, index)?;
+            }
+            index.stamp(&crawl);
+        }
         let mut extract = (extract_out.as_deref())
             .map(|path| ExtractFile::open(path, start))
             .transpose()?;
@@ -609,11 +653,6 @@ impl Committer {
         } else {
             (None, 0)
         };
-        let mut index = indexed
-            .then(|| {
-                crate::index::IndexWriter::open_with_memory(&dir.join("index"), index_memory_mb)
-            })
-            .transpose()?;
         let warc_mark = warc_start.clone();
         let mut checkpoint = match start {
             Start::Fresh => Checkpoint::create(
@@ -629,6 +668,8 @@ impl Committer {
                     store: Some(kind),
                     settings: Some(settings),
                     mirror_names: super::mirror::NAMES,
+                    crawl: Some(crawl),
+                    indexed: indexed.then_some(0),
                 },
             )?,
             Start::Resume(mark) => {
@@ -651,6 +692,9 @@ impl Committer {
                         // Refused above for a mirror of older rules; WARC-only folders take
                         // these rules from now on.
                         mirror_names: super::mirror::NAMES,
+                        crawl: Some(crawl),
+                        // Checked above where the mark had it; an older state's from now on.
+                        indexed: index.as_ref().map(crate::index::IndexWriter::pages),
                     },
                 )?
             }
@@ -998,8 +1042,9 @@ fn write_loop(
                     None => None,
                 };
                 if let Some(ix) = stores.index.as_deref_mut() {
-                    ix.commit()?;
+                    let pages = ix.commit()?;
                     // Every page below the mark has been through the index thread.
+                    stores.checkpoint.set_indexed(pages);
                     stores.checkpoint.set_text_cut(status.text_cut());
                     stores.checkpoint.add_text_cuts(status.cuts.take_unmarked());
                 }
@@ -1107,6 +1152,53 @@ fn write_fetch(
         truncated: fetch.truncated,
     })?;
     Ok(())
+}
+
+/// A resume's index must be the one its checkpoint speaks of. Another crawl's (its stamp), or one
+/// holding another number of pages below the mark (an older copy put back), would leave this
+/// crawl's pages out of search, or put another web's in, and the crawl would end "completed"
+/// (audit 27). Checks only what the mark knows: states written before it kept the crawl's name
+/// or the index's count are not checked.
+fn this_crawls_index(
+    dir: &Path,
+    mark: &Mark,
+    index: &crate::index::IndexWriter,
+) -> Result<(), StoreError> {
+    let rebuildable = mark.store.is_none_or(StoreKind::warc);
+    if let (Some(crawl), Some(stamped)) = (&mark.crawl, index.stamped())
+        && crawl != stamped
+    {
+        return Err(StoreError::IndexOfAnother {
+            dir: dir.to_path_buf(),
+            stamped: stamped.to_owned(),
+            crawl: crawl.clone(),
+            rebuildable,
+        });
+    }
+    if let Some(counted) = mark.indexed {
+        let found = index.pages_below(mark.seq)?;
+        if found != counted {
+            return Err(StoreError::IndexPages {
+                dir: dir.to_path_buf(),
+                found,
+                counted,
+                rebuildable,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// How a crawl folder's index can be built again: from its WARC files, or not at all.
+fn rebuild_hint(dir: &Path, rebuildable: bool) -> String {
+    if rebuildable {
+        format!(
+            "build it again from the WARC files with `crawltop index {} --replace`",
+            dir.display()
+        )
+    } else {
+        "(this crawl keeps no WARC files to build it again from)".to_string()
+    }
 }
 
 /// A resume: cuts the WARC file named by the mark back to the mark's position and removes every

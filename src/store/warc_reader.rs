@@ -481,6 +481,8 @@ mod tests {
             store: Some(crate::store::committer::StoreKind::Warc),
             settings: None,
             mirror_names: crate::store::mirror::NAMES,
+            crawl: None,
+            indexed: None,
         }
     }
 

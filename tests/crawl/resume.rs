@@ -973,6 +973,114 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
     }
 }
 
+/// Copies the folder `from` to `to` (made), files and sub-folders.
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read folder") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_folder(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// Puts a copy of the index `from` in place of `out`'s.
+fn index_from(out: &Path, from: &Path) {
+    std::fs::remove_dir_all(out.join("index")).expect("index away");
+    copy_folder(from, &out.join("index"));
+}
+
+/// Audit 27: a resume took whatever index its folder held. An older copy of the crawl's own
+/// (as from a backup) ended the crawl "completed" with the pages between the copy and the mark
+/// in no index; another crawl's put that crawl's pages in this one's search. Both are refused
+/// now, naming the way back, and leave the folder as it was; the index built again from the
+/// WARC files (`crawltop index --replace`) is taken, and the crawl ends with the same index as
+/// a crawl never interrupted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_copy_of_the_index_or_another_crawls_is_refused_and_one_rebuilt_is_taken() {
+    let web = TestWeb::start(GenOptions::new(1, 60)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let stats = dir.path().join("stats.json");
+    let stopped_after = |requests: usize, out: &Path| {
+        let mut child = crawl_command(&web, out, &stats).spawn().expect("spawn");
+        let log = web.log();
+        async move {
+            let from = log.records().len();
+            tokio::time::timeout(PATIENCE, log.wait_until(|r| r.len() >= from + requests))
+                .await
+                .expect("the crawl runs");
+            stop_gracefully(&mut child).await;
+        }
+    };
+    stopped_after(10, &out).await;
+    let old = dir.path().join("old-index");
+    copy_folder(&out.join("index"), &old);
+    stopped_after(15, &out).await;
+    let listing = |dir: &Path| {
+        crawltop::store::committer::STORES
+            .iter()
+            .filter(|name| dir.join(name).exists())
+            .flat_map(|name| crate::util::listing(&dir.join(name)))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let refused = |says: &'static [&'static str]| {
+        refused_before_any_request(&web, crawl_command(&web, &out, &stats), says)
+    };
+
+    index_from(&out, &old);
+    let before = listing(&out);
+    refused(&[
+        "index holds",
+        "pages below the checkpoint's mark, where the checkpoint counted",
+        "crawltop index",
+        "--replace",
+    ])
+    .await;
+    assert_eq!(listing(&out), before, "the folder is left as it was");
+
+    // Another crawl of the same web, stopped as far: its index, put here.
+    let other = dir.path().join("other");
+    stopped_after(25, &other).await;
+    index_from(&out, &other.join("index"));
+    let before = listing(&out);
+    refused(&["index was written by another crawl", "--replace"]).await;
+    assert_eq!(listing(&out), before, "the folder is left as it was");
+
+    // Built again from this crawl's WARC files, it is taken.
+    let rebuilt = std::process::Command::new(bin())
+        .args(["index", out.to_str().expect("utf8"), "--replace"])
+        .output()
+        .expect("index runs");
+    assert!(
+        rebuilt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuilt.stderr)
+    );
+    let resumed = crawl_command(&web, &out, &stats)
+        .finish()
+        .await
+        .expect("resume");
+    assert!(resumed.status.success(), "{:?}", resumed.status);
+    let whole = dir.path().join("whole");
+    let never_stopped = crawl_command(&web, &whole, &stats)
+        .finish()
+        .await
+        .expect("a crawl never stopped");
+    assert!(never_stopped.status.success());
+    let pages = |out: &Path| {
+        crawltop::index::IndexReader::open(&out.join("index"))
+            .expect("index")
+            .pages()
+    };
+    assert_eq!(pages(&out), pages(&whole), "every page indexed once");
+    let counts = read_warc(&out.join("warc")).counts;
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+}
+
 /// The paths of the pages the server answered with a 200 (more than ten: the crawl ran).
 fn pages_served(web: &TestWeb) -> std::collections::BTreeSet<String> {
     let served: std::collections::BTreeSet<String> = web
