@@ -294,9 +294,8 @@ async fn a_page_found_by_a_shorter_path_after_its_parse_keeps_the_depth_its_link
     let page = |links: &[String]| {
         links
             .iter()
-            .fold(String::from("<title>t</title>"), |mut page, href| {
-                page.push_str(&format!("<a href=\"{href}\">l</a>"));
-                page
+            .fold(String::from("<title>t</title>"), |page, href| {
+                page + "<a href=\"" + href + "\">l</a>"
             })
     };
     for (name, links) in [
