@@ -203,18 +203,23 @@ pub enum StoreError {
 /// Each setting `now` gives otherwise than `was`, as `--name WAS (this run: NOW)`; a setting
 /// one side lacks counts as empty (a crawltop that keeps a new one compares it from then on).
 fn changed_settings(was: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<String> {
-    let shown = |v: Option<&String>| match v.map(String::as_str) {
-        None | Some("") => "nothing".to_string(),
-        Some(v) => v.to_string(),
+    // `--extract-max-bytes` is kept only when it is not the default (a folder crawled before it
+    // was kept resumes): absent, it is the default, not nothing (audit 27).
+    let shown = |k: &str, v: Option<&String>| match (k, v.map(String::as_str)) {
+        ("extract-max-bytes", None) => {
+            format!("{} (the default)", crate::extract::DEFAULT_MAX_BYTES)
+        }
+        (_, None | Some("")) => "nothing".to_string(),
+        (_, Some(v)) => v.to_string(),
     };
     was.keys()
         .chain(now.keys().filter(|k| !was.contains_key(*k)))
-        .filter(|k| shown(was.get(*k)) != shown(now.get(*k)))
+        .filter(|k| shown(k, was.get(*k)) != shown(k, now.get(*k)))
         .map(|k| {
             format!(
                 "--{k} {} (this run: {})",
-                shown(was.get(k)),
-                shown(now.get(k))
+                shown(k, was.get(k)),
+                shown(k, now.get(k))
             )
         })
         .collect()
@@ -1271,6 +1276,34 @@ fn cut_marked_file(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A changed setting is named with both values; an `--extract-max-bytes` the first run
+    /// kept no value of is the default, not "nothing" (audit 27).
+    #[test]
+    fn a_changed_setting_names_both_values_and_a_default_as_the_default() {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            (pairs.iter())
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect()
+        };
+        let was = map(&[("depth", "3"), ("include", "")]);
+        let now = map(&[
+            ("depth", "4"),
+            ("include", ""),
+            ("extract-max-bytes", "1000"),
+        ]);
+        assert_eq!(
+            changed_settings(&was, &now),
+            [
+                "--depth 3 (this run: 4)".to_string(),
+                format!(
+                    "--extract-max-bytes {} (the default) (this run: 1000)",
+                    crate::extract::DEFAULT_MAX_BYTES
+                ),
+            ]
+        );
+        assert!(changed_settings(&now, &now).is_empty());
+    }
 
     #[test]
     fn a_second_lock_on_a_folder_names_the_first_holder() {

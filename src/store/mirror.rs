@@ -110,7 +110,7 @@ const WINDOWS_DEVICES: [&str; 24] = [
 pub enum MirrorError {
     #[error("{url} has no place in the mirror: only http and https URLs with a host do")]
     Unmappable { url: Url },
-    #[error("cannot write the mirror file {}", .path.display())]
+    #[error("cannot write the mirror file {}: {source}", .path.display())]
     Io {
         path: PathBuf,
         #[source]
