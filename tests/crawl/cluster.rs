@@ -236,6 +236,7 @@ mod shared {
     use std::collections::BTreeMap;
     use std::time::Duration;
 
+    use crawltop::cluster::local::LocalCluster;
     use crawltop::cluster::shared::{CrawlId, Entry, Lease, Limits, SharedCrawl, SharedError};
 
     use super::{redis_here, three_masters};
@@ -265,6 +266,34 @@ mod shared {
         )
         .await
         .expect("connects")
+    }
+
+    /// Members `a` and `b` of `crawl`, joined with `--depth 3`.
+    async fn two_joined(cluster: &LocalCluster, crawl: &str) -> (SharedCrawl, SharedCrawl) {
+        let mut a = member(&cluster.urls(), crawl, "a", 10_000).await;
+        let mut b = member(&cluster.urls(), crawl, "b", 10_000).await;
+        for m in [&mut a, &mut b] {
+            m.join(&settings("3")).await.expect("join");
+        }
+        (a, b)
+    }
+
+    /// `site`'s `path` at `depth`, found from the site's root.
+    fn entry_at(site: &str, path: &str, depth: u32) -> Entry {
+        Entry {
+            url: format!("{site}{path}"),
+            depth,
+            hops: 0,
+            referrer: Some(format!("{site}/")),
+        }
+    }
+
+    /// The entries of `site` as (path, depth).
+    fn paths_of(site: &str, entries: &[Entry]) -> Vec<(String, u32)> {
+        entries
+            .iter()
+            .map(|e| (e.url[site.len()..].to_string(), e.depth))
+            .collect()
     }
 
     async fn push_all(m: &mut SharedCrawl, sites: &[String], batches: Vec<Vec<Entry>>) -> u64 {
@@ -432,24 +461,10 @@ mod shared {
         }
         let tmp = tempfile::tempdir().expect("temp dir");
         let cluster = three_masters(tmp.path());
-        let mut a = member(&cluster.urls(), "least", "a", 10_000).await;
-        let mut b = member(&cluster.urls(), "least", "b", 10_000).await;
-        for m in [&mut a, &mut b] {
-            m.join(&settings("3")).await.expect("join");
-        }
+        let (mut a, mut b) = two_joined(&cluster, "least").await;
         let site = "http://127.0.0.1:3100";
-        let at = |path: &str, depth: u32| Entry {
-            url: format!("{site}{path}"),
-            depth,
-            hops: 0,
-            referrer: Some(format!("{site}/")),
-        };
-        let paths = |entries: &[Entry]| -> Vec<(String, u32)> {
-            entries
-                .iter()
-                .map(|e| (e.url[site.len()..].to_string(), e.depth))
-                .collect()
-        };
+        let at = |path: &str, depth: u32| entry_at(site, path, depth);
+        let paths = |entries: &[Entry]| paths_of(site, entries);
         let pushed = a.push(site, &[at("/x", 3), at("/y", 3), at("/z", 2)]).await;
         assert_eq!(pushed.expect("push"), 3);
         // b finds /y by a shorter path, /z by a longer one, /x by one as long.
@@ -512,24 +527,10 @@ mod shared {
         }
         let tmp = tempfile::tempdir().expect("temp dir");
         let cluster = three_masters(tmp.path());
-        let mut a = member(&cluster.urls(), "order", "a", 10_000).await;
-        let mut b = member(&cluster.urls(), "order", "b", 10_000).await;
-        for m in [&mut a, &mut b] {
-            m.join(&settings("9")).await.expect("join");
-        }
+        let (mut a, mut b) = two_joined(&cluster, "order").await;
         let site = "http://127.0.0.1:3200";
-        let at = |path: &str, depth: u32| Entry {
-            url: format!("{site}{path}"),
-            depth,
-            hops: 0,
-            referrer: Some(format!("{site}/")),
-        };
-        let paths = |entries: &[Entry]| -> Vec<(String, u32)> {
-            entries
-                .iter()
-                .map(|e| (e.url[site.len()..].to_string(), e.depth))
-                .collect()
-        };
+        let at = |path: &str, depth: u32| entry_at(site, path, depth);
+        let paths = |entries: &[Entry]| paths_of(site, entries);
         // Audit 26: a deep URL queued early was fetched before a shallow one queued later,
         // whose page would have given it a shorter path. Pushed deepest first here.
         let pushed = [

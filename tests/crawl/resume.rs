@@ -922,13 +922,7 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
     stop_gracefully(&mut child).await;
     // What the crawl stored (redb may compact the state file when it is read; the resume at
     // the end shows the state was kept).
-    let listing = |dir: &Path| {
-        crawltop::store::committer::STORES
-            .iter()
-            .filter(|name| dir.join(name).exists())
-            .flat_map(|name| crate::util::listing(&dir.join(name)))
-            .collect::<BTreeMap<_, _>>()
-    };
+    let listing = stores_listing;
     let refused = |says: &'static [&'static str]| {
         refused_before_any_request(&web, crawl_command(&web, &out, &stats), says)
     };
@@ -1020,13 +1014,7 @@ async fn an_older_copy_of_the_index_or_another_crawls_is_refused_and_one_rebuilt
     let old = dir.path().join("old-index");
     copy_folder(&out.join("index"), &old);
     stopped_after(15, &out).await;
-    let listing = |dir: &Path| {
-        crawltop::store::committer::STORES
-            .iter()
-            .filter(|name| dir.join(name).exists())
-            .flat_map(|name| crate::util::listing(&dir.join(name)))
-            .collect::<BTreeMap<_, _>>()
-    };
+    let listing = stores_listing;
     let refused = |says: &'static [&'static str]| {
         refused_before_any_request(&web, crawl_command(&web, &out, &stats), says)
     };
@@ -1079,6 +1067,15 @@ async fn an_older_copy_of_the_index_or_another_crawls_is_refused_and_one_rebuilt
     assert_eq!(pages(&out), pages(&whole), "every page indexed once");
     let counts = read_warc(&out.join("warc")).counts;
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+}
+
+/// Every file and folder of the page stores in crawl folder `dir`, with its size, time and mode.
+fn stores_listing(dir: &Path) -> BTreeMap<std::path::PathBuf, (u64, std::time::SystemTime, u32)> {
+    crawltop::store::committer::STORES
+        .iter()
+        .filter(|name| dir.join(name).exists())
+        .flat_map(|name| crate::util::listing(&dir.join(name)))
+        .collect()
 }
 
 /// The paths of the pages the server answered with a 200 (more than ten: the crawl ran).
