@@ -739,7 +739,8 @@ struct Held {
 /// through over the bound. tantivy frees pages as its indexing thread indexes them (a page of
 /// 10 MiB in well under a second); a thread that died (a full disk) frees none, and a wait
 /// without end would hang the crawl: past this, the page goes to tantivy, whose `add` then
-/// fails with the thread's error, and the crawl ends on it.
+/// fails with the thread's error, and the crawl ends on it. A live thread that pauses longer
+/// (a segment written to a very slow disk) lets one page through over the bound per pause.
 const STALLED: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl InFlight {
