@@ -570,6 +570,34 @@ pub struct UrlReader {
     path: PathBuf,
 }
 
+impl UrlReader {
+    /// Marks the crawl finished, nothing else changed: the one write made through a reader,
+    /// which holds the state file open (a process opens it once). Made by the holder of the
+    /// folder's lock after the crawl's last checkpoint and its exports, so that a crawl killed
+    /// before its stats were written is resumed (and writes them), not refused as finished with
+    /// no way to get them (audit 27).
+    pub fn mark_finished(&self) -> Result<(), CheckpointError> {
+        let path = &self.path;
+        let err = |e: &dyn std::fmt::Display| io(path, e);
+        let txn = self.db.begin_write().map_err(|e| err(&e))?;
+        {
+            let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
+            let mut mark: Mark = {
+                let bytes = meta
+                    .get(KEY_MARK)
+                    .map_err(|e| err(&e))?
+                    .ok_or_else(|| corrupt(path, "it has no mark"))?;
+                serde_json::from_slice(bytes.value()).map_err(|e| corrupt(path, e.to_string()))?
+            };
+            mark.finished = true;
+            let bytes = serde_json::to_vec(&mark).map_err(|e| err(&e))?;
+            meta.insert(KEY_MARK, bytes.as_slice())
+                .map_err(|e| err(&e))?;
+        }
+        txn.commit().map_err(|e| err(&e))
+    }
+}
+
 impl std::fmt::Debug for UrlReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UrlReader")

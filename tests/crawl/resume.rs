@@ -967,6 +967,58 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
     }
 }
 
+/// Audit 27: a crawl killed after its last checkpoint (which marked it finished) and before its
+/// stats were written left no stats file, and the same command again was refused as a finished
+/// crawl: they could never be written. The crawl is marked finished only after its exports now.
+/// An export that fails at the end (its folder removed during the crawl) stands for the kill:
+/// the same command again fetches nothing, writes the stats and marks the crawl finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_whose_stats_were_not_written_at_its_end_writes_them_when_run_again() {
+    let web = TestWeb::start(GenOptions::new(1, 30).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let exports = dir.path().join("exports");
+    std::fs::create_dir(&exports).expect("mkdir");
+    let stats = exports.join("stats.json");
+    let run = || {
+        let mut cmd = crawl_command(&web, &out, &stats);
+        cmd.stderr(Stdio::piped());
+        cmd
+    };
+    let first = run().spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 5))
+        .await
+        .expect("the crawl runs");
+    std::fs::remove_dir_all(&exports).expect("exports folder away");
+    let failed = tokio::time::timeout(PATIENCE, first.wait_with_output())
+        .await
+        .expect("the crawl ends")
+        .expect("waits");
+    assert!(!failed.status.success(), "the stats could not be written");
+    assert!(!stats.exists());
+    let requests = web.log().records().len();
+
+    std::fs::create_dir(&exports).expect("mkdir");
+    let again = run().finish().await.expect("runs");
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{err}");
+    assert_eq!(web.log().records().len(), requests, "nothing fetched again");
+    let written = super::resume::stats(&stats);
+    assert_eq!(written["ended"], "completed", "{written}");
+    assert_eq!(
+        written["resources"]["fetched"].as_u64(),
+        Some(pages_served(&web).len() as u64 + 1),
+        "the whole crawl's pages (and its robots.txt) in the stats: {written}"
+    );
+
+    let third = run().finish().await.expect("runs");
+    let err = String::from_utf8_lossy(&third.stderr);
+    assert_eq!(third.status.code(), Some(2), "{err}");
+    assert!(err.contains("holds a finished crawl"), "{err}");
+}
+
 /// Copies the folder `from` to `to` (made), files and sub-folders.
 fn copy_folder(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");

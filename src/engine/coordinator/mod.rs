@@ -564,14 +564,10 @@ impl<F: Schedule> Coordinator<F> {
         self.leave_cluster().await;
         // No thread left behind: the pool's threads finish what they hold and are joined.
         self.parse_pool.shutdown();
-        self.checkpoint(completed);
-        if let Some(c) = self.committer.take() {
-            let status = c.status().clone();
-            if let Some(e) = c.finish() {
-                self.warn(format!("the page store failed: {e}"));
-            }
-            self.committer_final = Some(status);
-        }
+        // Every page durable, the crawl not yet marked finished: that comes after the exports,
+        // so that a crawl killed before them is resumed and writes them.
+        self.checkpoint(false);
+        let stored = self.close_store();
         // The index has seen every page now: the last cuts reach the records the URL file and
         // the stats are written from.
         self.note_text_cuts();
@@ -591,7 +587,32 @@ impl<F: Schedule> Coordinator<F> {
             mailto: self.mailto.iter().cloned().collect(),
         };
         self.export(&summary)?;
+        if completed
+            && let Some(state) = stored
+            && let Err(e) = state.mark_finished()
+        {
+            // Left unfinished: the same command again resumes it, finds nothing to do, and
+            // marks it.
+            self.warn(format!("the crawl could not be marked finished: {e}"));
+        }
         Ok(summary)
+    }
+
+    /// Ends the page store once it has written everything handed over. Returns the state file,
+    /// to be marked finished after the exports, when the store holds every page.
+    fn close_store(&mut self) -> Option<crate::store::checkpoint::UrlReader> {
+        let c = self.committer.take()?;
+        let status = c.status().clone();
+        let state = c.url_reader();
+        let failed = c.finish();
+        self.committer_final = Some(status);
+        match failed {
+            Some(e) => {
+                self.warn(format!("the page store failed: {e}"));
+                None
+            }
+            None => Some(state),
+        }
     }
 
     /// Aborted tasks are gone: frees what they held so the final numbers add up (an answer
