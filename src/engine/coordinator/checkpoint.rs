@@ -188,8 +188,9 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     /// Hands the committer a checkpoint: every row changed since the last one, the counters,
-    /// and the mark (everything handed over so far).
-    pub(super) fn checkpoint(&mut self, finished: bool) {
+    /// and the mark (everything handed over so far). It never marks the crawl finished: that
+    /// comes after the exports ([`crate::store::checkpoint::UrlReader::mark_finished`]).
+    pub(super) fn checkpoint(&mut self) {
         let Some(committed) = self.committer.as_ref().map(|c| c.status().checkpoints()) else {
             return;
         };
@@ -224,7 +225,7 @@ impl<F: Schedule> Coordinator<F> {
         };
         let delta = Delta {
             seq: self.window.next_to_commit(),
-            finished,
+            finished: false,
             url_blocks,
             url_rows,
             urls: self.resources.len() as u64,

@@ -317,7 +317,7 @@ impl<F: Schedule> Coordinator<F> {
         let Some(status) = self.committer.as_ref().map(|c| c.status().clone()) else {
             return;
         };
-        self.checkpoint(false);
+        self.checkpoint();
         let all = self.window.next_to_commit();
         if status.error().is_none() {
             let _ = tokio::time::timeout(HAND_BACK_PATIENCE, status.stored(all)).await;

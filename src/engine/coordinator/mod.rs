@@ -531,7 +531,7 @@ impl<F: Schedule> Coordinator<F> {
                     self.note_text_cuts();
                     if self.last_checkpoint.elapsed() >= self.cfg.checkpoint_every() {
                         self.last_checkpoint = Instant::now();
-                        self.checkpoint(false);
+                        self.checkpoint();
                     }
                     self.reschedule_overdue();
                     self.check_store();
@@ -566,7 +566,7 @@ impl<F: Schedule> Coordinator<F> {
         self.parse_pool.shutdown();
         // Every page durable, the crawl not yet marked finished: that comes after the exports,
         // so that a crawl killed before them is resumed and writes them.
-        self.checkpoint(false);
+        self.checkpoint();
         let stored = self.close_store();
         // The index has seen every page now: the last cuts reach the records the URL file and
         // the stats are written from.
