@@ -895,8 +895,9 @@ impl IndexWriter {
         })
     }
 
-    /// The crawl's name its last commit was stamped with ([`IndexWriter::stamp`]); `None` for
-    /// an index made before crawls were named, or never committed.
+    /// The crawl's name the index's last commit carried when it was opened, until
+    /// [`IndexWriter::stamp`] gives the one its next commits carry; `None` for an index made
+    /// before crawls were named, or never committed. A resume reads it before stamping.
     pub fn stamped(&self) -> Option<&str> {
         self.stamp.as_deref()
     }
