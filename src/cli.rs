@@ -791,19 +791,45 @@ const RUN_KEYS: [&str; 8] = [
 ];
 
 /// A `--config` file: the crawl's settings and the run's keys.
+///
+/// The file is parsed once, with the place of every key and value; the run's keys are taken
+/// out of the parsed table before the rest is read as the crawl's settings, so an error in
+/// either part (an unknown key, a wrong type) names its line and column in the file.
 fn read_config(path: &std::path::Path) -> anyhow::Result<(CrawlConfig, RunKeys)> {
+    use serde::Deserialize;
+    use toml::de::{DeTable, Deserializer};
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the config file {}", path.display()))?;
     let bad = || format!("the config file {} does not parse", path.display());
-    let mut settings: toml::Table = toml::from_str(&text).with_context(bad)?;
-    let mut run = toml::Table::new();
+    // Errors from a table built here carry places but not the text: give it back to them.
+    let placed = |mut err: toml::de::Error| {
+        err.set_input(Some(&text));
+        err
+    };
+    let parsed = DeTable::parse(&text).with_context(bad)?;
+    let span = parsed.span();
+    let mut settings = parsed.into_inner();
+    let mut run = DeTable::new();
     for key in RUN_KEYS {
-        if let Some(value) = settings.remove(key) {
-            run.insert(key.to_string(), value);
+        if let Some((key, value)) = settings.remove_entry(key) {
+            run.insert(key, value);
         }
     }
-    let run: RunKeys = toml::Value::Table(run).try_into().with_context(bad)?;
-    let cfg: CrawlConfig = toml::Value::Table(settings).try_into().with_context(bad)?;
+    let run = RunKeys::deserialize(Deserializer::from(toml::Spanned::new(span.clone(), run)))
+        .map_err(placed)
+        .with_context(bad)?;
+    let cfg = CrawlConfig::deserialize(Deserializer::from(toml::Spanned::new(span, settings)))
+        .map_err(|err| {
+            // The settings' list of keys leaves out the run's: name them too.
+            if err.message().starts_with("unknown field") {
+                let keys = RUN_KEYS.map(|key| format!("`{key}`")).join(", ");
+                let shown = placed(err).to_string();
+                anyhow::anyhow!("{}, or one of the run's keys {keys}", shown.trim_end())
+            } else {
+                anyhow::Error::new(placed(err))
+            }
+        })
+        .with_context(bad)?;
     Ok((cfg, run))
 }
 

@@ -160,6 +160,32 @@ async fn a_config_file_takes_the_runs_keys_too() {
         err.contains("does not parse") && err.contains("headless"),
         "{err}"
     );
+
+    // Both parts of the file are read with their places: a wrong run key's value and an
+    // unknown setting are shown on their lines.
+    // An unknown key's message lists the run's keys beside the settings'.
+    for (text, place, listed) in [
+        (
+            "workers = 4\n\nheadless = \"yes\"\n",
+            "3 | headless = \"yes\"",
+            "bool",
+        ),
+        (
+            "lease_ms = 10\nworkers = 4\nwrokers = 5\n",
+            "3 | wrokers = 5",
+            "`seeds_file`",
+        ),
+    ] {
+        std::fs::write(&config, text).expect("write");
+        let o = crawltop(&["crawl", "--config", config.to_str().expect("utf8")]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("line 3") && err.contains(place), "{err}");
+        assert!(
+            err.contains(listed) && err.contains("`workers`") == (listed != "bool"),
+            "{err}"
+        );
+    }
 }
 
 #[tokio::test]
