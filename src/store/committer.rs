@@ -249,10 +249,11 @@ pub fn stored_entries(dir: &Path, store: &str) -> std::io::Result<Vec<PathBuf>> 
     if store == "pages" {
         let list = folder.join(super::mirror::SITES_LIST);
         let created = folder.join(super::mirror::CREATED_LIST);
+        let temp = folder.join(super::mirror::TEMP_FOLDER);
         let mut found: Vec<PathBuf> = super::mirror::made_by_crawls(&folder)?
             .into_iter()
             .map(|site| folder.join(site))
-            .chain([created, list])
+            .chain([created, temp, list])
             .filter(|at| std::fs::symlink_metadata(at).is_ok())
             .collect();
         // The list goes last, so a removal cut short leaves it naming what is left.

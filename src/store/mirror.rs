@@ -186,6 +186,13 @@ pub const SITES_LIST: &str = ".crawltop-sites";
 /// of the checkpoint's. Its name starts with `.`, which no site folder's does.
 pub const CREATED_LIST: &str = ".crawltop-created";
 
+/// The pages folder's folder of temporary files: a page's bytes are written there, then renamed
+/// into place ([`Mirror::write_page`]). A killed crawl can leave one behind (written, not yet
+/// renamed); [`Mirror::open`] empties the folder, so none stays as litter beside the pages. The
+/// crawl folder's lock keeps any other crawl from writing there meanwhile. Its name starts with
+/// `.`, which no site folder's does.
+pub const TEMP_FOLDER: &str = ".crawltop-tmp";
+
 /// The mirror a crawl writes: its pages folder, the site folders [`SITES_LIST`] holds, and the
 /// files it made since the last checkpoint ([`CREATED_LIST`]).
 #[derive(Debug)]
@@ -214,7 +221,8 @@ impl Mirror {
     ///
     /// A resume ([`Opening::Resume`]) first removes the files [`CREATED_LIST`] names for the
     /// pages at or above the mark (with the folders that leaves empty), syncs the removals,
-    /// and returns how many files it removed.
+    /// and returns how many files it removed. Either way, the temporary files a killed run
+    /// left in [`TEMP_FOLDER`] are removed.
     pub fn open(root: &Path, from: Opening) -> Result<(Mirror, usize), MirrorError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -230,6 +238,7 @@ impl Mirror {
             })?;
             listed = names.into_iter().collect();
         }
+        clear_temp(&root.join(TEMP_FOLDER))?;
         let created = root.join(CREATED_LIST);
         let removed = match from {
             Opening::Resume(mark) if fs::symlink_metadata(&created).is_ok() => {
@@ -264,9 +273,8 @@ impl Mirror {
     /// Stores `body` as the page of `url`, the page numbered `seq` in commit order, and returns
     /// the file's path.
     ///
-    /// The bytes go to a temporary file in the same folder, which is then renamed over the
-    /// page: a reader sees the old page or the new one, never a part. Temporary names start
-    /// with `.`, which no mirror name does. The file is not synced (one fsync per page would cap
+    /// The bytes go to a temporary file in [`TEMP_FOLDER`], which is then renamed over the
+    /// page: a reader sees the old page or the new one, never a part. The file is not synced (one fsync per page would cap
     /// the crawl rate): the rename is atomic, but after a power loss a page may be missing or
     /// empty, so a durable checkpoint syncs the pages folder ([`sync`]) before it records the
     /// mark. A site folder's name goes to the list before the folder is made, and a file new to
@@ -318,6 +326,50 @@ impl Mirror {
         self.listed.insert(site.to_owned());
         Ok(())
     }
+}
+
+/// Makes [`TEMP_FOLDER`] at `temp`, or empties it of the temporary files a killed run left
+/// there. Only names [`write_at`] gives are removed, and never through a planted symlink: a
+/// `temp` that is not a plain folder is refused.
+fn clear_temp(temp: &Path) -> Result<(), MirrorError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| MirrorError::Io { path, source }
+    };
+    match fs::symlink_metadata(temp) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return fs::create_dir(temp).map_err(io(temp));
+        }
+        Err(e) => return Err(io(temp)(e)),
+        Ok(meta) if !meta.is_dir() => {
+            return Err(io(temp)(io::Error::other(
+                "the mirror's folder of temporary files is not a plain folder (a symlink, a \
+                 file); remove it",
+            )));
+        }
+        Ok(_) => {}
+    }
+    for entry in fs::read_dir(temp).map_err(io(temp))? {
+        let entry = entry.map_err(io(temp))?;
+        let name = entry.file_name();
+        // `.~PID-N.tmp`, as `write_at` names them.
+        let ours = name
+            .to_str()
+            .and_then(|name| {
+                name.strip_prefix(".~")?
+                    .strip_suffix(".tmp")?
+                    .split_once('-')
+            })
+            .is_some_and(|(pid, n)| {
+                [pid, n]
+                    .iter()
+                    .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+            });
+        if ours && entry.file_type().map_err(io(temp))?.is_file() {
+            fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
+        }
+    }
+    Ok(())
 }
 
 /// A list of the pages folder, opened for appending, made if missing; never through a planted
@@ -461,7 +513,7 @@ fn write_at(
         path: folder.to_path_buf(),
         source,
     })?;
-    let temp = folder.join(format!(
+    let temp = root.join(TEMP_FOLDER).join(format!(
         ".~{}-{}.tmp",
         std::process::id(),
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
@@ -1486,6 +1538,44 @@ mod tests {
         ];
         expected.sort();
         assert_eq!(files, expected);
+    }
+
+    /// A run killed between a page's write and its rename leaves the temporary file; the next
+    /// opening of the mirror (a resume, or a new crawl in the folder) removes it, and only it.
+    #[test]
+    fn opening_removes_the_temporary_files_a_killed_run_left() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = Url::parse("http://h/a.html").expect("URL");
+        let mut mirror = Mirror::open(dir.path(), Opening::Fresh).expect("open").0;
+        let path = mirror.write_page(&url, b"page", 0).expect("write");
+        mirror.checkpointed().expect("checkpointed");
+        drop(mirror);
+        let temp = dir.path().join(TEMP_FOLDER);
+        let litter = temp.join(".~4242-7.tmp");
+        fs::write(&litter, b"half a page").expect("litter");
+        let other = temp.join("notes.txt");
+        fs::write(&other, b"not a name the mirror gives").expect("other");
+        for from in [Opening::Resume(1), Opening::Fresh] {
+            fs::write(&litter, b"half a page").expect("litter");
+            Mirror::open(dir.path(), from).expect("open");
+            assert!(!litter.exists(), "{from:?}");
+            assert!(other.exists(), "{from:?}");
+            assert_eq!(fs::read(&path).expect("the page stays"), b"page");
+        }
+    }
+
+    /// The folder of temporary files is used only as a plain folder: a symlink planted there
+    /// is refused before anything is written or removed through it.
+    #[test]
+    fn a_temporary_folder_that_is_a_symlink_is_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let elsewhere = tempfile::tempdir().expect("elsewhere");
+        let victim = elsewhere.path().join(".~1-1.tmp");
+        fs::write(&victim, b"someone's").expect("victim");
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(TEMP_FOLDER)).expect("link");
+        let error = Mirror::open(dir.path(), Opening::Fresh).expect_err("refused");
+        assert!(error.to_string().contains(TEMP_FOLDER), "{error}");
+        assert!(victim.exists());
     }
 
     /// The list names each site folder once, written before the folder, and reopening it (a
