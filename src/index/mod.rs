@@ -1184,6 +1184,8 @@ impl IndexReader {
         let mut analyzer = analyzer(&self.index, self.fields)?;
         let token = match tokens(&mut analyzer, word).as_slice() {
             [one] => one.clone(),
+            // Punctuation only, or a run too long to be indexed: no word to count.
+            [] => return Err(IndexError::NoWords),
             other => {
                 return Err(IndexError::NotOneWord {
                     word: word.to_owned(),
@@ -2147,10 +2149,13 @@ mod tests {
             reader.max_count("two words"),
             Err(IndexError::NotOneWord { .. })
         ));
-        assert!(matches!(
-            reader.min_count("!?"),
-            Err(IndexError::NotOneWord { .. })
-        ));
+        // No word at all: punctuation, or a run of letters too long to be indexed (it was
+        // "not one word: it splits into []").
+        for nothing in ["!?", &"a".repeat(45)] {
+            let message = reader.min_count(nothing).expect_err("no word").to_string();
+            assert!(message.contains("names no word to look for"), "{message}");
+            assert!(message.contains("shorter than 40 bytes"), "{message}");
+        }
         assert!(matches!(
             reader.max_count(&"a".repeat(100_000)),
             Err(IndexError::QueryTooLong { .. })
