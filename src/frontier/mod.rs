@@ -264,6 +264,10 @@ pub struct Frontier<T> {
     default_delay: Duration,
     queued: usize,
     stray_completions: u64,
+    /// The latest moment any site may have been contacted without this frontier knowing
+    /// ([`Frontier::assume_contact_at`]): every site interned since starts as if a contact had
+    /// ended then.
+    assumed_contact: Option<Tick>,
     /// `None`: every item stays in memory, as before spilling existed.
     spill: Option<Spill<T>>,
     /// Deferred sites parked off their back queues: their items, until they are due again.
@@ -368,6 +372,7 @@ impl<T> Frontier<T> {
             default_delay: cfg.default_delay,
             queued: 0,
             stray_completions: 0,
+            assumed_contact: None,
             spill: None,
             parked: HashMap::new(),
             parked_due: BinaryHeap::new(),
@@ -386,7 +391,7 @@ impl<T> Frontier<T> {
             in_front: 0,
             in_flight: 0,
             last_start: None,
-            last_end: None,
+            last_end: self.assumed_contact,
             delay: Duration::ZERO,
             not_before: Tick::ZERO,
             hold: HoldState::Open,
@@ -641,6 +646,24 @@ impl<T> Frontier<T> {
     pub fn set_site_delay(&mut self, site: SiteId, delay: Duration) {
         self.site_mut(site).delay = delay;
         self.rearm(site);
+        self.tidy_heap();
+    }
+
+    /// Any site, known now or interned later, may have been contacted as late as `at` without
+    /// this frontier knowing: a crawl resumed after a kill or a stop does not know the requests
+    /// its earlier run made after its last checkpoint (nor the sites it met there). So every
+    /// site's next contact waits the site's delay from `at`, as after a contact that ended
+    /// then; a later change of the delay (a throttle, a Crawl-delay learned) reaches this wait
+    /// as it reaches any other.
+    pub fn assume_contact_at(&mut self, at: Tick) {
+        self.assumed_contact = Some(self.assumed_contact.map_or(at, |t| t.max(at)));
+        for index in 0..self.sites.len() {
+            let state = &mut self.sites[index];
+            state.last_end = Some(state.last_end.map_or(at, |t| t.max(at)));
+            self.rearm(SiteId::from_index(
+                u32::try_from(index).expect("site ids are u32"),
+            ));
+        }
         self.tidy_heap();
     }
 

@@ -77,6 +77,10 @@ pub trait Schedule {
     fn set_default_delay(&mut self, delay: Duration);
     /// No contact of `site` before `until` (Retry-After, backoff).
     fn defer(&mut self, site: SiteId, until: Tick);
+    /// Any site, known now or met later, may have been contacted as late as `at` without the
+    /// frontier knowing (a resumed crawl does not know its earlier run's last requests): no
+    /// site's next contact before `at` plus its delay.
+    fn assume_contact_at(&mut self, at: Tick);
     /// How many sites may be scheduled at once (Mercator's B), when the workers change.
     fn set_back_queues(&mut self, n: usize);
     /// The earliest a new contact of `site` may start ("delay for site", as a time).
@@ -170,6 +174,9 @@ impl Schedule for Frontier<u32> {
     }
     fn defer(&mut self, site: SiteId, until: Tick) {
         Frontier::defer(self, site, until);
+    }
+    fn assume_contact_at(&mut self, at: Tick) {
+        Frontier::assume_contact_at(self, at);
     }
     fn set_back_queues(&mut self, n: usize) {
         Frontier::set_back_queues(self, n);

@@ -328,6 +328,31 @@ fn next_site_waits_for_the_ready_time() {
     assert_eq!(f.next_site(ms(130)), Some(a));
 }
 
+/// A resumed crawl does not know its earlier run's last contacts: every site, known or met
+/// later, waits its delay (its own included, and a throttle given meanwhile) from the resume.
+#[test]
+fn an_assumed_contact_delays_every_site_known_and_met_later() {
+    let mut f = Frontier::new(config(4, 1, 1_000));
+    let a = f.site("http://a.test");
+    f.push(a, 0, 1);
+    f.assume_contact_at(ms(50));
+    assert_eq!(f.next_ready_at(), Some(ms(1_050)));
+    assert_eq!(f.next_site(ms(1_049)), None);
+    let b = f.site("http://b.test");
+    f.push(b, 0, 2);
+    f.set_site_delay(b, ms(3_000));
+    assert_eq!(f.next_allowed(b), ms(3_050));
+    f.set_default_delay(ms(2_000));
+    assert_eq!(f.next_allowed(a), ms(2_050));
+    assert_eq!(f.next_site(ms(2_050)), Some(a));
+    assert_eq!(f.next_site(ms(3_049)), None);
+    assert_eq!(f.next_site(ms(3_050)), Some(b));
+    // Long after: the assumption costs a site met then nothing.
+    let c = f.site("http://c.test");
+    f.push(c, 0, 3);
+    assert_eq!(f.next_site(ms(10_000)), Some(c));
+}
+
 #[test]
 fn nothing_is_scheduled_in_an_empty_frontier() {
     let mut f: Frontier<u32> = Frontier::new(config(2, 1, 0));

@@ -237,6 +237,7 @@ impl Schedule for Descending {
     fn set_site_delay(&mut self, _: SiteId, _: Duration) {}
     fn set_default_delay(&mut self, _: Duration) {}
     fn defer(&mut self, _: SiteId, _: Tick) {}
+    fn assume_contact_at(&mut self, _: Tick) {}
     fn set_back_queues(&mut self, _: usize) {}
     fn next_allowed(&self, _: SiteId) -> Tick {
         Tick::ZERO

@@ -1744,3 +1744,58 @@ async fn a_resume_keeps_no_mirror_file_of_a_page_that_answers_an_error_now() {
         "the killed run had mirrored pages that are gone now: {mirrored_then:?}"
     );
 }
+
+/// Audit 28 #1: a crawl killed right after a request resumes without knowing of it (its last
+/// checkpoint came before), yet its first request to the site still comes the delay after the
+/// last one ended, as the site owner reads it from the server's log. Before, the resumed run
+/// asked for robots.txt at once (366 ms after the last answer under a 1,500 ms delay).
+#[tokio::test]
+async fn a_crawl_killed_after_a_request_resumes_without_breaking_the_delay() {
+    const DELAY_MS: u64 = 1_200;
+    let web = TestWeb::start(GenOptions::new(1, 8).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let command = || {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.args(["crawl", &web.url("site00", "/"), "--headless"])
+            .args(["--delay-ms", &DELAY_MS.to_string()])
+            // No checkpoint after the first: the kill comes after requests none recorded.
+            .args(["--checkpoint-ms", "600000", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    };
+    let mut killed = command().spawn().expect("spawn");
+    // robots.txt and the first page answered: killed at once, the next request still due.
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 2))
+        .await
+        .expect("the crawl runs");
+    killed.start_kill().expect("SIGKILL");
+    killed.wait().await.expect("reaped");
+    let before = web.log().records();
+    let last_end = before.iter().map(|r| r.done_us).max().expect("requests");
+
+    let _resumed = command().spawn().expect("spawn");
+    let seen = before.len();
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() > seen))
+        .await
+        .expect("the resumed crawl asks again");
+    let first = web
+        .log()
+        .site_records("site00")
+        .into_iter()
+        .filter(|r| r.t_us > last_end)
+        .map(|r| (r.t_us, r.path))
+        .min()
+        .expect("a request after the kill");
+    assert!(
+        first.0 - last_end >= DELAY_MS * 1_000,
+        "{} came {} ms after the last answer, under a {DELAY_MS} ms delay",
+        first.1,
+        (first.0 - last_end) / 1_000
+    );
+}

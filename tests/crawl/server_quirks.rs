@@ -922,3 +922,42 @@ async fn a_robots_txt_in_a_coding_crawltop_cannot_decode_disallows_the_site() {
         .collect();
     assert_eq!(kept, [(200, 9), (200, 9)], "each answer kept as it came");
 }
+
+/// Audit 28 #5: a Retry-After past the crawl's 5-minute cap is waited only that long, so the
+/// site is asked again before the time it gave: the crawl says so rather than stay silent.
+#[tokio::test]
+async fn a_retry_after_past_the_cap_is_named_when_it_is_cut() {
+    let refused = Answer {
+        status: 503,
+        ..Answer::new(&[("Retry-After", "400")], "come back later")
+    };
+    let (origin, asked) = quirky_site(site_of_pages(0, &[("/", refused)])).await;
+    let output = tokio::process::Command::new(crate::util::bin())
+        .args([
+            "crawl",
+            &format!("{origin}/"),
+            "--headless",
+            "--max-retries",
+            "0",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(crate::util::PATIENCE, output)
+        .await
+        .expect("the crawl ends")
+        .expect("it runs");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert_eq!(
+        asked.paths(),
+        ["/robots.txt", "/"],
+        "{err}: {:?}",
+        asked.paths()
+    );
+    assert!(
+        err.contains(&format!("{origin}/: Retry-After 400 s capped to 300 s")),
+        "{err}"
+    );
+}

@@ -267,6 +267,10 @@ impl<F: Schedule> Coordinator<F> {
             elapsed_before_s: engine.elapsed_s,
         };
         let now_wall = crate::clock::wall();
+        // The earlier run may have contacted any site, or met new ones, after its last
+        // checkpoint (a kill) or just before it (a stop): every site waits its delay from now.
+        let now = self.now();
+        self.frontier.assume_contact_at(now);
         let mut ids = Vec::with_capacity(sites.len());
         for row in &sites {
             let Ok(origin) = url::Url::parse(&row.origin) else {

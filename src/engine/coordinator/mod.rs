@@ -1966,6 +1966,16 @@ impl<F: Schedule> Coordinator<F> {
         };
         s.pushback = Some((source, now + wait));
         self.frontier.defer(site, now + wait);
+        // The wait is capped (a hostile header must not park a site for days): say so, since
+        // the site will be asked again before the time it gave.
+        if let Some(asked) = retry_after.filter(|asked| *asked > wait) {
+            let origin = s.origin.clone();
+            self.warn(format!(
+                "{origin}: Retry-After {} s capped to {} s",
+                asked.as_secs(),
+                wait.as_secs()
+            ));
+        }
         let mut r = self.resources.get(id);
         if u32::from(r.retries) < self.cfg.max_retries {
             r.retries += 1;
