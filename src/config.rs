@@ -10,8 +10,26 @@ use serde::{Deserialize, Serialize};
 
 use crate::scope::ScopeKind;
 
-/// The product token robots.txt groups are matched against.
+/// crawltop's product token: the name its default User-Agent starts with, and the one robots.txt
+/// groups are matched against when a `--user-agent` names none ([`product_token`]).
 pub const PRODUCT_TOKEN: &str = "crawltop";
+
+/// The product token robots.txt groups are matched against for the User-Agent `user_agent`:
+/// the letters, `-` and `_` it starts with (`auditbot` for `auditbot/1.0 (+https://...)`), as
+/// RFC 9309 defines a product token and Google's parser reads one; [`PRODUCT_TOKEN`] when it
+/// starts with none. A site owner blocks the name they read in their logs, so a crawl sent
+/// under another name obeys that name's group.
+pub fn product_token(user_agent: &str) -> &str {
+    let user_agent = user_agent.trim_start();
+    let end = user_agent
+        .find(|c: char| !(c.is_ascii_alphabetic() || c == '-' || c == '_'))
+        .unwrap_or(user_agent.len());
+    if end == 0 {
+        PRODUCT_TOKEN
+    } else {
+        &user_agent[..end]
+    }
+}
 
 /// The default User-Agent: the product token, the version, and where to read about the bot.
 pub fn default_user_agent() -> String {
@@ -422,6 +440,20 @@ mod tests {
         CrawlConfig {
             seeds: vec!["http://127.0.0.1:8000/".into()],
             ..CrawlConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_product_token_is_what_the_user_agent_starts_with() {
+        assert_eq!(product_token(&default_user_agent()), PRODUCT_TOKEN);
+        assert_eq!(
+            product_token("auditbot/1.0 (+https://a.example)"),
+            "auditbot"
+        );
+        assert_eq!(product_token("  my_bot-2"), "my_bot-");
+        assert_eq!(product_token("Mozilla/5.0 (X11)"), "Mozilla");
+        for none in ["", "   ", "/1.0", "42bot", "(bot)"] {
+            assert_eq!(product_token(none), PRODUCT_TOKEN, "{none:?}");
         }
     }
 

@@ -361,6 +361,8 @@ impl Parsed {
         // robotxt cuts the body itself (at the last line end within the limit) and parses
         // bytes, not UTF-8: a BOM is skipped, invalid UTF-8 and binary lines are no
         // directives, so garbage parses to "no rules" and allows everything.
+        let tokens = agent_tokens(body);
+        let body = tokens.as_deref().unwrap_or(body);
         let robots = Robots::parse(body, policy.user_agent_token.as_str());
         let requested = robots
             .crawl_delay()
@@ -414,17 +416,38 @@ fn endless_delay(body: &[u8], token: &str) -> Option<Duration> {
     Robots::parse(&copy?, token).crawl_delay().map(|_| ENDLESS)
 }
 
-/// A Crawl-delay too long to count: what [`CrawlDelay::requested`] says of `inf` or `1e300`.
-pub const ENDLESS: Duration = Duration::MAX;
+/// A copy of `body` whose `User-agent` values are cut to their product token, when a value
+/// has more: `crawltop/1.0` and `crawltop (our bot)` name the crawler `crawltop`, as RFC 9309's
+/// product token and Google's parser read them, but robotxt compares whole values. The rest
+/// of a value is written as spaces, so every byte stays where it was (robotxt's byte limit cuts
+/// at the same place). `None` when no value needs it: most files are parsed as they came.
+fn agent_tokens(body: &[u8]) -> Option<Vec<u8>> {
+    const KEYS: [&[u8]; 3] = [b"user-agent", b"user agent", b"useragent"];
+    let mut copy: Option<Vec<u8>> = None;
+    let mut at = 0;
+    for line in body.split_inclusive(|&b| matches!(b, b'\r' | b'\n' | b'\0')) {
+        if let Some(value) = directive_value(line, &KEYS) {
+            let token = line[value.clone()]
+                .iter()
+                .take_while(|c| c.is_ascii_alphabetic() || matches!(c, b'-' | b'_'))
+                .count();
+            if token > 0 && value.start + token < value.end {
+                let copy = copy.get_or_insert_with(|| body.to_vec());
+                copy[at + value.start + token..at + value.end].fill(b' ');
+            }
+        }
+        at += line.len();
+    }
+    copy
+}
 
-/// Where the value of a Crawl-delay line is, when it is a positive number too long for a
-/// `Duration`. The line is read as robotxt reads it: the key (any of its spellings, any case)
-/// after spaces and tabs, then a colon or spaces, the value up to a `#`, trimmed.
-fn too_long_delay(line: &[u8]) -> Option<std::ops::Range<usize>> {
-    const KEYS: [&[u8]; 3] = [b"crawl-delay", b"crawl delay", b"crawldelay"];
+/// Where the value of a line with one of `keys` is, as robotxt reads a line: the key (any
+/// case) after spaces and tabs, then a colon or spaces, the value up to a `#` or the line's
+/// end, trimmed of spaces and tabs.
+fn directive_value(line: &[u8], keys: &[&[u8]]) -> Option<std::ops::Range<usize>> {
     let is_space = |c: &u8| *c == b' ' || *c == b'\t';
     let start = line.iter().position(|c| !is_space(c))?;
-    let key = KEYS.iter().find(|key| {
+    let key = keys.iter().find(|key| {
         line[start..]
             .get(..key.len())
             .is_some_and(|k| k.eq_ignore_ascii_case(key))
@@ -440,11 +463,34 @@ fn too_long_delay(line: &[u8]) -> Option<std::ops::Range<usize>> {
         .iter()
         .position(|&c| matches!(c, b'#' | b'\r' | b'\n' | b'\0'))
         .map_or(line.len(), |end| value_at + end);
-    let value = std::str::from_utf8(&line[value_at..end]).ok()?;
-    let lead = value.len() - value.trim_start().len();
-    let secs: f64 = value.trim().parse().ok()?;
+    let lead = line[value_at..end]
+        .iter()
+        .take_while(|c| is_space(c))
+        .count();
+    let trail = line[value_at..end]
+        .iter()
+        .rev()
+        .take_while(|c| is_space(c))
+        .count();
+    let value = value_at + lead..end.saturating_sub(trail).max(value_at + lead);
+    Some(value)
+}
+
+/// A Crawl-delay too long to count: what [`CrawlDelay::requested`] says of `inf` or `1e300`.
+pub const ENDLESS: Duration = Duration::MAX;
+
+/// Where the value of a Crawl-delay line is, when it is a positive number too long for a
+/// `Duration`. The line is read as robotxt reads it: the key (any of its spellings, any case)
+/// after spaces and tabs, then a colon or spaces, the value up to a `#`, trimmed.
+fn too_long_delay(line: &[u8]) -> Option<std::ops::Range<usize>> {
+    const KEYS: [&[u8]; 3] = [b"crawl-delay", b"crawl delay", b"crawldelay"];
+    let value = directive_value(line, &KEYS)?;
+    let secs: f64 = std::str::from_utf8(&line[value.clone()])
+        .ok()?
+        .parse()
+        .ok()?;
     let too_long = secs > 0.0 && Duration::try_from_secs_f64(secs).is_err();
-    too_long.then(|| value_at + lead..value_at + lead + value.trim().len())
+    too_long.then_some(value)
 }
 
 /// Whether a `User-agent: *` line is in the file (its group is the one obeyed when none names
@@ -634,6 +680,46 @@ User-Agent: quxbot
         }
         let site = handled_as("CRAWLTOP", b"User-agent: crawltop\nDisallow: /x\n");
         assert!(!allowed(&site, "/x"));
+    }
+
+    /// Audit 28 #3: a group's `User-agent` value names a product token; what follows it (a
+    /// version, a comment without `#`) does not stop the group applying, as in Google's parser.
+    #[test]
+    fn a_group_named_with_a_version_or_more_applies_to_its_product_token() {
+        for line in [
+            "User-agent: crawltop/1.0",
+            "User-agent: CrawlTop/2 (+https://example.org)",
+            "user-agent:crawltop bot",
+            "User-agent:   crawltop/1.0   ",
+        ] {
+            let body = format!("User-agent: *\nAllow: /\n\n{line}\nDisallow: /private/\n");
+            let site = handled(&body);
+            assert!(!allowed(&site, "/private/x.html"), "{line}");
+            assert!(allowed(&site, "/public.html"), "{line}");
+            assert_eq!(site.summary().group.as_deref(), Some("crawltop"), "{line}");
+        }
+        // Another crawler's token that starts like ours is not ours, nor is ours a prefix of it.
+        for line in ["User-agent: crawltopper/1.0", "User-agent: crawl/1.0"] {
+            let site = handled(&format!("{line}\nDisallow: /\n"));
+            assert!(allowed(&site, "/page"), "{line}");
+        }
+        // The cut keeps every byte in place: a Crawl-delay after it is read as before.
+        let site = handled("User-agent: crawltop/1.0\nCrawl-delay: 3\nDisallow: /x\n");
+        assert_eq!(
+            site.crawl_delay().map(|c| c.effective),
+            Some(Duration::from_secs(3))
+        );
+    }
+
+    /// A crawl sent under another name obeys that name's group: the policy's token comes from
+    /// the User-Agent (`crate::config::product_token`).
+    #[test]
+    fn a_crawl_under_another_name_obeys_that_names_group() {
+        let body = b"User-agent: auditbot\nDisallow: /\n\nUser-agent: *\nAllow: /\n";
+        let token = crate::config::product_token("auditbot/1.0 (+mailto:audit@example.invalid)");
+        assert_eq!(token, "auditbot");
+        assert!(!allowed(&handled_as(token, body), "/p1.html"));
+        assert!(allowed(&handled_as("crawltop", body), "/p1.html"));
     }
 
     #[test]

@@ -961,3 +961,28 @@ async fn a_retry_after_past_the_cap_is_named_when_it_is_cut() {
         "{err}"
     );
 }
+
+/// Audit 28 #3: a crawl sent under another name (`--user-agent`) obeys the robots.txt group of
+/// that name, as its owner, who reads the name in their logs, expects; a group naming a version
+/// (`crawltop/1.0`) applies to crawltop.
+#[tokio::test]
+async fn a_crawl_obeys_the_group_of_the_name_it_sends() {
+    let robots = Answer::new(
+        &[],
+        "User-agent: auditbot\nDisallow: /\n\nUser-agent: crawltop/1.0\nDisallow: /p1.html\n\n\
+         User-agent: *\nAllow: /\n",
+    );
+    let (origin, asked) = quirky_site(site_of_pages(3, &[("/robots.txt", robots.clone())])).await;
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.user_agent = "auditbot/1.0 (+mailto:audit@example.invalid)".into();
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    assert_eq!(asked.paths(), ["/robots.txt"]);
+
+    let (origin, asked) = quirky_site(site_of_pages(3, &[("/robots.txt", robots)])).await;
+    let crawled = crawl(config(vec![format!("{origin}/")])).await;
+    assert!(crawled.summary.completed);
+    let paths = asked.paths();
+    assert!(paths.iter().any(|p| p == "/p2.html"), "{paths:?}");
+    assert!(!paths.iter().any(|p| p == "/p1.html"), "{paths:?}");
+}

@@ -34,7 +34,7 @@ use super::url_table::UrlTable;
 use super::{Command, EngineError, Summary};
 use crate::backoff::{Backoff, parse_retry_after};
 use crate::canonical::canonicalize;
-use crate::config::{CrawlConfig, PRODUCT_TOKEN};
+use crate::config::{CrawlConfig, product_token};
 use crate::extract::{ExtractLine, Extraction, Extractor};
 use crate::fetch::{
     DroppedBody, FetchConfig, FetchOutcome, Fetched, Fetcher, Phase, PhaseCell,
@@ -368,7 +368,7 @@ impl<F: Schedule> Coordinator<F> {
         let (include, exclude) = cfg.regexes()?;
         let scope = ScopeRules::new(cfg.scope, &seeds, include, exclude, cfg.depth);
         let fetcher = fetcher(&cfg)?;
-        let mut policy = RobotsPolicy::new(PRODUCT_TOKEN);
+        let mut policy = RobotsPolicy::new(product_token(&cfg.user_agent));
         policy.max_crawl_delay = Duration::from_millis(cfg.max_crawl_delay_ms);
         policy.max_retries = cfg.robots_retries;
         let delay = cfg.delay();

@@ -376,7 +376,11 @@ impl<F: Schedule> Coordinator<F> {
                 next_allowed_in_ms: 0,
                 status: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                 recent_errors: s.recent_errors.iter().cloned().collect(),
-                robots_rules: robots_line(&s.robots.summary(), s.robots_via()),
+                robots_rules: robots_line(
+                    &s.robots.summary(),
+                    s.robots_via(),
+                    &self.policy.user_agent_token,
+                ),
             };
             let next_at = v.next_allowed.as_millis() as u64;
             self.live.set_waiting(i, waiting, blocked);
@@ -482,8 +486,9 @@ fn shares(states: &[WorkerState]) -> Shares {
 }
 
 /// One line about a site's robots.txt, for the dashboard's site detail.
-/// The site detail's rules line; `via` is the file that answered when redirects led there.
-fn robots_line(r: &crate::robots::RobotsSummary, via: Option<&url::Url>) -> String {
+/// The site detail's rules line; `via` is the file that answered when redirects led there,
+/// `token` the product token groups are matched against.
+fn robots_line(r: &crate::robots::RobotsSummary, via: Option<&url::Url>, token: &str) -> String {
     use crate::robots::RobotsResponse;
     let mut parts = Vec::new();
     match (&r.group, r.rules) {
@@ -491,10 +496,9 @@ fn robots_line(r: &crate::robots::RobotsSummary, via: Option<&url::Url>) -> Stri
             "group \"{g}\": {} allow, {} disallow",
             c.allow, c.disallow
         )),
-        (None, Some(c)) if c.allow + c.disallow == 0 => parts.push(format!(
-            "no group for {}: all allowed",
-            crate::config::PRODUCT_TOKEN
-        )),
+        (None, Some(c)) if c.allow + c.disallow == 0 => {
+            parts.push(format!("no group for {token}: all allowed"));
+        }
         _ => {}
     }
     if let Some(n) = r.size_bytes {
