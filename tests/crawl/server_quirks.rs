@@ -986,3 +986,35 @@ async fn a_crawl_obeys_the_group_of_the_name_it_sends() {
     assert!(paths.iter().any(|p| p == "/p2.html"), "{paths:?}");
     assert!(!paths.iter().any(|p| p == "/p1.html"), "{paths:?}");
 }
+
+/// Audit 28 #6: with `--adaptive-delay`, a page that times out took at least the whole
+/// `--timeout-ms`, and the site's delay grows as for a slow answer: it was left at the last
+/// fast answer's pace, so a server slowed past the patience was asked again at once (every
+/// 1.9 s under a 1.5 s timeout in the audit, three requests still being worked on at once).
+#[tokio::test]
+async fn an_adaptive_delay_grows_when_a_page_times_out() {
+    let slow = std::time::Duration::from_secs(2);
+    let (origin, asked) = quirky_site(site_of_slow_pages(4, slow, &[])).await;
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.delay_ms = 0;
+    cfg.timeout_ms = 300;
+    cfg.adaptive_delay = Some(2.0);
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    let pages: Vec<_> = asked
+        .timed()
+        .into_iter()
+        .filter(|(path, _)| path.starts_with("/p"))
+        .collect();
+    assert_eq!(pages.len(), 4, "{pages:?}");
+    for pair in pages.windows(2) {
+        let gap = pair[1].1.duration_since(pair[0].1);
+        // The timeout (300 ms), then twice it as the delay.
+        assert!(
+            gap >= std::time::Duration::from_millis(900),
+            "{} came {gap:?} after {}",
+            pair[1].0,
+            pair[0].0
+        );
+    }
+}

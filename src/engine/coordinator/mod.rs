@@ -1751,6 +1751,9 @@ impl<F: Schedule> Coordinator<F> {
         match outcome {
             FetchOutcome::Response(f) => self.on_response(id, site, &f, parsed, now),
             FetchOutcome::Timeout { during } => {
+                // It took at least the whole patience: a server slowed past `--timeout-ms` is
+                // given room as one that answers slowly is, not the last fast answer's delay.
+                self.adapt(site, Duration::from_millis(self.cfg.timeout_ms));
                 let reason = format!("timeout while {}", phase_name(during));
                 self.fail(id, site, reason, Failure::Timeout);
             }
@@ -1758,6 +1761,17 @@ impl<F: Schedule> Coordinator<F> {
                 self.fail(id, site, format!("connect: {e}"), Failure::Connect);
             }
             FetchOutcome::Other(e) => self.fail(id, site, e, Failure::Other),
+        }
+    }
+
+    /// With `--adaptive-delay F`, the site's delay becomes F times `elapsed`, the time its last
+    /// page took.
+    fn adapt(&mut self, site: SiteId, elapsed: Duration) {
+        if let Some(factor) = self.cfg.adaptive_delay {
+            let s = &mut self.sites[site.index()];
+            s.adaptive = Some(elapsed.mul_f64(factor));
+            let own = s.own_delay();
+            self.frontier.set_site_delay(site, own);
         }
     }
 
@@ -1796,13 +1810,8 @@ impl<F: Schedule> Coordinator<F> {
         let status = f.status;
         *self.http.status.entry(status.to_string()).or_default() += 1;
         self.http.bytes += f.body.len() as u64;
-        let s = &mut self.sites[site.index()];
-        *s.status.entry(status).or_default() += 1;
-        if let Some(factor) = self.cfg.adaptive_delay {
-            s.adaptive = Some(f.elapsed.mul_f64(factor));
-            let own = s.own_delay();
-            self.frontier.set_site_delay(site, own);
-        }
+        *self.sites[site.index()].status.entry(status).or_default() += 1;
+        self.adapt(site, f.elapsed);
         let content_type = f.content_type.as_deref().map(Arc::from);
         self.resources.update(id, |r| {
             r.status = Some(status);
