@@ -248,6 +248,10 @@ pub struct CrawlArgs {
     /// from that site [default: 4].
     #[arg(long)]
     pub robots_retries: Option<u32>,
+    /// How long a robots.txt answer is obeyed before the site is asked again (at most a day, as
+    /// RFC 9309 asks; a refresh that fails keeps the old answer) [default: 86400000].
+    #[arg(long)]
+    pub robots_max_age_ms: Option<u64>,
     /// Keep cookies, one jar per site [default: off].
     #[arg(long)]
     pub cookies: bool,
@@ -888,6 +892,7 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<(CrawlConfig, CrawlArgs)
         max_redirects,
         max_retries,
         robots_retries,
+        robots_max_age_ms,
         user_agent,
         store,
         warc_max_bytes,

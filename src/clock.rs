@@ -4,7 +4,9 @@
 //! refuses it anywhere else) and a test hook that moves this process's wall clock by a fixed
 //! offset ([`OFFSET_ENV`]), so a test can run a member of a shared crawl whose clock is off by
 //! minutes. The wall clock may only stamp what a user reads (WARC dates, stats file names,
-//! a checkpoint's next-contact times for a resume of the same folder): it must never decide
+//! a checkpoint's next-contact times for a resume of the same folder) and the age of a
+//! robots.txt answer (a day: members' clocks minutes apart ask again minutes apart, which no
+//! rule depends on): it must never decide
 //! anything another member of a shared crawl relies on (leases, heartbeats and next contacts
 //! use Redis's clock) and never measure an interval (that is `Instant`'s job).
 
@@ -27,6 +29,12 @@ pub fn wall() -> SystemTime {
             .checked_sub(Duration::from_millis(ms.unsigned_abs()))
             .unwrap_or(SystemTime::UNIX_EPOCH),
     }
+}
+
+/// `time` in whole milliseconds since the Unix epoch (0 before it).
+pub fn ms_since_epoch(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn offset_ms() -> i64 {

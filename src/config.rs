@@ -82,6 +82,9 @@ pub struct CrawlConfig {
     /// Retries of a robots.txt that answers 5xx or cannot be reached, before the site is given
     /// up (nothing fetched there).
     pub robots_retries: u32,
+    /// How long a robots.txt answer is obeyed before the site's next contact asks again
+    /// (RFC 9309 section 2.4: a cached answer SHOULD NOT be used for more than 24 hours).
+    pub robots_max_age_ms: u64,
     pub cookies: bool,
     pub proxy: Option<String>,
     /// The crawl folder: page store, index and checkpoint. Locked while crawling.
@@ -147,6 +150,7 @@ impl Default for CrawlConfig {
             max_redirects: 10,
             max_retries: 3,
             robots_retries: 4,
+            robots_max_age_ms: 86_400_000,
             cookies: false,
             proxy: None,
             out: None,
@@ -275,6 +279,7 @@ impl CrawlConfig {
             ),
             ("ignore-robots", self.ignore_robots.to_string()),
             ("robots-retries", self.robots_retries.to_string()),
+            ("robots-max-age-ms", self.robots_max_age_ms.to_string()),
             ("user-agent", self.user_agent.clone()),
             ("include", self.include.join(" ")),
             ("exclude", self.exclude.join(" ")),
@@ -331,6 +336,12 @@ impl CrawlConfig {
         range("--max-redirects", self.max_redirects, 0, 100)?;
         range("--max-retries", self.max_retries, 0, 100)?;
         range("--robots-retries", self.robots_retries, 0, 100)?;
+        range(
+            "--robots-max-age-ms",
+            self.robots_max_age_ms,
+            1_000,
+            86_400_000,
+        )?;
         range("--warc-max-bytes", self.warc_max_bytes, 1 << 16, 1 << 40)?;
         // The coordinator checks on its 100 ms snapshot tick.
         range("--checkpoint-ms", self.checkpoint_ms, 100, 3_600_000)?;

@@ -193,16 +193,44 @@ pub(super) enum RobotsMemo {
     /// Not resolved: the last `tries` fetches failed, the last with `status` (a 5xx or 429) or
     /// with no answer (`None`). A resume goes on with the retries where they were (the next
     /// try at the site's kept next contact) instead of starting them over.
-    Failing {
-        tries: u32,
-        status: Option<u16>,
-    },
+    Failing { tries: u32, status: Option<u16> },
     /// The final answer: status and body (base64), replayed through the same rules.
     Response {
         status: u16,
         body: String,
+        /// When it was given (ms since the Unix epoch), for its age ([`RobotsMemo::answered_ms`]);
+        /// missing in a checkpoint written before answers were dated.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
     },
-    TooManyRedirects,
+    TooManyRedirects {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+    },
+}
+
+impl RobotsMemo {
+    /// When the final answer this memo keeps was given (ms since the Unix epoch): the
+    /// robots.txt is asked again once it is older than `--robots-max-age-ms`. `None` for no
+    /// final answer, or one kept undated.
+    pub(super) fn answered_ms(&self) -> Option<u64> {
+        match self {
+            RobotsMemo::Response { at_ms, .. } | RobotsMemo::TooManyRedirects { at_ms } => *at_ms,
+            RobotsMemo::Unresolved | RobotsMemo::Failing { .. } => None,
+        }
+    }
+
+    /// This memo with its final answer dated `now_ms`: an answer kept undated (an older
+    /// checkpoint's) counts from the run that reads it, and one kept after a failed refresh is
+    /// obeyed for another age.
+    pub(super) fn dated(mut self, now_ms: u64) -> RobotsMemo {
+        if let RobotsMemo::Response { at_ms, .. } | RobotsMemo::TooManyRedirects { at_ms } =
+            &mut self
+        {
+            *at_ms = Some(now_ms);
+        }
+        self
+    }
 }
 
 /// One site (an origin): robots.txt, where its delay comes from, its counters.
@@ -340,6 +368,38 @@ impl Site {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A checkpoint written before answers were dated reads as undated answers (a resume
+    /// dates them then); a dated one keeps its date, and a failing one has none.
+    #[test]
+    fn robots_memos_of_older_checkpoints_read_undated() {
+        let old: RobotsMemo =
+            serde_json::from_str(r#"{"kind":"response","status":200,"body":""}"#).expect("old");
+        assert_eq!(old.answered_ms(), None);
+        assert_eq!(old.clone().dated(7).answered_ms(), Some(7));
+        let old: RobotsMemo =
+            serde_json::from_str(r#"{"kind":"too_many_redirects"}"#).expect("old variant");
+        assert_eq!(old.dated(9).answered_ms(), Some(9));
+        let dated = RobotsMemo::Response {
+            status: 404,
+            body: String::new(),
+            at_ms: Some(1_700_000_000_000),
+        };
+        let text = serde_json::to_string(&dated).expect("json");
+        let back: RobotsMemo = serde_json::from_str(&text).expect("read back");
+        assert_eq!(back, dated);
+        let failing = RobotsMemo::Failing {
+            tries: 2,
+            status: Some(503),
+        };
+        assert_eq!(failing.dated(5).answered_ms(), None);
+        // An undated memo is written as before.
+        let undated = RobotsMemo::TooManyRedirects { at_ms: None };
+        assert_eq!(
+            serde_json::to_string(&undated).expect("json"),
+            r#"{"kind":"too_many_redirects"}"#
+        );
+    }
 
     /// The counts follow every change of state, so the snapshot's `resources` add up.
     #[test]

@@ -1137,3 +1137,61 @@ async fn a_response_cut_by_a_stop_is_counted_as_the_server_counts_it() {
     assert_eq!(status, answered_by_status(&records), "{records:?}");
     assert_eq!(crawled.stats["totals"]["requests"], records.len() as u64);
 }
+
+/// Audit 28 #4: a robots.txt answer is obeyed for `--robots-max-age-ms` (a day by default, as
+/// RFC 9309 section 2.4 asks), then asked again at the site's next contact: a site that closed
+/// itself meanwhile is obeyed from then on, on the URLs already queued too. Before, a crawl
+/// (or a resume days later) obeyed its first answer forever.
+#[tokio::test]
+async fn a_robots_txt_older_than_its_max_age_is_asked_again_and_obeyed() {
+    let web = TestWeb::start(GenOptions::new(1, 60).seed(5).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let mut cfg = config(seeds(&web, SiteKind::Normal));
+    cfg.delay_ms = 60;
+    cfg.robots_max_age_ms = 1_000;
+    let pages =
+        |records: &[RequestRecord]| records.iter().filter(|r| r.path != "/robots.txt").count();
+    let close = async {
+        tokio::time::timeout(PATIENCE, web.log().wait_until(|r| pages(r) >= 3))
+            .await
+            .expect("the crawl runs");
+        let robots = web.dir().join("site00").join("robots.txt");
+        std::fs::write(robots, "User-agent: *\nDisallow: /\n").expect("the site closes");
+        web.log().records().iter().map(|r| r.done_us).max()
+    };
+    let (crawled, closed_at) = tokio::join!(crawl(cfg), close);
+    let closed_at = closed_at.expect("requests before");
+    assert!(crawled.summary.completed);
+    let mut records = web.log().site_records("site00");
+    records.sort_by_key(|r| r.t_us);
+    let robots: Vec<&RequestRecord> = records.iter().filter(|r| r.path == "/robots.txt").collect();
+    let asked_again = robots
+        .iter()
+        .find(|r| r.t_us > closed_at)
+        .expect("robots.txt asked again after the site closed");
+    assert!(
+        asked_again.t_us - robots[0].done_us >= 1_000_000,
+        "asked again before its age: {} us",
+        asked_again.t_us - robots[0].done_us
+    );
+    let after: Vec<&str> = records
+        .iter()
+        .filter(|r| r.t_us > asked_again.t_us && r.path != "/robots.txt")
+        .map(|r| r.path.as_str())
+        .collect();
+    assert!(after.is_empty(), "fetched after the site closed: {after:?}");
+    assert!(
+        pages(&records) < 60,
+        "the site closed before the crawl ended"
+    );
+    // The first answer forbade only `/private/` and `*.cgi`: the rest is the new answer's.
+    let forbidden = crawled
+        .urls
+        .iter()
+        .filter(|(url, u)| {
+            u["state"] == "fetch_forbidden" && !url.contains("/private/") && !url.ends_with(".cgi")
+        })
+        .count();
+    assert!(forbidden > 0, "queued URLs are judged by the new answer");
+}

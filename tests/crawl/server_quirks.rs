@@ -26,6 +26,8 @@ struct Answer {
     body: Vec<u8>,
     /// The Content-Length said, when it is not the body's (a body cut short by the server).
     claimed_length: Option<usize>,
+    /// The answer to every later request of the path, when it differs from the first.
+    then: Option<Box<Answer>>,
 }
 
 impl Answer {
@@ -40,6 +42,7 @@ impl Answer {
                 .collect(),
             body: body.into(),
             claimed_length: None,
+            then: None,
         }
     }
 
@@ -97,10 +100,16 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Log) {
                     status: 404,
                     ..Answer::new(&[("Content-Type", "text/plain")], "not here")
                 });
-                log.0
-                    .lock()
-                    .expect("no test thread panicked")
-                    .push((path, std::time::Instant::now()));
+                let again = {
+                    let mut asked = log.0.lock().expect("no test thread panicked");
+                    let again = asked.iter().any(|(p, _)| *p == path);
+                    asked.push((path, std::time::Instant::now()));
+                    again
+                };
+                let answer = match answer.then {
+                    Some(later) if again => *later,
+                    _ => answer,
+                };
                 let mut reply = format!(
                     "{} {} X\r\nConnection: close\r\n",
                     answer.version, answer.status
@@ -1017,4 +1026,60 @@ async fn an_adaptive_delay_grows_when_a_page_times_out() {
             pair[0].0
         );
     }
+}
+
+/// Audit 28 #4, the other side: a robots.txt asked again for its age that cannot be had (503)
+/// leaves its last answer obeyed, as RFC 9309 section 2.4 allows, and the crawl says so; it
+/// does not stop the site as a first answer's 503 would.
+#[tokio::test]
+async fn a_robots_txt_that_fails_when_asked_again_keeps_its_last_answer() {
+    let rules = Answer {
+        then: Some(Box::new(Answer {
+            status: 503,
+            ..Answer::new(&[], "down for maintenance")
+        })),
+        ..Answer::new(&[], "User-agent: *\nDisallow: /p1.html\n")
+    };
+    let slow = std::time::Duration::from_millis(150);
+    let (origin, asked) =
+        quirky_site(site_of_slow_pages(12, slow, &[("/robots.txt", rules)])).await;
+    let output = tokio::process::Command::new(crate::util::bin())
+        .args([
+            "crawl",
+            &format!("{origin}/"),
+            "--headless",
+            "--delay-ms",
+            "0",
+        ])
+        .args(["--robots-max-age-ms", "1000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(crate::util::PATIENCE, output)
+        .await
+        .expect("the crawl ends")
+        .expect("it runs");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    let paths = asked.paths();
+    let again = paths
+        .iter()
+        .skip(1)
+        .position(|p| p == "/robots.txt")
+        .map(|i| i + 1)
+        .expect("asked again");
+    let after: Vec<&String> = paths[again..]
+        .iter()
+        .filter(|p| p.ends_with(".html"))
+        .collect();
+    assert!(!after.is_empty(), "{paths:?}");
+    assert!(!paths.contains(&"/p1.html".to_owned()), "{paths:?}");
+    for i in [0, 2, 11] {
+        assert!(paths.contains(&format!("/p{i}.html")), "{paths:?}");
+    }
+    assert!(
+        err.contains("robots.txt could not be fetched again; its last answer is obeyed"),
+        "{err}"
+    );
 }

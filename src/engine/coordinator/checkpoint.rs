@@ -370,17 +370,23 @@ impl<F: Schedule> Coordinator<F> {
     pub(super) fn replay_robots(&mut self, id: SiteId, memo: &RobotsMemo, gave_up: bool) {
         let policy = self.policy.clone();
         let s: &mut Site = &mut self.sites[id.index()];
-        s.robots_memo = memo.clone();
+        // An answer kept undated (a checkpoint older than dated answers) counts from now.
+        s.robots_memo = match memo.answered_ms() {
+            None => memo
+                .clone()
+                .dated(crate::clock::ms_since_epoch(crate::clock::wall())),
+            Some(_) => memo.clone(),
+        };
         if !self.cfg.ignore_robots {
             match memo {
                 RobotsMemo::Unresolved => {}
-                RobotsMemo::Response { status, body } => {
+                RobotsMemo::Response { status, body, .. } => {
                     let body = data_encoding::BASE64
                         .decode(body.as_bytes())
                         .unwrap_or_default();
                     s.robots.on_response(*status, &body, None, &policy);
                 }
-                RobotsMemo::TooManyRedirects => {
+                RobotsMemo::TooManyRedirects { .. } => {
                     s.robots.on_too_many_redirects();
                 }
                 RobotsMemo::Failing { tries, status } => {

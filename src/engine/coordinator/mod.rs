@@ -996,12 +996,43 @@ impl<F: Schedule> Coordinator<F> {
         self.touch_site(site);
     }
 
+    /// RFC 9309 section 2.4: a robots.txt asked again for its age that cannot be had
+    /// (unreachable, 5xx, 429) may be obeyed as it was: `kept` (its rules and memo) is put back
+    /// and dated `wall_ms`, for another age.
+    fn keep_robots(
+        &mut self,
+        site: SiteId,
+        kept: (crate::robots::SiteRobots, RobotsMemo),
+        wall_ms: u64,
+        now: Duration,
+    ) {
+        let s = &mut self.sites[site.index()];
+        let (robots, memo) = kept;
+        s.robots = robots;
+        s.robots_memo = memo.dated(wall_ms);
+        let origin = s.origin.clone();
+        self.warn(format!(
+            "{origin}: robots.txt could not be fetched again; its last answer is obeyed for \
+             another {} s",
+            self.cfg.robots_max_age_ms / 1_000
+        ));
+        self.frontier.unhold(site, now);
+        self.share_politeness(site);
+    }
+
     fn needs_robots(&self, site: SiteId) -> bool {
         let s = &self.sites[site.index()];
         match s.robots.state() {
             RobotsState::Discovered => true,
             RobotsState::Error => !s.robots_gave_up,
-            RobotsState::Handled | RobotsState::Unexisting | RobotsState::Skipped => false,
+            // An answer older than `--robots-max-age-ms` is asked again (RFC 9309 2.4).
+            RobotsState::Handled | RobotsState::Unexisting => {
+                s.robots_memo.answered_ms().is_some_and(|at| {
+                    let now = crate::clock::ms_since_epoch(crate::clock::wall());
+                    now.saturating_sub(at) >= self.cfg.robots_max_age_ms
+                })
+            }
+            RobotsState::Skipped => false,
         }
     }
 
@@ -1196,12 +1227,12 @@ impl<F: Schedule> Coordinator<F> {
             return None;
         }
         match &self.sites[target.index()].robots_memo {
-            RobotsMemo::Response { status, body } => Some(RobotsFetch::Response {
+            RobotsMemo::Response { status, body, .. } => Some(RobotsFetch::Response {
                 status: *status,
                 body: data_encoding::BASE64.decode(body.as_bytes()).ok()?.into(),
                 retry_after: None,
             }),
-            RobotsMemo::TooManyRedirects => Some(RobotsFetch::TooManyRedirects),
+            RobotsMemo::TooManyRedirects { .. } => Some(RobotsFetch::TooManyRedirects),
             RobotsMemo::Unresolved | RobotsMemo::Failing { .. } => None,
         }
     }
@@ -1649,6 +1680,10 @@ impl<F: Schedule> Coordinator<F> {
         if via.is_some() || s.redirects.is_some() {
             s.redirects_mut().via = via;
         }
+        let wall_ms = crate::clock::ms_since_epoch(wall);
+        // Asked again because its answer grew old: kept, in case the new one cannot be had.
+        let refreshed = (s.robots_memo.answered_ms().is_some())
+            .then(|| (s.robots.clone(), s.robots_memo.clone()));
         let outcome = match fetch {
             RobotsFetch::Redirect(next) if hops < ROBOTS_MAX_REDIRECTS => {
                 // The next hop is the site's next contact for robots.txt (or a contact of the
@@ -1670,15 +1705,24 @@ impl<F: Schedule> Coordinator<F> {
                 s.robots_memo = RobotsMemo::Response {
                     status,
                     body: data_encoding::BASE64.encode(&body),
+                    at_ms: Some(wall_ms),
                 };
                 outcome
             }
             RobotsFetch::Unreachable(_) => s.robots.on_unreachable(&self.policy),
             RobotsFetch::Redirect(_) | RobotsFetch::TooManyRedirects => {
-                s.robots_memo = RobotsMemo::TooManyRedirects;
+                s.robots_memo = RobotsMemo::TooManyRedirects {
+                    at_ms: Some(wall_ms),
+                };
                 s.robots.on_too_many_redirects()
             }
         };
+        if let Some(kept) = refreshed
+            && !matches!(outcome, RobotsOutcome::Resolved)
+        {
+            self.keep_robots(site, kept, wall_ms, now);
+            return;
+        }
         if !matches!(outcome, RobotsOutcome::Resolved) {
             // Kept so that a resume goes on with the retries where they were.
             s.robots_memo = failing_memo(&s.robots);
@@ -1712,32 +1756,37 @@ impl<F: Schedule> Coordinator<F> {
                     self.touch_site(contacted);
                 }
             }
-            RobotsOutcome::GaveUp => {
-                s.robots_gave_up = true;
-                let origin = s.origin.clone();
-                let last = s.robots.summary().last_response;
-                let reason: Arc<str> = gave_up_reason(last).into();
-                let ids = self.frontier.remove_site_items(site);
-                for id in ids {
-                    self.errors.robots_unreachable += 1;
-                    self.resources
-                        .update(id, |r| r.reason = Some(reason.clone()));
-                    self.set_state(id, ResourceState::FetchForbidden);
-                }
-                self.warn(match last {
-                    Some(RobotsResponse::Status(code)) => format!(
-                        "{origin}: robots.txt answered {code} on every try; nothing is fetched there"
-                    ),
-                    _ => format!(
-                        "{origin}: robots.txt unreachable after retries; nothing is fetched there"
-                    ),
-                });
-            }
+            RobotsOutcome::GaveUp => self.robots_given_up(site),
         }
         self.frontier.unhold(site, now);
         if !matches!(outcome, RobotsOutcome::Retry { .. }) {
             self.share_politeness(site);
         }
+    }
+
+    /// robots.txt stayed unreachable through every retry: the site's queued URLs end as
+    /// forbidden, and nothing is fetched there.
+    fn robots_given_up(&mut self, site: SiteId) {
+        let s = &mut self.sites[site.index()];
+        s.robots_gave_up = true;
+        let origin = s.origin.clone();
+        let last = s.robots.summary().last_response;
+        let reason: Arc<str> = gave_up_reason(last).into();
+        let ids = self.frontier.remove_site_items(site);
+        for id in ids {
+            self.errors.robots_unreachable += 1;
+            self.resources
+                .update(id, |r| r.reason = Some(reason.clone()));
+            self.set_state(id, ResourceState::FetchForbidden);
+        }
+        self.warn(match last {
+            Some(RobotsResponse::Status(code)) => format!(
+                "{origin}: robots.txt answered {code} on every try; nothing is fetched there"
+            ),
+            _ => {
+                format!("{origin}: robots.txt unreachable after retries; nothing is fetched there")
+            }
+        });
     }
 
     fn on_page(
