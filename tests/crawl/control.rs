@@ -521,3 +521,90 @@ async fn after_a_store_failure_a_resume_keeps_the_crawl_paused_and_stderr_says_w
     let last = rest.lines().rfind(|l| l.starts_with('['));
     assert!(last.is_some_and(|l| l.contains("] stopped ")), "{rest}");
 }
+
+/// Audit 28 #8: a delay set while the crawl ran (`ctl delay`, a site owner's complaint
+/// answered) survives a stop and a resume given the same `--delay-ms`: the resumed run asked
+/// at the flag's pace again (302 ms gaps after a 3,000 ms throttle). Another `--delay-ms` on
+/// the resume wins.
+#[tokio::test]
+async fn a_throttle_set_while_running_is_kept_by_a_resume() {
+    const THROTTLE_MS: u64 = 900;
+    let web = TestWeb::start(GenOptions::new(1, 60).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let command = |delay: &str| {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.args(["crawl", &web.url("site00", "/"), "--headless"])
+            .args(["--delay-ms", delay, "--checkpoint-ms", "100"])
+            .args(["--control", "127.0.0.1:0", "--out"])
+            .arg(&out)
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    };
+    let mut first = command("40").spawn().expect("spawn");
+    let mut stderr = first.stderr.take().expect("stderr");
+    let [addr] = printed_addrs(&mut stderr, ["control API on http://"]).await;
+    let ctl = |args: &[&str]| {
+        tokio::process::Command::new(bin())
+            .args(["ctl", &addr.to_string()])
+            .args(args)
+            .output()
+    };
+    let o = ctl(&["delay", &THROTTLE_MS.to_string()])
+        .await
+        .expect("ctl");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = ctl(&["stop"]).await.expect("ctl");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let status = tokio::time::timeout(PATIENCE, first.wait())
+        .await
+        .expect("the crawl stops")
+        .expect("waits");
+    assert!(status.success());
+
+    // The same command again: three requests at the throttle's pace.
+    let seen = web.log().records().len();
+    let mut second = command("40").spawn().expect("spawn");
+    let mut stderr = second.stderr.take().expect("stderr");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= seen + 3))
+        .await
+        .expect("the resumed crawl runs");
+    second.start_kill().expect("SIGKILL");
+    second.wait().await.expect("reaped");
+    let mut records = web.log().site_records("site00");
+    records.sort_by_key(|r| r.t_us);
+    for pair in records[seen.saturating_sub(1)..].windows(2) {
+        let gap_us = pair[1].t_us.saturating_sub(pair[0].done_us);
+        assert!(
+            gap_us >= THROTTLE_MS * 1_000,
+            "{} came {} ms after {}",
+            pair[1].path,
+            gap_us / 1_000,
+            pair[0].path
+        );
+    }
+    let said = read_stderr_until(&mut stderr, |s| s.contains("is kept")).await;
+    assert!(
+        said.contains("the delay set while the crawl ran, 900 ms, is kept"),
+        "{said}"
+    );
+
+    // Another --delay-ms wins: back to a quick pace.
+    let seen = web.log().records().len();
+    let mut third = command("30").spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= seen + 4))
+        .await
+        .expect("the crawl runs");
+    third.start_kill().expect("SIGKILL");
+    third.wait().await.expect("reaped");
+    let mut records = web.log().site_records("site00");
+    records.sort_by_key(|r| r.t_us);
+    let quick = records[seen..]
+        .windows(2)
+        .filter(|pair| pair[1].t_us.saturating_sub(pair[0].done_us) < THROTTLE_MS * 1_000)
+        .count();
+    assert!(quick > 0, "the flag's delay applies");
+}

@@ -58,6 +58,17 @@ pub(super) struct EngineRow {
     mailto: BTreeSet<String>,
     /// Seconds crawled by the runs before this one.
     elapsed_s: f64,
+    /// A delay set while the crawl ran (`ctl delay`, the dashboard's `+`/`-`) that differs
+    /// from its `--delay-ms`: a resume given the same `--delay-ms` keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    throttle: Option<Throttle>,
+}
+
+/// The crawl's delay as a throttle left it, and the `--delay-ms` of the run that had it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Throttle {
+    given_ms: u64,
+    live_ms: u64,
 }
 
 /// A checkpoint read back and checked, ready to be applied.
@@ -222,6 +233,10 @@ impl<F: Schedule> Coordinator<F> {
             admitted: self.admitted,
             mailto: self.mailto.clone(),
             elapsed_s: self.runs.elapsed_before_s + self.now().as_secs_f64(),
+            throttle: (self.delay != self.cfg.delay()).then(|| Throttle {
+                given_ms: self.cfg.delay_ms,
+                live_ms: u64::try_from(self.delay.as_millis()).unwrap_or(u64::MAX),
+            }),
         };
         let delta = Delta {
             seq: self.window.next_to_commit(),
@@ -266,6 +281,7 @@ impl<F: Schedule> Coordinator<F> {
             refetched: 0,
             elapsed_before_s: engine.elapsed_s,
         };
+        self.keep_throttle(engine.throttle);
         let now_wall = crate::clock::wall();
         // The earlier run may have contacted any site, or met new ones, after its last
         // checkpoint (a kill) or just before it (a stop): every site waits its delay from now.
@@ -416,6 +432,23 @@ impl<F: Schedule> Coordinator<F> {
         s.crawl_delay = s.robots.crawl_delay();
         let own = s.own_delay();
         self.frontier.set_site_delay(id, own);
+    }
+
+    /// A delay set while the earlier run crawled stays, unless this run was given another
+    /// `--delay-ms` than that run: a site owner's complaint answered with a throttle must not
+    /// be undone by a restart (audit 28).
+    fn keep_throttle(&mut self, throttle: Option<Throttle>) {
+        let Some(t) = throttle.filter(|t| t.given_ms == self.cfg.delay_ms) else {
+            return;
+        };
+        let live = Duration::from_millis(t.live_ms);
+        self.delay = live;
+        self.frontier.set_default_delay(live);
+        self.note(format!(
+            "the delay set while the crawl ran, {} ms, is kept (give another --delay-ms than {} \
+             to change it)",
+            t.live_ms, t.given_ms
+        ));
     }
 
     fn restore_site(&mut self, id: SiteId, row: &SiteRow, now_wall: SystemTime) {
