@@ -9,6 +9,8 @@
 
 use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
 use memchr::{memchr, memmem};
+use regex::bytes::Regex;
+use std::sync::LazyLock;
 
 /// How many bytes the `<meta>` charset prescan looks at, as in the HTML standard.
 const PRESCAN_LIMIT: usize = 1024;
@@ -281,13 +283,18 @@ const TEXT_ONLY: [&[u8]; 9] = [
 /// standard says. A `charset` attribute is read first, then `http-equiv=Content-Type` with a
 /// `content` charset; labels map as in the prescan ([`as_meta_names`]).
 ///
-/// One pass, linear in the body: `memchr` jumps from `<` to `<`, over comments to their
-/// `>` and over text-only content to its `</`; only tags are read byte by byte (their quoted
-/// values by `memchr` too). Where it simplifies the tokenizer, it errs by not seeing a tag:
+/// Linear in the body, and mostly not run: every `<meta>` that names an encoding holds the
+/// word `charset`, so a body without it in any case (one SIMD search, [`mentions_charset`])
+/// is not read further. Otherwise one pass: `memchr` jumps from `<` to `<`, over comments to
+/// their `>` and over text-only content to its `</`; only tags are read byte by byte (their
+/// quoted values by `memchr` too). Where it simplifies the tokenizer, it errs by not seeing a tag:
 /// character references in a `<meta>`'s values are not decoded, `<script>`'s "escaped"
 /// states (`<!--` ... `<script>` inside a script) are not followed, and `<svg>`/`<math>`
 /// content, where `<style>` and `<title>` hold markup, is read as HTML.
 fn late_meta(body: &[u8]) -> Option<&'static Encoding> {
+    if !mentions_charset(body) {
+        return None;
+    }
     let mut pos = 0;
     while let Some(lt) = memchr(b'<', &body[pos..]) {
         pos += lt + 1;
@@ -328,6 +335,14 @@ fn late_meta(body: &[u8]) -> Option<&'static Encoding> {
         }
     }
     None
+}
+
+/// Whether `body` holds `charset` in any case of its letters. The pattern is a literal, so
+/// `regex` runs it as a vectorized search for its case variants, no automaton.
+fn mentions_charset(body: &[u8]) -> bool {
+    static CHARSET: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new("(?i-u)charset").expect("a literal pattern compiles"));
+    CHARSET.is_match(body)
 }
 
 /// A tag's name at the start of `rest` (just past `<` or `</`), as the tokenizer ends it.
@@ -549,6 +564,14 @@ mod tests {
               <p>\xE9t\xE9</p>",
         );
         assert_eq!(page(&pragma, None).text, "été");
+        // Any case, in names, labels and the word `charset` in `content`.
+        for tag in [
+            &b"<META CHARSET=WINDOWS-1252>"[..],
+            b"<Meta HTTP-EQUIV=content-type Content='text/html;ChArSeT=latin1'>",
+        ] {
+            let body = late(&[tag, b"<p>\xE9</p>"].concat());
+            assert_eq!(encoding_of(&body), "windows-1252", "{tag:?}");
+        }
         // After scripts and styles, in the body, after `</html>`: the "in body" rules hand a
         // `<meta>` to the "in head" ones, so a browser changes the encoding there too.
         for tail in [

@@ -2,8 +2,8 @@
 //! addresses, the title, the visible text and the page's robots directives.
 //!
 //! It reads bytes the way a browser does (BOM, then the header's charset, then a `<meta>`
-//! prescan, else UTF-8: [`charset`]) and parses them as a stream ([`stream`], `lol_html`): one
-//! pass over the bytes, no tree, so a parse holds the largest token and the open elements, not
+//! prescan, then a `<meta>` met later in the page, else UTF-8: [`charset`]) and parses them as
+//! a stream ([`stream`], `lol_html`): one pass over the bytes, no tree, so a parse holds the largest token and the open elements, not
 //! the page. Broken markup still yields the links a person would see; [`dom`] keeps the tree
 //! parser it replaced (html5ever) as the reference the stream is tested against.
 //!
