@@ -411,6 +411,23 @@ mod tests {
         assert_eq!(m["sku"], ["x1"]);
     }
 
+    /// The crawl's parse and `--extract` decode a page alike, even when its `<meta charset>`
+    /// comes after its first 1,024 bytes.
+    #[test]
+    fn a_late_meta_charset_decides_what_the_fields_say() {
+        let mut body = format!("<!-- {} -->", "x".repeat(1100)).into_bytes();
+        body.extend_from_slice(
+            b"<meta charset=windows-1252><h1>caf\xE9</h1><a href='q?w=caf\xE9'>x</a>",
+        );
+        let e = extractor(&["h=h1", "q=a@href"]);
+        let m = match e.run(&body, Some("text/html")) {
+            Extraction::Matched(m) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(m["h"], ["café"]);
+        assert_eq!(m["q"], ["q?w=café"]);
+    }
+
     #[test]
     fn an_at_sign_inside_brackets_or_quotes_is_part_of_the_selector() {
         let e = extractor(&[r#"mail=a[href="mailto:alice@example.org"]@href"#]);

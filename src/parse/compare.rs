@@ -291,7 +291,25 @@ fn encodings_parse_as_the_tree_parser_did() {
         utf16.extend_from_slice(&unit.to_le_bytes());
     }
     let sjis = b"<meta charset=shift_jis><p>\x82\xA0\x82\xA2 <a href='/\x82\xA0'>a</a>";
-    let cases: [(&[u8], Option<&str>); 7] = [
+    // The `<meta>` past the prescan's 1,024 bytes: both parsers decode in its encoding.
+    let comment = format!("<!-- {} -->", "x".repeat(1100));
+    let late_latin1 = [
+        comment.as_bytes(),
+        b"<script>'<meta charset=koi8-r>'</script><meta charset=windows-1252>\
+          <title>r\xE9sum\xE9</title><p>\xE9t\xE9 <a href='/caf\xE9?q=\xE9'>x</a>",
+    ]
+    .concat();
+    let late_sjis = [comment.as_bytes(), &sjis[..]].concat();
+    let late_in_body = [
+        comment.as_bytes(),
+        b"<body><p>\xE9</p><meta http-equiv=content-type content='text/html;charset=latin1'>",
+    ]
+    .concat();
+    let cases: [(&[u8], Option<&str>); 11] = [
+        (&late_latin1, None),
+        (&late_latin1, Some("text/html; charset=utf-8")),
+        (&late_sjis, Some("text/html")),
+        (&late_in_body, None),
         (latin1, None),
         (latin1, Some("text/html; charset=utf-8")),
         (&utf16, None),

@@ -2,8 +2,8 @@
 //! addresses, the title, the visible text and the page's robots directives.
 //!
 //! It reads bytes the way a browser does (BOM, then the header's charset, then a `<meta>`
-//! prescan, else UTF-8: [`charset`]) and parses them as a stream ([`stream`], `lol_html`): one
-//! pass over the bytes, no tree, so a parse holds the largest token and the open elements, not
+//! prescan, then a `<meta>` met later in the page, else UTF-8: [`charset`]) and parses them as
+//! a stream ([`stream`], `lol_html`): one pass over the bytes, no tree, so a parse holds the largest token and the open elements, not
 //! the page. Broken markup still yields the links a person would see; [`dom`] keeps the tree
 //! parser it replaced (html5ever) as the reference the stream is tested against.
 //!
@@ -1555,12 +1555,15 @@ mod tests {
         assert!(text.ends_with("<p>é</p>"));
     }
 
+    /// As in a browser, whose tree builder meets the `<meta>` and parses the page again in
+    /// its encoding (the cases are in `charset`'s tests).
     #[test]
-    fn meta_beyond_first_1024_bytes_is_not_seen() {
+    fn meta_beyond_first_1024_bytes_is_seen() {
         let mut body = format!("<!-- {} -->", "x".repeat(1024)).into_bytes();
         body.extend_from_slice(b"<meta charset=windows-1252><p>\xE9</p>");
-        let (_, encoding) = decode(&body, None);
-        assert_eq!(encoding, UTF_8);
+        let (text, encoding) = decode(&body, None);
+        assert_eq!(encoding, WINDOWS_1252);
+        assert!(text.ends_with("<p>é</p>"), "{text}");
     }
 
     #[test]
