@@ -587,6 +587,11 @@ fn register_words(index: &Index) {
         .register("default", TextAnalyzer::from(WordTokenizer::default()));
 }
 
+/// The index's word rules as a tantivy analyzer, for the benchmark (`benches/words.rs`).
+pub fn word_analyzer() -> TextAnalyzer {
+    TextAnalyzer::from(WordTokenizer::default())
+}
+
 fn analyzer(index: &Index, fields: Fields) -> Result<TextAnalyzer, IndexError> {
     Ok(index.tokenizer_for_field(fields.text)?)
 }
