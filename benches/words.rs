@@ -7,7 +7,7 @@
 
 use std::hint::black_box;
 
-use crawltop::index::{text_counts, word_analyzer};
+use crawltop::index::{Words, text_counts};
 use crawltop::testweb::generator::DEFAULT_TEXT;
 use criterion::{Criterion, Throughput};
 
@@ -32,10 +32,13 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     let pages = [("english", page(DEFAULT_TEXT)), ("hindi", page(HINDI))];
     let mut group = c.benchmark_group("words");
-    for (name, text) in &pages {
+    for ((name, text), (rules, words)) in pages
+        .iter()
+        .flat_map(|p| [("old", Words::Alphanumeric), ("new", Words::Marks)].map(move |r| (p, r)))
+    {
         group.throughput(Throughput::Bytes(text.len() as u64));
-        let mut analyzer = word_analyzer();
-        group.bench_function(format!("tokenize/{name}"), |b| {
+        let mut analyzer = words.analyzer();
+        group.bench_function(format!("tokenize/{name}/{rules}"), |b| {
             b.iter(|| {
                 let mut n = 0usize;
                 analyzer
@@ -44,8 +47,8 @@ fn main() {
                 n
             });
         });
-        group.bench_function(format!("counts/{name}"), |b| {
-            b.iter(|| text_counts(black_box(text)));
+        group.bench_function(format!("counts/{name}/{rules}"), |b| {
+            b.iter(|| text_counts(black_box(text), words));
         });
     }
     group.finish();
