@@ -2686,4 +2686,98 @@ mod tests {
         assert_eq!(winners(&[old.clone(), old2.clone()]), (0, 0, 0));
         assert_eq!(winners(&[old2, old]), (0, 0, 0));
     }
+
+    /// Page texts for the word-rules tests: a decomposed `café`, and Hindi (four times on
+    /// seq 2, once on seq 3).
+    const SCRIPT_PAGES: [(u64, &str, u64); 3] = [
+        (1, "le cafe\u{301} noir", 11),
+        (2, "हिन्दी हिन्दी\nहिन्दी और हिन्दी", 12),
+        (3, "हिन्दी", 13),
+    ];
+
+    #[test]
+    fn a_new_index_finds_decomposed_text_by_the_composed_word_and_counts_a_word_with_a_virama() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let folder = crawl_folder(root.path(), "new", true, &SCRIPT_PAGES);
+        let reader = IndexReader::open(&folder.join("index")).expect("reader");
+        assert_eq!(reader.fields.rules, Words::Marks);
+        for query in ["café", "CAFÉ", "cafe\u{301}"] {
+            let hits = reader.search(query, 10).expect("search");
+            assert_eq!(hits.len(), 1, "{query:?}");
+            assert_eq!(hits[0].seq, 1);
+            assert_eq!(hits[0].lines, [(1, "le cafe\u{301} noir".to_owned())]);
+        }
+        assert!(reader.search("cafe", 10).expect("search").is_empty());
+        let most = reader.max_count("हिन्दी").expect("one word").expect("found");
+        assert_eq!((most.seq, most.count), (2, 4));
+        let least = reader.min_count("हिन्दी").expect("one word").expect("found");
+        assert_eq!((least.seq, least.count), (3, 1));
+        // Its halves by the old rules are no words of their own.
+        assert_eq!(reader.max_count("हिन").expect("one word"), None);
+        let hits = reader.search("हिन्दी", 10).expect("search");
+        assert_eq!(hits.iter().map(|h| h.seq).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(hits[0].line_count, 2);
+        // 3 + 5 + 1 words.
+        assert_eq!(reader.word_count().expect("wc").words, 9);
+    }
+
+    /// Makes a crawl folder whose index has the schema of an index made before [`Words::Marks`]
+    /// (tantivy's `default` tokenizer), then feeds it `pages` as a resumed crawl does.
+    fn old_rules_folder(root: &Path, name: &str, pages: &[(u64, &str, u64)]) -> PathBuf {
+        let dir = root.join(name).join("index");
+        std::fs::create_dir_all(&dir).expect("index dir");
+        Index::create_in_dir(&dir, schema_with(true, Words::Alphanumeric).0)
+            .expect("an index of the old rules");
+        crawl_folder(root, name, true, pages)
+    }
+
+    #[test]
+    fn an_index_of_the_old_word_rules_keeps_them_when_searched_counted_and_resumed() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let old = old_rules_folder(root.path(), "old", &SCRIPT_PAGES[..2]);
+        let check = |pages: u64, hin: u64, words: u64| {
+            let reader = IndexReader::open(&old.join("index")).expect("reader");
+            assert_eq!(reader.fields.rules, Words::Alphanumeric);
+            assert_eq!(reader.pages(), pages);
+            let err = reader.max_count("हिन्दी").expect_err("two words here");
+            assert!(matches!(err, IndexError::NotOneWord { .. }), "{err}");
+            let most = reader.max_count("हिन").expect("one word").expect("found");
+            assert_eq!((most.seq, most.count), (2, hin));
+            assert!(reader.search("café", 10).expect("search").is_empty());
+            assert_eq!(reader.search("cafe", 10).expect("search")[0].seq, 1);
+            assert_eq!(reader.word_count().expect("wc").words, words);
+        };
+        // 3 + 9 words: हिन्दी is two.
+        check(2, 4, 12);
+        // A resumed crawl adds a page by the same rules.
+        let mut writer = IndexWriter::open(&old.join("index")).expect("resume");
+        assert_eq!(writer.fields.rules, Words::Alphanumeric);
+        let page = IndexedPage {
+            seq: 3,
+            url: "http://127.0.0.1:8000/3",
+            title: "t",
+            text: "हिन्दी cafe\u{301}",
+            committed_ms: 13,
+        };
+        assert!(writer.add(&page).expect("add").is_added());
+        writer.commit().expect("commit");
+        writer.close().expect("close");
+        check(3, 4, 15);
+
+        // Searched with a new index: each reads the query by its own rules.
+        let new = crawl_folder(root.path(), "new", true, &SCRIPT_PAGES);
+        let crawls = Crawls::open(&[old.clone(), new.clone()]).expect("open");
+        let most = crawls.max_count("हिन्दी").expect("max").expect("found");
+        assert_eq!((most.crawl, most.count.seq, most.count.count), (1, 2, 4));
+        let (total, hits) = crawls.search("café", 10).expect("search");
+        assert_eq!((total, hits[0].crawl, hits[0].hit.seq), (1, 1, 1));
+        let (total, _) = crawls.search("हिन्दी", 10).expect("search");
+        assert_eq!(total, 2 + 2, "a phrase of two words in the old index");
+        // A word only the old rules make stays refused when no index takes it as one word.
+        let err = Crawls::open(&[old])
+            .expect("open")
+            .max_count("हिन्दी")
+            .expect_err("two words");
+        assert!(matches!(err, IndexError::NotOneWord { .. }), "{err}");
+    }
 }
