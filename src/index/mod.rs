@@ -2780,4 +2780,28 @@ mod tests {
             .expect_err("two words");
         assert!(matches!(err, IndexError::NotOneWord { .. }), "{err}");
     }
+
+    #[test]
+    fn across_indexes_of_both_rules_a_word_counts_in_each_as_that_index_makes_it() {
+        use tantivy::query::Bm25StatisticsProvider as _;
+        let root = tempfile::tempdir().expect("tempdir");
+        // U+0958 is one word to both rules; NFC decomposes it (क + nukta), the old rules not.
+        let page = [(1, "x \u{958} y", 1)];
+        let old = old_rules_folder(root.path(), "old", &page);
+        let new = crawl_folder(root.path(), "new", true, &page);
+        let crawls = Crawls::open(&[old, new]).expect("open");
+        let together = Together(
+            crawls
+                .readers
+                .iter()
+                .map(|r| (r.reader.searcher(), r.fields.rules))
+                .collect(),
+        );
+        let text = crawls.readers[0].fields.text;
+        // The old index's word, as its query parser makes it, is in both pages.
+        let term = Term::from_field_text(text, "\u{958}");
+        assert_eq!(together.doc_freq(&term).expect("doc freq"), 2);
+        let (total, _) = crawls.search("\u{958}", 10).expect("search");
+        assert_eq!(total, 2);
+    }
 }
