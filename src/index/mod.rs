@@ -143,15 +143,21 @@ pub enum IndexError {
     )]
     NotAnOperator { op: &'static str },
     #[error(
-        "the query names no word to look for (words are runs of letters and digits shorter than \
-         40 bytes: a longer run, such as a clause of unspaced Chinese or Japanese, is not indexed)"
+        "the query names no word to look for (words are runs of letters, digits and their \
+         combining marks shorter than 40 bytes: a longer run, such as a clause of unspaced \
+         Chinese or Japanese, is not indexed)"
     )]
     NoWords,
     #[error(
-        "{word:?} is not one word: words are runs of letters and digits shorter than 40 bytes \
-         (it splits into {tokens:?})"
+        "{word:?} is not one word: words are {rules} shorter than 40 bytes (it splits into \
+         {tokens:?})"
     )]
-    NotOneWord { word: String, tokens: Vec<String> },
+    NotOneWord {
+        word: String,
+        tokens: Vec<String>,
+        /// The rules of the index that refused it.
+        rules: Words,
+    },
     #[error("the index thread stopped: {0}")]
     Thread(String),
     #[error("index error: {0}")]
@@ -1276,6 +1282,7 @@ impl IndexReader {
                 return Err(IndexError::NotOneWord {
                     word: word.to_owned(),
                     tokens: other.to_vec(),
+                    rules: self.fields.rules,
                 });
             }
         };
@@ -2741,6 +2748,12 @@ mod tests {
             assert_eq!(reader.pages(), pages);
             let err = reader.max_count("हिन्दी").expect_err("two words here");
             assert!(matches!(err, IndexError::NotOneWord { .. }), "{err}");
+            // It says why, and how to have the new rules.
+            assert!(
+                err.to_string()
+                    .contains("`crawltop index DIR --replace` rebuilds it"),
+                "{err}"
+            );
             let most = reader.max_count("हिन").expect("one word").expect("found");
             assert_eq!((most.seq, most.count), (2, hin));
             assert!(reader.search("café", 10).expect("search").is_empty());

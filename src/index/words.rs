@@ -97,6 +97,19 @@ impl Words {
     }
 }
 
+/// The rules as an error message says them.
+impl std::fmt::Display for Words {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Words::Marks => "runs of letters, digits and their combining marks",
+            Words::Alphanumeric => {
+                "runs of letters and digits in this index, made before words kept their \
+                 combining marks (`crawltop index DIR --replace` rebuilds it with them)"
+            }
+        })
+    }
+}
+
 /// What a character is to [`Words::Marks`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Class {
