@@ -290,7 +290,7 @@ mod tests {
         let wc = reader.word_count().expect("wc");
         assert_eq!(wc.pages, count);
         let want: u64 = (1..=count)
-            .map(|s| crate::index::count_words(&page(s).text))
+            .map(|s| crate::index::count_words(&page(s).text, crate::index::Words::NEWEST))
             .sum();
         assert_eq!(wc.words, want);
         let most = reader.max_count("hole").expect("max").expect("hole occurs");

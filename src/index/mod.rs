@@ -10,11 +10,14 @@
 //! write ([`read_only`]).
 //!
 //! Decisions, so that every answer can be checked by a brute-force scan of the stored pages:
-//! - Tokens are tantivy's `default` analyzer's, made in one pass by `words::WordTokenizer`
-//!   (registered under that name, so the schema is unchanged): runs of Unicode letters and digits
-//!   (`char::is_alphanumeric`), lowercased, tokens of 40 bytes or more dropped. No stemming and
-//!   no stop words, so `maxcount run` counts `run`/`RUN`, never `running`. A "word" in `wc` is
-//!   such a token, so `wc` and the counts agree.
+//! - Words ([`Words`]): in an index made now, runs of Unicode letters, digits and combining
+//!   marks (a mark never starts one), NFC-normalized, lowercased, tokens of 40 bytes or more
+//!   dropped ([`Words::Marks`]). An index made before those rules keeps tantivy's `default`
+//!   analyzer's, runs of `char::is_alphanumeric` ([`Words::Alphanumeric`]), for its whole life:
+//!   its schema names its tokenizer, and its queries, counts and a resumed crawl adding to it
+//!   follow the name; a reindex makes a new index, with the new rules. No stemming and no stop
+//!   words, so `maxcount run` counts `run`/`RUN`, never `running`. A "word" in `wc` is such a
+//!   token, so `wc` and the counts agree.
 //! - `wc` covers the page text only (the title is kept apart): bytes are UTF-8 bytes, lines are
 //!   `str::lines` (a final line without `\n` counts, an empty text has none).
 //! - Ties: `maxcount`/`mincount` pick the lowest seq (the page committed first); `search` orders
@@ -64,7 +67,11 @@ use tantivy::{
     DocAddress, DocId, DocSet, Document, Index, IndexSettings, ReloadPolicy, Score, Searcher,
     SegmentReader, TERMINATED, TantivyDocument, TantivyError, Term,
 };
-use words::{ASCII_WORD, MAX_WORD_BYTES, WordTokenizer, distinct_words_cut, word_char_at};
+pub use words::Words;
+use words::{
+    ASCII_WORD, MARKS_TOKENIZER, MAX_WORD_BYTES, NfcWordTokenizer, WordTokenizer,
+    distinct_words_cut, marks_word_count, word_char_at,
+};
 
 /// Longest query (or word) accepted, in bytes. Real queries are a few words; the cap keeps the
 /// query parser's recursion and the term count bounded whatever a user pastes.
@@ -136,15 +143,21 @@ pub enum IndexError {
     )]
     NotAnOperator { op: &'static str },
     #[error(
-        "the query names no word to look for (words are runs of letters and digits shorter than \
-         40 bytes: a longer run, such as a clause of unspaced Chinese or Japanese, is not indexed)"
+        "the query names no word to look for (words are runs of letters, digits and their \
+         combining marks shorter than 40 bytes: a longer run, such as a clause of unspaced \
+         Chinese or Japanese, is not indexed)"
     )]
     NoWords,
     #[error(
-        "{word:?} is not one word: words are runs of letters and digits shorter than 40 bytes \
-         (it splits into {tokens:?})"
+        "{word:?} is not one word: words are {rules} shorter than 40 bytes (it splits into \
+         {tokens:?})"
     )]
-    NotOneWord { word: String, tokens: Vec<String> },
+    NotOneWord {
+        word: String,
+        tokens: Vec<String>,
+        /// The rules of the index that refused it.
+        rules: Words,
+    },
     #[error("the index thread stopped: {0}")]
     Thread(String),
     #[error("index error: {0}")]
@@ -360,23 +373,38 @@ impl TieColumns {
     }
 }
 
-/// BM25 statistics of several indexes summed: scores comparable across them.
-struct Together(Vec<tantivy::Searcher>);
+/// BM25 statistics of several indexes summed: scores comparable across them. Each index's
+/// searcher comes with its word rules: indexes made before and after [`Words::Marks`] may be
+/// searched together, and a word counts in each as that index makes it.
+struct Together(Vec<(tantivy::Searcher, Words)>);
 
 impl tantivy::query::Bm25StatisticsProvider for Together {
     fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
-        self.0.iter().map(|s| s.total_num_tokens(field)).sum()
+        self.0.iter().map(|(s, _)| s.total_num_tokens(field)).sum()
     }
 
     fn total_num_docs(&self) -> tantivy::Result<u64> {
         self.0
             .iter()
-            .map(tantivy::query::Bm25StatisticsProvider::total_num_docs)
+            .map(|(s, _)| tantivy::query::Bm25StatisticsProvider::total_num_docs(s))
             .sum()
     }
 
+    /// A term is one index's word: each index counts it as its own rules make it (`café`
+    /// decomposed is `cafe` to the old rules), and not at all where they make it no word or
+    /// several (`हिन्दी` is two words to the old rules).
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        self.0.iter().map(|s| s.doc_freq(term)).sum()
+        let value = term.value();
+        let Some(word) = value.as_str() else {
+            return self.0.iter().map(|(s, _)| s.doc_freq(term)).sum();
+        };
+        let mut sum = 0;
+        for (searcher, rules) in &self.0 {
+            if let [own] = tokens(&mut rules.analyzer(), word).as_slice() {
+                sum += searcher.doc_freq(&Term::from_field_text(term.field(), own))?;
+            }
+        }
+        Ok(sum)
     }
 }
 
@@ -392,15 +420,25 @@ impl Crawls {
 
     /// The best `limit` pages of all the crawls for `query`, one ranking, and how many match.
     pub fn search(&self, query: &str, limit: usize) -> Result<(usize, Vec<CrawlHit>), IndexError> {
-        let Some(first) = self.readers.first() else {
+        if self.readers.is_empty() {
             return Ok((0, Vec::new()));
-        };
-        let parsed = first.parse(query)?;
-        let together = Together(self.readers.iter().map(|r| r.reader.searcher()).collect());
+        }
+        // Each index reads the query by its own word rules.
+        let parsed: Vec<Box<dyn Query>> = self
+            .readers
+            .iter()
+            .map(|r| r.parse(query))
+            .collect::<Result<_, _>>()?;
+        let together = Together(
+            self.readers
+                .iter()
+                .map(|r| (r.reader.searcher(), r.fields.rules))
+                .collect(),
+        );
         let mut total = 0;
         let mut all = Vec::new();
         for (crawl, r) in self.readers.iter().enumerate() {
-            let (n, top) = r.top(parsed.as_ref(), limit, &together, Tie::CommitTime)?;
+            let (n, top) = r.top(parsed[crawl].as_ref(), limit, &together, Tie::CommitTime)?;
             total += n;
             all.extend(top.into_iter().map(|t| (crawl, t)));
         }
@@ -414,9 +452,14 @@ impl Crawls {
         let hits = all
             .into_iter()
             .map(|(crawl, (score, key, address))| {
-                let searcher = &together.0[crawl];
-                let hit =
-                    self.readers[crawl].hit(parsed.as_ref(), searcher, score, key.seq, address)?;
+                let searcher = &together.0[crawl].0;
+                let hit = self.readers[crawl].hit(
+                    parsed[crawl].as_ref(),
+                    searcher,
+                    score,
+                    key.seq,
+                    address,
+                )?;
                 Ok(CrawlHit { crawl, hit })
             })
             .collect::<Result<_, IndexError>>()?;
@@ -433,10 +476,24 @@ impl Crawls {
         self.extreme(word, Extreme::Least)
     }
 
+    /// An index whose word rules make `word` several words (an index made before
+    /// [`Words::Marks`], asked for `हिन्दी`) is left out when another takes it as one word; when
+    /// none does, the first one's refusal is the answer.
     fn extreme(&self, word: &str, extreme: Extreme) -> Result<Option<CrawlCount>, IndexError> {
         let mut best: Option<(CrawlCount, u64)> = None;
+        let mut refused = None;
+        let mut answered = false;
         for (crawl, r) in self.readers.iter().enumerate() {
-            let Some((count, key)) = r.extreme_keyed(word, extreme, Tie::CommitTime)? else {
+            let found = match r.extreme_keyed(word, extreme, Tie::CommitTime) {
+                Ok(found) => found,
+                Err(error @ IndexError::NotOneWord { .. }) => {
+                    refused.get_or_insert(error);
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
+            answered = true;
+            let Some((count, key)) = found else {
                 continue;
             };
             let better = best.as_ref().is_none_or(|(b, b_ms)| {
@@ -454,7 +511,10 @@ impl Crawls {
                 best = Some((CrawlCount { crawl, count }, key.committed_ms));
             }
         }
-        Ok(best.map(|(count, _)| count))
+        match refused {
+            Some(error) if !answered => Err(error),
+            _ => Ok(best.map(|(count, _)| count)),
+        }
     }
 
     /// Pages, bytes, words and lines of all the crawls together.
@@ -500,26 +560,37 @@ struct Fields {
     words: Field,
     /// `None` in an index written before commit times were stamped.
     committed: Option<Field>,
+    /// The rules the index's schema names for its title and text.
+    rules: Words,
 }
 
+/// The schema of a new index.
 fn schema() -> (Schema, Fields) {
-    schema_with(true)
+    schema_with(true, Words::NEWEST)
 }
 
 /// The schema, with or without the `committed_ms` field (added last, so every other field keeps
-/// its id and an older index reads as the same schema without it).
-fn schema_with(commit_time: bool) -> (Schema, Fields) {
+/// its id and an older index reads as the same schema without it), its title and text
+/// tokenized by `words` (the tokenizer's name is all that differs).
+fn schema_with(commit_time: bool, words: Words) -> (Schema, Fields) {
+    // TEXT records frequencies (for the counts) and positions (for phrase queries).
+    let indexing = TEXT
+        .get_indexing_options()
+        .expect("TEXT is indexed")
+        .clone()
+        .set_tokenizer(words.tokenizer_name());
+    let text_options = (TEXT | STORED).set_indexing_options(indexing);
     let mut builder = Schema::builder();
     let fields = Fields {
         seq: builder.add_u64_field(SEQ, INDEXED | FAST | STORED),
         url: builder.add_text_field(URL, STRING | STORED),
-        title: builder.add_text_field(TITLE, TEXT | STORED),
-        // TEXT records frequencies (for the counts) and positions (for phrase queries).
-        text: builder.add_text_field(TEXT_FIELD, TEXT | STORED),
+        title: builder.add_text_field(TITLE, text_options.clone()),
+        text: builder.add_text_field(TEXT_FIELD, text_options),
         bytes: builder.add_u64_field(BYTES, FAST),
         lines: builder.add_u64_field(LINES, FAST),
         words: builder.add_u64_field(WORDS, FAST),
         committed: commit_time.then(|| builder.add_u64_field(COMMITTED_MS, FAST)),
+        rules: words,
     };
     (builder.build(), fields)
 }
@@ -566,25 +637,30 @@ fn open_index(dir: &Path, access: Access) -> Result<(Index, Fields), IndexError>
         Access::Write => Index::open(directory)?,
         Access::Read => Index::open(read_only::ReadOnlyDirectory::new(directory, dir))?,
     };
-    let fields = if index.schema() == schema {
-        fields
-    } else {
-        let (older, older_fields) = schema_with(false);
-        if index.schema() != older {
-            return Err(IndexError::ForeignIndex(dir.to_path_buf()));
-        }
-        older_fields
+    // The schemas crawltop has written, newest first: before the word rules, and before
+    // commit times (only ever with the old rules).
+    let known = [
+        (schema, fields),
+        schema_with(true, Words::Alphanumeric),
+        schema_with(false, Words::Alphanumeric),
+    ];
+    let Some((_, fields)) = known.into_iter().find(|(s, _)| index.schema() == *s) else {
+        return Err(IndexError::ForeignIndex(dir.to_path_buf()));
     };
     register_words(&index);
     Ok((index, fields))
 }
 
-/// The text and title fields use tantivy's `default` tokenizer by name; the one-pass
-/// [`WordTokenizer`] takes that name (same tokens), so the schema and older indexes stay valid.
+/// Both rules' tokenizers under the names schemas give them: the one-pass [`WordTokenizer`]
+/// takes tantivy's `default` name (same tokens), so indexes made before [`Words::Marks`] read
+/// and grow as they were written; [`NfcWordTokenizer`] is [`MARKS_TOKENIZER`].
 fn register_words(index: &Index) {
-    index
-        .tokenizers()
-        .register("default", TextAnalyzer::from(WordTokenizer::default()));
+    let tokenizers = index.tokenizers();
+    tokenizers.register("default", TextAnalyzer::from(WordTokenizer::default()));
+    tokenizers.register(
+        MARKS_TOKENIZER,
+        TextAnalyzer::from(NfcWordTokenizer::default()),
+    );
 }
 
 fn analyzer(index: &Index, fields: Fields) -> Result<TextAnalyzer, IndexError> {
@@ -607,15 +683,33 @@ pub struct TextCounts {
     /// Lines as `str::lines` counts them (a last line without `\n` counts; an empty text has
     /// none).
     pub lines: u64,
-    /// Words by the analyzer's rules: runs of `char::is_alphanumeric` shorter than
-    /// [`MAX_WORD_BYTES`] bytes.
+    /// Words by the index's rules ([`Words`]), as its analyzer makes them.
     pub words: u64,
 }
 
-/// Bytes, lines and words of `text` in one scan that makes no token, so the exact counts cost
-/// a fraction of tantivy's tokenization, which stays the only one (the unit tests pin that the
-/// words agree with the analyzer and the lines with `str::lines`).
-pub fn text_counts(text: &str) -> TextCounts {
+/// Bytes, lines and words (by `words`, the rules of the index the counts are for) of `text`
+/// in one scan that makes no token, so the exact counts cost a fraction of tantivy's
+/// tokenization, which stays the only one (the unit tests pin that the words agree with the
+/// analyzer and the lines with `str::lines`).
+pub fn text_counts(text: &str, words: Words) -> TextCounts {
+    match words {
+        Words::Alphanumeric => alphanumeric_counts(text),
+        Words::Marks => TextCounts {
+            bytes: text.len() as u64,
+            lines: lines(text),
+            words: marks_word_count(text),
+        },
+    }
+}
+
+/// Lines as `str::lines` counts them.
+fn lines(text: &str) -> u64 {
+    memchr::memchr_iter(b'\n', text.as_bytes()).count() as u64
+        + u64::from(!text.is_empty() && !text.ends_with('\n'))
+}
+
+/// [`text_counts`] by [`Words::Alphanumeric`].
+fn alphanumeric_counts(text: &str) -> TextCounts {
     let mut words = 0u64;
     let mut newlines = 0u64;
     let mut run = 0usize;
@@ -679,9 +773,9 @@ fn lift_exclusions(query: Box<dyn Query>) -> Box<dyn Query> {
     ))
 }
 
-/// How many words `text` holds, by the analyzer's rules ([`text_counts`]).
-pub fn count_words(text: &str) -> u64 {
-    text_counts(text).words
+/// How many words `text` holds by `words` ([`text_counts`]).
+pub fn count_words(text: &str, words: Words) -> u64 {
+    text_counts(text, words).words
 }
 
 fn manual_reader(index: &Index) -> Result<tantivy::IndexReader, IndexError> {
@@ -932,9 +1026,9 @@ impl IndexWriter {
             return Ok(Added::Refused);
         }
         let f = self.fields;
-        let cut = distinct_words_cut(page.text, MAX_DISTINCT_WORDS);
+        let cut = distinct_words_cut(page.text, MAX_DISTINCT_WORDS, f.rules);
         let text = cut.map_or(page.text, |at| &page.text[..at]);
-        let counts = text_counts(text);
+        let counts = text_counts(text, f.rules);
         let mut doc = TantivyDocument::new();
         doc.add_u64(f.seq, page.seq);
         doc.add_text(f.url, page.url);
@@ -959,7 +1053,7 @@ impl IndexWriter {
             None => Added::Whole,
             Some(_) => Added::Cut(Cut {
                 kept_words: counts.words,
-                words: count_words(page.text),
+                words: count_words(page.text, f.rules),
             }),
         })
     }
@@ -1190,6 +1284,7 @@ impl IndexReader {
                 return Err(IndexError::NotOneWord {
                     word: word.to_owned(),
                     tokens: other.to_vec(),
+                    rules: self.fields.rules,
                 });
             }
         };
@@ -1462,9 +1557,33 @@ mod tests {
         );
     }
 
-    /// The brute force, written apart from tantivy: runs of letters and digits, lowercased,
-    /// tokens of 40 bytes or more dropped (tantivy's `RemoveLongFilter::limit(40)`).
+    /// The brute force, written apart from tantivy and the tokenizer, by the rules of a new
+    /// index ([`Words::Marks`]): the whole text in NFC first, then runs of letters, digits and
+    /// marks (a mark starts none), lowercased per character, tokens of 40 bytes or more
+    /// dropped.
     fn brute_tokens(text: &str) -> Vec<String> {
+        use icu_properties::props::{GeneralCategory, GeneralCategoryGroup};
+        let text = icu_normalizer::ComposingNormalizerBorrowed::new_nfc().normalize(text);
+        let categories = icu_properties::CodePointMapData::<GeneralCategory>::new();
+        let mut out = Vec::new();
+        let mut word = String::new();
+        for c in text.chars().chain([' ']) {
+            let mark = GeneralCategoryGroup::Mark.contains(categories.get(c));
+            if (mark && !word.is_empty()) || (!mark && c.is_alphanumeric()) {
+                word.push(c);
+                continue;
+            }
+            if !word.is_empty() && word.len() < 40 {
+                out.push(word.chars().flat_map(char::to_lowercase).collect());
+            }
+            word.clear();
+        }
+        out
+    }
+
+    /// The old rules' brute force ([`Words::Alphanumeric`]): runs of letters and digits,
+    /// lowercased, tokens of 40 bytes or more dropped (tantivy's `RemoveLongFilter::limit(40)`).
+    fn brute_tokens_alphanumeric(text: &str) -> Vec<String> {
         text.split(|c: char| !c.is_alphanumeric())
             .filter(|t| !t.is_empty() && t.len() < 40)
             .map(str::to_lowercase)
@@ -1611,6 +1730,7 @@ mod tests {
     fn index_tokenizer_agrees_with_brute_force_on_test_texts() {
         let (schema, fields) = schema();
         let index = Index::create_in_ram(schema);
+        register_words(&index);
         let mut analyzer = analyzer(&index, fields).expect("analyzer");
         for page in pages() {
             assert_eq!(tokens(&mut analyzer, &page.text), brute_tokens(&page.text));
@@ -1622,14 +1742,39 @@ mod tests {
         let long = "x".repeat(40);
         assert_eq!(tokens(&mut analyzer, &long), brute_tokens(&long));
         assert_eq!(tokens(&mut analyzer, "ÉTÉ naïve"), vec!["été", "naïve"]);
+        for text in MANY_SCRIPTS {
+            assert_eq!(tokens(&mut analyzer, text), brute_tokens(text), "{text:?}");
+        }
+        // An index of the old schema analyzes by the old rules.
+        let (schema, fields) = schema_with(true, Words::Alphanumeric);
+        let index = Index::create_in_ram(schema);
+        register_words(&index);
+        let mut old = super::analyzer(&index, fields).expect("analyzer");
+        for text in pages().iter().map(|p| p.text.as_str()).chain(MANY_SCRIPTS) {
+            assert_eq!(
+                tokens(&mut old, text),
+                brute_tokens_alphanumeric(text),
+                "{text:?}"
+            );
+        }
     }
+
+    /// Texts of scripts whose words hold combining marks, composed and decomposed.
+    const MANY_SCRIPTS: [&str; 8] = [
+        "हिन्दी भारत की एक प्रमुख भाषा है। फ़िजी \u{95e}िजी",
+        "தமிழ் ஒரு திராவிட மொழி",
+        "Cafe\u{301} CAFÉ café re\u{301}sume\u{301} =\u{338}",
+        "العَرَبِيَّة لُغَةٌ",
+        "בְּרֵאשִׁ֖ית בָּרָ֣א ש\u{5c1}\u{5b8}לוֹם",
+        "ภาษาไทย ไม่ใช่",
+        "\u{1112}\u{1161}\u{11ab}\u{1100}\u{116e}\u{11a8}\u{110b}\u{1165} 한국어",
+        "🦀 1\u{fe0f}\u{20e3} \u{301}a \u{94d} Ⓐ²Ⅻ",
+    ];
 
     #[test]
     fn the_word_count_agrees_with_the_analyzer() {
-        let (schema, fields) = schema();
-        let index = Index::create_in_ram(schema);
-        let mut analyzer = analyzer(&index, fields).expect("analyzer");
         let mut texts: Vec<String> = pages().into_iter().map(|p| p.text).collect();
+        texts.extend(MANY_SCRIPTS.map(String::from));
         texts.push(crate::testweb::generator::DEFAULT_TEXT.to_string());
         // Runs around the length limit, counted in bytes before lowercasing (ẞ is 3 bytes,
         // its lowercase ß 2), other scripts' letters and digits, marks, emoji, controls.
@@ -1640,9 +1785,10 @@ mod tests {
             "c".repeat(41)
         ));
         texts.push(format!("{}ẞ {}ẞ", "a".repeat(36), "a".repeat(37)));
-        let alphabet: Vec<char> = "aZ9 \n\t.,-_'’“—ẞßÉé٣߀漢字ü\u{301}🦀\u{0}\u{200b}\u{1fff}⁰ⁱⅫ²"
-            .chars()
-            .collect();
+        let alphabet: Vec<char> =
+            "aZ9 \n\t.,-_'’“—ẞßÉé٣߀漢字ü\u{301}🦀\u{0}\u{200b}\u{1fff}⁰ⁱⅫ²ह\u{94d}\u{958}\u{5c1}"
+                .chars()
+                .collect();
         let mut rng = crate::testweb::rng::SplitMix64::new(11);
         for _ in 0..300 {
             let len = rng.below(200);
@@ -1653,12 +1799,15 @@ mod tests {
             );
         }
         texts.extend(["\n", "\n\n", "a\n", "a\r\nb", "\r\n", "x\n\ny"].map(String::from));
-        for text in &texts {
-            let counts = text_counts(text);
+        for (words, text) in [Words::Alphanumeric, Words::Marks]
+            .into_iter()
+            .flat_map(|w| texts.iter().map(move |t| (w, t)))
+        {
+            let counts = text_counts(text, words);
             assert_eq!(
                 counts.words,
-                tokens(&mut analyzer, text).len() as u64,
-                "{text:?}"
+                tokens(&mut words.analyzer(), text).len() as u64,
+                "{text:?} by {words:?}"
             );
             assert_eq!(counts.lines, text.lines().count() as u64, "{text:?}");
             assert_eq!(counts.bytes, text.len() as u64, "{text:?}");
@@ -2457,7 +2606,8 @@ mod tests {
         let dir = folder.join("index");
         if !stamped {
             std::fs::create_dir_all(&dir).expect("index dir");
-            Index::create_in_dir(&dir, schema_with(false).0).expect("an index of the old format");
+            Index::create_in_dir(&dir, schema_with(false, Words::Alphanumeric).0)
+                .expect("an index of the old format");
         }
         let mut writer = IndexWriter::open(&dir).expect("open writer");
         for &(seq, text, committed_ms) in pages {
@@ -2547,5 +2697,129 @@ mod tests {
         let old2 = crawl_folder(root.path(), "old2", false, &same);
         assert_eq!(winners(&[old.clone(), old2.clone()]), (0, 0, 0));
         assert_eq!(winners(&[old2, old]), (0, 0, 0));
+    }
+
+    /// Page texts for the word-rules tests: a decomposed `café`, and Hindi (four times on
+    /// seq 2, once on seq 3).
+    const SCRIPT_PAGES: [(u64, &str, u64); 3] = [
+        (1, "le cafe\u{301} noir", 11),
+        (2, "हिन्दी हिन्दी\nहिन्दी और हिन्दी", 12),
+        (3, "हिन्दी", 13),
+    ];
+
+    #[test]
+    fn a_new_index_finds_decomposed_text_by_the_composed_word_and_counts_a_word_with_a_virama() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let folder = crawl_folder(root.path(), "new", true, &SCRIPT_PAGES);
+        let reader = IndexReader::open(&folder.join("index")).expect("reader");
+        assert_eq!(reader.fields.rules, Words::Marks);
+        for query in ["café", "CAFÉ", "cafe\u{301}"] {
+            let hits = reader.search(query, 10).expect("search");
+            assert_eq!(hits.len(), 1, "{query:?}");
+            assert_eq!(hits[0].seq, 1);
+            assert_eq!(hits[0].lines, [(1, "le cafe\u{301} noir".to_owned())]);
+        }
+        assert!(reader.search("cafe", 10).expect("search").is_empty());
+        let most = reader.max_count("हिन्दी").expect("one word").expect("found");
+        assert_eq!((most.seq, most.count), (2, 4));
+        let least = reader.min_count("हिन्दी").expect("one word").expect("found");
+        assert_eq!((least.seq, least.count), (3, 1));
+        // Its halves by the old rules are no words of their own.
+        assert_eq!(reader.max_count("हिन").expect("one word"), None);
+        let hits = reader.search("हिन्दी", 10).expect("search");
+        assert_eq!(hits.iter().map(|h| h.seq).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(hits[0].line_count, 2);
+        // 3 + 5 + 1 words.
+        assert_eq!(reader.word_count().expect("wc").words, 9);
+    }
+
+    /// Makes a crawl folder whose index has the schema of an index made before [`Words::Marks`]
+    /// (tantivy's `default` tokenizer), then feeds it `pages` as a resumed crawl does.
+    fn old_rules_folder(root: &Path, name: &str, pages: &[(u64, &str, u64)]) -> PathBuf {
+        let dir = root.join(name).join("index");
+        std::fs::create_dir_all(&dir).expect("index dir");
+        Index::create_in_dir(&dir, schema_with(true, Words::Alphanumeric).0)
+            .expect("an index of the old rules");
+        crawl_folder(root, name, true, pages)
+    }
+
+    #[test]
+    fn an_index_of_the_old_word_rules_keeps_them_when_searched_counted_and_resumed() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let old = old_rules_folder(root.path(), "old", &SCRIPT_PAGES[..2]);
+        let check = |pages: u64, hin: u64, words: u64| {
+            let reader = IndexReader::open(&old.join("index")).expect("reader");
+            assert_eq!(reader.fields.rules, Words::Alphanumeric);
+            assert_eq!(reader.pages(), pages);
+            let err = reader.max_count("हिन्दी").expect_err("two words here");
+            assert!(matches!(err, IndexError::NotOneWord { .. }), "{err}");
+            // It says why, and how to have the new rules.
+            assert!(
+                err.to_string()
+                    .contains("`crawltop index DIR --replace` rebuilds it"),
+                "{err}"
+            );
+            let most = reader.max_count("हिन").expect("one word").expect("found");
+            assert_eq!((most.seq, most.count), (2, hin));
+            assert!(reader.search("café", 10).expect("search").is_empty());
+            assert_eq!(reader.search("cafe", 10).expect("search")[0].seq, 1);
+            assert_eq!(reader.word_count().expect("wc").words, words);
+        };
+        // 3 + 9 words: हिन्दी is two.
+        check(2, 4, 12);
+        // A resumed crawl adds a page by the same rules.
+        let mut writer = IndexWriter::open(&old.join("index")).expect("resume");
+        assert_eq!(writer.fields.rules, Words::Alphanumeric);
+        let page = IndexedPage {
+            seq: 3,
+            url: "http://127.0.0.1:8000/3",
+            title: "t",
+            text: "हिन्दी cafe\u{301}",
+            committed_ms: 13,
+        };
+        assert!(writer.add(&page).expect("add").is_added());
+        writer.commit().expect("commit");
+        writer.close().expect("close");
+        check(3, 4, 15);
+
+        // Searched with a new index: each reads the query by its own rules.
+        let new = crawl_folder(root.path(), "new", true, &SCRIPT_PAGES);
+        let crawls = Crawls::open(&[old.clone(), new.clone()]).expect("open");
+        let most = crawls.max_count("हिन्दी").expect("max").expect("found");
+        assert_eq!((most.crawl, most.count.seq, most.count.count), (1, 2, 4));
+        let (total, hits) = crawls.search("café", 10).expect("search");
+        assert_eq!((total, hits[0].crawl, hits[0].hit.seq), (1, 1, 1));
+        let (total, _) = crawls.search("हिन्दी", 10).expect("search");
+        assert_eq!(total, 2 + 2, "a phrase of two words in the old index");
+        // A word only the old rules make stays refused when no index takes it as one word.
+        let err = Crawls::open(&[old])
+            .expect("open")
+            .max_count("हिन्दी")
+            .expect_err("two words");
+        assert!(matches!(err, IndexError::NotOneWord { .. }), "{err}");
+    }
+
+    #[test]
+    fn across_indexes_of_both_rules_a_word_counts_in_each_as_that_index_makes_it() {
+        use tantivy::query::Bm25StatisticsProvider as _;
+        let root = tempfile::tempdir().expect("tempdir");
+        // U+0958 is one word to both rules; NFC decomposes it (क + nukta), the old rules not.
+        let page = [(1, "x \u{958} y", 1)];
+        let old = old_rules_folder(root.path(), "old", &page);
+        let new = crawl_folder(root.path(), "new", true, &page);
+        let crawls = Crawls::open(&[old, new]).expect("open");
+        let together = Together(
+            crawls
+                .readers
+                .iter()
+                .map(|r| (r.reader.searcher(), r.fields.rules))
+                .collect(),
+        );
+        let text = crawls.readers[0].fields.text;
+        // The old index's word, as its query parser makes it, is in both pages.
+        let term = Term::from_field_text(text, "\u{958}");
+        assert_eq!(together.doc_freq(&term).expect("doc freq"), 2);
+        let (total, _) = crawls.search("\u{958}", 10).expect("search");
+        assert_eq!(total, 2);
     }
 }

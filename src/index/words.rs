@@ -1,18 +1,28 @@
-//! What a word is, in one place: the character test that both the exact counts
-//! ([`super::text_counts`]) and the index's tokenizer ([`WordTokenizer`]) use, and where a
-//! page's text is cut for holding too many distinct words ([`distinct_words_cut`]).
+//! What a word is, in one place: the character tests that both the exact counts
+//! ([`super::text_counts`]) and the index's tokenizers use, and where a page's text is cut for
+//! holding too many distinct words ([`distinct_words_cut`]).
 //!
-//! The rules are tantivy's `default` analyzer's (runs of `char::is_alphanumeric`, runs of
-//! [`MAX_WORD_BYTES`] bytes or more dropped, lowercased), done in one pass per token instead of
-//! three stages, with the characters of a prose page (ASCII, General Punctuation) classified
-//! without Unicode table lookups. It is registered as the index's `default` tokenizer, so the
-//! schema, and every index written before it, stays as it was; a unit test pins that tokens,
-//! positions and offsets are tantivy's own. It must never change what a word is: indexes on
-//! disk and the brute-force checks depend on it.
+//! There are two sets of rules ([`Words`]), and an index keeps the one it was made with for its
+//! whole life: its schema names its tokenizer, and its counts, its queries and a resumed crawl
+//! adding to it all follow that name.
+//!
+//! - [`Words::Alphanumeric`], registered as tantivy's `default` tokenizer (the name every index
+//!   made before [`Words::Marks`] has in its schema): tantivy's `default` analyzer's rules (runs
+//!   of `char::is_alphanumeric`, runs of [`MAX_WORD_BYTES`] bytes or more dropped, lowercased),
+//!   done in one pass per token ([`WordTokenizer`]); a unit test pins that tokens, positions and
+//!   offsets are tantivy's own. It must never change: indexes on disk depend on it. It splits
+//!   words at combining marks that are not Alphabetic (Hindi `हिन्दी` at its virama) and tells
+//!   a decomposed `café` from a composed one.
+//! - [`Words::Marks`], registered as [`MARKS_TOKENIZER`], for every index made since
+//!   ([`NfcWordTokenizer`]): runs of letters, digits and combining marks, NFC-normalized, then
+//!   lowercased and dropped at [`MAX_WORD_BYTES`] as above (measured after normalization).
+//!
+//! Both classify the characters of a prose page (ASCII, General Punctuation) without Unicode
+//! table lookups, and ASCII runs skip normalization (ASCII is NFC).
 
 use std::collections::HashSet;
 
-use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
 use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 /// Runs of this many bytes or more are no word (tantivy's `RemoveLongFilter::limit(40)`).
@@ -52,6 +62,171 @@ pub(super) fn word_char_at(text: &str, at: usize) -> (bool, usize) {
     )
 }
 
+/// The name [`Words::Marks`] is registered under, and that the schema of an index made with it
+/// names.
+pub(super) const MARKS_TOKENIZER: &str = "words_nfc";
+
+/// Which rules make a word (see the module's comment); an index keeps its own for life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Words {
+    /// Runs of `char::is_alphanumeric`: tantivy's `default` analyzer, every index made before
+    /// [`Words::Marks`] existed.
+    Alphanumeric,
+    /// Runs of letters, digits and combining marks, NFC-normalized: every index made since.
+    Marks,
+}
+
+impl Words {
+    /// The rules a new index gets.
+    pub const NEWEST: Words = Words::Marks;
+
+    /// The tokenizer name the schema of an index with these rules gives its text fields.
+    pub(super) fn tokenizer_name(self) -> &'static str {
+        match self {
+            Words::Alphanumeric => "default",
+            Words::Marks => MARKS_TOKENIZER,
+        }
+    }
+
+    /// The index's analyzer for these rules (also for the benchmark, `benches/words.rs`).
+    pub fn analyzer(self) -> TextAnalyzer {
+        match self {
+            Words::Alphanumeric => TextAnalyzer::from(WordTokenizer::default()),
+            Words::Marks => TextAnalyzer::from(NfcWordTokenizer::default()),
+        }
+    }
+}
+
+/// The rules as an error message says them.
+impl std::fmt::Display for Words {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Words::Marks => "runs of letters, digits and their combining marks",
+            Words::Alphanumeric => {
+                "runs of letters and digits in this index, made before words kept their \
+                 combining marks (`crawltop index DIR --replace` rebuilds it with them)"
+            }
+        })
+    }
+}
+
+/// What a character is to [`Words::Marks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Class {
+    /// Between words.
+    Gap,
+    /// Starts or continues a word: `char::is_alphanumeric` and no mark (letters, digits,
+    /// other numbers such as `²` and `Ⅻ`, and symbols Unicode counts as Alphabetic, `Ⓐ`),
+    /// exactly the characters [`Words::Alphanumeric`] takes, so no old word loses a character.
+    Base,
+    /// A combining mark (general category Mn, Mc or Me): continues a word, never starts one.
+    /// A mark with no base before it (after a space, or at the start) belongs to no word, as
+    /// UAX #29 attaches it to the character before it.
+    Mark,
+}
+
+/// Whether the character starting at byte `at` of `text` is part of a word by
+/// [`Words::Marks`], and its length in bytes. `at` must be on a character boundary below
+/// `text.len()`.
+#[inline]
+pub(super) fn class_at(text: &str, at: usize) -> (Class, usize) {
+    let byte = text.as_bytes()[at];
+    if let Some(&word) = ASCII_WORD.get(usize::from(byte)) {
+        return (if word { Class::Base } else { Class::Gap }, 1);
+    }
+    let c = text[at..]
+        .chars()
+        .next()
+        .expect("`at` is on a character boundary below the end");
+    (class_of(c), c.len_utf8())
+}
+
+/// [`Class`] of a character past ASCII. Never inlined: the table lookups inlined into
+/// [`class_at`] kept it out of the tokenizer's loop, a call for every ASCII byte (measured:
+/// an English page tokenized about 40% slower).
+#[inline(never)]
+fn class_of(c: char) -> Class {
+    use icu_properties::props::{GeneralCategory, GeneralCategoryGroup};
+    if GENERAL_PUNCTUATION.contains(&c) {
+        return Class::Gap;
+    }
+    let category = icu_properties::CodePointMapData::<GeneralCategory>::new().get(c);
+    if GeneralCategoryGroup::Mark.contains(category) {
+        Class::Mark
+    } else if GeneralCategoryGroup::Letter.contains(category)
+        || GeneralCategoryGroup::Number.contains(category)
+        || c.is_alphanumeric()
+    {
+        Class::Base
+    } else {
+        Class::Gap
+    }
+}
+
+/// `run` in NFC: borrowed when it already is (most text on the web).
+fn nfc(run: &str) -> std::borrow::Cow<'_, str> {
+    icu_normalizer::ComposingNormalizerBorrowed::new_nfc().normalize(run)
+}
+
+/// Whether the non-ASCII run `run` is a word by [`Words::Marks`]: shorter than
+/// [`MAX_WORD_BYTES`] once in NFC (which may shorten it, `e` + U+0301 to `é`, or lengthen it,
+/// Devanagari `क़` U+0958 to `क` + U+093C).
+fn nfc_run_is_word(run: &str) -> bool {
+    // NFC at most triples a text's length (UAX #15's bound): a run this short stays short.
+    run.len() < MAX_WORD_BYTES / 3 || nfc(run).len() < MAX_WORD_BYTES
+}
+
+/// How many words `text` holds by [`Words::Marks`], in one scan that makes no token: the
+/// loop of [`super::text_counts`] with the run's kind kept, so that only a run holding a
+/// character past ASCII is normalized, to measure it.
+pub(super) fn marks_word_count(text: &str) -> u64 {
+    let bytes = text.as_bytes();
+    let mut words = 0u64;
+    // The current run's length in bytes, and whether it is all ASCII.
+    let mut run = 0usize;
+    let mut plain = true;
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        if let Some(&word) = ASCII_WORD.get(usize::from(byte)) {
+            if !word && !plain {
+                words += u64::from(nfc_run_is_word(&text[at - run..at]));
+                (run, plain) = (0, true);
+            }
+            // Branch-free for ASCII runs, as `count_step`.
+            words += u64::from(!word & (run.wrapping_sub(1) < MAX_WORD_BYTES - 1));
+            run = if word { run + 1 } else { 0 };
+            at += 1;
+            continue;
+        }
+        let (class, len) = class_at(text, at);
+        match class {
+            Class::Base => (run, plain) = (run + len, false),
+            Class::Mark if run > 0 => (run, plain) = (run + len, false),
+            Class::Mark | Class::Gap => {
+                if run > 0 {
+                    let word = &text[at - run..at];
+                    words += u64::from(if plain {
+                        run < MAX_WORD_BYTES
+                    } else {
+                        nfc_run_is_word(word)
+                    });
+                }
+                (run, plain) = (0, true);
+            }
+        }
+        at += len;
+    }
+    if run > 0 {
+        let word = &text[text.len() - run..];
+        words += u64::from(if plain {
+            run < MAX_WORD_BYTES
+        } else {
+            nfc_run_is_word(word)
+        });
+    }
+    words
+}
+
 /// Where `text` must be cut so that it holds at most `max` distinct words (words as the index
 /// makes them: lowercased runs, long runs dropped): the byte offset of the first word that
 /// would be the `max + 1`-th distinct one, or `None` when the whole text holds at most `max`.
@@ -60,13 +235,20 @@ pub(super) fn word_char_at(text: &str, at: usize) -> (bool, usize) {
 /// A text of `n` bytes holds at most `(n + 1) / 2` words (a word takes a byte and words need a
 /// separator between them), so a text of at most `2 * max` bytes cannot hold `max + 1` and is
 /// not scanned: ordinary pages pay one comparison.
-pub(super) fn distinct_words_cut(text: &str, max: usize) -> Option<usize> {
+pub(super) fn distinct_words_cut(text: &str, max: usize, words: Words) -> Option<usize> {
     if text.len() <= max.saturating_mul(2) {
         return None;
     }
+    match words {
+        Words::Alphanumeric => cut_with(WordTokenizer::default(), text, max),
+        Words::Marks => cut_with(NfcWordTokenizer::default(), text, max),
+    }
+}
+
+/// [`distinct_words_cut`] with a tokenizer of its rules (no analyzer box: a token a call).
+fn cut_with<T: Tokenizer>(mut tokenizer: T, text: &str, max: usize) -> Option<usize> {
     let mut seen: HashSet<Box<str>, Xxh3DefaultBuilder> =
         HashSet::with_capacity_and_hasher(max.min(text.len() / 16), Xxh3DefaultBuilder);
-    let mut tokenizer = WordTokenizer::default();
     let mut stream = tokenizer.token_stream(text);
     while stream.advance() {
         let token = stream.token();
@@ -161,6 +343,98 @@ impl TokenStream for WordStream<'_> {
     }
 }
 
+/// The tokenizer of [`Words::Marks`], in one pass as [`WordTokenizer`]: its runs start at a
+/// [`Class::Base`] and take marks; a run past ASCII is normalized to NFC before it is measured
+/// and lowercased. Offsets are the page's own bytes (a hit's lines and the cut point are in the
+/// page as stored), the token's text the normalized word.
+///
+/// Each run is normalized alone, which gives the words of the page normalized first: a run
+/// starts at a character that is no mark and ends before one that is no mark, and those are
+/// starters (canonical combining class 0) that NFC composes with nothing outside the run (a
+/// gap character composes only with marks, `=` + U+0338 to `≠`, and such a mark, baseless,
+/// is in no run either way). The unit tests check it against normalizing the whole text.
+#[derive(Clone, Default)]
+pub(super) struct NfcWordTokenizer {
+    token: Token,
+}
+
+pub(super) struct NfcWordStream<'a> {
+    text: &'a str,
+    at: usize,
+    token: &'a mut Token,
+}
+
+impl Tokenizer for NfcWordTokenizer {
+    type TokenStream<'a> = NfcWordStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> NfcWordStream<'a> {
+        self.token.reset();
+        NfcWordStream {
+            text,
+            at: 0,
+            token: &mut self.token,
+        }
+    }
+}
+
+impl TokenStream for NfcWordStream<'_> {
+    fn advance(&mut self) -> bool {
+        self.token.text.clear();
+        let len = self.text.len();
+        loop {
+            // Skip to the next run: past gaps and marks without a base.
+            let start = loop {
+                if self.at >= len {
+                    return false;
+                }
+                let (class, char_len) = class_at(self.text, self.at);
+                if class == Class::Base {
+                    break self.at;
+                }
+                self.at += char_len;
+            };
+            let mut ascii = true;
+            while self.at < len {
+                let (class, char_len) = class_at(self.text, self.at);
+                if class == Class::Gap {
+                    break;
+                }
+                ascii &= char_len == 1;
+                self.at += char_len;
+            }
+            // Every run takes a position, dropped or not, as in the old rules.
+            self.token.position = self.token.position.wrapping_add(1);
+            let run = &self.text[start..self.at];
+            if ascii {
+                if run.len() >= MAX_WORD_BYTES {
+                    continue;
+                }
+                self.token.text.push_str(run);
+                self.token.text.make_ascii_lowercase();
+            } else {
+                let normal = nfc(run);
+                if normal.len() >= MAX_WORD_BYTES {
+                    continue;
+                }
+                self.token
+                    .text
+                    .extend(normal.chars().flat_map(char::to_lowercase));
+            }
+            self.token.offset_from = start;
+            self.token.offset_to = self.at;
+            return true;
+        }
+    }
+
+    fn token(&self) -> &Token {
+        self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.token
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use tantivy::tokenizer::{LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer};
@@ -175,25 +449,43 @@ mod tests {
         out
     }
 
-    /// The cut rule written apart from the tokenizer: runs of `char::is_alphanumeric`,
-    /// lowercased per character, runs of 40 bytes or more no word, and no length shortcut.
-    fn brute_cut(text: &str, max: usize) -> Option<usize> {
+    /// Whether `c` is a combining mark (general category Mn, Mc or Me).
+    fn is_mark(c: char) -> bool {
+        use icu_properties::props::{GeneralCategory, GeneralCategoryGroup};
+        GeneralCategoryGroup::Mark
+            .contains(icu_properties::CodePointMapData::<GeneralCategory>::new().get(c))
+    }
+
+    /// The cut rule written apart from the tokenizer: runs of `char::is_alphanumeric` (with
+    /// [`Words::Marks`], a mark continues a run and starts none, and a run is measured in
+    /// NFC), lowercased per character, runs of 40 bytes or more no word, and no length
+    /// shortcut.
+    fn brute_cut(text: &str, max: usize, words: Words) -> Option<usize> {
         let mut seen = std::collections::HashSet::new();
         let mut start = None;
         let end = std::iter::once((text.len(), ' '));
         for (at, c) in text.char_indices().chain(end) {
-            if c.is_alphanumeric() {
+            let marks = words == Words::Marks;
+            if marks && is_mark(c) {
+                if start.is_some() {
+                    continue;
+                }
+            } else if c.is_alphanumeric() {
                 start.get_or_insert(at);
                 continue;
             }
             let Some(from) = start.take() else { continue };
-            if at - from >= MAX_WORD_BYTES {
+            let run = if marks {
+                icu_normalizer::ComposingNormalizerBorrowed::new_nfc()
+                    .normalize(&text[from..at])
+                    .into_owned()
+            } else {
+                text[from..at].to_owned()
+            };
+            if run.len() >= MAX_WORD_BYTES {
                 continue;
             }
-            let word: String = text[from..at]
-                .chars()
-                .flat_map(char::to_lowercase)
-                .collect();
+            let word: String = run.chars().flat_map(char::to_lowercase).collect();
             if !seen.contains(&word) {
                 if seen.len() == max {
                     return Some(from);
@@ -225,33 +517,68 @@ mod tests {
             ("", 0, None),
             ("a", 0, Some(0)),
         ];
-        for &(text, max, want) in cases {
-            assert_eq!(distinct_words_cut(text, max), want, "{text:?} at {max}");
-            assert_eq!(brute_cut(text, max), want, "brute force: {text:?} at {max}");
+        for words in [Words::Alphanumeric, Words::Marks] {
+            for &(text, max, want) in cases {
+                assert_eq!(
+                    distinct_words_cut(text, max, words),
+                    want,
+                    "{text:?} at {max}"
+                );
+                assert_eq!(
+                    brute_cut(text, max, words),
+                    want,
+                    "brute force: {text:?} at {max}"
+                );
+            }
+            // Runs too long to be words are no distinct words.
+            let text = format!("a {long} b {long} {long}");
+            assert_eq!(distinct_words_cut(&text, 2, words), None);
+            assert_eq!(
+                distinct_words_cut(&format!("{text} c"), 2, words),
+                Some(text.len() + 1)
+            );
         }
-        // Runs too long to be words are no distinct words.
-        let text = format!("a {long} b {long} {long}");
-        assert_eq!(distinct_words_cut(&text, 2), None);
+        // A word of marks is one distinct word to the new rules, two to the old; and `café`
+        // decomposed is `café` composed to the new rules only.
+        let hindi = "हिन्दी हिन्दी x";
         assert_eq!(
-            distinct_words_cut(&format!("{text} c"), 2),
-            Some(text.len() + 1)
+            distinct_words_cut(hindi, 2, Words::Alphanumeric),
+            Some(hindi.len() - 1)
         );
+        assert_eq!(distinct_words_cut(hindi, 2, Words::Marks), None);
+        let cafe = "café cafe\u{301} x";
+        assert_eq!(
+            distinct_words_cut(cafe, 1, Words::Marks),
+            Some(cafe.len() - 1)
+        );
+        assert_eq!(distinct_words_cut(cafe, 1, Words::Alphanumeric), Some(6));
     }
 
     #[test]
     fn the_cut_agrees_with_a_brute_force_scan_on_random_texts() {
-        let alphabet: Vec<char> = "aAbB9 \n.,-'’ßẞÉé漢ü\u{301}🦀\u{200b}İΣ".chars().collect();
+        let alphabet: Vec<char> = "aAbB9 \n.,-'’ßẞÉé漢ü\u{301}🦀\u{200b}İΣह\u{94d}\u{93f}\u{958}"
+            .chars()
+            .collect();
         let mut rng = crate::testweb::rng::SplitMix64::new(31);
         let mut cuts = 0;
-        for _ in 0..3000 {
+        for i in 0..6000 {
+            let words = if i % 2 == 0 {
+                Words::Alphanumeric
+            } else {
+                Words::Marks
+            };
             let len = rng.below(60);
             let text: String = (0..len)
                 .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
                 .collect();
             let max = rng.below(8) as usize;
-            let want = brute_cut(&text, max);
+            let want = brute_cut(&text, max, words);
             cuts += usize::from(want.is_some());
-            assert_eq!(distinct_words_cut(&text, max), want, "{text:?} at {max}");
+            assert_eq!(
+                distinct_words_cut(&text, max, words),
+                want,
+                "{text:?} at {max} by {words:?}"
+            );
         }
         assert!(
             cuts > 300,
@@ -259,10 +586,89 @@ mod tests {
         );
     }
 
+    fn marks_tokens(text: &str) -> Vec<String> {
+        all(&mut Words::Marks.analyzer(), text)
+            .into_iter()
+            .map(|(t, ..)| t)
+            .collect()
+    }
+
+    fn old_tokens(text: &str) -> Vec<String> {
+        all(&mut Words::Alphanumeric.analyzer(), text)
+            .into_iter()
+            .map(|(t, ..)| t)
+            .collect()
+    }
+
     #[test]
-    fn general_punctuation_holds_no_letter_or_digit() {
+    fn words_of_every_script_keep_their_marks_and_are_composed() {
+        // (text, the new rules' words, the old rules' words where they differ)
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            // Hindi splits at its virama (U+094D) in the old rules; Tamil loses its last one.
+            ("हिन्दी", &["हिन्दी"], &["हिन", "दी"]),
+            ("தமிழ்", &["தமிழ்"], &["தமிழ"]),
+            // Decomposed and composed café are one word, composed.
+            ("cafe\u{301}", &["café"], &["cafe"]),
+            ("CAFÉ café", &["café", "café"], &["café", "café"]),
+            // Arabic harakat and Hebrew niqqud are Alphabetic already; cantillation (U+0596)
+            // is not, and NFC puts marks in their canonical order (shin dot after qamats).
+            ("العَرَبِيَّة", &["العَرَبِيَّة"], &["العَرَبِيَّة"]),
+            ("בְּרֵאשִׁ֖ית", &["בְּרֵאשִׁ֖ית"], &["בְּרֵאשִׁ", "ית"]),
+            ("ש\u{5c1}\u{5b8}לוֹם", &["שָׁלוֹם"], &["ש\u{5c1}\u{5b8}לוֹם"]),
+            // Thai tone marks (U+0E48) are marks: a spaceless phrase is one run, as before.
+            ("ไม่ใช่", &["ไม่ใช่"], &["ไม", "ใช"]),
+            // Korean jamo compose to syllables.
+            (
+                "\u{1112}\u{1161}\u{11ab}\u{1100}\u{116e}\u{11a8}\u{110b}\u{1165}",
+                &["한국어"],
+                &["\u{1112}\u{1161}\u{11ab}\u{1100}\u{116e}\u{11a8}\u{110b}\u{1165}"],
+            ),
+            ("한국어", &["한국어"], &["한국어"]),
+            // Emoji are no words; a keycap's marks stay on its digit.
+            ("🦀 Rust 👍🏽!", &["rust"], &["rust"]),
+            ("1\u{fe0f}\u{20e3}", &["1\u{fe0f}\u{20e3}"], &["1"]),
+            // A mark with no base starts no word, and leaves the next word whole.
+            ("\u{301}", &[], &[]),
+            (" \u{301}a \u{94d}", &["a"], &["a"]),
+            ("\u{93f}न", &["न"], &["\u{93f}न"]),
+        ];
+        for &(text, new, old) in cases {
+            assert_eq!(marks_tokens(text), new, "{text:?} by the new rules");
+            assert_eq!(old_tokens(text), old, "{text:?} by the old rules");
+            assert_eq!(
+                super::super::count_words(text, Words::Marks),
+                new.len() as u64,
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_length_limit_is_measured_after_composition() {
+        // NFD é is 3 bytes, NFC 2: 20 of them are 60 bytes as written and 40 composed.
+        let e = "e\u{301}";
+        assert_eq!(marks_tokens(&e.repeat(19)), ["é".repeat(19)]);
+        assert!(marks_tokens(&e.repeat(20)).is_empty());
+        // U+0958 (3 bytes) decomposes to 6: 7 of them are 21 bytes as written and 42 in NFC.
+        let qa = "\u{958}";
+        assert_eq!(marks_tokens(&qa.repeat(6)).len(), 1);
+        assert!(marks_tokens(&qa.repeat(7)).is_empty());
+        for text in [e.repeat(19), e.repeat(20), qa.repeat(6), qa.repeat(7)] {
+            assert_eq!(
+                super::super::count_words(&text, Words::Marks),
+                marks_tokens(&text).len() as u64
+            );
+        }
+        // Offsets stay the page's own bytes.
+        let all = all(&mut Words::Marks.analyzer(), "x cafe\u{301} y");
+        assert_eq!(all[1], ("café".to_owned(), 1, 2, 8));
+    }
+
+    #[test]
+    fn general_punctuation_holds_no_letter_digit_or_mark() {
         for c in GENERAL_PUNCTUATION {
             assert!(!c.is_alphanumeric(), "{c:?} U+{:04X}", u32::from(c));
+            assert!(!is_mark(c), "{c:?} U+{:04X}", u32::from(c));
         }
         // The blocks either side do: the range must not grow.
         assert!('\u{1ffc}'.is_alphanumeric() && '\u{2070}'.is_alphanumeric());

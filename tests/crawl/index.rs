@@ -13,12 +13,33 @@ use crate::util::{
     Finish, bin, client, crawl_with_fault, json_of, listing, read_warc, stats_after_a_failure_pause,
 };
 
-/// Tokens as the index makes them: runs of letters and digits, lowercased, under 40 bytes.
+/// Whether `c` continues a word (a letter, digit or combining mark), and whether it may start
+/// one (not a mark).
+fn word_char(c: char) -> (bool, bool) {
+    use icu_properties::props::{GeneralCategory, GeneralCategoryGroup};
+    let mark = GeneralCategoryGroup::Mark
+        .contains(icu_properties::CodePointMapData::<GeneralCategory>::new().get(c));
+    (mark || c.is_alphanumeric(), !mark && c.is_alphanumeric())
+}
+
+/// Tokens as a new index makes them: the text in NFC, then runs of letters, digits and
+/// combining marks (a mark starts none), lowercased per character, under 40 bytes.
 fn tokens(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty() && t.len() < 40)
-        .map(str::to_lowercase)
-        .collect()
+    let text = icu_normalizer::ComposingNormalizerBorrowed::new_nfc().normalize(text);
+    let mut out = Vec::new();
+    let mut word = String::new();
+    for c in text.chars().chain([' ']) {
+        let (continues, starts) = word_char(c);
+        if starts || (continues && !word.is_empty()) {
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() && word.len() < 40 {
+            out.push(word.chars().flat_map(char::to_lowercase).collect());
+        }
+        word.clear();
+    }
+    out
 }
 
 /// `line` as a hit shows it: whole up to `LINE_WINDOW` characters, else that many from
@@ -30,15 +51,18 @@ fn shown(line: &str, word: &str) -> String {
         return line.to_string();
     }
     let mut at = 0;
-    let mut start = 0;
+    let mut start = None;
     for i in 0..=chars.len() {
-        if i == chars.len() || !chars[i].is_alphanumeric() {
-            let token: String = chars[start..i].iter().collect();
-            if token.to_lowercase() == word {
-                at = start;
-                break;
-            }
-            start = i + 1;
+        let (continues, starts) = chars.get(i).map_or((false, false), |&c| word_char(c));
+        if starts || (continues && start.is_some()) {
+            start.get_or_insert(i);
+            continue;
+        }
+        if let Some(from) = start.take()
+            && tokens(&chars[from..i].iter().collect::<String>()) == [word]
+        {
+            at = from;
+            break;
         }
     }
     let from = at.saturating_sub(LINE_LEAD);
