@@ -941,22 +941,7 @@ async fn a_retry_after_past_the_cap_is_named_when_it_is_cut() {
         ..Answer::new(&[("Retry-After", "400")], "come back later")
     };
     let (origin, asked) = quirky_site(site_of_pages(0, &[("/", refused)])).await;
-    let output = tokio::process::Command::new(crate::util::bin())
-        .args([
-            "crawl",
-            &format!("{origin}/"),
-            "--headless",
-            "--max-retries",
-            "0",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(crate::util::PATIENCE, output)
-        .await
-        .expect("the crawl ends")
-        .expect("it runs");
+    let output = crawl_by_cli(&origin, &["--max-retries", "0"]).await;
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{err}");
     assert_eq!(
@@ -1043,23 +1028,7 @@ async fn a_robots_txt_that_fails_when_asked_again_keeps_its_last_answer() {
     let slow = std::time::Duration::from_millis(150);
     let (origin, asked) =
         quirky_site(site_of_slow_pages(12, slow, &[("/robots.txt", rules)])).await;
-    let output = tokio::process::Command::new(crate::util::bin())
-        .args([
-            "crawl",
-            &format!("{origin}/"),
-            "--headless",
-            "--delay-ms",
-            "0",
-        ])
-        .args(["--robots-max-age-ms", "1000"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(crate::util::PATIENCE, output)
-        .await
-        .expect("the crawl ends")
-        .expect("it runs");
+    let output = crawl_by_cli(&origin, &["--delay-ms", "0", "--robots-max-age-ms", "1000"]).await;
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{err}");
     let paths = asked.paths();
@@ -1082,4 +1051,19 @@ async fn a_robots_txt_that_fails_when_asked_again_keeps_its_last_answer() {
         err.contains("robots.txt could not be fetched again; its last answer is obeyed"),
         "{err}"
     );
+}
+
+/// `crawltop crawl ORIGIN/ --headless` with `args`, its stderr kept: for what a crawl says.
+async fn crawl_by_cli(origin: &str, args: &[&str]) -> std::process::Output {
+    let output = tokio::process::Command::new(crate::util::bin())
+        .args(["crawl", &format!("{origin}/"), "--headless"])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(crate::util::PATIENCE, output)
+        .await
+        .expect("the crawl ends")
+        .expect("it runs")
 }
