@@ -143,11 +143,13 @@ pub enum IndexError {
     )]
     NotAnOperator { op: &'static str },
     #[error(
-        "the query names no word to look for (words are runs of letters, digits and their \
-         combining marks shorter than 40 bytes: a longer run, such as a clause of unspaced \
-         Chinese or Japanese, is not indexed)"
+        "the query names no word to look for (words are {rules} shorter than 40 bytes: a longer \
+         run, such as a clause of unspaced Chinese or Japanese, is not indexed)"
     )]
-    NoWords,
+    NoWords {
+        /// The rules of the index asked.
+        rules: Words,
+    },
     #[error(
         "{word:?} is not one word: words are {rules} shorter than 40 bytes (it splits into \
          {tokens:?})"
@@ -1279,7 +1281,11 @@ impl IndexReader {
         let token = match tokens(&mut analyzer, word).as_slice() {
             [one] => one.clone(),
             // Punctuation only, or a run too long to be indexed: no word to count.
-            [] => return Err(IndexError::NoWords),
+            [] => {
+                return Err(IndexError::NoWords {
+                    rules: self.fields.rules,
+                });
+            }
             other => {
                 return Err(IndexError::NotOneWord {
                     word: word.to_owned(),
@@ -1341,7 +1347,9 @@ impl IndexReader {
         if any {
             Ok(words)
         } else {
-            Err(IndexError::NoWords)
+            Err(IndexError::NoWords {
+                rules: self.fields.rules,
+            })
         }
     }
 }
@@ -2507,7 +2515,10 @@ mod tests {
         // A lone AND or OR is read as the word itself, which no test page holds.
         assert!(reader.search("AND", 10).expect("AND as a word").is_empty());
         assert!(reader.search("OR", 10).expect("OR as a word").is_empty());
-        assert!(matches!(reader.search("\\", 10), Err(IndexError::NoWords)));
+        assert!(matches!(
+            reader.search("\\", 10),
+            Err(IndexError::NoWords { .. })
+        ));
         assert!(matches!(reader.search("", 10), Err(IndexError::EmptyQuery)));
         assert!(matches!(
             reader.search(" \t\n", 10),
