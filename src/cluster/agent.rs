@@ -64,7 +64,8 @@ pub enum ToAgent {
     Push { site: String, entries: Vec<Entry> },
     /// Pulled URLs that ended (fetched, failed, forbidden): finished crawl-wide, with how long
     /// until the site may next be contacted (it travels with the lease). `waited` of them were
-    /// told of before ([`ToAgent::Waiting`]).
+    /// told of before ([`ToAgent::Waiting`]). With no entries, the next contact alone: a
+    /// Retry-After or backoff, stored when the member gets it.
     Done {
         site: String,
         entries: Vec<Entry>,

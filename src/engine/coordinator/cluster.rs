@@ -43,7 +43,8 @@ const BEAT_EVERY: Duration = Duration::from_secs(1);
 /// How long a stopping member waits for its agent to hand its sites back.
 const HAND_BACK_PATIENCE: Duration = Duration::from_secs(30);
 
-/// A site's politeness as it travels with its lease (its next contact travels beside it).
+/// A site's politeness as it travels with its lease (its next contact travels beside it, and
+/// a lease its holder did not hand back adds the site's delay from the take: `on_leased`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(super) struct Politeness {
     robots: RobotsMemo,
