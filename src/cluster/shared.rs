@@ -1354,7 +1354,8 @@ impl SharedCrawl {
     }
 
     /// Hands a site back at once: its unfinished entries to the head of its queue, then the
-    /// lease. Returns how many went back; None when the lease was not ours.
+    /// lease, and clears this member's mark as its holder (the next holder then trusts the
+    /// stored next contact). Returns how many went back; None when the lease was not ours.
     pub async fn release(&mut self, site: &str) -> Result<Option<u64>, SharedError> {
         let n: i64 = self
             .scripts
