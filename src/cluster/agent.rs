@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::shared::{
-    Entry, Heartbeat, Lease, Member, Pulled, SharedCommand, SharedCrawl, SharedError,
+    Entry, Heartbeat, Lease, Member, Previous, Pulled, SharedCommand, SharedCrawl, SharedError,
 };
 
 /// How an agent paces itself.
@@ -64,7 +64,8 @@ pub enum ToAgent {
     Push { site: String, entries: Vec<Entry> },
     /// Pulled URLs that ended (fetched, failed, forbidden): finished crawl-wide, with how long
     /// until the site may next be contacted (it travels with the lease). `waited` of them were
-    /// told of before ([`ToAgent::Waiting`]).
+    /// told of before ([`ToAgent::Waiting`]). With no entries, the next contact alone: a
+    /// Retry-After or backoff, stored when the member gets it.
     Done {
         site: String,
         entries: Vec<Entry>,
@@ -105,11 +106,14 @@ pub enum ToAgent {
 #[derive(Debug, PartialEq)]
 pub enum FromAgent {
     /// A site newly held, with the politeness state its last holder stored (none for a site
-    /// no one held before) and how long until it may be contacted. Comes before its URLs.
+    /// no one held before), how long until it may be contacted by what was stored, and how its
+    /// last holder left it (one that did not hand it back may have contacted it since: the
+    /// member waits a whole delay too). Comes before its URLs.
     Leased {
         site: String,
         politeness: Option<String>,
         wait: Duration,
+        previous: Previous,
     },
     /// URLs of a site this member holds, to fetch; URLs taken off its queue past the crawl's
     /// `--max-pages-per-site` or `--max-pages`, to end as ignored (they are not in flight);
@@ -824,22 +828,26 @@ impl Inner {
             }
             let sent = Instant::now();
             let lease = retry!(self, self.shared.lease(&site));
-            if matches!(lease, Lease::Taken { .. } | Lease::Renewed) {
-                let stored = retry!(self, self.shared.politeness(&site));
-                let (politeness, wait) = match stored {
-                    Some((state, wait)) => (Some(state), wait),
-                    None => (None, Duration::ZERO),
-                };
-                let _ = self.outbox.send(FromAgent::Leased {
-                    site: site.clone(),
-                    politeness,
-                    wait,
-                });
-                self.fresh(&site, sent);
-                self.held.insert(site.clone(), Held::default());
-                took = true;
-                self.pull(site).await;
-            }
+            let previous = match lease {
+                Lease::Taken { previous, .. } => previous,
+                Lease::Renewed => Previous::HandedBack,
+                Lease::Held => continue,
+            };
+            let stored = retry!(self, self.shared.politeness(&site));
+            let (politeness, wait) = match stored {
+                Some((state, wait)) => (Some(state), wait),
+                None => (None, Duration::ZERO),
+            };
+            let _ = self.outbox.send(FromAgent::Leased {
+                site: site.clone(),
+                politeness,
+                wait,
+                previous,
+            });
+            self.fresh(&site, sent);
+            self.held.insert(site.clone(), Held::default());
+            took = true;
+            self.pull(site).await;
         }
         if took {
             retry!(self, self.shared.replicated());

@@ -18,7 +18,7 @@
 //! | `ct:{C\|S}:flight` | set of entries the lease holder pulled and has not finished |
 //! | `ct:{C\|S}:lower` | list of entries: shorter paths to URLs pulled and not finished, for the holder's next pull |
 //! | `ct:{C\|S}:lease` | the holder's member id, `SET NX PX`: expiry is Redis's clock, never a member's |
-//! | `ct:{C\|S}:pol` | hash: `state` (the site's politeness: robots.txt, delays; opaque here), `next_ms` (its next contact, Redis's clock), `admitted` (with `--max-pages-per-site`: its URLs pulled to be fetched) |
+//! | `ct:{C\|S}:pol` | hash: `state` (the site's politeness: robots.txt, delays; opaque here), `next_ms` (its next contact, Redis's clock), `admitted` (with `--max-pages-per-site`: its URLs pulled to be fetched), `holder` (the member that took its lease and has not handed it back) |
 //!
 //! With `--max-pages`, `ct:{C}:meta` also counts `admitted`: the URLs pulled to be fetched
 //! crawl-wide. A member reserves places there before a round of pulls ([`SharedCrawl::pull_many`])
@@ -29,6 +29,13 @@
 //!
 //! A new lease first puts back what an earlier holder had pulled and not finished (it died, or
 //! its lease ran out): at least once, and at most once more for what was in flight.
+//!
+//! A site's next contact (`next_ms`) is stored as its holder's fetches end, at a Retry-After or
+//! backoff, and at a hand-back; a holder that dies (or whose lease runs out while Redis is
+//! away) may have contacted the site after the last one stored. So a lease taken records its
+//! holder in `pol`, a hand-back ([`SharedCrawl::release`]) clears it, and a lease taken while
+//! another member's mark is still there says so ([`Previous::Lapsed`]): the taker then waits a
+//! whole delay from the take, not only until the stored next contact.
 //!
 //! Depth (`--depth`): a pull takes a site's URLs least depth first, as one process's frontier
 //! does (first come, first served within a depth), so a shallower page, whose links may be
@@ -74,8 +81,11 @@ use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
 /// pulls keep the crawl's page limits (`admitted` in `meta` and in each site's `pol`), so a
 /// member of version 1 would not count its pulls. 3: `seen` keeps each URL's least depth and
 /// entries start with their fingerprint, so that a shorter path queues a URL again. 4: a
-/// site's queue is a list per depth, pulled least depth first.
-pub const FORMAT: u32 = 4;
+/// site's queue is a list per depth, pulled least depth first. 5: a lease taken marks its
+/// holder in the site's `pol` and a hand-back clears it, so that a member taking a lease its
+/// holder did not hand back waits a whole delay: a member of version 4 neither marks nor
+/// clears, so a site it held and died with would be contacted at once by the next holder.
+pub const FORMAT: u32 = 5;
 /// Most bytes in a crawl id.
 const MAX_CRAWL_ID: usize = 64;
 
@@ -191,9 +201,21 @@ pub enum Lease {
     /// Another member holds it.
     Held,
     /// Ours now; `requeued` entries an earlier holder left unfinished went back to the queue.
-    Taken { requeued: u64 },
+    Taken { requeued: u64, previous: Previous },
     /// Ours already; renewed.
     Renewed,
+}
+
+/// How the member that held a site before left its lease, as a new holder finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Previous {
+    /// No member held it, it handed the site back, or it was this member: the stored next
+    /// contact is the site's last word.
+    HandedBack,
+    /// Another member took the lease and never handed it back (it died, or its lease ran out
+    /// while Redis was away or it was stalled): it may have contacted the site after the
+    /// stored next contact was written, so the new holder waits a whole delay from the take.
+    Lapsed,
 }
 
 /// What a member says of itself with each heartbeat.
@@ -505,9 +527,10 @@ impl Scripts {
                 return {{added, n, woke, lowered}}
                 "
             )),
-            // KEYS: lease, flight, q, pol, seen, lower. ARGV: member, ms. Returns {0} held, {1, n}
-            // taken, {2} renewed. What goes back to the queue (at the least depth known) is no
-            // longer counted as admitted.
+            // KEYS: lease, flight, q, pol, seen, lower. ARGV: member, ms. Returns {0} held, {1, n,
+            // lapsed} taken (lapsed 1: another member's mark as holder was still in `pol`, it
+            // never handed the site back), {2} renewed. What goes back to the queue (at the least
+            // depth known) is no longer counted as admitted.
             lease: Script::new(&format!(
                 r"{ADMIT}
                 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -518,7 +541,11 @@ impl Scripts {
                   if #back > 0 and admitted > 0 then
                     redis.call('HSET', KEYS[4], 'admitted', math.max(0, admitted - #back))
                   end
-                  return {{1, #back}}
+                  local before = redis.call('HGET', KEYS[4], 'holder')
+                  redis.call('HSET', KEYS[4], 'holder', ARGV[1])
+                  local lapsed = 0
+                  if before and before ~= ARGV[1] then lapsed = 1 end
+                  return {{1, #back, lapsed}}
                 end
                 if redis.call('GET', KEYS[1]) == ARGV[1] then
                   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -582,13 +609,15 @@ impl Scripts {
                 ",
             ),
             // KEYS: lease, flight, q, pol, seen, lower. ARGV: member. Hands back what was pulled
-            // (at the least depth known, no longer counted as admitted), then the lease.
+            // (at the least depth known, no longer counted as admitted), then the lease, and
+            // clears the holder's mark: the stored next contact is the site's last word.
             release: Script::new(&format!(
                 r"{ADMIT}
                 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
                 local back = redis.call('SMEMBERS', KEYS[2])
                 for _, e in ipairs(back) do put_back(KEYS[5], KEYS[3], e) end
                 redis.call('DEL', KEYS[2], KEYS[1], KEYS[6])
+                redis.call('HDEL', KEYS[4], 'holder')
                 local admitted = tonumber(redis.call('HGET', KEYS[4], 'admitted') or '0')
                 if #back > 0 and admitted > 0 then
                   redis.call('HSET', KEYS[4], 'admitted', math.max(0, admitted - #back))
@@ -1190,11 +1219,16 @@ impl SharedCrawl {
             .invoke_async(&mut self.conn)
             .await?;
         Ok(match answer.as_slice() {
-            [1, n] => {
+            [1, n, lapsed] => {
                 let requeued = u64::try_from(*n).unwrap_or(0);
                 // An earlier holder's URLs back in the queue: pulled again, counted again.
                 self.unreserve(requeued).await?;
-                Lease::Taken { requeued }
+                let previous = if *lapsed == 1 {
+                    Previous::Lapsed
+                } else {
+                    Previous::HandedBack
+                };
+                Lease::Taken { requeued, previous }
             }
             [2] => Lease::Renewed,
             _ => Lease::Held,
@@ -1320,7 +1354,8 @@ impl SharedCrawl {
     }
 
     /// Hands a site back at once: its unfinished entries to the head of its queue, then the
-    /// lease. Returns how many went back; None when the lease was not ours.
+    /// lease, and clears this member's mark as its holder (the next holder then trusts the
+    /// stored next contact). Returns how many went back; None when the lease was not ours.
     pub async fn release(&mut self, site: &str) -> Result<Option<u64>, SharedError> {
         let n: i64 = self
             .scripts

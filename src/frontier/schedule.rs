@@ -85,6 +85,9 @@ pub trait Schedule {
     fn set_back_queues(&mut self, n: usize);
     /// The earliest a new contact of `site` may start ("delay for site", as a time).
     fn next_allowed(&self, site: SiteId) -> Tick;
+    /// The delay in force between two contacts of `site`: the larger of the global delay and
+    /// its own.
+    fn delay(&self, site: SiteId) -> Duration;
     /// Most contacts of one site at once.
     fn per_site(&self) -> usize;
 
@@ -183,6 +186,9 @@ impl Schedule for Frontier<u32> {
     }
     fn next_allowed(&self, site: SiteId) -> Tick {
         Frontier::next_allowed(self, site)
+    }
+    fn delay(&self, site: SiteId) -> Duration {
+        Frontier::delay(self, site)
     }
     fn per_site(&self) -> usize {
         Frontier::per_site(self)

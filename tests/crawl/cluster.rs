@@ -237,7 +237,9 @@ mod shared {
     use std::time::Duration;
 
     use crawltop::cluster::local::LocalCluster;
-    use crawltop::cluster::shared::{CrawlId, Entry, Lease, Limits, SharedCrawl, SharedError};
+    use crawltop::cluster::shared::{
+        CrawlId, Entry, Lease, Limits, Previous, SharedCrawl, SharedError,
+    };
 
     use super::{redis_here, three_masters};
 
@@ -348,7 +350,10 @@ mod shared {
         let site = &sites[0];
         assert_eq!(
             a.lease(site).await.expect("lease"),
-            Lease::Taken { requeued: 0 }
+            Lease::Taken {
+                requeued: 0,
+                previous: Previous::HandedBack
+            }
         );
         assert_eq!(b.lease(site).await.expect("lease"), Lease::Held);
         assert_eq!(a.lease(site).await.expect("renew"), Lease::Renewed);
@@ -372,7 +377,10 @@ mod shared {
         assert_eq!(a.release(site).await.expect("release"), Some(2));
         assert_eq!(
             b.lease(site).await.expect("lease"),
-            Lease::Taken { requeued: 0 }
+            Lease::Taken {
+                requeued: 0,
+                previous: Previous::HandedBack
+            }
         );
         let next = b.pull(site, 2).await.expect("pull").expect("ours").entries;
         let mut back: Vec<&str> = next.iter().map(|e| e.url.as_str()).collect();
@@ -572,6 +580,64 @@ mod shared {
         drop(cluster);
     }
 
+    /// Takes `site` for `m` once Redis has expired the lease another member let run out.
+    async fn take_when_free(m: &mut SharedCrawl, site: &str) -> Lease {
+        for _ in 0..600 {
+            match m.lease(site).await.expect("lease") {
+                Lease::Held => tokio::time::sleep(Duration::from_millis(10)).await,
+                taken => return taken,
+            }
+        }
+        panic!("the lease never ran out");
+    }
+
+    /// A new holder learns whether the last one handed the site back (its stored next contact
+    /// is then the site's last word) or let its lease run out (it died, or Redis was away): it
+    /// may have contacted the site since, so the member waits a whole delay (audit 28 #2).
+    #[tokio::test]
+    async fn a_lease_taken_after_its_holder_died_says_so_and_one_handed_back_does_not() {
+        if !redis_here("a_lease_taken_after_its_holder_died_says_so...") {
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let cluster = three_masters(tmp.path());
+        let site = "http://127.0.0.1:3100";
+        let mut a = member(&cluster.urls(), "lapse", "a", 300).await;
+        let mut b = member(&cluster.urls(), "lapse", "b", 300).await;
+        for m in [&mut a, &mut b] {
+            m.join(&settings("1")).await.expect("join");
+        }
+        let handed_back = Lease::Taken {
+            requeued: 0,
+            previous: Previous::HandedBack,
+        };
+        // The first holder ever, and one after a hand-back: nothing to make up for.
+        assert_eq!(a.lease(site).await.expect("lease"), handed_back);
+        assert_eq!(a.lease(site).await.expect("renew"), Lease::Renewed);
+        assert_eq!(a.release(site).await.expect("release"), Some(0));
+        assert_eq!(b.lease(site).await.expect("lease"), handed_back);
+        // b dies holding it: whoever takes it next hears so.
+        let lapsed = Lease::Taken {
+            requeued: 0,
+            previous: Previous::Lapsed,
+        };
+        assert_eq!(take_when_free(&mut a, site).await, lapsed);
+        // a's own lease running out and taken again by a: a knows its own last contact.
+        let lease_key = format!("ct:{{lapse|{site}}}:lease");
+        let port = cluster.ports()[0];
+        for _ in 0..600 {
+            if super::redis_cli(port, &["EXISTS", &lease_key]) == "0" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(a.lease(site).await.expect("lease"), handed_back);
+        // A hand-back after a lapsed take clears the mark again.
+        assert_eq!(a.release(site).await.expect("release"), Some(0));
+        assert_eq!(b.lease(site).await.expect("lease"), handed_back);
+        drop(cluster);
+    }
+
     #[tokio::test]
     async fn a_dead_members_lease_runs_out_on_redis_time_and_its_unfinished_urls_come_back() {
         if !redis_here("a_dead_members_lease_runs_out...") {
@@ -604,7 +670,7 @@ mod shared {
                     assert!(tries < 600, "the lease never ran out");
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                Lease::Taken { requeued } => break requeued,
+                Lease::Taken { requeued, .. } => break requeued,
                 Lease::Renewed => panic!("heir never held it"),
             }
         };
@@ -763,7 +829,10 @@ mod shared {
         );
         assert_eq!(
             m.lease(site).await.expect("lease"),
-            Lease::Taken { requeued: 0 }
+            Lease::Taken {
+                requeued: 0,
+                previous: Previous::HandedBack
+            }
         );
         assert_eq!(
             m.pull(site, 10)
@@ -868,7 +937,7 @@ mod agents {
     use std::time::Duration;
 
     use crawltop::cluster::agent::{self, Agent, AgentConfig, FromAgent, ToAgent};
-    use crawltop::cluster::shared::{CrawlId, Entry, Heartbeat, Lease, SharedCrawl};
+    use crawltop::cluster::shared::{CrawlId, Entry, Heartbeat, Lease, Previous, SharedCrawl};
 
     use super::{redis_here, three_masters};
 
@@ -1160,11 +1229,17 @@ mod agents {
             site: leased,
             politeness,
             wait,
+            previous,
         }) = work(&mut second).await
         else {
             panic!("the lease first");
         };
         assert_eq!(leased, site);
+        assert_eq!(
+            previous,
+            Previous::HandedBack,
+            "the first member handed it back"
+        );
         assert_eq!(
             politeness.as_deref(),
             Some("robots: handled; crawl-delay 90 s")
@@ -1299,7 +1374,14 @@ mod agents {
         }
         for (site, _) in &work {
             let lease = holder.lease(site).await.expect("lease");
-            assert_eq!(lease, Lease::Taken { requeued: 0 }, "{site}");
+            assert_eq!(
+                lease,
+                Lease::Taken {
+                    requeued: 0,
+                    previous: Previous::HandedBack
+                },
+                "{site}"
+            );
         }
         holder
             .heartbeat(&Heartbeat {

@@ -242,6 +242,9 @@ impl Schedule for Descending {
     fn next_allowed(&self, _: SiteId) -> Tick {
         Tick::ZERO
     }
+    fn delay(&self, _: SiteId) -> Duration {
+        Duration::ZERO
+    }
     fn per_site(&self) -> usize {
         1
     }

@@ -30,7 +30,7 @@ use url::Url;
 
 use super::Coordinator;
 use crate::cluster::agent::{Agent, AgentError, FromAgent, ToAgent};
-use crate::cluster::shared::{Entry, Heartbeat, SharedCommand};
+use crate::cluster::shared::{Entry, Heartbeat, Previous, SharedCommand};
 use crate::engine::Command;
 use crate::engine::model::{Resource, ResourceState, RobotsMemo};
 use crate::frontier::{HoldState, Schedule, SeenMap, SiteId};
@@ -43,7 +43,8 @@ const BEAT_EVERY: Duration = Duration::from_secs(1);
 /// How long a stopping member waits for its agent to hand its sites back.
 const HAND_BACK_PATIENCE: Duration = Duration::from_secs(30);
 
-/// A site's politeness as it travels with its lease (its next contact travels beside it).
+/// A site's politeness as it travels with its lease (its next contact travels beside it, and
+/// a lease its holder did not hand back adds the site's delay from the take: `on_leased`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(super) struct Politeness {
     robots: RobotsMemo,
@@ -417,7 +418,8 @@ impl<F: Schedule> Coordinator<F> {
                 site,
                 politeness,
                 wait,
-            } => self.on_leased(&site, politeness.as_deref(), wait),
+                previous,
+            } => self.on_leased(&site, politeness.as_deref(), wait, previous),
             FromAgent::Pulled {
                 site,
                 entries,
@@ -533,7 +535,17 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     /// A site is ours now: its politeness as its last holder left it, and its next contact.
-    fn on_leased(&mut self, origin: &str, politeness: Option<&str>, wait: Duration) {
+    /// A holder that did not hand it back (it died, or its lease ran out while Redis was away)
+    /// may have contacted it after the stored next contact was written, up to its lease's end:
+    /// the site waits its whole delay from now too (its Crawl-delay known once robots.txt's
+    /// answer is replayed).
+    fn on_leased(
+        &mut self,
+        origin: &str,
+        politeness: Option<&str>,
+        wait: Duration,
+        previous: Previous,
+    ) {
         let Some(site) = self.known_site(origin) else {
             self.warn(format!(
                 "the shared crawl leased {origin:?}, which is not an origin"
@@ -552,6 +564,10 @@ impl<F: Schedule> Coordinator<F> {
         {
             self.replay_robots(site, &p.robots, p.robots_gave_up);
         }
+        let wait = match previous {
+            Previous::HandedBack => wait,
+            Previous::Lapsed => wait.max(self.frontier.delay(site)),
+        };
         if !wait.is_zero() {
             let now = self.now();
             self.frontier.defer(site, now + wait);
@@ -804,6 +820,26 @@ impl<F: Schedule> Coordinator<F> {
             .unwrap_or_default();
         link.send(ToAgent::Command(format!("{command}\t{source}")));
         true
+    }
+
+    /// A site this member holds was told to wait (a Retry-After, a backoff): its next contact
+    /// goes to Redis now, not with the next fetch's end, so that a member taking the lease after
+    /// this one dies waits it out too. Rare: one script call each.
+    pub(super) fn share_next_contact(&mut self, site: SiteId) {
+        let Some(link) = self.cluster.as_ref() else {
+            return;
+        };
+        if !link.leased.contains(&site) {
+            return;
+        }
+        let next_in = self.frontier.next_allowed(site).saturating_sub(self.now());
+        // A round's ends of the site and this merge into one call (the later next contact).
+        link.send(ToAgent::Done {
+            site: self.frontier.origin(site).to_string(),
+            entries: Vec::new(),
+            waited: 0,
+            next_in: Some(next_in),
+        });
     }
 
     /// Robots.txt of a site resolved here: its answer travels with the site's lease.

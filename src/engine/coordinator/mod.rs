@@ -1749,10 +1749,12 @@ impl<F: Schedule> Coordinator<F> {
             RobotsOutcome::Retry { after } => {
                 s.pushback = Some((DelaySource::Backoff, now + after));
                 self.frontier.defer(site, now + after);
+                self.share_next_contact(site);
                 // A hop's origin that pushed back is backed off too, as for its own pages.
                 if let Some(source) = pushed_back.filter(|_| contacted != site) {
                     self.sites[contacted.index()].pushback = Some((source, now + after));
                     self.frontier.defer(contacted, now + after);
+                    self.share_next_contact(contacted);
                     self.touch_site(contacted);
                 }
             }
@@ -2034,6 +2036,7 @@ impl<F: Schedule> Coordinator<F> {
                 wait.as_secs()
             ));
         }
+        self.share_next_contact(site);
         let mut r = self.resources.get(id);
         if u32::from(r.retries) < self.cfg.max_retries {
             r.retries += 1;
