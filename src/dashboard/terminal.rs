@@ -62,13 +62,31 @@ pub fn give_back() {
     }
 }
 
+/// How long the first poll of the terminal may take before the terminal is taken as gone
+/// ([`events`]); a live terminal answers in microseconds.
+const FIRST_POLL: Duration = Duration::from_secs(2);
+
 /// The terminal's input events, or `None` when it went away after it was taken.
 ///
 /// crossterm opens its input reader once, on first use, and `EventStream::new` panics when
 /// that reader could not open the terminal (a hangup between `take` and here: the terminal is
 /// no longer a terminal and `/dev/tty` is gone). A poll that takes no time opens the reader
 /// and says so with an error instead.
+///
+/// That poll runs on a thread of its own: when the reader opens but the terminal hangs up
+/// around it, crossterm 0.29 reads it forever (its read loop retries a `read` that gives 0 or
+/// EIO at once, whatever the poll's timeout: crossterm issue #793), and on the dashboard's
+/// thread that kept the demo from ever ending (seen once in CI, a demo at 100 % CPU). A poll
+/// that does not answer within [`FIRST_POLL`] counts as a terminal gone; its thread spins
+/// until the process ends, which a terminal gone brings soon.
 pub fn events() -> Option<EventStream> {
-    crossterm::event::poll(Duration::ZERO).ok()?;
+    let (answer, answered) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("crawltop-tty-poll".into())
+        .spawn(move || {
+            let _ = answer.send(crossterm::event::poll(Duration::ZERO).is_ok());
+        })
+        .ok()?;
+    answered.recv_timeout(FIRST_POLL).ok().filter(|ok| *ok)?;
     Some(EventStream::new())
 }
