@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
@@ -53,16 +53,9 @@ impl Site {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let (tx, refused) = (tx.clone(), refused.clone());
                 tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut buf = [0u8; 4096];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match stream.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let head = String::from_utf8_lossy(&head);
-                    let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                    let Some(path) = crate::util::request_path(&mut stream).await else {
+                        return;
+                    };
                     let mut at = 0;
                     tx.send_modify(|log| {
                         at = log.len();

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crawltop::store::committer::StoreKind;
 use crawltop::store::mirror::mirror_path;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpListener;
 
 use crate::engine::{config, crawl};
@@ -86,16 +86,9 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Log) {
         while let Ok((mut stream, _)) = listener.accept().await {
             let (log, answers) = (log.clone(), answers.clone());
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&head);
-                let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                let Some(path) = crate::util::request_path(&mut stream).await else {
+                    return;
+                };
                 let answer = answers.get(&path).cloned().unwrap_or(Answer {
                     status: 404,
                     ..Answer::new(&[("Content-Type", "text/plain")], "not here")

@@ -85,6 +85,21 @@ pub async fn raw_get(addr: std::net::SocketAddr, path: &str) -> (u16, Vec<u8>) {
 }
 
 /// The path of the crawltop binary built for these tests.
+/// The path of the request whose head arrives on `stream` (read up to its blank line), for the
+/// tests' small servers; `None` when the client closes first.
+pub async fn request_path(stream: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let head = String::from_utf8_lossy(&head);
+    Some(head.split(' ').nth(1).unwrap_or_default().to_owned())
+}
+
 pub fn bin() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_BIN_EXE_crawltop"))
 }
