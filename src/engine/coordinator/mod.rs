@@ -997,19 +997,27 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     /// RFC 9309 section 2.4: a robots.txt asked again for its age that cannot be had
-    /// (unreachable, 5xx, 429) may be obeyed as it was: `kept` (its rules and memo) is put back
-    /// and dated `wall_ms`, for another age.
+    /// (unreachable, 5xx, 429) may be obeyed as it was: `kept` (its rules and memo) is put back,
+    /// for another age. The failure still backs the site off for `after` (its Retry-After or
+    /// the first backoff), as on a first try, and the age counts from the end of that wait, so
+    /// that the site's pages are taken before it is asked again.
     fn keep_robots(
         &mut self,
         site: SiteId,
         kept: (crate::robots::SiteRobots, RobotsMemo),
         wall_ms: u64,
+        after: Duration,
         now: Duration,
     ) {
         let s = &mut self.sites[site.index()];
         let (robots, memo) = kept;
         s.robots = robots;
-        s.robots_memo = memo.dated(wall_ms);
+        let after_ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        s.robots_memo = memo.dated(wall_ms.saturating_add(after_ms));
+        if !after.is_zero() {
+            s.pushback = Some((DelaySource::Backoff, now + after));
+            self.frontier.defer(site, now + after);
+        }
         let origin = s.origin.clone();
         self.warn(format!(
             "{origin}: robots.txt could not be fetched again; its last answer is obeyed for \
@@ -1018,6 +1026,9 @@ impl<F: Schedule> Coordinator<F> {
         ));
         self.frontier.unhold(site, now);
         self.share_politeness(site);
+        if !after.is_zero() {
+            self.share_next_contact(site);
+        }
     }
 
     fn needs_robots(&self, site: SiteId) -> bool {
@@ -1720,7 +1731,11 @@ impl<F: Schedule> Coordinator<F> {
         if let Some(kept) = refreshed
             && !matches!(outcome, RobotsOutcome::Resolved)
         {
-            self.keep_robots(site, kept, wall_ms, now);
+            let after = match outcome {
+                RobotsOutcome::Retry { after } => after,
+                RobotsOutcome::Resolved | RobotsOutcome::GaveUp => Duration::ZERO,
+            };
+            self.keep_robots(site, kept, wall_ms, after, now);
             return;
         }
         if !matches!(outcome, RobotsOutcome::Resolved) {
