@@ -622,13 +622,22 @@ impl SeedsFile {
         let mut number = 0u64;
         loop {
             line.clear();
-            let limit = MAX_SEED_LINE as u64 + 1;
+            // The line, then its CR and LF: a line end is no part of the line's length.
+            let limit = MAX_SEED_LINE as u64 + 2;
             if (&mut input).take(limit).read_until(b'\n', &mut line)? == 0 {
                 break;
             }
             number += 1;
-            if line.len() > MAX_SEED_LINE && line.last() != Some(&b'\n') {
-                skip_line(&mut input)?;
+            let ended = line.last() == Some(&b'\n');
+            let end = if line.ends_with(b"\r\n") {
+                2
+            } else {
+                usize::from(ended)
+            };
+            if line.len() - end > MAX_SEED_LINE {
+                if !ended {
+                    skip_line(&mut input)?;
+                }
                 out.malformed(number, format!("longer than {MAX_SEED_LINE} bytes"));
                 continue;
             }
@@ -775,6 +784,36 @@ mod seeds_tests {
                 (5, "longer than 8192 bytes".to_owned()),
             ]
         );
+    }
+
+    /// The limit is the line's own bytes: a line of exactly the limit is read as a line
+    /// whatever its end (LF, CRLF or the file's end), one byte more is too long.
+    #[test]
+    fn a_seeds_file_line_at_the_limit_is_read_whatever_its_end() {
+        let at = |n: usize| format!("http://a.test/{}", "a".repeat(n - "http://a.test/".len()));
+        let url_reason = "a URL longer than 2048 bytes, which is never fetched".to_owned();
+        let long_reason = format!("longer than {MAX_SEED_LINE} bytes");
+        for end in ["\n", "\r\n"] {
+            let text = format!(
+                "{}{end}{}{end}http://b.test/",
+                at(MAX_SEED_LINE),
+                at(MAX_SEED_LINE + 1)
+            );
+            let got = SeedsFile::read(std::io::Cursor::new(text)).expect("in memory");
+            assert_eq!(got.seeds, ["http://b.test/"], "end {end:?}");
+            assert_eq!(
+                got.malformed,
+                [(1, url_reason.clone()), (2, long_reason.clone())],
+                "end {end:?}"
+            );
+        }
+        for (n, reason) in [
+            (MAX_SEED_LINE, url_reason),
+            (MAX_SEED_LINE + 1, long_reason),
+        ] {
+            let got = SeedsFile::read(std::io::Cursor::new(at(n))).expect("in memory");
+            assert_eq!(got.malformed, [(1, reason)], "{n} bytes at the file's end");
+        }
     }
 
     #[test]
