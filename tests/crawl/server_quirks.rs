@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crawltop::store::committer::StoreKind;
 use crawltop::store::mirror::mirror_path;
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
 use crate::engine::{config, crawl};
@@ -28,6 +28,9 @@ struct Answer {
     claimed_length: Option<usize>,
     /// The answer to every later request of the path, when it differs from the first.
     then: Option<Box<Answer>>,
+    /// Sends only this many bytes of the body, then nothing more, holding the connection open
+    /// until the client leaves (a body that stalls).
+    stall_after: Option<usize>,
 }
 
 impl Answer {
@@ -43,6 +46,7 @@ impl Answer {
             body: body.into(),
             claimed_length: None,
             then: None,
+            stall_after: None,
         }
     }
 
@@ -113,9 +117,14 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Log) {
                 let length = answer.claimed_length.unwrap_or(answer.body.len());
                 let _ = write!(reply, "Content-Length: {length}\r\n\r\n");
                 let mut reply = reply.into_bytes();
+                let sent = answer.stall_after.map_or(usize::MAX, |n| reply.len() + n);
                 reply.extend_from_slice(&answer.body);
                 tokio::time::sleep(answer.after).await;
-                let _ = stream.write_all(&reply).await;
+                let _ = stream.write_all(&reply[..sent.min(reply.len())]).await;
+                if answer.stall_after.is_some() {
+                    let mut buf = [0u8; 512];
+                    while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+                }
                 let _ = stream.shutdown().await;
             });
         }
@@ -396,6 +405,159 @@ async fn a_redirect_whose_body_does_not_decode_or_is_cut_is_followed() {
         assert_eq!(crawled.urls[&there]["state"], "parsed", "{target}");
         assert_eq!(warc.truncated[&there], None);
     }
+}
+
+/// A page whose server sent its headers and part of its body, then stalled past `--timeout-ms`
+/// or closed the connection: the WARC files keep it as the server sent it, marked
+/// `WARC-Truncated: time` or `disconnect`, with the bytes that came and its request, as
+/// Heritrix and wget do (before, the response was lost). Its URL ends as the failure it was
+/// (a timeout, another failure), and it is no page: its links are not followed, a search finds
+/// none of its words (nor after `crawltop index` builds the index again), the mirror has no file
+/// of it and `--extract` no line.
+#[tokio::test]
+async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() {
+    let stalled = "<html><body><p>zebrastalled</p><a href=\"/behind-stall.html\">x</a>";
+    let broken = "<html><body><p>zebrabroken</p><a href=\"/behind-break.html\">x</a>";
+    let answers = BTreeMap::from([
+        (
+            "/".to_owned(),
+            linking(&["/stalled.html", "/broken.html", "/whole.html"]),
+        ),
+        (
+            "/stalled.html".to_owned(),
+            Answer {
+                stall_after: Some(stalled.len()),
+                ..Answer::html(format!("{stalled}<p>never sent</p></body></html>"))
+            },
+        ),
+        (
+            "/broken.html".to_owned(),
+            Answer {
+                claimed_length: Some(broken.len() + 1000),
+                ..Answer::html(broken)
+            },
+        ),
+        ("/whole.html".to_owned(), Answer::html("<p>zebrawhole</p>")),
+        ("/behind-stall.html".to_owned(), Answer::html("<p>x</p>")),
+        ("/behind-break.html".to_owned(), Answer::html("<p>x</p>")),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let out = tempfile::tempdir().expect("tempdir");
+    let lines = out.path().join("extract.jsonl");
+    let dir = out.path().join("crawl");
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.delay_ms = 0;
+    cfg.timeout_ms = 500;
+    cfg.out = Some(dir.clone());
+    cfg.store = StoreKind::Both;
+    cfg.extract = vec!["para=p".into()];
+    cfg.extract_out = Some(lines.clone());
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    let url = |path: &str| format!("{origin}{path}");
+
+    // The URL rows and the counts, as before.
+    let row = &crawled.urls[&url("/stalled.html")];
+    assert_eq!(row["state"], "fetch_error", "{row}");
+    assert_eq!(row["reason"], "timeout while receiving the body", "{row}");
+    assert_eq!(row["status"], 200, "{row}");
+    let row = &crawled.urls[&url("/broken.html")];
+    assert_eq!(row["state"], "fetch_error", "{row}");
+    assert_eq!(row["status"], 200, "{row}");
+    let errors = &crawled.stats["errors"];
+    assert_eq!(
+        (errors["timeout"].as_u64(), errors["other"].as_u64()),
+        (Some(1), Some(1)),
+        "{errors}"
+    );
+    assert_eq!(
+        crawled.stats["http"]["status"]["200"], 4,
+        "{}",
+        crawled.stats["http"]
+    );
+    let asked = asked.paths();
+    for behind in ["/behind-stall.html", "/behind-break.html"] {
+        assert!(
+            !asked.iter().any(|a| a == behind),
+            "{behind} followed: {asked:?}"
+        );
+    }
+
+    // The WARC files hold each response once, cut as it was, with its request.
+    let warc = crate::util::read_warc(&dir.join("warc"));
+    for (path, body, why) in [
+        ("/stalled.html", stalled, "time"),
+        ("/broken.html", broken, "disconnect"),
+    ] {
+        let u = url(path);
+        assert_eq!(warc.counts[&u], 1, "{path}");
+        assert_eq!(warc.requests[&u], 1, "{path}");
+        assert_eq!(String::from_utf8_lossy(&warc.bodies[&u]), body, "{path}");
+        assert_eq!(warc.truncated[&u].as_deref(), Some(why), "{path}");
+        assert!(
+            warc.heads[&u].starts_with("HTTP/1.1 200 "),
+            "{}",
+            warc.heads[&u]
+        );
+    }
+    assert_eq!(warc.truncated[&url("/whole.html")], None);
+    assert_eq!(warc.order.len(), 4, "{:?}", warc.order);
+
+    // No page: not searchable, before or after the index is built again from the WARC files.
+    let searched = |word: &str| {
+        let reader = crawltop::index::IndexReader::open(&dir.join("index")).expect("index");
+        let hits = reader.search(word, 10).expect("search");
+        hits.into_iter().map(|h| h.url).collect::<Vec<_>>()
+    };
+    let found = |after: &str| {
+        assert_eq!(searched("zebrawhole"), [url("/whole.html")], "{after}");
+        for word in ["zebrastalled", "zebrabroken"] {
+            assert_eq!(searched(word), Vec::<String>::new(), "{word} {after}");
+        }
+    };
+    found("at the crawl");
+    let index = std::process::Command::new(crate::util::bin())
+        .args(["index", "--replace"])
+        .arg(&dir)
+        .output()
+        .expect("index runs");
+    assert!(
+        index.status.success(),
+        "{}",
+        String::from_utf8_lossy(&index.stderr)
+    );
+    found("built again");
+
+    // Neither mirrored nor extracted, at the crawl or later.
+    let pages = dir.join("pages");
+    for path in ["/stalled.html", "/broken.html", "/whole.html"] {
+        let u = url::Url::parse(&url(path)).expect("url");
+        let file = pages.join(mirror_path(&u).expect("mirrorable"));
+        assert_eq!(file.is_file(), path == "/whole.html", "{}", file.display());
+    }
+    let urls_of = |jsonl: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(jsonl)
+            .lines()
+            .map(|l| {
+                let line: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+                line["url"].as_str().expect("a url").to_owned()
+            })
+            .collect()
+    };
+    let at_crawl = urls_of(&std::fs::read(&lines).expect("extract lines"));
+    assert_eq!(at_crawl, [url("/whole.html")]);
+    let later = std::process::Command::new(crate::util::bin())
+        .arg("extract")
+        .arg(&dir)
+        .args(["--extract", "para=p"])
+        .output()
+        .expect("extract runs");
+    assert!(
+        later.status.success(),
+        "{}",
+        String::from_utf8_lossy(&later.stderr)
+    );
+    assert_eq!(urls_of(&later.stdout), at_crawl);
 }
 
 /// Only a redirect's Location is followed: a 304 or a 300 that carries one is an answer, and
