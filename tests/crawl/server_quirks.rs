@@ -63,11 +63,31 @@ impl Answer {
     }
 }
 
-/// Every request a quirky site got: its path, and when it came, in order.
+/// Every request a quirky site got: its path, and when it came, in order; and a bell rung at
+/// each, for a test that waits on them.
 #[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<(String, std::time::Instant)>>>);
+struct Log(
+    Arc<Mutex<Vec<(String, std::time::Instant)>>>,
+    Arc<tokio::sync::Notify>,
+);
 
 impl Log {
+    /// Waits (at most `PATIENCE`) until the paths asked so far satisfy `done`.
+    async fn wait_until(&self, done: impl Fn(&[String]) -> bool) {
+        let waited = tokio::time::timeout(crate::util::PATIENCE, async {
+            loop {
+                let rung = self.1.notified();
+                if done(&self.paths()) {
+                    return;
+                }
+                rung.await;
+            }
+        });
+        waited
+            .await
+            .expect("the site was asked what the test waits for");
+    }
+
     fn timed(&self) -> Vec<(String, std::time::Instant)> {
         self.0.lock().expect("no test thread panicked").clone()
     }
@@ -103,6 +123,7 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Log) {
                     asked.push((path, std::time::Instant::now()));
                     again
                 };
+                log.1.notify_waiters();
                 let answer = match answer.then {
                     Some(later) if again => *later,
                     _ => answer,
@@ -558,6 +579,112 @@ async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() 
         String::from_utf8_lossy(&later.stderr)
     );
     assert_eq!(urls_of(&later.stdout), at_crawl);
+}
+
+/// Killed with SIGKILL right after a page whose body stalled or broke, three times, and resumed
+/// to its end: the WARC files hold one record of every response, the cut ones marked as they
+/// were (the record is written with its page's commit, and a resume cuts the files back to the
+/// mark, so it is never lost nor doubled), and the failures add up as in one run.
+#[tokio::test]
+async fn a_crawl_killed_after_cut_pages_stores_each_once_when_resumed() {
+    let stalled = |n: usize| format!("<html><body><p>stalled {n}</p>");
+    let broken = |n: usize| format!("<html><body><p>broken {n}</p>");
+    let mut extra = Vec::new();
+    for n in 0..30 {
+        let answer = match n % 5 {
+            1 => Answer {
+                stall_after: Some(stalled(n).len()),
+                ..Answer::html(format!("{}never sent</body></html>", stalled(n)))
+            },
+            3 => Answer {
+                claimed_length: Some(broken(n).len() + 1000),
+                ..Answer::html(broken(n))
+            },
+            _ => continue,
+        };
+        extra.push((format!("/p{n}.html"), answer));
+    }
+    let extra: Vec<(&str, Answer)> = extra.iter().map(|(p, a)| (p.as_str(), a.clone())).collect();
+    let (origin, asked) = quirky_site(site_of_pages(30, &extra)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (out, stats) = (dir.path().join("crawl"), dir.path().join("stats.json"));
+    let run = || {
+        tokio::process::Command::new(crate::util::bin())
+            .args(["crawl", &format!("{origin}/"), "--headless"])
+            .args([
+                "--delay-ms",
+                "10",
+                "--timeout-ms",
+                "400",
+                "--checkpoint-ms",
+                "100",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .arg("--stats-out")
+            .arg(&stats)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn")
+    };
+    let is_cut = |path: &str| {
+        (0..30)
+            .filter(|n| n % 5 == 1 || n % 5 == 3)
+            .any(|n| path == format!("/p{n}.html"))
+    };
+    let mut kills = 0;
+    while kills < 3 {
+        let start = asked.paths().len();
+        let mut child = run();
+        // A cut page asked in this run, and a request after it: its result is in.
+        let past_a_cut = |paths: &[String]| {
+            let this_run = paths.get(start..).unwrap_or_default();
+            this_run.iter().rev().skip(1).any(|p| is_cut(p))
+        };
+        tokio::select! {
+            () = asked.wait_until(past_a_cut) => {
+                child.start_kill().expect("SIGKILL");
+                child.wait().await.expect("reaped");
+                kills += 1;
+            }
+            status = child.wait() => {
+                assert!(status.expect("status").success());
+                break;
+            }
+        }
+    }
+    assert!(kills >= 2, "the crawl ended before it was killed twice");
+    let ended = tokio::time::timeout(crate::util::PATIENCE, run().wait())
+        .await
+        .expect("the last run ends")
+        .expect("status");
+    assert!(ended.success(), "{ended:?}");
+
+    let warc = crate::util::read_warc(&out.join("warc"));
+    let twice: Vec<_> = warc.counts.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(twice.is_empty(), "stored more than once: {twice:?}");
+    for n in 0..30 {
+        let url = format!("{origin}/p{n}.html");
+        assert_eq!(warc.counts.get(&url), Some(&1), "{url}");
+        assert_eq!(warc.requests.get(&url), Some(&1), "{url}");
+        let (why, body) = match n % 5 {
+            1 => (Some("time"), stalled(n)),
+            3 => (Some("disconnect"), broken(n)),
+            _ => (None, "<p>a page</p>".to_owned()),
+        };
+        assert_eq!(warc.truncated[&url].as_deref(), why, "{url}");
+        assert_eq!(String::from_utf8_lossy(&warc.bodies[&url]), body, "{url}");
+    }
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    let errors = &stats["errors"];
+    assert_eq!(
+        (errors["timeout"].as_u64(), errors["other"].as_u64()),
+        (Some(6), Some(6)),
+        "{errors}"
+    );
 }
 
 /// Only a redirect's Location is followed: a 304 or a 300 that carries one is an answer, and
