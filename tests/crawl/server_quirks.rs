@@ -434,7 +434,7 @@ async fn a_redirect_whose_body_does_not_decode_or_is_cut_is_followed() {
 /// Heritrix and wget do (before, the response was lost). Its URL ends as the failure it was
 /// (a timeout, another failure), and it is no page: its links are not followed, a search finds
 /// none of its words (nor after `crawltop index` builds the index again), the mirror has no file
-/// of it and `--extract` no line.
+/// of it and `--extract` no line. A page cut at `--max-body-bytes` still is one, as before.
 #[tokio::test]
 async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() {
     let stalled = "<html><body><p>zebrastalled</p><a href=\"/behind-stall.html\">x</a>";
@@ -442,7 +442,11 @@ async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() 
     let answers = BTreeMap::from([
         (
             "/".to_owned(),
-            linking(&["/stalled.html", "/broken.html", "/whole.html"]),
+            linking(&["/stalled.html", "/broken.html", "/whole.html", "/big.html"]),
+        ),
+        (
+            "/big.html".to_owned(),
+            Answer::html(format!("<p>zebrabig</p><p>{}</p>", "filler ".repeat(200))),
         ),
         (
             "/stalled.html".to_owned(),
@@ -469,6 +473,7 @@ async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() 
     let mut cfg = config(vec![format!("{origin}/")]);
     cfg.delay_ms = 0;
     cfg.timeout_ms = 500;
+    cfg.max_body_bytes = 600;
     cfg.out = Some(dir.clone());
     cfg.store = StoreKind::Both;
     cfg.extract = vec!["para=p".into()];
@@ -492,7 +497,7 @@ async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() 
         "{errors}"
     );
     assert_eq!(
-        crawled.stats["http"]["status"]["200"], 4,
+        crawled.stats["http"]["status"]["200"], 5,
         "{}",
         crawled.stats["http"]
     );
@@ -522,7 +527,9 @@ async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() 
         );
     }
     assert_eq!(warc.truncated[&url("/whole.html")], None);
-    assert_eq!(warc.order.len(), 4, "{:?}", warc.order);
+    assert_eq!(warc.truncated[&url("/big.html")].as_deref(), Some("length"));
+    assert_eq!(warc.bodies[&url("/big.html")].len(), 600);
+    assert_eq!(warc.order.len(), 5, "{:?}", warc.order);
 
     // No page: not searchable, before or after the index is built again from the WARC files.
     let searched = |word: &str| {
@@ -532,6 +539,7 @@ async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() 
     };
     let found = |after: &str| {
         assert_eq!(searched("zebrawhole"), [url("/whole.html")], "{after}");
+        assert_eq!(searched("zebrabig"), [url("/big.html")], "{after}");
         for word in ["zebrastalled", "zebrabroken"] {
             assert_eq!(searched(word), Vec::<String>::new(), "{word} {after}");
         }
@@ -551,10 +559,15 @@ async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() 
 
     // Neither mirrored nor extracted, at the crawl or later.
     let pages = dir.join("pages");
-    for path in ["/stalled.html", "/broken.html", "/whole.html"] {
+    for (path, mirrored) in [
+        ("/stalled.html", false),
+        ("/broken.html", false),
+        ("/whole.html", true),
+        ("/big.html", true),
+    ] {
         let u = url::Url::parse(&url(path)).expect("url");
         let file = pages.join(mirror_path(&u).expect("mirrorable"));
-        assert_eq!(file.is_file(), path == "/whole.html", "{}", file.display());
+        assert_eq!(file.is_file(), mirrored, "{}", file.display());
     }
     let urls_of = |jsonl: &[u8]| -> Vec<String> {
         String::from_utf8_lossy(jsonl)
@@ -566,7 +579,9 @@ async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() 
             .collect()
     };
     let at_crawl = urls_of(&std::fs::read(&lines).expect("extract lines"));
-    assert_eq!(at_crawl, [url("/whole.html")]);
+    let mut sorted = at_crawl.clone();
+    sorted.sort();
+    assert_eq!(sorted, [url("/big.html"), url("/whole.html")]);
     let later = std::process::Command::new(crate::util::bin())
         .arg("extract")
         .arg(&dir)
