@@ -192,9 +192,10 @@ pub struct Fetched {
     pub body: Bytes,
     /// The body went past the cap: the rest was not read and the connection was dropped.
     pub truncated: bool,
-    /// Why a redirect's body is not all here. A redirect stands without its body, as in a
-    /// browser, which never reads it; for any other status the same trouble is a failure
-    /// ([`FetchOutcome::Other`], [`FetchOutcome::Timeout`]).
+    /// Why the body is not all here. A redirect stands without its body, as in a browser,
+    /// which never reads it; for any other status a body that timed out or broke is a failure
+    /// that keeps what came ([`FetchOutcome::Unfinished`]), and one that does not decode is
+    /// [`FetchOutcome::Other`].
     pub dropped_body: Option<DroppedBody>,
     /// Body bytes as they came off the wire (before decoding): what the transfer cost.
     pub wire_bytes: u64,
@@ -239,7 +240,7 @@ impl Fetched {
     }
 }
 
-/// Why a redirect's body is not all here ([`Fetched::dropped_body`]).
+/// Why a response's body is not all here ([`Fetched::dropped_body`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DroppedBody {
     /// It did not decode; dropped whole, since no part of it is known good.
@@ -265,16 +266,20 @@ impl std::fmt::Display for DroppedBody {
 pub enum FetchOutcome {
     /// Any HTTP status, including 3xx (not followed), 4xx and 5xx.
     Response(Box<Fetched>),
-    /// The total patience ran out in this phase (a stall before the headers, a trickling body
-    /// of anything but a redirect, see [`Fetched::dropped_body`]:
-    /// partial bodies are dropped), or a new connection took longer than `connect_timeout`
-    /// (`during: Connecting`).
+    /// The total patience ran out in this phase before the headers came, or a new connection
+    /// took longer than `connect_timeout` (`during: Connecting`).
     Timeout { during: Phase },
     /// No response at all: refused, reset or closed before a response, DNS failure.
     Connect(String),
-    /// Anything else (an invalid response, a body cut mid-way, a body that does not decode),
-    /// with the error chain as text.
+    /// Anything else (an invalid response, a body that does not decode), with the error chain
+    /// as text.
     Other(String),
+    /// The headers of anything but a redirect came, then its body did not: the total patience
+    /// ran out while it came ([`DroppedBody::TimedOut`]: a timeout while receiving) or the
+    /// connection ended first ([`DroppedBody::Cut`], with the error chain: another failure).
+    /// A failure of the fetch, but the server answered: what came (decoded as far as it came,
+    /// at most the cap) is kept, for an archive to say so (WARC `time` or `disconnect`).
+    Unfinished(Box<Fetched>),
 }
 
 /// How one robots.txt request ended; interpreting the status is the robots module's job, and
@@ -382,6 +387,17 @@ impl Fetcher {
                     responses: Vec::new(),
                 };
             }
+            // No rules can be read from part of a file.
+            FetchOutcome::Unfinished(f) => {
+                let why = match f.dropped_body {
+                    Some(DroppedBody::Cut(why)) => why,
+                    _ => format!("{url}: timed out ({:?})", Phase::Receiving),
+                };
+                return RobotsFetched {
+                    fetch: RobotsFetch::Unreachable(why),
+                    responses: Vec::new(),
+                };
+            }
         };
         // A redirect without a usable Location (or to another scheme) has nowhere to go: its
         // status stands.
@@ -456,20 +472,14 @@ impl Fetcher {
         let mut dropped = None;
         let mut end = loop {
             let chunk = match timeout_at(deadline, resp.chunk()).await {
-                Err(_) if redirect => {
+                Err(_) => {
                     dropped = Some(DroppedBody::TimedOut);
                     break Ok(());
                 }
-                Err(_) => {
-                    return FetchOutcome::Timeout {
-                        during: phase.get(),
-                    };
-                }
-                Ok(Err(e)) if redirect => {
+                Ok(Err(e)) => {
                     dropped = Some(DroppedBody::Cut(error_chain(&e)));
                     break Ok(());
                 }
-                Ok(Err(e)) => return FetchOutcome::Other(error_chain(&e)),
                 Ok(Ok(None)) => break Ok(()),
                 Ok(Ok(Some(chunk))) => chunk,
             };
@@ -499,9 +509,16 @@ impl Fetcher {
                 return FetchOutcome::Response(Box::new(fetched));
             }
         }
-        fetched.dropped_body = dropped;
-        fetched.body = Bytes::from(decoder.take_body());
+        fetched.body = Bytes::from(match dropped {
+            Some(_) => decoder.take_partial(),
+            None => decoder.take_body(),
+        });
         fetched.elapsed = started.elapsed();
+        let unfinished = dropped.is_some() && !redirect;
+        fetched.dropped_body = dropped;
+        if unfinished {
+            return FetchOutcome::Unfinished(Box::new(fetched));
+        }
         FetchOutcome::Response(Box::new(fetched))
     }
 }
@@ -1014,6 +1031,14 @@ impl Decoder {
                 _ => e.to_string(),
             })
         })
+    }
+
+    /// The decoded body of a stream that stopped before its end: what the decoders can give
+    /// of the bytes that came (a flush; a stream that then fails to decode keeps what was
+    /// decoded before), never more than the cap.
+    fn take_partial(&mut self) -> Vec<u8> {
+        let _ = std::io::Write::flush(&mut self.codec);
+        self.take_body()
     }
 
     /// The decoded body; the decoder accepts nothing after this.
@@ -1643,20 +1668,18 @@ mod tests {
         }
 
         #[tokio::test]
-        async fn a_trickling_body_times_out_while_receiving() {
+        async fn a_trickling_body_times_out_while_receiving_and_keeps_what_came() {
             let web = hostile_web(|_| {}).await;
             // Long enough for the headers on a loaded machine; the body never ends anyway.
             let f = fetcher(|c| c.timeout = Duration::from_secs(1));
             let out = get(&f, &web.url("hostile", "/trickle.html")).await;
-            assert!(
-                matches!(
-                    out,
-                    FetchOutcome::Timeout {
-                        during: Phase::Receiving
-                    }
-                ),
-                "{out:?}"
-            );
+            let FetchOutcome::Unfinished(trickle) = out else {
+                panic!("{out:?}");
+            };
+            assert_eq!(trickle.status, 200);
+            assert_eq!(trickle.dropped_body, Some(DroppedBody::TimedOut));
+            assert!(!trickle.body.is_empty(), "what came is kept");
+            assert!(trickle.wire_bytes >= trickle.body.len() as u64);
         }
 
         #[tokio::test]
@@ -1747,14 +1770,51 @@ mod tests {
         }
 
         #[tokio::test]
-        async fn a_body_cut_short_is_another_failure() {
+        async fn a_body_cut_short_is_unfinished_with_what_came() {
             let (addr, _rx) = extra_server(|_| {
                 b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\nonly this"
                     .to_vec()
             })
             .await;
             let out = get(&fetcher(|_| {}), &format!("http://{addr}/")).await;
-            assert!(matches!(out, FetchOutcome::Other(_)), "{out:?}");
+            let FetchOutcome::Unfinished(cut) = out else {
+                panic!("{out:?}");
+            };
+            assert!(
+                matches!(cut.dropped_body, Some(DroppedBody::Cut(_))),
+                "{:?}",
+                cut.dropped_body
+            );
+            assert_eq!(&cut.body[..], b"only this");
+        }
+
+        /// A gzip body cut mid-stream keeps what decodes of what came: the record of it is
+        /// readable, never the compressed bytes under a removed coding.
+        #[tokio::test]
+        async fn a_compressed_body_cut_short_keeps_what_decodes() {
+            let page: Vec<u8> = (0..4000u32)
+                .flat_map(|i| format!("word{i} ").into_bytes())
+                .collect();
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(&page).expect("in memory");
+            let wire = gz.finish().expect("in memory");
+            let half = wire[..wire.len() / 2].to_vec();
+            let (addr, _rx) = extra_server(move |_| {
+                let mut r = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    wire.len()
+                )
+                .into_bytes();
+                r.extend_from_slice(&half);
+                r
+            })
+            .await;
+            let out = get(&fetcher(|_| {}), &format!("http://{addr}/")).await;
+            let FetchOutcome::Unfinished(cut) = out else {
+                panic!("{out:?}");
+            };
+            assert!(!cut.body.is_empty());
+            assert!(page.starts_with(&cut.body), "a prefix of the page, decoded");
         }
 
         #[tokio::test]
@@ -1794,7 +1854,7 @@ mod tests {
         }
 
         /// A redirect whose body stalls (or whose connection ends early) stands on its headers
-        /// with what came; a page whose body stalls is a timeout.
+        /// with what came; a page whose body stalls is unfinished, with what came.
         #[tokio::test]
         async fn a_redirect_whose_body_stalls_or_is_cut_stands_with_what_came() {
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -1834,7 +1894,11 @@ mod tests {
             );
             assert_eq!(&cut.body[..], b"first");
             let page = get(&f, &format!("http://{addr}/page")).await;
-            assert!(matches!(page, FetchOutcome::Timeout { .. }), "{page:?}");
+            let FetchOutcome::Unfinished(page) = page else {
+                panic!("{page:?}");
+            };
+            assert_eq!(page.dropped_body, Some(DroppedBody::TimedOut));
+            assert_eq!(&page.body[..], b"first");
             held.close();
         }
 

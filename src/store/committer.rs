@@ -379,6 +379,14 @@ pub struct FetchRecord {
     pub ip: Option<std::net::IpAddr>,
 }
 
+impl FetchRecord {
+    /// Whether the mirror keeps it: a 2xx answer (only those are pages), unless its fetch
+    /// failed mid-body ([`Truncation::failed`]): such a response is in the WARC files only.
+    pub fn is_mirrored(&self) -> bool {
+        (200..300).contains(&self.status) && !self.truncated.is_some_and(Truncation::failed)
+    }
+}
+
 /// One fetch of a page, ready to be stored.
 #[derive(Debug, Clone)]
 pub struct CommitItem {
@@ -1103,7 +1111,7 @@ fn write_loop(
             }
         }
         if let Some(mirror) = stores.mirror.as_deref_mut()
-            && (200..300).contains(&item.fetch.status)
+            && item.fetch.is_mirrored()
         {
             // The mirror writes by path: into a folder that another crawl's now, it would write
             // over that crawl's pages. One stat of the lock file a page.

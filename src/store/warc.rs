@@ -63,6 +63,25 @@ pub enum Truncation {
 }
 
 impl Truncation {
+    /// Whether the fetch of a body cut this way failed (`time`, `disconnect`): its record is
+    /// kept because the server answered, but it holds no page the crawl stands behind, so a
+    /// 2xx of it is never parsed, indexed, mirrored or extracted, at the crawl or by the verbs
+    /// that read the WARC files later. A body cut at the cap (`length`) is a page: what came
+    /// before the cut is parsed and indexed.
+    pub fn failed(self) -> bool {
+        matches!(self, Truncation::Time | Truncation::Disconnect)
+    }
+
+    /// The value of a `WARC-Truncated` field; one WARC 1.1 does not name is `unspecified`.
+    pub fn from_warc_value(value: &str) -> Truncation {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "length" => Truncation::Length,
+            "time" => Truncation::Time,
+            "disconnect" => Truncation::Disconnect,
+            _ => Truncation::Unspecified,
+        }
+    }
+
     fn as_warc_value(self) -> &'static str {
         match self {
             Truncation::Length => "length",

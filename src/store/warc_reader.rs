@@ -22,7 +22,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::{Held, Mark, WarcMark, warc_held};
-use super::warc::{COMMITTED_FIELD, CountingReader, ROBOTS_FIELD, SEQ_FIELD};
+use super::warc::{COMMITTED_FIELD, CountingReader, ROBOTS_FIELD, SEQ_FIELD, Truncation};
 
 /// The most bytes of one decoded record that are read: a record says its own length, and a
 /// corrupt length must not make the reader allocate gigabytes.
@@ -69,6 +69,8 @@ pub struct StoredResponse {
     /// see `warc.rs`).
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// `WARC-Truncated`: why the body is shorter than what the server sent, if it is.
+    pub truncated: Option<Truncation>,
 }
 
 impl StoredResponse {
@@ -79,12 +81,15 @@ impl StoredResponse {
             .map(|(_, v)| v.as_str())
     }
 
-    /// A page the crawl parsed: a 2xx answer that is no robots.txt response and that the
-    /// parse's [`crate::parse::verdict`] takes for HTML, as the crawl did when it fetched it.
+    /// A page the crawl parsed: a 2xx answer that is no robots.txt response, whose fetch did
+    /// not fail mid-body ([`Truncation::failed`]; one cut at the body cap is a page), and that
+    /// the parse's [`crate::parse::verdict`] takes for HTML, as the crawl did when it fetched
+    /// it.
     pub fn is_html_page(&self) -> bool {
         let coding = crate::fetch::unsupported_coding(self.header("content-encoding"));
         self.robots_for.is_none()
             && (200..300).contains(&self.status)
+            && !self.truncated.is_some_and(Truncation::failed)
             && crate::parse::verdict(self.header("content-type"), coding.as_deref(), &self.body)
                 == crate::parse::Verdict::Html
     }
@@ -415,6 +420,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
     let date = field(&warc, "WARC-Date").map(str::to_string);
     let committed_ms = field(&warc, COMMITTED_FIELD).and_then(|v| v.parse().ok());
     let robots_for = field(&warc, ROBOTS_FIELD).map(str::to_string);
+    let truncated = field(&warc, "WARC-Truncated").map(Truncation::from_warc_value);
     let (http, body) = head_and_rest(block).ok_or("no end of the HTTP header")?;
     let status = http
         .first()
@@ -434,6 +440,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
         status,
         headers,
         body: body.to_vec(),
+        truncated,
     }))
 }
 
@@ -539,6 +546,44 @@ mod tests {
         assert_eq!(
             marks,
             [(Some("http://127.0.0.1:1/"), None), (None, Some(0))]
+        );
+    }
+
+    /// A response whose fetch failed mid-body (`time`, `disconnect`) reads back marked so, and
+    /// is no page for a verb about pages; one cut at the body cap (`length`) still is.
+    #[test]
+    fn a_response_cut_by_time_or_disconnect_is_no_page_and_one_cut_at_the_cap_is() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let headers = vec![("Content-Type".to_string(), "text/html".to_string())];
+        let mut w = WarcWriter::new(dir.path(), "crawltop", 1 << 20).expect("new");
+        let cuts = [
+            None,
+            Some(Truncation::Length),
+            Some(Truncation::Time),
+            Some(Truncation::Disconnect),
+        ];
+        for (i, cut) in cuts.iter().enumerate() {
+            let uri = format!("http://127.0.0.1:1/p{i}.html");
+            let mut ex = exchange(&uri, i as u64, b"<p>some words", &headers);
+            ex.truncated = *cut;
+            w.write_exchange(&ex).expect("write");
+        }
+        w.sync().expect("sync");
+        let got: Vec<StoredResponse> = Responses::new(warc_files(dir.path()).expect("files"))
+            .collect::<Result<_, _>>()
+            .expect("readable");
+        let read: Vec<_> = got
+            .iter()
+            .map(|r| (r.truncated, r.is_html_page()))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (None, true),
+                (Some(Truncation::Length), true),
+                (Some(Truncation::Time), false),
+                (Some(Truncation::Disconnect), false),
+            ]
         );
     }
 

@@ -76,6 +76,48 @@ enum Order {
     Ignored,
 }
 
+/// A site on 127.0.0.1 (port chosen by the OS) whose two pages, full of the words [`answers`]
+/// asks about, never come whole: `/stalled.html` sends its headers and half its body, then
+/// nothing until the client leaves; `/broken.html` closes the connection halfway. Anything else
+/// is a 404 (robots.txt too: everything is allowed). Returns its origin.
+async fn cut_site() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("bound"));
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+                let Some(path) = crate::util::request_path(&mut stream).await else {
+                    return;
+                };
+                let half = "<html><head><title>alice the queen</title></head><body><p>alice \
+                            rabbit queen the mock turtle hatter</p>";
+                let head = |length: usize| {
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \
+                         {length}\r\nConnection: close\r\n\r\n"
+                    )
+                };
+                let reply = match path.as_str() {
+                    "/stalled.html" | "/broken.html" => head(half.len() * 2) + half,
+                    _ => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_owned(),
+                };
+                let _ = stream.write_all(reply.as_bytes()).await;
+                if path == "/stalled.html" {
+                    let mut buf = [0u8; 512];
+                    while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+                }
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    origin
+}
+
+/// With pages whose body stalled or broke (in the WARC files, marked `time` and `disconnect`,
+/// but no pages): the crawl's own index and the one built again both leave them out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_index_built_from_the_warc_files_answers_as_the_crawls_own() {
     // A plain web, with a page of more distinct words than the index takes.
@@ -91,13 +133,17 @@ async fn an_index_built_from_the_warc_files_answers_as_the_crawls_own() {
     })
     .await
     .expect("web");
+    let cut = cut_site().await;
+    let cut_pages = [format!("{cut}/stalled.html"), format!("{cut}/broken.html")];
     let dir = tempfile::tempdir().expect("tempdir");
     let crawl = |name: &str, extra: &[&str]| {
         let out = dir.path().join(name);
         let mut cmd = tokio::process::Command::new(bin());
         cmd.args(["crawl", &web.url("site00", "/distinct-words.html")])
             .args([web.url("site00", "/"), web.url("site01", "/")])
-            .args(["--headless", "--delay-ms", "0"])
+            .args(&cut_pages)
+            // Ample for a loopback page on a loaded machine; the stalled page waits it out.
+            .args(["--headless", "--delay-ms", "0", "--timeout-ms", "3000"])
             .args(extra)
             .arg("--out")
             .arg(&out)
@@ -114,6 +160,14 @@ async fn an_index_built_from_the_warc_files_answers_as_the_crawls_own() {
     let indexed = crawl("indexed", &[]).await;
     let expected = answers(&indexed, Order::Kept);
     assert!(expected.len() > 50, "{expected:#?}");
+    let warc = crate::util::read_warc(&indexed.join("warc"));
+    for (page, why) in cut_pages.iter().zip(["time", "disconnect"]) {
+        assert_eq!(warc.truncated[page].as_deref(), Some(why), "{page}");
+    }
+    assert!(
+        !expected.iter().any(|a| a.contains(&cut)),
+        "no cut page answers: {expected:#?}"
+    );
     let before = listing(&indexed.join("index"));
     let (code, err) = run(&["index"], &indexed);
     assert_eq!(code, Some(2), "{err}");

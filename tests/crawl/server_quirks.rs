@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crawltop::store::committer::StoreKind;
 use crawltop::store::mirror::mirror_path;
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
 use crate::engine::{config, crawl};
@@ -28,6 +28,9 @@ struct Answer {
     claimed_length: Option<usize>,
     /// The answer to every later request of the path, when it differs from the first.
     then: Option<Box<Answer>>,
+    /// Sends only this many bytes of the body, then nothing more, holding the connection open
+    /// until the client leaves (a body that stalls).
+    stall_after: Option<usize>,
 }
 
 impl Answer {
@@ -43,6 +46,7 @@ impl Answer {
             body: body.into(),
             claimed_length: None,
             then: None,
+            stall_after: None,
         }
     }
 
@@ -59,11 +63,31 @@ impl Answer {
     }
 }
 
-/// Every request a quirky site got: its path, and when it came, in order.
+/// Every request a quirky site got: its path, and when it came, in order; and a bell rung at
+/// each, for a test that waits on them.
 #[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<(String, std::time::Instant)>>>);
+struct Log(
+    Arc<Mutex<Vec<(String, std::time::Instant)>>>,
+    Arc<tokio::sync::Notify>,
+);
 
 impl Log {
+    /// Waits (at most `PATIENCE`) until the paths asked so far satisfy `done`.
+    async fn wait_until(&self, done: impl Fn(&[String]) -> bool) {
+        let waited = tokio::time::timeout(crate::util::PATIENCE, async {
+            loop {
+                let rung = self.1.notified();
+                if done(&self.paths()) {
+                    return;
+                }
+                rung.await;
+            }
+        });
+        waited
+            .await
+            .expect("the site was asked what the test waits for");
+    }
+
     fn timed(&self) -> Vec<(String, std::time::Instant)> {
         self.0.lock().expect("no test thread panicked").clone()
     }
@@ -99,6 +123,7 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Log) {
                     asked.push((path, std::time::Instant::now()));
                     again
                 };
+                log.1.notify_waiters();
                 let answer = match answer.then {
                     Some(later) if again => *later,
                     _ => answer,
@@ -113,9 +138,14 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Log) {
                 let length = answer.claimed_length.unwrap_or(answer.body.len());
                 let _ = write!(reply, "Content-Length: {length}\r\n\r\n");
                 let mut reply = reply.into_bytes();
+                let sent = answer.stall_after.map_or(usize::MAX, |n| reply.len() + n);
                 reply.extend_from_slice(&answer.body);
                 tokio::time::sleep(answer.after).await;
-                let _ = stream.write_all(&reply).await;
+                let _ = stream.write_all(&reply[..sent.min(reply.len())]).await;
+                if answer.stall_after.is_some() {
+                    let mut buf = [0u8; 512];
+                    while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+                }
                 let _ = stream.shutdown().await;
             });
         }
@@ -396,6 +426,280 @@ async fn a_redirect_whose_body_does_not_decode_or_is_cut_is_followed() {
         assert_eq!(crawled.urls[&there]["state"], "parsed", "{target}");
         assert_eq!(warc.truncated[&there], None);
     }
+}
+
+/// A page whose server sent its headers and part of its body, then stalled past `--timeout-ms`
+/// or closed the connection: the WARC files keep it as the server sent it, marked
+/// `WARC-Truncated: time` or `disconnect`, with the bytes that came and its request, as
+/// Heritrix and wget do (before, the response was lost). Its URL ends as the failure it was
+/// (a timeout, another failure), and it is no page: its links are not followed, a search finds
+/// none of its words (nor after `crawltop index` builds the index again), the mirror has no file
+/// of it and `--extract` no line. A page cut at `--max-body-bytes` still is one, as before.
+#[tokio::test]
+async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() {
+    let stalled = "<html><body><p>zebrastalled</p><a href=\"/behind-stall.html\">x</a>";
+    let broken = "<html><body><p>zebrabroken</p><a href=\"/behind-break.html\">x</a>";
+    let answers = BTreeMap::from([
+        (
+            "/".to_owned(),
+            linking(&["/stalled.html", "/broken.html", "/whole.html", "/big.html"]),
+        ),
+        (
+            "/big.html".to_owned(),
+            Answer::html(format!("<p>zebrabig</p><p>{}</p>", "filler ".repeat(200))),
+        ),
+        (
+            "/stalled.html".to_owned(),
+            Answer {
+                stall_after: Some(stalled.len()),
+                ..Answer::html(format!("{stalled}<p>never sent</p></body></html>"))
+            },
+        ),
+        (
+            "/broken.html".to_owned(),
+            Answer {
+                claimed_length: Some(broken.len() + 1000),
+                ..Answer::html(broken)
+            },
+        ),
+        ("/whole.html".to_owned(), Answer::html("<p>zebrawhole</p>")),
+        ("/behind-stall.html".to_owned(), Answer::html("<p>x</p>")),
+        ("/behind-break.html".to_owned(), Answer::html("<p>x</p>")),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let out = tempfile::tempdir().expect("tempdir");
+    let lines = out.path().join("extract.jsonl");
+    let dir = out.path().join("crawl");
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.delay_ms = 0;
+    cfg.timeout_ms = 500;
+    cfg.max_body_bytes = 600;
+    cfg.out = Some(dir.clone());
+    cfg.store = StoreKind::Both;
+    cfg.extract = vec!["para=p".into()];
+    cfg.extract_out = Some(lines.clone());
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+    let url = |path: &str| format!("{origin}{path}");
+
+    // The URL rows and the counts, as before.
+    let row = &crawled.urls[&url("/stalled.html")];
+    assert_eq!(row["state"], "fetch_error", "{row}");
+    assert_eq!(row["reason"], "timeout while receiving the body", "{row}");
+    assert_eq!(row["status"], 200, "{row}");
+    let row = &crawled.urls[&url("/broken.html")];
+    assert_eq!(row["state"], "fetch_error", "{row}");
+    assert_eq!(row["status"], 200, "{row}");
+    let errors = &crawled.stats["errors"];
+    assert_eq!(
+        (errors["timeout"].as_u64(), errors["other"].as_u64()),
+        (Some(1), Some(1)),
+        "{errors}"
+    );
+    assert_eq!(
+        crawled.stats["http"]["status"]["200"], 5,
+        "{}",
+        crawled.stats["http"]
+    );
+    let asked = asked.paths();
+    for behind in ["/behind-stall.html", "/behind-break.html"] {
+        assert!(
+            !asked.iter().any(|a| a == behind),
+            "{behind} followed: {asked:?}"
+        );
+    }
+
+    // The WARC files hold each response once, cut as it was, with its request.
+    let warc = crate::util::read_warc(&dir.join("warc"));
+    for (path, body, why) in [
+        ("/stalled.html", stalled, "time"),
+        ("/broken.html", broken, "disconnect"),
+    ] {
+        let u = url(path);
+        assert_eq!(warc.counts[&u], 1, "{path}");
+        assert_eq!(warc.requests[&u], 1, "{path}");
+        assert_eq!(String::from_utf8_lossy(&warc.bodies[&u]), body, "{path}");
+        assert_eq!(warc.truncated[&u].as_deref(), Some(why), "{path}");
+        assert!(
+            warc.heads[&u].starts_with("HTTP/1.1 200 "),
+            "{}",
+            warc.heads[&u]
+        );
+    }
+    assert_eq!(warc.truncated[&url("/whole.html")], None);
+    assert_eq!(warc.truncated[&url("/big.html")].as_deref(), Some("length"));
+    assert_eq!(warc.bodies[&url("/big.html")].len(), 600);
+    assert_eq!(warc.order.len(), 5, "{:?}", warc.order);
+
+    // No page: not searchable, before or after the index is built again from the WARC files.
+    let searched = |word: &str| {
+        let reader = crawltop::index::IndexReader::open(&dir.join("index")).expect("index");
+        let hits = reader.search(word, 10).expect("search");
+        hits.into_iter().map(|h| h.url).collect::<Vec<_>>()
+    };
+    let found = |after: &str| {
+        assert_eq!(searched("zebrawhole"), [url("/whole.html")], "{after}");
+        assert_eq!(searched("zebrabig"), [url("/big.html")], "{after}");
+        for word in ["zebrastalled", "zebrabroken"] {
+            assert_eq!(searched(word), Vec::<String>::new(), "{word} {after}");
+        }
+    };
+    found("at the crawl");
+    let index = std::process::Command::new(crate::util::bin())
+        .args(["index", "--replace"])
+        .arg(&dir)
+        .output()
+        .expect("index runs");
+    assert!(
+        index.status.success(),
+        "{}",
+        String::from_utf8_lossy(&index.stderr)
+    );
+    found("built again");
+
+    // Neither mirrored nor extracted, at the crawl or later.
+    let pages = dir.join("pages");
+    for (path, mirrored) in [
+        ("/stalled.html", false),
+        ("/broken.html", false),
+        ("/whole.html", true),
+        ("/big.html", true),
+    ] {
+        let u = url::Url::parse(&url(path)).expect("url");
+        let file = pages.join(mirror_path(&u).expect("mirrorable"));
+        assert_eq!(file.is_file(), mirrored, "{}", file.display());
+    }
+    let urls_of = |jsonl: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(jsonl)
+            .lines()
+            .map(|l| {
+                let line: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+                line["url"].as_str().expect("a url").to_owned()
+            })
+            .collect()
+    };
+    let at_crawl = urls_of(&std::fs::read(&lines).expect("extract lines"));
+    let mut sorted = at_crawl.clone();
+    sorted.sort();
+    assert_eq!(sorted, [url("/big.html"), url("/whole.html")]);
+    let later = std::process::Command::new(crate::util::bin())
+        .arg("extract")
+        .arg(&dir)
+        .args(["--extract", "para=p"])
+        .output()
+        .expect("extract runs");
+    assert!(
+        later.status.success(),
+        "{}",
+        String::from_utf8_lossy(&later.stderr)
+    );
+    assert_eq!(urls_of(&later.stdout), at_crawl);
+}
+
+/// Killed with SIGKILL right after a page whose body stalled or broke, three times, and resumed
+/// to its end: the WARC files hold one record of every response, the cut ones marked as they
+/// were (the record is written with its page's commit, and a resume cuts the files back to the
+/// mark, so it is never lost nor doubled), and the failures add up as in one run.
+#[tokio::test]
+async fn a_crawl_killed_after_cut_pages_stores_each_once_when_resumed() {
+    let stalled = |n: usize| format!("<html><body><p>stalled {n}</p>");
+    let broken = |n: usize| format!("<html><body><p>broken {n}</p>");
+    let mut extra = Vec::new();
+    for n in 0..30 {
+        let answer = match n % 5 {
+            1 => Answer {
+                stall_after: Some(stalled(n).len()),
+                ..Answer::html(format!("{}never sent</body></html>", stalled(n)))
+            },
+            3 => Answer {
+                claimed_length: Some(broken(n).len() + 1000),
+                ..Answer::html(broken(n))
+            },
+            _ => continue,
+        };
+        extra.push((format!("/p{n}.html"), answer));
+    }
+    let extra: Vec<(&str, Answer)> = extra.iter().map(|(p, a)| (p.as_str(), a.clone())).collect();
+    let (origin, asked) = quirky_site(site_of_pages(30, &extra)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (out, stats) = (dir.path().join("crawl"), dir.path().join("stats.json"));
+    let run = || {
+        tokio::process::Command::new(crate::util::bin())
+            .args(["crawl", &format!("{origin}/"), "--headless"])
+            .args([
+                "--delay-ms",
+                "10",
+                "--timeout-ms",
+                "400",
+                "--checkpoint-ms",
+                "100",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .arg("--stats-out")
+            .arg(&stats)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn")
+    };
+    let is_cut = |path: &str| {
+        (0..30)
+            .filter(|n| n % 5 == 1 || n % 5 == 3)
+            .any(|n| path == format!("/p{n}.html"))
+    };
+    let mut kills = 0;
+    while kills < 3 {
+        let start = asked.paths().len();
+        let mut child = run();
+        // A cut page asked in this run, and a request after it: its result is in.
+        let past_a_cut = |paths: &[String]| {
+            let this_run = paths.get(start..).unwrap_or_default();
+            this_run.iter().rev().skip(1).any(|p| is_cut(p))
+        };
+        tokio::select! {
+            () = asked.wait_until(past_a_cut) => {
+                child.start_kill().expect("SIGKILL");
+                child.wait().await.expect("reaped");
+                kills += 1;
+            }
+            status = child.wait() => {
+                assert!(status.expect("status").success());
+                break;
+            }
+        }
+    }
+    assert!(kills >= 2, "the crawl ended before it was killed twice");
+    let ended = tokio::time::timeout(crate::util::PATIENCE, run().wait())
+        .await
+        .expect("the last run ends")
+        .expect("status");
+    assert!(ended.success(), "{ended:?}");
+
+    let warc = crate::util::read_warc(&out.join("warc"));
+    let twice: Vec<_> = warc.counts.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(twice.is_empty(), "stored more than once: {twice:?}");
+    for n in 0..30 {
+        let url = format!("{origin}/p{n}.html");
+        assert_eq!(warc.counts.get(&url), Some(&1), "{url}");
+        assert_eq!(warc.requests.get(&url), Some(&1), "{url}");
+        let (why, body) = match n % 5 {
+            1 => (Some("time"), stalled(n)),
+            3 => (Some("disconnect"), broken(n)),
+            _ => (None, "<p>a page</p>".to_owned()),
+        };
+        assert_eq!(warc.truncated[&url].as_deref(), why, "{url}");
+        assert_eq!(String::from_utf8_lossy(&warc.bodies[&url]), body, "{url}");
+    }
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    let errors = &stats["errors"];
+    assert_eq!(
+        (errors["timeout"].as_u64(), errors["other"].as_u64()),
+        (Some(6), Some(6)),
+        "{errors}"
+    );
 }
 
 /// Only a redirect's Location is followed: a 304 or a 300 that carries one is an answer, and

@@ -141,6 +141,8 @@ pub struct WarcRead {
     /// The robots.txt responses (each a response record naming the origin whose robots.txt it
     /// answers), in file order.
     pub robots: Vec<RobotsRecord>,
+    /// Target URI -> how many request records it has (robots.txt requests too).
+    pub requests: std::collections::BTreeMap<String, usize>,
 }
 
 /// The WARC field that marks a robots.txt response (crawltop's `ROBOTS_FIELD`).
@@ -190,6 +192,7 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
         ips: std::collections::BTreeMap::new(),
         truncated: std::collections::BTreeMap::new(),
         robots: Vec::new(),
+        requests: std::collections::BTreeMap::new(),
     };
     // Request records by id: (target URI, the response they name, block).
     let mut requests = std::collections::HashMap::new();
@@ -211,6 +214,8 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
             let record = record.expect("a valid record");
             let field = |name: warc::WarcHeader| record.header(name).map(|v| v.to_string());
             if record.warc_type() == &warc::RecordType::Request {
+                let uri = field(warc::WarcHeader::TargetURI).unwrap_or_default();
+                *out.requests.entry(uri).or_default() += 1;
                 requests.insert(
                     record.warc_id().to_string(),
                     (

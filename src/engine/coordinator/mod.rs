@@ -1398,9 +1398,11 @@ impl<F: Schedule> Coordinator<F> {
                     extracted,
                 } = *p;
                 if let Some(seq) = running.seq {
-                    // Without a crawl folder nothing is stored: the window keeps no bodies.
+                    // Without a crawl folder nothing is stored: the window keeps no bodies. An
+                    // unfinished response is stored (the server sent it) but is no page: never
+                    // parsed, so no text and no extract line, and the mirror passes it over.
                     if self.committer.is_some()
-                        && let FetchOutcome::Response(f) = &outcome
+                        && let FetchOutcome::Response(f) | FetchOutcome::Unfinished(f) = &outcome
                     {
                         let mut item = self.commit_item(seq, f);
                         if let Some(Ok(page)) = &parsed
@@ -1816,18 +1818,28 @@ impl<F: Schedule> Coordinator<F> {
     ) {
         match outcome {
             FetchOutcome::Response(f) => self.on_response(id, site, &f, parsed, now),
-            FetchOutcome::Timeout { during } => {
-                // It took at least the whole patience: a server slowed past `--timeout-ms` is
-                // given room as one that answers slowly is, not the last fast answer's delay.
-                self.adapt(site, Duration::from_millis(self.cfg.timeout_ms));
-                let reason = format!("timeout while {}", phase_name(during));
-                self.fail(id, site, reason, Failure::Timeout);
-            }
+            FetchOutcome::Timeout { during } => self.timed_out(id, site, during),
             FetchOutcome::Connect(e) => {
                 self.fail(id, site, format!("connect: {e}"), Failure::Connect);
             }
             FetchOutcome::Other(e) => self.fail(id, site, e, Failure::Other),
+            // Its response is in the store (and its status counted, as the server counts it):
+            // the URL ends as the failure it is.
+            FetchOutcome::Unfinished(f) => match f.dropped_body {
+                Some(DroppedBody::Cut(why)) => self.fail(id, site, why, Failure::Other),
+                // Timed out: the only other way a body is unfinished.
+                _ => self.timed_out(id, site, Phase::Receiving),
+            },
         }
+    }
+
+    /// The fetch's total patience ran out `during` a phase.
+    fn timed_out(&mut self, id: u32, site: SiteId, during: Phase) {
+        // It took at least the whole patience: a server slowed past `--timeout-ms` is given
+        // room as one that answers slowly is, not the last fast answer's delay.
+        self.adapt(site, Duration::from_millis(self.cfg.timeout_ms));
+        let reason = format!("timeout while {}", phase_name(during));
+        self.fail(id, site, reason, Failure::Timeout);
     }
 
     /// With `--adaptive-delay F`, the site's delay becomes F times `elapsed`, the time its last
