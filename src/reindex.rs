@@ -173,8 +173,12 @@ fn add_pages(
         let Ok(url) = url::Url::parse(&response.target_uri) else {
             continue;
         };
-        let page =
+        let mut page =
             crate::parse::parse_html_with(&response.body, ctype, &url, crate::parse::Text::Extract);
+        // The response's `X-Robots-Tag` too, as the crawl obeyed it.
+        page.obey(crate::parse::MetaRobots::from_headers(
+            response.headers.iter().map(|(k, v)| (&**k, &**v)),
+        ));
         if page.meta_robots.noindex {
             continue;
         }

@@ -52,6 +52,21 @@ pub struct ParsedPage {
     pub coverage: Coverage,
 }
 
+impl ParsedPage {
+    /// Obeys directives the response gave outside the page (its `X-Robots-Tag` headers, see
+    /// [`MetaRobots::from_headers`]) as the page's own meta tag's: `noindex` keeps it out of
+    /// the index, `nofollow` makes every link nofollow.
+    pub fn obey(&mut self, header: MetaRobots) {
+        self.meta_robots.noindex |= header.noindex;
+        self.meta_robots.nofollow |= header.nofollow;
+        if header.nofollow {
+            for link in &mut self.links {
+                link.nofollow = true;
+            }
+        }
+    }
+}
+
 /// How much of the body the parse covered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -151,7 +166,8 @@ fn cap_title(mut title: String) -> String {
     title
 }
 
-/// Directives from `<meta name="robots">` and `<meta name="crawltop">`.
+/// Directives from `<meta name="robots">` and `<meta name="crawltop">`, and from the response's
+/// `X-Robots-Tag` headers ([`MetaRobots::from_headers`], merged in by [`ParsedPage::obey`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetaRobots {
     pub noindex: bool,
@@ -633,19 +649,73 @@ fn is_preformatted(name: &str) -> bool {
     matches!(name, "pre" | "listing" | "plaintext" | "xmp")
 }
 
+/// The `X-Robots-Tag` directives that take a value after a colon: a piece starting with one of
+/// these names is a directive, not a user agent's name.
+const VALUED_DIRECTIVES: [&str; 4] = [
+    "unavailable_after",
+    "max-snippet",
+    "max-image-preview",
+    "max-video-preview",
+];
+
 impl MetaRobots {
     fn add(&mut self, content: &str) {
-        for directive in content.split(',').map(str::trim) {
-            if directive.eq_ignore_ascii_case("noindex") {
-                self.noindex = true;
-            } else if directive.eq_ignore_ascii_case("nofollow") {
-                self.nofollow = true;
-            } else if directive.eq_ignore_ascii_case("none") {
-                self.noindex = true;
-                self.nofollow = true;
-            }
+        for directive in content.split(',') {
+            self.add_directive(directive);
         }
     }
+
+    fn add_directive(&mut self, directive: &str) {
+        let directive = directive.trim();
+        if directive.eq_ignore_ascii_case("noindex") {
+            self.noindex = true;
+        } else if directive.eq_ignore_ascii_case("nofollow") {
+            self.nofollow = true;
+        } else if directive.eq_ignore_ascii_case("none") {
+            self.noindex = true;
+            self.nofollow = true;
+        }
+    }
+
+    /// The directives of a response's `X-Robots-Tag` headers (every one it has), as search
+    /// engines read them: a comma-separated list, in which a user agent's name and a colon
+    /// (`otherbot: noindex, nofollow`) make the directives after it, up to the next name, that
+    /// agent's only. Those for every agent and for `crawltop` count, as the meta tag's names
+    /// do. Unknown directives, and ones with a value (`unavailable_after: ...`), are passed over.
+    pub fn from_headers<'a>(headers: impl IntoIterator<Item = (&'a str, &'a str)>) -> MetaRobots {
+        let mut robots = MetaRobots::default();
+        for (name, value) in headers {
+            if !name.trim().eq_ignore_ascii_case("x-robots-tag") {
+                continue;
+            }
+            let mut ours = true;
+            for piece in value.split(',') {
+                let directive = match piece.split_once(':') {
+                    Some((agent, rest)) if is_agent_name(agent) => {
+                        let agent = agent.trim();
+                        ours = agent.eq_ignore_ascii_case("crawltop");
+                        rest
+                    }
+                    _ => piece,
+                };
+                if ours {
+                    robots.add_directive(directive);
+                }
+            }
+        }
+        robots
+    }
+}
+
+/// Whether the text before a colon in an `X-Robots-Tag` piece names a user agent: one token, and
+/// not a directive that takes a value (nor a date's hour, as in `unavailable_after`'s value).
+fn is_agent_name(text: &str) -> bool {
+    let text = text.trim();
+    !text.is_empty()
+        && !text.contains(|c: char| c.is_whitespace())
+        && !VALUED_DIRECTIVES
+            .iter()
+            .any(|d| text.eq_ignore_ascii_case(d))
 }
 
 /// `rel` is a set of space-separated tokens, compared ASCII case-insensitively.
@@ -1310,6 +1380,99 @@ mod tests {
             r#"<meta name="googlebot" content="none"><meta name="description" content="noindex">"#,
         );
         assert_eq!(r, MetaRobots::default());
+    }
+
+    fn header_robots(headers: &[(&str, &str)]) -> MetaRobots {
+        MetaRobots::from_headers(headers.iter().copied())
+    }
+
+    /// `X-Robots-Tag` as search engines read it: every header of that name, any case, a list
+    /// of directives, a user agent's name scoping the directives after it.
+    #[test]
+    fn x_robots_tag_headers_are_read_as_search_engines_read_them() {
+        let both = MetaRobots {
+            noindex: true,
+            nofollow: true,
+        };
+        let noindex = MetaRobots {
+            noindex: true,
+            nofollow: false,
+        };
+        let nofollow = MetaRobots {
+            noindex: false,
+            nofollow: true,
+        };
+        for (headers, want) in [
+            (vec![("X-Robots-Tag", "noindex")], noindex),
+            (vec![("x-robots-tag", " NoIndex , NOFOLLOW ")], both),
+            (vec![("X-Robots-Tag", "none")], both),
+            (
+                vec![("X-Robots-Tag", "noindex"), ("X-Robots-Tag", "nofollow")],
+                both,
+            ),
+            (vec![("X-Robots-Tag", "crawltop: nofollow")], nofollow),
+            (vec![("X-Robots-Tag", "CrawlTop: none")], both),
+            (
+                vec![("X-Robots-Tag", "otherbot: noindex, nofollow")],
+                MetaRobots::default(),
+            ),
+            // A name scopes what follows it, up to the next name.
+            (
+                vec![("X-Robots-Tag", "otherbot: noindex, crawltop: nofollow")],
+                nofollow,
+            ),
+            (
+                vec![("X-Robots-Tag", "crawltop: nofollow, otherbot: noindex")],
+                nofollow,
+            ),
+            (
+                vec![
+                    ("X-Robots-Tag", "otherbot: none"),
+                    ("X-Robots-Tag", "noindex"),
+                ],
+                noindex,
+            ),
+            // Directives with a value are no agent's name, nor is a date's hour.
+            (
+                vec![(
+                    "X-Robots-Tag",
+                    "unavailable_after: 25 Jun 2010 15:00:00 PST, noindex",
+                )],
+                noindex,
+            ),
+            (
+                vec![(
+                    "X-Robots-Tag",
+                    "unavailable_after: Friday, 25-Jun-10 15:00:00 GMT, nofollow",
+                )],
+                nofollow,
+            ),
+            (vec![("X-Robots-Tag", "max-snippet: 20, noindex")], noindex),
+            (
+                vec![("X-Robots-Tag", "all"), ("X-Robots-Tag", "noarchive")],
+                MetaRobots::default(),
+            ),
+            (
+                vec![("X-Robots-Tags", "noindex"), ("Robots", "none")],
+                MetaRobots::default(),
+            ),
+            (vec![("X-Robots-Tag", "")], MetaRobots::default()),
+        ] {
+            assert_eq!(header_robots(&headers), want, "{headers:?}");
+        }
+    }
+
+    /// A header's `nofollow` makes every link of the page nofollow, its `noindex` keeps the
+    /// page out of the index, as the meta tag's do; the page's own tag still counts.
+    #[test]
+    fn a_page_obeys_its_x_robots_tag() {
+        let html = r#"<meta name="robots" content="noindex"><a href="/a">a</a><a href="/b">b</a>"#;
+        let mut page = parse(html);
+        assert!(page.links.iter().all(|l| !l.nofollow));
+        page.obey(header_robots(&[("X-Robots-Tag", "nofollow")]));
+        assert!(page.meta_robots.noindex && page.meta_robots.nofollow);
+        assert_eq!(page.links.len(), 2);
+        assert!(page.links.iter().all(|l| l.nofollow));
     }
 
     #[test]

@@ -1364,3 +1364,107 @@ async fn crawl_by_cli(origin: &str, args: &[&str]) -> std::process::Output {
         .expect("the crawl ends")
         .expect("it runs")
 }
+
+/// `X-Robots-Tag` is obeyed as the meta tag is: a page whose response says `noindex` is not
+/// searchable (at the crawl, nor once the index is built again from the WARC files), one that
+/// says `nofollow` has its links left alone (judged at the server), and directives for another
+/// agent change nothing.
+#[tokio::test]
+async fn x_robots_tag_headers_are_obeyed_at_the_crawl_and_when_the_index_is_built_again() {
+    let tagged = |value: &str, body: &str| {
+        Answer::new(
+            &[("Content-Type", "text/html"), ("X-Robots-Tag", value)],
+            body,
+        )
+    };
+    let answers = BTreeMap::from([
+        (
+            "/".to_owned(),
+            linking(&[
+                "/noindex.html",
+                "/nofollow.html",
+                "/other.html",
+                "/none.html",
+            ]),
+        ),
+        (
+            "/noindex.html".to_owned(),
+            tagged(
+                "noindex",
+                "<p>zebranoindex</p><a href=\"/after-noindex.html\">x</a>",
+            ),
+        ),
+        (
+            "/nofollow.html".to_owned(),
+            tagged(
+                "nofollow",
+                "<p>zebranofollow</p><a href=\"/behind.html\">x</a>",
+            ),
+        ),
+        (
+            "/other.html".to_owned(),
+            tagged(
+                "otherbot: none",
+                "<p>zebraother</p><a href=\"/after-other.html\">x</a>",
+            ),
+        ),
+        (
+            "/none.html".to_owned(),
+            tagged(
+                "crawltop: none",
+                "<p>zebranone</p><a href=\"/behind-none.html\">x</a>",
+            ),
+        ),
+        ("/after-noindex.html".to_owned(), Answer::html("<p>x</p>")),
+        ("/after-other.html".to_owned(), Answer::html("<p>x</p>")),
+        ("/behind.html".to_owned(), Answer::html("<p>x</p>")),
+        ("/behind-none.html".to_owned(), Answer::html("<p>x</p>")),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("crawl");
+    let mut cfg = config(vec![format!("{origin}/")]);
+    cfg.delay_ms = 0;
+    cfg.out = Some(dir.clone());
+    cfg.store = StoreKind::Warc;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+
+    let paths = asked.paths();
+    for followed in ["/after-noindex.html", "/after-other.html"] {
+        assert!(paths.iter().any(|p| p == followed), "{followed}: {paths:?}");
+    }
+    for behind in ["/behind.html", "/behind-none.html"] {
+        assert!(!paths.iter().any(|p| p == behind), "{behind}: {paths:?}");
+    }
+
+    let url = |path: &str| format!("{origin}{path}");
+    let found = |after: &str| {
+        let reader = crawltop::index::IndexReader::open(&dir.join("index")).expect("index");
+        let searched = |word: &str| {
+            let hits = reader.search(word, 10).expect("search");
+            hits.into_iter().map(|h| h.url).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            searched("zebranofollow"),
+            [url("/nofollow.html")],
+            "{after}"
+        );
+        assert_eq!(searched("zebraother"), [url("/other.html")], "{after}");
+        for word in ["zebranoindex", "zebranone"] {
+            assert_eq!(searched(word), Vec::<String>::new(), "{word} {after}");
+        }
+    };
+    found("at the crawl");
+    let index = std::process::Command::new(crate::util::bin())
+        .args(["index", "--replace"])
+        .arg(&dir)
+        .output()
+        .expect("index runs");
+    assert!(
+        index.status.success(),
+        "{}",
+        String::from_utf8_lossy(&index.stderr)
+    );
+    found("built again");
+}

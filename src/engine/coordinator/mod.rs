@@ -43,7 +43,7 @@ use crate::fetch::{
 use crate::frontier::spill::DiskStore;
 use crate::frontier::{Frontier, FrontierConfig, Queued, Schedule, SeenMap, SiteId};
 use crate::parse::pool::ParsePool;
-use crate::parse::{ParsedPage, Text, Verdict};
+use crate::parse::{MetaRobots, ParsedPage, Text, Verdict};
 use crate::robots::{RobotsOutcome, RobotsPolicy, RobotsResponse, RobotsState, RobotsVerdict};
 use crate::scope::{IgnoreReason, ScopeRules};
 use crate::snapshot::{
@@ -2293,11 +2293,13 @@ async fn parse_in_pool(
     let body = f.body.clone();
     let ctype = f.content_type.clone();
     let base = f.final_url.clone();
+    let header_robots = MetaRobots::from_headers(f.headers.iter().map(|(k, v)| (&**k, &**v)));
     let running = cell.clone();
     let job = move || {
         running.set(Phase::Parsing);
         hook();
-        let page = crate::parse::parse_html_with(&body, ctype.as_deref(), &base, text);
+        let mut page = crate::parse::parse_html_with(&body, ctype.as_deref(), &base, text);
+        page.obey(header_robots);
         let extracted = extractor.map(|x| x.run(&body, ctype.as_deref()));
         (page, extracted)
     };
