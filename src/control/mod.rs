@@ -432,28 +432,46 @@ fn command(endpoint: Endpoint, query: Option<&str>) -> Result<Command, String> {
     }
 }
 
-/// `GET /sites`: a page of the live site table. The query is decoded as bytes first, so a
-/// `%FF` in a filter is refused with a message instead of being guessed at.
+/// `GET /sites`: a page of the live site table.
 fn sites_reply(shared: &Shared, query: Option<&str>) -> Reply {
-    let mut params = Vec::new();
-    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        let bad_utf8 = |s: &str| s.contains(char::REPLACEMENT_CHARACTER);
-        if bad_utf8(&key) || bad_utf8(&value) {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("parameter {key:?} is not UTF-8 once its %-escapes are decoded"),
-            );
-        }
-        params.push((key, value));
-    }
-    match commands::site_query(params.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))) {
+    let params = match params(query) {
+        Ok(params) => params,
+        Err(message) => return error(StatusCode::BAD_REQUEST, &message),
+    };
+    match commands::site_query(params.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
         Ok(q) => json(StatusCode::OK, &shared.handlers.sites(&q)),
         Err(message) => error(StatusCode::BAD_REQUEST, &message),
     }
 }
 
+/// A query's parameters, decoded as a form is (`+` a space, `%XX` a byte), in order. Decoded to
+/// bytes first, so a parameter that is not UTF-8 (`q=rabbit%FF`) is refused with a message
+/// instead of being guessed at (a lossy decoding would search for `rabbit`).
+fn params(query: Option<&str>) -> Result<Vec<(String, String)>, String> {
+    let decode = |part: &str| -> Result<String, Vec<u8>> {
+        let spaced = part.replace('+', " ");
+        let bytes: Vec<u8> = percent_encoding::percent_decode_str(&spaced).collect();
+        String::from_utf8(bytes).map_err(std::string::FromUtf8Error::into_bytes)
+    };
+    let mut params = Vec::new();
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let key = decode(key).map_err(|raw| {
+            format!(
+                "parameter {:?} is not UTF-8 once its %-escapes are decoded",
+                String::from_utf8_lossy(&raw)
+            )
+        })?;
+        let value = decode(value).map_err(|_| {
+            format!("parameter {key:?} is not UTF-8 once its %-escapes are decoded")
+        })?;
+        params.push((key, value));
+    }
+    Ok(params)
+}
+
 fn no_params(query: Option<&str>, path: &str) -> Result<(), String> {
-    match url::form_urlencoded::parse(query.unwrap_or("").as_bytes()).next() {
+    match params(query)?.into_iter().next() {
         None => Ok(()),
         Some((key, _)) => Err(format!("unknown parameter {key:?}: {path} takes none")),
     }
@@ -462,13 +480,13 @@ fn no_params(query: Option<&str>, path: &str) -> Result<(), String> {
 /// The value of the one parameter `name`, which must be given exactly once and alone.
 fn one_param(query: Option<&str>, path: &str, name: &str) -> Result<String, String> {
     let mut value = None;
-    for (key, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+    for (key, v) in params(query)? {
         if key != name {
             return Err(format!(
                 "unknown parameter {key:?}: {path} takes only {name}"
             ));
         }
-        if value.replace(v.into_owned()).is_some() {
+        if value.replace(v).is_some() {
             return Err(format!("parameter {name} is given more than once"));
         }
     }
@@ -484,8 +502,8 @@ fn one_param(query: Option<&str>, path: &str, name: &str) -> Result<String, Stri
 /// pages, [`index::SEARCH_LIMIT`] when not given).
 fn search_params(query: Option<&str>) -> Result<(String, usize), String> {
     let (mut words, mut limit) = (None, None);
-    for (key, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        let slot = match key.as_ref() {
+    for (key, v) in params(query)? {
+        let slot = match key.as_str() {
             "q" => &mut words,
             "limit" => &mut limit,
             _ => {
@@ -494,7 +512,7 @@ fn search_params(query: Option<&str>) -> Result<(String, usize), String> {
                 ));
             }
         };
-        if slot.replace(v.into_owned()).is_some() {
+        if slot.replace(v).is_some() {
             return Err(format!("parameter {key} is given more than once"));
         }
     }

@@ -185,6 +185,48 @@ fn command_parameters_are_checked_and_named() {
     assert!(bad(Endpoint::Pause, Some("now=1")).contains("unknown parameter \"now\""));
 }
 
+/// Every endpoint's parameters are decoded to bytes before UTF-8: one that is not UTF-8 is
+/// refused and named, never searched or counted as the word before the bad byte.
+#[test]
+fn query_parameters_that_are_not_utf8_are_refused_everywhere() {
+    assert_eq!(
+        search_params(Some("q=white+rabbit&limit=3")),
+        Ok(("white rabbit".to_owned(), 3))
+    );
+    assert_eq!(
+        search_params(Some("q=caf%C3%A9")),
+        Ok(("café".to_owned(), index::SEARCH_LIMIT))
+    );
+    // U+FFFD itself, sent as UTF-8, is a character like any other.
+    assert_eq!(
+        one_param(Some("word=%EF%BF%BD"), "/maxcount", "word"),
+        Ok("\u{fffd}".to_owned())
+    );
+    for (got, what) in [
+        (search_params(Some("q=rabbit%FF")).map(|_| ()), "q"),
+        (
+            search_params(Some("q=rabbit&limit=%C3")).map(|_| ()),
+            "limit",
+        ),
+        (
+            one_param(Some("word=rabbit%C3"), "/maxcount", "word").map(|_| ()),
+            "word",
+        ),
+        (
+            one_param(Some("word%FF=rabbit"), "/maxcount", "word").map(|_| ()),
+            "word\u{fffd}",
+        ),
+        (no_params(Some("x=%FF"), "/wc"), "x"),
+        (command(Endpoint::Delay, Some("ms=1%FF")).map(|_| ()), "ms"),
+    ] {
+        let message = got.expect_err(what);
+        assert!(
+            message.contains(&format!("parameter {what:?} is not UTF-8")),
+            "{what}: {message}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn client_refuses_requests_it_cannot_send_safely() {
     let addr = loopback();
