@@ -1606,32 +1606,33 @@ fn open_crawls(dirs: &[PathBuf]) -> anyhow::Result<crate::index::Crawls> {
                 if !dir.is_dir() {
                     anyhow::bail!("{}: no such folder", dir.display());
                 }
-                let Ok(Some(mark)) = Checkpoint::find_mark(dir) else {
-                    continue;
-                };
-                if !mark.index {
-                    anyhow::bail!(
-                        "{} was crawled with --no-index: it holds pages but no search index \
-                         (`crawltop index {}` builds one from its WARC files)",
-                        dir.display(),
-                        dir.display()
-                    );
-                }
-                if !dir.join("index").is_dir() {
-                    if crate::store::committer::FolderLock::held_elsewhere(dir) {
-                        anyhow::bail!(
-                            "{}'s crawl is running and has indexed no page yet: ask again in a \
-                             moment",
-                            dir.display()
-                        );
-                    }
-                    anyhow::bail!(
-                        "{} was crawled, but its search index (index/) is missing: `crawltop \
-                         index {}` builds it again from its WARC files",
-                        dir.display(),
-                        dir.display()
-                    );
-                }
+            }
+            // The error names the folder's `index/`; what to say depends on the folder.
+            let dir = missing.parent().unwrap_or(&missing);
+            let mark = Checkpoint::find_mark(dir).ok().flatten();
+            if mark.as_ref().is_some_and(|mark| !mark.index) {
+                anyhow::bail!(
+                    "{} was crawled with --no-index: it holds pages but no search index \
+                     (`crawltop index {}` builds one from its WARC files)",
+                    dir.display(),
+                    dir.display()
+                );
+            }
+            // Before its first page is indexed, a crawl's `index/` may be missing or hold no
+            // commit yet, whether or not it has a checkpoint.
+            if crate::store::committer::FolderLock::held_elsewhere(dir) {
+                anyhow::bail!(
+                    "{}'s crawl is running and has indexed no page yet: ask again in a moment",
+                    dir.display()
+                );
+            }
+            if mark.is_some() {
+                anyhow::bail!(
+                    "{} was crawled, but its search index (index/) is missing or empty: \
+                     `crawltop index {}` builds it again from its WARC files",
+                    dir.display(),
+                    dir.display()
+                );
             }
             Err(crate::index::IndexError::NoIndex(missing).into())
         }
@@ -1859,6 +1860,28 @@ fn committed(dir: &std::path::Path) -> anyhow::Result<Option<crate::store::check
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A crawl that has not indexed its first page yet says so, whether its `index/` is still
+    /// to be made or made without a commit; a folder no crawl holds says it holds no index.
+    #[test]
+    fn a_query_in_a_crawls_first_moment_says_it_is_running() {
+        let out = tempfile::tempdir().expect("tempdir");
+        let dir = out.path().join("crawl");
+        let message = |dir: &std::path::Path| match open_crawls(&[dir.to_path_buf()]) {
+            Ok(_) => panic!("no index yet"),
+            Err(err) => error_message(&err),
+        };
+        let lock = crate::store::committer::FolderLock::take(&dir).expect("lock");
+        assert!(message(&dir).contains("running and has indexed no page yet"));
+        std::fs::create_dir(dir.join("index")).expect("index/");
+        assert!(message(&dir).contains("running and has indexed no page yet"));
+        drop(lock);
+        assert!(
+            message(&dir).contains("holds no search index"),
+            "{}",
+            message(&dir)
+        );
+    }
 
     #[test]
     fn an_error_line_says_each_cause_once() {
