@@ -373,7 +373,20 @@ impl Fetcher {
         let outcome = self.fetch(url, phase, deadline, ROBOTS_MAX_BYTES).await;
         phase.set(Phase::Idle);
         let fetched = match outcome {
-            FetchOutcome::Response(f) => f,
+            // A status that is not 2xx stands on its own, whatever became of the body (a 404
+            // allows all, a 503 is retried after its Retry-After); no rules can be read from
+            // part of a 2xx file. Either way the response is kept for the WARC files, marked cut.
+            FetchOutcome::Unfinished(f) if (200..300).contains(&f.status) => {
+                let why = match &f.dropped_body {
+                    Some(DroppedBody::Cut(why)) => format!("{url}: answered {}: {why}", f.status),
+                    _ => format!("{url}: answered {}: body timed out", f.status),
+                };
+                return RobotsFetched {
+                    fetch: RobotsFetch::Unreachable(why),
+                    responses: vec![*f],
+                };
+            }
+            FetchOutcome::Response(f) | FetchOutcome::Unfinished(f) => f,
             FetchOutcome::Timeout { during } => {
                 let fetch = RobotsFetch::Unreachable(format!("{url}: timed out ({during:?})"));
                 return RobotsFetched {
@@ -384,17 +397,6 @@ impl Fetcher {
             FetchOutcome::Connect(e) | FetchOutcome::Other(e) => {
                 return RobotsFetched {
                     fetch: RobotsFetch::Unreachable(e),
-                    responses: Vec::new(),
-                };
-            }
-            // No rules can be read from part of a file.
-            FetchOutcome::Unfinished(f) => {
-                let why = match f.dropped_body {
-                    Some(DroppedBody::Cut(why)) => why,
-                    _ => format!("{url}: timed out ({:?})", Phase::Receiving),
-                };
-                return RobotsFetched {
-                    fetch: RobotsFetch::Unreachable(why),
                     responses: Vec::new(),
                 };
             }

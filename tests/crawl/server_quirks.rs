@@ -1468,3 +1468,70 @@ async fn x_robots_tag_headers_are_obeyed_at_the_crawl_and_when_the_index_is_buil
     );
     found("built again");
 }
+
+/// A robots.txt whose status came but whose body stalled: a 404 still allows the site (its
+/// status says there are no rules, whatever its body), a 200 cut short still gives no rules
+/// (the site is retried, then given up). Both responses are in the WARC files, marked cut.
+#[tokio::test]
+async fn a_robots_txt_whose_body_stalls_stands_on_its_status_and_is_archived_cut() {
+    let stalling = |status: u16| Answer {
+        status,
+        stall_after: Some(10),
+        ..Answer::new(
+            &[("Content-Type", "text/plain")],
+            "User-agent: *\nDisallow: /a.html\n",
+        )
+    };
+    let site = |status: u16| {
+        BTreeMap::from([
+            ("/robots.txt".to_owned(), stalling(status)),
+            ("/".to_owned(), linking(&["/a.html"])),
+            ("/a.html".to_owned(), Answer::html("<p>x</p>")),
+        ])
+    };
+    let (missing, missing_asked) = quirky_site(site(404)).await;
+    let (cut, cut_asked) = quirky_site(site(200)).await;
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("crawl");
+    let mut cfg = config(vec![format!("{missing}/"), format!("{cut}/")]);
+    cfg.delay_ms = 0;
+    cfg.timeout_ms = 500;
+    cfg.robots_retries = 0;
+    cfg.out = Some(dir.clone());
+    cfg.store = StoreKind::Warc;
+    let crawled = crawl(cfg).await;
+    assert!(crawled.summary.completed);
+
+    assert_eq!(
+        missing_asked.paths(),
+        ["/robots.txt", "/", "/a.html"],
+        "a 404 allows all"
+    );
+    assert_eq!(
+        cut_asked.paths(),
+        ["/robots.txt"],
+        "no rules from part of a 200"
+    );
+
+    let warc = crate::util::read_warc(&dir.join("warc"));
+    let robots: Vec<_> = warc
+        .robots
+        .iter()
+        .map(|r| {
+            (
+                r.uri.as_str(),
+                r.status,
+                r.truncated.as_deref(),
+                r.body.len(),
+            )
+        })
+        .collect();
+    let missing_robots = format!("{missing}/robots.txt");
+    let cut_robots = format!("{cut}/robots.txt");
+    for (uri, status) in [(&missing_robots, 404), (&cut_robots, 200)] {
+        assert!(
+            robots.contains(&(uri.as_str(), status, Some("time"), 10)),
+            "{uri}: {robots:?}"
+        );
+    }
+}

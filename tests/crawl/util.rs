@@ -160,6 +160,8 @@ pub struct RobotsRecord {
     pub digest_ok: bool,
     /// A `Crawltop-Seq` field (pages have one; robots.txt responses must not).
     pub seq: Option<String>,
+    /// `WARC-Truncated`, if the body is not whole.
+    pub truncated: Option<String>,
     /// The request record linked both ways by `WARC-Concurrent-To`, with the same target URI:
     /// its block (the request as sent).
     pub request: Option<Vec<u8>>,
@@ -253,6 +255,7 @@ pub fn read_warc(dir: &std::path::Path) -> WarcRead {
                         status,
                         digest_ok: field(warc::WarcHeader::PayloadDigest) == Some(digest),
                         seq: field(warc::WarcHeader::from("Crawltop-Seq")),
+                        truncated: field(warc::WarcHeader::Truncated),
                         body,
                         request: None,
                     },

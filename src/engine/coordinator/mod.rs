@@ -1530,10 +1530,15 @@ impl<F: Schedule> Coordinator<F> {
             self.warn(format!("robots.txt not read: {why}"));
         }
         for f in &responses {
-            if let Some(why) = &f.dropped_body {
+            let redirect = crate::fetch::is_redirect(f.status);
+            // A 2xx cut short was named above, as rules not read.
+            if let Some(why) = &f.dropped_body
+                && (redirect || !(200..300).contains(&f.status))
+            {
+                let what = if redirect { "redirect" } else { "answer" };
                 self.warn(format!(
-                    "{}: a robots.txt redirect without its whole body: {why}",
-                    f.final_url
+                    "{}: a robots.txt {what} ({}) without its whole body: {why}",
+                    f.final_url, f.status
                 ));
             }
         }
