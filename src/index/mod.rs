@@ -45,6 +45,7 @@
 //!   ([`IN_FLIGHT_BYTES`]). In a crawl it runs on its own thread, fed in batches ([`feed`]).
 
 pub mod feed;
+mod literal;
 mod read_only;
 mod words;
 
@@ -1164,7 +1165,7 @@ impl IndexReader {
     fn parse(&self, query: &str) -> Result<Box<dyn Query>, IndexError> {
         check_query(query)?;
         check_operators(query)?;
-        let (parsed, mistakes) = self.parser.parse_query_lenient(query);
+        let (parsed, mistakes) = self.parser.parse_query_lenient(&literal::literal(query));
         if let Some(mistake) = mistakes.first() {
             return Err(IndexError::BadQuery {
                 reason: mistake.to_string(),
@@ -2500,9 +2501,10 @@ mod tests {
             reader.search("\"alpha beta", 10),
             Err(IndexError::BadQuery { .. })
         ));
+        // A dash alone is no operator (a pasted title's `Alice - White Rabbit`): no word.
         assert!(matches!(
             reader.search("-", 10),
-            Err(IndexError::BadQuery { .. })
+            Err(IndexError::NoWords { .. })
         ));
         assert!(matches!(
             reader.search("NOT", 10),
