@@ -436,9 +436,10 @@ pub fn member_id() -> String {
 pub struct CtlArgs {
     /// ADDR COMMAND [ARG]: the control API's address (127.0.0.1:7070, or the URL the crawl
     /// prints: `http://127.0.0.1:7070`), then stats | metrics | sites | pause | resume | stop |
-    /// export | delay MS | workers N. With --cluster, no address: stats | pause | resume |
-    /// stop | delay MS | workers N for the whole shared crawl.
-    #[arg(num_args = 1..=3, required = true, value_name = "ADDR COMMAND")]
+    /// export | delay MS | workers N, or, on a crawl with --out, search WORDS... | maxcount
+    /// WORD | mincount WORD | wc (JSON, as the API answers). With --cluster, no address: stats
+    /// | pause | resume | stop | delay MS | workers N for the whole shared crawl.
+    #[arg(num_args = 1.., required = true, value_name = "ADDR COMMAND")]
     pub words: Vec<String>,
     /// Talk to a shared crawl on Redis instead of one member (seed node URLs, comma-separated).
     #[arg(long, value_name = "URLS", value_delimiter = ',')]
@@ -453,7 +454,8 @@ pub struct CtlArgs {
     /// `sites`: the order (queued, fetched, errors, next, origin).
     #[arg(long)]
     pub sort: Option<String>,
-    /// `sites`: how many rows (1 to 1000; the API's default is 50).
+    /// `sites`: how many rows (1 to 1000; the API's default is 50); `search`: how many pages
+    /// (1 to 100; 20 by default).
     #[arg(long)]
     pub limit: Option<String>,
     /// `sites`: rows to skip.
@@ -1429,49 +1431,10 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
     let addr = control_addr(&args.words[0])?;
     let Some(word) = args.words.get(1).map(String::as_str) else {
         anyhow::bail!(
-            "ctl {addr}: which command? stats, metrics, sites, pause, resume, stop, export, delay MS or workers N"
+            "ctl {addr}: which command? stats, metrics, sites, pause, resume, stop, export, delay MS, workers N, search WORDS, maxcount WORD, mincount WORD or wc"
         );
     };
-    let arg = args.words.get(2).map(String::as_str);
-    let command = &args.words[1..];
-    let site_params = [
-        ("sort", &args.sort),
-        ("limit", &args.limit),
-        ("offset", &args.offset),
-        ("filter", &args.filter),
-    ];
-    if word != "sites" && site_params.iter().any(|(_, v)| v.is_some()) {
-        anyhow::bail!("--sort, --limit, --offset and --filter go with `ctl ADDR sites`");
-    }
-    let (method, path) = match (word, arg) {
-        ("stats", None) => ("GET", "/stats".to_string()),
-        ("sites", None) => {
-            let mut query = url::form_urlencoded::Serializer::new(String::new());
-            for (name, value) in site_params {
-                if let Some(v) = value {
-                    query.append_pair(name, v);
-                }
-            }
-            let query = query.finish();
-            let sep = if query.is_empty() { "" } else { "?" };
-            ("GET", format!("/sites{sep}{query}"))
-        }
-        ("metrics", None) => ("GET", "/metrics".to_string()),
-        ("pause" | "resume" | "stop" | "export", None) => ("POST", format!("/{word}")),
-        ("delay", Some(ms)) => ("POST", format!("/delay?ms={ms}")),
-        ("workers", Some(n)) => ("POST", format!("/workers?n={n}")),
-        ("delay" | "workers", None) => {
-            let what = if word == "delay" { "MS" } else { "N" };
-            anyhow::bail!("{word} needs a value: ctl ADDR {word} {what}")
-        }
-        ("stats" | "sites" | "metrics" | "pause" | "resume" | "stop" | "export", Some(extra)) => {
-            anyhow::bail!("too many arguments: {word} takes none, got {extra:?}")
-        }
-        _ => anyhow::bail!(
-            "unknown command {:?}: use stats, metrics, sites, pause, resume, stop, export, delay MS or workers N",
-            command.join(" ")
-        ),
-    };
+    let (method, path) = ctl_request(word, &args.words[2..], args)?;
     let (status, body) = runtime()?
         .block_on(crate::control::client_request(
             addr,
@@ -1487,6 +1450,92 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
         eprintln!("crawltop: the control API answered {status}");
         Ok(ExitCode::from(1))
     }
+}
+
+/// The method and path `ctl ADDR WORD ARGS...` asks the control API for.
+fn ctl_request(
+    word: &str,
+    rest: &[String],
+    args: &CtlArgs,
+) -> anyhow::Result<(&'static str, String)> {
+    let site_params = [
+        ("sort", &args.sort),
+        ("limit", &args.limit),
+        ("offset", &args.offset),
+        ("filter", &args.filter),
+    ];
+    let limit_only =
+        word == "search" && args.sort.is_none() && args.offset.is_none() && args.filter.is_none();
+    if word != "sites" && !limit_only && site_params.iter().any(|(_, v)| v.is_some()) {
+        anyhow::bail!(
+            "--sort, --limit, --offset and --filter go with `ctl ADDR sites` (and --limit with `search`)"
+        );
+    }
+    let query = |pairs: &[(&str, &str)]| {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        for (name, value) in pairs {
+            query.append_pair(name, value);
+        }
+        let query = query.finish();
+        if query.is_empty() {
+            query
+        } else {
+            format!("?{query}")
+        }
+    };
+    // `search` takes its words whole (below); every other command at most one value.
+    let arg = match rest {
+        [one] => Some(one.as_str()),
+        [_, extra, ..] if word != "search" => {
+            anyhow::bail!("too many arguments: {word} takes at most one, got {extra:?} too")
+        }
+        _ => None,
+    };
+    Ok(match (word, arg) {
+        ("stats", None) => ("GET", "/stats".to_string()),
+        ("sites", None) => {
+            let given: Vec<(&str, &str)> = (site_params.iter())
+                .filter_map(|(name, value)| value.as_deref().map(|v| (*name, v)))
+                .collect();
+            ("GET", format!("/sites{}", query(&given)))
+        }
+        ("metrics", None) => ("GET", "/metrics".to_string()),
+        ("wc", None) => ("GET", "/wc".to_string()),
+        ("pause" | "resume" | "stop" | "export", None) => ("POST", format!("/{word}")),
+        ("delay", Some(ms)) => ("POST", format!("/delay{}", query(&[("ms", ms)]))),
+        ("workers", Some(n)) => ("POST", format!("/workers{}", query(&[("n", n)]))),
+        ("maxcount" | "mincount", Some(w)) => ("GET", format!("/{word}{}", query(&[("word", w)]))),
+        ("search", _) if !rest.is_empty() => {
+            let words = rest.join(" ");
+            let mut pairs = vec![("q", words.as_str())];
+            if let Some(limit) = &args.limit {
+                pairs.push(("limit", limit));
+            }
+            ("GET", format!("/search{}", query(&pairs)))
+        }
+        ("delay" | "workers" | "maxcount" | "mincount" | "search", None) => {
+            let what = match word {
+                "delay" => "MS",
+                "workers" => "N",
+                "search" => "WORDS (end the flags with -- before a word that starts with -)",
+                _ => "WORD",
+            };
+            anyhow::bail!("{word} needs a value: ctl ADDR {word} {what}")
+        }
+        (
+            "stats" | "sites" | "metrics" | "wc" | "pause" | "resume" | "stop" | "export",
+            Some(extra),
+        ) => {
+            anyhow::bail!("too many arguments: {word} takes none, got {extra:?}")
+        }
+        _ => anyhow::bail!(
+            "unknown command {:?}: use stats, metrics, sites, pause, resume, stop, export, delay MS, workers N, search WORDS, maxcount WORD, mincount WORD or wc",
+            std::iter::once(word)
+                .chain(rest.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    })
 }
 
 /// The control API's address as `ctl` takes it: `127.0.0.1:7070`, or the URL the crawl prints,
@@ -1860,6 +1909,71 @@ fn committed(dir: &std::path::Path) -> anyhow::Result<Option<crate::store::check
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ctl ADDR COMMAND ARGS...` as the control API is asked: the queries with their words
+    /// encoded, the limit with `search` only, and clear refusals.
+    #[test]
+    fn ctl_commands_become_api_requests() {
+        let args = |limit: Option<&str>, sort: Option<&str>| CtlArgs {
+            words: Vec::new(),
+            cluster: Vec::new(),
+            crawl_id: None,
+            token: None,
+            sort: sort.map(str::to_owned),
+            limit: limit.map(str::to_owned),
+            offset: None,
+            filter: None,
+        };
+        let ask = |word: &str, rest: &[&str], args: &CtlArgs| {
+            let rest: Vec<String> = rest.iter().map(|w| (*w).to_owned()).collect();
+            ctl_request(word, &rest, args).map_err(|e| e.to_string())
+        };
+        let plain = args(None, None);
+        for (word, rest, want) in [
+            ("stats", &[][..], ("GET", "/stats")),
+            ("wc", &[], ("GET", "/wc")),
+            (
+                "search",
+                &["white", "rabbit"],
+                ("GET", "/search?q=white+rabbit"),
+            ),
+            (
+                "search",
+                &["caf\u{e9} & -tea"],
+                ("GET", "/search?q=caf%C3%A9+%26+-tea"),
+            ),
+            ("maxcount", &["rabbit"], ("GET", "/maxcount?word=rabbit")),
+            ("mincount", &["a&b"], ("GET", "/mincount?word=a%26b")),
+            ("delay", &["250"], ("POST", "/delay?ms=250")),
+        ] {
+            let (method, path) = ask(word, rest, &plain).expect(word);
+            assert_eq!((method, path.as_str()), want);
+        }
+        let limited = ask("search", &["rabbit"], &args(Some("5"), None)).expect("limit");
+        assert_eq!(limited.1, "/search?q=rabbit&limit=5");
+        for (word, rest, args, message) in [
+            ("search", &[][..], &plain, "search needs a value"),
+            ("maxcount", &[], &plain, "maxcount needs a value"),
+            ("maxcount", &["a", "b"], &plain, "too many arguments"),
+            ("wc", &["x"], &plain, "too many arguments: wc takes none"),
+            (
+                "search",
+                &["x"],
+                &args(Some("5"), Some("queued")),
+                "go with `ctl ADDR sites`",
+            ),
+            (
+                "stats",
+                &[],
+                &args(Some("5"), None),
+                "go with `ctl ADDR sites`",
+            ),
+            ("find", &["x"], &plain, "unknown command \"find x\""),
+        ] {
+            let err = ask(word, rest, args).expect_err(word);
+            assert!(err.contains(message), "{word}: {err}");
+        }
+    }
 
     /// A crawl that has not indexed its first page yet says so, whether its `index/` is still
     /// to be made or made without a commit; a folder no crawl holds says it holds no index.

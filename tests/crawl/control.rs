@@ -241,6 +241,7 @@ async fn queries_on_the_command_port_match_the_search_verbs_and_ctl_exports() {
         .arg("--stats-out")
         .arg(&stats)
         .stderr(Stdio::piped())
+        .kill_on_drop(true)
         .spawn()
         .expect("spawn");
     let mut stderr = child.stderr.take().expect("stderr");
@@ -293,10 +294,10 @@ async fn queries_on_the_command_port_match_the_search_verbs_and_ctl_exports() {
         .expect("the index holds still while paused");
     assert_eq!(urls(&hits), urls(want.as_array().expect("hits")));
     assert!(!hits.is_empty());
-    assert_eq!(max, [max_want]);
+    assert_eq!(max, std::slice::from_ref(&max_want));
     assert_ne!(max[0], serde_json::Value::Null);
-    assert_eq!(min, [min_want]);
-    assert_eq!(wc, [wc_want]);
+    assert_eq!(min, std::slice::from_ref(&min_want));
+    assert_eq!(wc, std::slice::from_ref(&wc_want));
     // Every HTML page the server answered before the pause (and that does not say noindex) was
     // committed and indexed: the count is the server's, not the crawl's own.
     let site = &web.manifest().sites[0];
@@ -314,6 +315,34 @@ async fn queries_on_the_command_port_match_the_search_verbs_and_ctl_exports() {
         .count() as u64;
     assert!(answered > 0);
     assert_eq!(wc[0]["pages"].as_u64(), Some(answered), "{wc:?}");
+    // `crawltop ctl ADDR search|maxcount|mincount|wc`: the same answers over the HTTP API
+    // (still paused, the index still holding still).
+    let ctl = |words: &[&str]| -> serde_json::Value {
+        let o = std::process::Command::new(bin())
+            .args(["ctl", &control.to_string()])
+            .args(words)
+            .output()
+            .expect("runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).expect("json")
+    };
+    let ctl_hits = ctl(&["search", "rabbit", "--limit", "20"]);
+    assert_eq!(
+        urls(ctl_hits.as_array().expect("hits")),
+        urls(want.as_array().expect("hits"))
+    );
+    assert_eq!(ctl(&["maxcount", "rabbit"]), max_want);
+    assert_eq!(ctl(&["mincount", "rabbit"]), min_want);
+    assert_eq!(ctl(&["wc"]), wc_want);
+    // Several words are one query; a word that starts with - after the flags' end.
+    let two = ctl(&["search", "--", "white", "rabbit", "-rabbit"]);
+    let two_want = verb_json(&["search", "--limit", "20", out_s, "white rabbit -rabbit"]);
+    assert_eq!(
+        urls(two.as_array().expect("hits")),
+        urls(two_want.as_array().expect("hits"))
+    );
+    assert_eq!(wc_want, ctl(&["wc"]), "the index held still");
+
     let none = port.block("MAXCOUNT zzyzxqq").await;
     assert_eq!(none, [serde_json::Value::Null]);
     let bad = port.ask("SEARCH \"unbalanced").await;
