@@ -1486,8 +1486,15 @@ fn ctl_request(
     // `search` takes its words whole (below); every other command at most one value.
     let arg = match rest {
         [one] => Some(one.as_str()),
-        [_, extra, ..] if word != "search" => {
-            anyhow::bail!("too many arguments: {word} takes at most one, got {extra:?} too")
+        [_, _, ..] if word != "search" => {
+            let takes = match word {
+                "delay" | "workers" | "maxcount" | "mincount" => "one value",
+                _ => "none",
+            };
+            anyhow::bail!(
+                "too many arguments: {word} takes {takes}, got {:?}",
+                rest.join(" ")
+            )
         }
         _ => None,
     };
@@ -1954,7 +1961,18 @@ mod tests {
         for (word, rest, args, message) in [
             ("search", &[][..], &plain, "search needs a value"),
             ("maxcount", &[], &plain, "maxcount needs a value"),
-            ("maxcount", &["a", "b"], &plain, "too many arguments"),
+            (
+                "maxcount",
+                &["a", "b"],
+                &plain,
+                "maxcount takes one value, got \"a b\"",
+            ),
+            (
+                "stats",
+                &["a", "b"],
+                &plain,
+                "stats takes none, got \"a b\"",
+            ),
             ("wc", &["x"], &plain, "too many arguments: wc takes none"),
             (
                 "search",
