@@ -219,12 +219,15 @@ pub(super) fn folded_class_at(text: &str, at: usize) -> (Class, usize) {
 }
 
 /// [`Class`] of a character past ASCII by [`Words::Folded`]: [`class_of`]'s, but a
-/// default-ignorable code point is [`Class::Ignorable`]. Never inlined, as [`class_of`].
+/// default-ignorable code point is [`Class::Ignorable`]. Never inlined, as [`class_of`]. One
+/// table lookup for most characters, as [`class_of`]: the general category tells which can be
+/// ignorable (a unit test checks every code point against Unicode's property).
 #[inline(never)]
 fn folded_class_of(c: char) -> Class {
+    use icu_properties::props::{GeneralCategory as Category, GeneralCategoryGroup};
     if GENERAL_PUNCTUATION.contains(&c) {
-        // The block's default-ignorables, written out (a unit test checks them against
-        // Unicode's property), so that prose's dashes and quotes take no lookup.
+        // The block's default-ignorables, written out, so that prose's dashes and quotes take
+        // no lookup.
         return if matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}')
         {
             Class::Ignorable
@@ -232,10 +235,42 @@ fn folded_class_of(c: char) -> Class {
             Class::Gap
         };
     }
-    if is_ignorable(c) {
-        return Class::Ignorable;
+    let category = icu_properties::CodePointMapData::<Category>::new().get(c);
+    let ignorable = match category {
+        // The Hangul fillers: the only letters that are default-ignorable.
+        Category::OtherLetter => matches!(c, '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}'),
+        Category::Format | Category::NonspacingMark | Category::Unassigned => is_ignorable(c),
+        _ => false,
+    };
+    if ignorable {
+        Class::Ignorable
+    } else if GeneralCategoryGroup::Mark.contains(category) {
+        Class::Mark
+    } else if GeneralCategoryGroup::Letter.contains(category)
+        || GeneralCategoryGroup::Number.contains(category)
+        || c.is_alphanumeric()
+    {
+        Class::Base
+    } else {
+        Class::Gap
     }
-    class_of(c)
+}
+
+/// Whether folding leaves every character of `run` as it is: letters without case (Lo: the
+/// letters of Devanagari, Arabic, Hebrew, Thai, CJK...), combining marks but U+0345 (which
+/// folds to `ι`), decimal digits (a unit test checks every code point). Such a run's token is
+/// its NFC alone, as by [`Words::Marks`], with no folding to pay for.
+fn folds_to_itself(run: &str) -> bool {
+    use icu_properties::props::GeneralCategory as Category;
+    let categories = icu_properties::CodePointMapData::<Category>::new();
+    run.chars().all(|c| match categories.get(c) {
+        Category::OtherLetter
+        | Category::SpacingMark
+        | Category::EnclosingMark
+        | Category::DecimalNumber => true,
+        Category::NonspacingMark => c != '\u{345}',
+        _ => false,
+    })
 }
 
 /// Whether [`Words::Folded`] leaves `c` out of a word without ending it: Unicode's
@@ -285,6 +320,11 @@ pub(super) fn fold_run(run: &str, ignorables: bool, scratch: &mut Scratch, out: 
         kept.extend(run.chars().filter(|&c| !is_ignorable(c)));
         run = kept;
     }
+    out.clear();
+    if folds_to_itself(run) {
+        out.push_str(&nfc.normalize(run));
+        return;
+    }
     if run
         .chars()
         .any(|c| c == '\u{345}' || ('\u{1f80}'..='\u{1ffc}').contains(&c))
@@ -296,9 +336,8 @@ pub(super) fn fold_run(run: &str, ignorables: bool, scratch: &mut Scratch, out: 
         run = decomposed;
     }
     let folded = icu_casemap::CaseMapper::new().fold_string(run);
-    out.clear();
-    nfc.normalize_to(&folded, out)
-        .expect("a String takes any text");
+    // Borrowed, and copied once, when it already is in NFC (most text on the web).
+    out.push_str(&nfc.normalize(&folded));
     if out.contains("i\u{307}") {
         // Made `i`, then composed again: `i` + U+0307 + U+0301 becomes `í`.
         dotted.clear();
@@ -383,6 +422,9 @@ pub(super) fn folded_word_count(text: &str) -> u64 {
     let mut is_word = |run: &str, plain: bool, ignorables: bool| {
         if plain {
             run.len() < MAX_WORD_BYTES
+        } else if !ignorables && folds_to_itself(run) {
+            // Measured as by `Words::Marks`, short runs without normalizing them.
+            nfc_run_is_word(run)
         } else {
             fold_run(run, ignorables, &mut scratch, &mut token);
             token.len() < MAX_WORD_BYTES
@@ -1229,18 +1271,26 @@ mod tests {
     }
 
     #[test]
-    fn general_punctuations_ignorables_are_unicodes() {
-        use icu_properties::props::DefaultIgnorableCodePoint;
-        for c in GENERAL_PUNCTUATION {
-            let property =
-                icu_properties::CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c);
+    fn the_ignorables_and_the_characters_folding_leaves_are_unicodes_for_every_code_point() {
+        for c in (char::from(128)..=char::MAX).filter(|c| !c.is_ascii()) {
             assert_eq!(
                 folded_class_of(c) == Class::Ignorable,
-                property && c != '\u{200b}',
+                is_ignorable(c),
                 "U+{:04X}",
                 u32::from(c)
             );
+            let mut one = [0; 4];
+            let one = c.encode_utf8(&mut one);
+            if folds_to_itself(one) {
+                assert_eq!(
+                    icu_casemap::CaseMapper::new().fold_string(one),
+                    *one,
+                    "U+{:04X}",
+                    u32::from(c)
+                );
+            }
         }
         assert_eq!(folded_class_of('\u{200b}'), Class::Gap);
+        assert!(folds_to_itself("हिन्दी") && !folds_to_itself("\u{345}"));
     }
 }
