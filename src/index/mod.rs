@@ -18,9 +18,9 @@
 //!   life: tantivy's `default` analyzer's, runs of `char::is_alphanumeric`
 //!   ([`Words::Alphanumeric`]), or runs with marks, NFC, lowercased per character
 //!   ([`Words::Marks`]). Its schema names its tokenizer, and its queries, counts and a resumed
-//!   crawl adding to it follow the name; a reindex makes a new index, with the newest rules. No stemming and no stop
-//!   words, so `maxcount run` counts `run`/`RUN`, never `running`. A "word" in `wc` is such a
-//!   token, so `wc` and the counts agree.
+//!   crawl adding to it follow the name; a reindex makes a new index, with the newest rules.
+//!   No stemming and no stop words, so `maxcount run` counts `run`/`RUN`, never `running`. A
+//!   "word" in `wc` is such a token, so `wc` and the counts agree.
 //! - `wc` covers the page text only (the title is kept apart): bytes are UTF-8 bytes, lines are
 //!   `str::lines` (a final line without `\n` counts, an empty text has none).
 //! - Ties: `maxcount`/`mincount` pick the lowest seq (the page committed first); `search` orders
