@@ -1766,7 +1766,7 @@ fn count(args: &CountArgs, most: bool) -> anyhow::Result<ExitCode> {
         emit(&format!("{}  {}\n", c.count.count, c.count.url))?;
     } else {
         // The counts are of the page text; a word only in titles is found by `search`.
-        let titles = (crawls.search(&format!("title:{word}"), 1)).map_or(0, |(total, _)| total);
+        let titles = crawls.in_titles(word)?;
         let also = match titles {
             0 => String::new(),
             1 => " (it is in 1 page's title, which the counts leave out)".to_string(),

@@ -14,6 +14,7 @@ use ratatui::widgets::Widget;
 
 use crate::dashboard::layout::{HIT_ROWS, RESULTS_HEADER_ROWS};
 use crate::dashboard::search::{Outcome, Results};
+use crate::index::Words;
 use crate::robots::RobotsState;
 use crate::snapshot::{DelaySource, HeapRow, Shares, WorkerState};
 
@@ -660,22 +661,16 @@ impl Widget for SearchResults<'_> {
     }
 }
 
-/// The words of a query as the index matches them (runs of letters and digits, lowercased),
-/// without field names (`title:`); for showing where a line matches, not for matching.
+/// The words of a query as a new index makes them ([`Words::NEWEST`]: a soft hyphen inside a
+/// word is part of it, case is folded), without field names (`title:`); for showing where a
+/// line matches, not for matching.
 fn query_words(query: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut rest = query;
-    while let Some(start) = rest.find(char::is_alphanumeric) {
-        let run = &rest[start..];
-        let end = run
-            .find(|c: char| !c.is_alphanumeric())
-            .unwrap_or(run.len());
-        if !run[end..].starts_with(':') {
-            words.push(run[..end].to_lowercase());
-        }
-        rest = &run[end..];
-    }
-    words
+    Words::NEWEST
+        .words(query)
+        .into_iter()
+        .filter(|(_, bytes)| !query[bytes.end..].starts_with(':'))
+        .map(|(word, _)| word)
+        .collect()
 }
 
 /// Columns of context kept before a match when a line is cut to show it.
@@ -688,24 +683,16 @@ pub fn snippet(line: &str, words: &[String], width: usize) -> String {
     if chars.len() <= width {
         return line.to_owned();
     }
-    // The first run of letters and digits that is one of the words, as a char position.
-    let mut first = None;
-    let mut i = 0;
-    while i < chars.len() && first.is_none() {
-        if !chars[i].1.is_alphanumeric() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < chars.len() && chars[i].1.is_alphanumeric() {
-            i += 1;
-        }
-        let end = chars.get(i).map_or(line.len(), |&(b, _)| b);
-        let word = line[chars[start].0..end].to_lowercase();
-        if words.contains(&word) {
-            first = Some((start, i - start));
-        }
-    }
+    // The first word of the line, as a new index makes them, that is one of the words: its
+    // char position and length.
+    let first = Words::NEWEST
+        .words(line)
+        .into_iter()
+        .find(|(word, _)| words.contains(word))
+        .map(|(_, bytes)| {
+            let start = line[..bytes.start].chars().count();
+            (start, line[bytes].chars().count())
+        });
     match first {
         Some((start, len)) if start + len > width.saturating_sub(1) => {
             // As much context as fits with the whole match after the "…".
@@ -744,6 +731,20 @@ mod tests {
             snippet("rabbits are not rabbit", &words, 12),
             "… not rabbit"
         );
+        // Audit 29: the match is found as the index finds it, across a soft hyphen and in
+        // another case form.
+        let words = query_words("international ΝΌΜΟΣ");
+        assert_eq!(words, ["international", "νόμοσ"]);
+        let soft = "in\u{ad}ter\u{ad}na\u{ad}tion\u{ad}al";
+        let greek = "ο νόμος";
+        for (line, word) in [
+            (format!("{} {soft} x", "x ".repeat(20)), soft),
+            (format!("{} {greek}", "x ".repeat(20)), greek),
+        ] {
+            let cut = snippet(&line, &words, 20);
+            assert!(cut.starts_with('…') && cut.contains(word), "{cut:?}");
+            assert!(cut.chars().count() <= 20, "{cut:?}");
+        }
     }
 
     fn shares(busy: f64, blocked: f64, idle: f64) -> Shares {

@@ -11,13 +11,16 @@
 //!
 //! Decisions, so that every answer can be checked by a brute-force scan of the stored pages:
 //! - Words ([`Words`]): in an index made now, runs of Unicode letters, digits and combining
-//!   marks (a mark never starts one), NFC-normalized, lowercased, tokens of 40 bytes or more
-//!   dropped ([`Words::Marks`]). An index made before those rules keeps tantivy's `default`
-//!   analyzer's, runs of `char::is_alphanumeric` ([`Words::Alphanumeric`]), for its whole life:
-//!   its schema names its tokenizer, and its queries, counts and a resumed crawl adding to it
-//!   follow the name; a reindex makes a new index, with the new rules. No stemming and no stop
-//!   words, so `maxcount run` counts `run`/`RUN`, never `running`. A "word" in `wc` is such a
-//!   token, so `wc` and the counts agree.
+//!   marks (a mark never starts one) in which invisible format characters (soft hyphen, ZWNJ,
+//!   ZWJ, word joiner: default-ignorable code points) neither end the word nor stay in it,
+//!   case-folded (`Σ`/`ς` to `σ`, `ß` to `ss`), NFC-normalized, tokens of 40 bytes or more
+//!   dropped ([`Words::Folded`]). An index made before those rules keeps its own for its whole
+//!   life: tantivy's `default` analyzer's, runs of `char::is_alphanumeric`
+//!   ([`Words::Alphanumeric`]), or runs with marks, NFC, lowercased per character
+//!   ([`Words::Marks`]). Its schema names its tokenizer, and its queries, counts and a resumed
+//!   crawl adding to it follow the name; a reindex makes a new index, with the newest rules.
+//!   No stemming and no stop words, so `maxcount run` counts `run`/`RUN`, never `running`. A
+//!   "word" in `wc` is such a token, so `wc` and the counts agree.
 //! - `wc` covers the page text only (the title is kept apart): bytes are UTF-8 bytes, lines are
 //!   `str::lines` (a final line without `\n` counts, an empty text has none).
 //! - Ties: `maxcount`/`mincount` pick the lowest seq (the page committed first); `search` orders
@@ -70,8 +73,9 @@ use tantivy::{
 };
 pub use words::Words;
 use words::{
-    ASCII_WORD, MARKS_TOKENIZER, MAX_WORD_BYTES, NfcWordTokenizer, WordTokenizer,
-    distinct_words_cut, marks_word_count, word_char_at,
+    ASCII_WORD, FOLDED_TOKENIZER, FoldedWordTokenizer, MARKS_TOKENIZER, MAX_WORD_BYTES,
+    NfcWordTokenizer, WordTokenizer, distinct_words_cut, folded_word_count, marks_word_count,
+    word_char_at,
 };
 
 /// Longest query (or word) accepted, in bytes. Real queries are a few words; the cap keeps the
@@ -520,6 +524,21 @@ impl Crawls {
         }
     }
 
+    /// How many pages of all the crawls hold `word` in their title: each index's own token
+    /// of it (`maxcount` says when a word it finds in no page's text is in titles). An index
+    /// whose rules make `word` no word or several counts none.
+    pub fn in_titles(&self, word: &str) -> Result<usize, IndexError> {
+        let mut pages = 0;
+        for r in &self.readers {
+            match r.in_titles(word) {
+                Ok(n) => pages += n,
+                Err(IndexError::NotOneWord { .. } | IndexError::NoWords { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(pages)
+    }
+
     /// Pages, bytes, words and lines of all the crawls together.
     pub fn word_count(&self) -> Result<WordCount, IndexError> {
         let mut total = WordCount::default();
@@ -640,10 +659,11 @@ fn open_index(dir: &Path, access: Access) -> Result<(Index, Fields), IndexError>
         Access::Write => Index::open(directory)?,
         Access::Read => Index::open(read_only::ReadOnlyDirectory::new(directory, dir))?,
     };
-    // The schemas crawltop has written, newest first: before the word rules, and before
-    // commit times (only ever with the old rules).
+    // The schemas crawltop has written, newest first: with each older word rules, and before
+    // commit times (only ever with the oldest rules).
     let known = [
         (schema, fields),
+        schema_with(true, Words::Marks),
         schema_with(true, Words::Alphanumeric),
         schema_with(false, Words::Alphanumeric),
     ];
@@ -654,15 +674,20 @@ fn open_index(dir: &Path, access: Access) -> Result<(Index, Fields), IndexError>
     Ok((index, fields))
 }
 
-/// Both rules' tokenizers under the names schemas give them: the one-pass [`WordTokenizer`]
+/// Every rules' tokenizer under the name schemas give it: the one-pass [`WordTokenizer`]
 /// takes tantivy's `default` name (same tokens), so indexes made before [`Words::Marks`] read
-/// and grow as they were written; [`NfcWordTokenizer`] is [`MARKS_TOKENIZER`].
+/// and grow as they were written; [`NfcWordTokenizer`] is [`MARKS_TOKENIZER`] and
+/// [`FoldedWordTokenizer`] [`FOLDED_TOKENIZER`].
 fn register_words(index: &Index) {
     let tokenizers = index.tokenizers();
     tokenizers.register("default", TextAnalyzer::from(WordTokenizer::default()));
     tokenizers.register(
         MARKS_TOKENIZER,
         TextAnalyzer::from(NfcWordTokenizer::default()),
+    );
+    tokenizers.register(
+        FOLDED_TOKENIZER,
+        TextAnalyzer::from(FoldedWordTokenizer::default()),
     );
 }
 
@@ -701,6 +726,11 @@ pub fn text_counts(text: &str, words: Words) -> TextCounts {
             bytes: text.len() as u64,
             lines: lines(text),
             words: marks_word_count(text),
+        },
+        Words::Folded => TextCounts {
+            bytes: text.len() as u64,
+            lines: lines(text),
+            words: folded_word_count(text),
         },
     }
 }
@@ -1277,24 +1307,10 @@ impl IndexReader {
         extreme: Extreme,
         tie: Tie,
     ) -> Result<Option<(Count, TieKey)>, IndexError> {
-        check_query(word)?;
-        let mut analyzer = analyzer(&self.index, self.fields)?;
-        let token = match tokens(&mut analyzer, word).as_slice() {
-            [one] => one.clone(),
-            // Punctuation only, or a run too long to be indexed: no word to count.
-            [] => {
-                return Err(IndexError::NoWords {
-                    rules: self.fields.rules,
-                });
-            }
-            other => {
-                return Err(IndexError::NotOneWord {
-                    word: word.to_owned(),
-                    tokens: other.to_vec(),
-                    rules: self.fields.rules,
-                });
-            }
-        };
+        // A word, not a query: the analyzer alone says what it is, so `zebra*` counts `zebra`
+        // as `zebra!` does, and `zeb*ra` is two words, as `zeb-ra` is.
+        check_size(word)?;
+        let token = self.word(word)?;
         let term = Term::from_field_text(self.fields.text, &token);
         let searcher = self.reader.searcher();
         let mut best: Option<(u32, TieKey, DocAddress)> = None;
@@ -1332,6 +1348,36 @@ impl IndexReader {
         Ok(Some((count, key)))
     }
 
+    /// How many pages hold `word` (one word by this index's rules) in their title.
+    fn in_titles(&self, word: &str) -> Result<usize, IndexError> {
+        let token = self.word(word)?;
+        let query = tantivy::query::TermQuery::new(
+            Term::from_field_text(self.fields.title, &token),
+            IndexRecordOption::Basic,
+        );
+        Ok(self
+            .reader
+            .searcher()
+            .search(&query, &tantivy::collector::Count)?)
+    }
+
+    /// The one token this index's rules make of `word`.
+    fn word(&self, word: &str) -> Result<String, IndexError> {
+        let mut analyzer = analyzer(&self.index, self.fields)?;
+        match tokens(&mut analyzer, word).as_slice() {
+            [one] => Ok(one.clone()),
+            // Punctuation only, or a run too long to be indexed: no word to count.
+            [] => Err(IndexError::NoWords {
+                rules: self.fields.rules,
+            }),
+            other => Err(IndexError::NotOneWord {
+                word: word.to_owned(),
+                tokens: other.to_vec(),
+                rules: self.fields.rules,
+            }),
+        }
+    }
+
     /// The lowercased words of the query on the text field; an error when the query has no
     /// word on any field (`*`, or operators alone), which would otherwise list every page.
     fn text_terms(&self, query: &dyn Query) -> Result<HashSet<String>, IndexError> {
@@ -1364,7 +1410,8 @@ fn alive_docs(segment: &SegmentReader) -> impl Iterator<Item = DocId> + '_ {
     (0..segment.max_doc()).filter(move |&doc| alive.is_none_or(|bits| bits.is_alive(doc)))
 }
 
-fn check_query(query: &str) -> Result<(), IndexError> {
+/// What a query and a counted word must both be: not blank, at most [`MAX_QUERY_BYTES`].
+fn check_size(query: &str) -> Result<(), IndexError> {
     if query.trim().is_empty() {
         return Err(IndexError::EmptyQuery);
     }
@@ -1374,6 +1421,11 @@ fn check_query(query: &str) -> Result<(), IndexError> {
             max: MAX_QUERY_BYTES,
         });
     }
+    Ok(())
+}
+
+fn check_query(query: &str) -> Result<(), IndexError> {
+    check_size(query)?;
     let mut depth = 0usize;
     let mut deepest = 0usize;
     for c in query.chars() {
@@ -1567,10 +1619,47 @@ mod tests {
     }
 
     /// The brute force, written apart from tantivy and the tokenizer, by the rules of a new
-    /// index ([`Words::Marks`]): the whole text in NFC first, then runs of letters, digits and
-    /// marks (a mark starts none), lowercased per character, tokens of 40 bytes or more
-    /// dropped.
+    /// index ([`Words::Folded`]): the whole text in NFD first, then runs of letters, digits,
+    /// marks and default-ignorables (U+200B aside; a mark or an ignorable starts none), the
+    /// ignorables left out, each run case-folded, in NFC, `i` + U+0307 made `i`, in NFC again,
+    /// tokens of 40 bytes or more dropped.
     fn brute_tokens(text: &str) -> Vec<String> {
+        use icu_properties::props::{
+            DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup,
+        };
+        let nfc = icu_normalizer::ComposingNormalizerBorrowed::new_nfc();
+        let text = icu_normalizer::DecomposingNormalizerBorrowed::new_nfd().normalize(text);
+        let categories = icu_properties::CodePointMapData::<GeneralCategory>::new();
+        let ignorables = icu_properties::CodePointSetData::new::<DefaultIgnorableCodePoint>();
+        let mut out = Vec::new();
+        let mut word = String::new();
+        for c in text.chars().chain([' ']) {
+            if c != '\u{200b}' && ignorables.contains(c) {
+                continue;
+            }
+            let mark = GeneralCategoryGroup::Mark.contains(categories.get(c));
+            if (mark && !word.is_empty()) || (!mark && c.is_alphanumeric()) {
+                word.push(c);
+                continue;
+            }
+            if !word.is_empty() {
+                let folded = icu_casemap::CaseMapper::new().fold_string(&word);
+                let token = nfc
+                    .normalize(&nfc.normalize(&folded).replace("i\u{307}", "i"))
+                    .into_owned();
+                if token.len() < 40 {
+                    out.push(token);
+                }
+            }
+            word.clear();
+        }
+        out
+    }
+
+    /// The brute force by the rules before ([`Words::Marks`]): the whole text in NFC first,
+    /// then runs of letters, digits and marks (a mark starts none), lowercased per character,
+    /// tokens of 40 bytes or more dropped.
+    fn brute_tokens_marks(text: &str) -> Vec<String> {
         use icu_properties::props::{GeneralCategory, GeneralCategoryGroup};
         let text = icu_normalizer::ComposingNormalizerBorrowed::new_nfc().normalize(text);
         let categories = icu_properties::CodePointMapData::<GeneralCategory>::new();
@@ -1591,11 +1680,12 @@ mod tests {
     }
 
     /// The old rules' brute force ([`Words::Alphanumeric`]): runs of letters and digits,
-    /// lowercased, tokens of 40 bytes or more dropped (tantivy's `RemoveLongFilter::limit(40)`).
+    /// lowercased per character as tantivy's `LowerCaser` does (no final-sigma rule), tokens
+    /// of 40 bytes or more dropped (tantivy's `RemoveLongFilter::limit(40)`).
     fn brute_tokens_alphanumeric(text: &str) -> Vec<String> {
         text.split(|c: char| !c.is_alphanumeric())
             .filter(|t| !t.is_empty() && t.len() < 40)
-            .map(str::to_lowercase)
+            .map(|t| t.chars().flat_map(char::to_lowercase).collect())
             .collect()
     }
 
@@ -1754,7 +1844,18 @@ mod tests {
         for text in MANY_SCRIPTS {
             assert_eq!(tokens(&mut analyzer, text), brute_tokens(text), "{text:?}");
         }
-        // An index of the old schema analyzes by the old rules.
+        // An index of each older schema analyzes by its rules.
+        let (schema, fields) = schema_with(true, Words::Marks);
+        let index = Index::create_in_ram(schema);
+        register_words(&index);
+        let mut marks = super::analyzer(&index, fields).expect("analyzer");
+        for text in pages().iter().map(|p| p.text.as_str()).chain(MANY_SCRIPTS) {
+            assert_eq!(
+                tokens(&mut marks, text),
+                brute_tokens_marks(text),
+                "{text:?}"
+            );
+        }
         let (schema, fields) = schema_with(true, Words::Alphanumeric);
         let index = Index::create_in_ram(schema);
         register_words(&index);
@@ -1768,8 +1869,9 @@ mod tests {
         }
     }
 
-    /// Texts of scripts whose words hold combining marks, composed and decomposed.
-    const MANY_SCRIPTS: [&str; 8] = [
+    /// Texts of scripts whose words hold combining marks, composed and decomposed, invisible
+    /// format characters, and capitals that fold apart from lowercasing.
+    const MANY_SCRIPTS: [&str; 12] = [
         "हिन्दी भारत की एक प्रमुख भाषा है। फ़िजी \u{95e}िजी",
         "தமிழ் ஒரு திராவிட மொழி",
         "Cafe\u{301} CAFÉ café re\u{301}sume\u{301} =\u{338}",
@@ -1778,6 +1880,10 @@ mod tests {
         "ภาษาไทย ไม่ใช่",
         "\u{1112}\u{1161}\u{11ab}\u{1100}\u{116e}\u{11a8}\u{110b}\u{1165} 한국어",
         "🦀 1\u{fe0f}\u{20e3} \u{301}a \u{94d} Ⓐ²Ⅻ",
+        "Donau\u{ad}dampf\u{ad}schiff\u{ad}fahrt in\u{ad}ter\u{ad}na\u{ad}tion\u{ad}al",
+        "من کتاب\u{200c}ها را می\u{200c}خواهم. क्\u{200d}ष ক্\u{200c}ষ a\u{2060}b a\u{200b}b",
+        "ΝΌΜΟΣ ΚΑΙ ΚΟΣΜΟΣ ο νόμος ᾳ ΆΙ ά\u{345}",
+        "İSTANBUL İstanbul istanbul DİYARBAKIR Diyarbakır Straße STRASSE ẞ ﬁle",
     ];
 
     #[test]
@@ -1795,7 +1901,8 @@ mod tests {
         ));
         texts.push(format!("{}ẞ {}ẞ", "a".repeat(36), "a".repeat(37)));
         let alphabet: Vec<char> =
-            "aZ9 \n\t.,-_'’“—ẞßÉé٣߀漢字ü\u{301}🦀\u{0}\u{200b}\u{1fff}⁰ⁱⅫ²ह\u{94d}\u{958}\u{5c1}"
+            "aZ9 \n\t.,-_'’“—ẞßÉé٣߀漢字ü\u{301}🦀\u{0}\u{200b}\u{1fff}⁰ⁱⅫ²ह\u{94d}\u{958}\u{5c1}\
+             \u{ad}\u{200c}\u{200d}\u{2060}\u{fe0f}İıΣςᾳ\u{345}ŉ"
                 .chars()
                 .collect();
         let mut rng = crate::testweb::rng::SplitMix64::new(11);
@@ -1808,7 +1915,7 @@ mod tests {
             );
         }
         texts.extend(["\n", "\n\n", "a\n", "a\r\nb", "\r\n", "x\n\ny"].map(String::from));
-        for (words, text) in [Words::Alphanumeric, Words::Marks]
+        for (words, text) in [Words::Alphanumeric, Words::Marks, Words::Folded]
             .into_iter()
             .flat_map(|w| texts.iter().map(move |t| (w, t)))
         {
@@ -2325,6 +2432,40 @@ mod tests {
         assert!(message.contains("not one word"), "{message}");
     }
 
+    /// Audit 29, finding 7: `zebra!` was counted and `zebra*` refused as a search with
+    /// wildcards. A counted word is read by the analyzer alone: punctuation around it is
+    /// dropped whatever it is, inside it splits it.
+    #[test]
+    fn a_counted_word_is_read_as_the_index_reads_words_whatever_its_punctuation() {
+        let (_dir, pages, reader) = built();
+        let want = brute_extreme(&pages, "alpha", Extreme::Most);
+        assert!(want.is_some());
+        for word in [
+            "alpha!", "alpha*", "alpha~", "alpha)", "(alpha", "*alpha*", "alpha?",
+        ] {
+            let got = reader
+                .max_count(word)
+                .unwrap_or_else(|e| panic!("{word:?}: {e}"));
+            assert_eq!(got, want, "{word:?}");
+        }
+        for word in ["al*pha", "al~pha", "title:alpha"] {
+            let err = reader.max_count(word).expect_err("two words");
+            assert!(
+                matches!(err, IndexError::NotOneWord { .. }),
+                "{word:?}: {err}"
+            );
+        }
+        assert!(matches!(
+            reader.max_count("*"),
+            Err(IndexError::NoWords { .. })
+        ));
+        // The titles `maxcount` mentions are found by the word's token: `gamma)` was made
+        // the query `title:gamma)`, a syntax error that counted no title.
+        for word in ["gamma", "GAMMA", "gamma)", "(gamma!"] {
+            assert_eq!(reader.in_titles(word).expect("titles"), 2, "{word:?}");
+        }
+    }
+
     #[test]
     fn word_count_matches_brute_force() {
         let (_dir, pages, reader) = built();
@@ -2725,7 +2866,7 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let folder = crawl_folder(root.path(), "new", true, &SCRIPT_PAGES);
         let reader = IndexReader::open(&folder.join("index")).expect("reader");
-        assert_eq!(reader.fields.rules, Words::Marks);
+        assert_eq!(reader.fields.rules, Words::Folded);
         for query in ["café", "CAFÉ", "cafe\u{301}"] {
             let hits = reader.search(query, 10).expect("search");
             assert_eq!(hits.len(), 1, "{query:?}");
@@ -2810,6 +2951,176 @@ mod tests {
             .max_count("हिन्दी")
             .expect_err("two words");
         assert!(matches!(err, IndexError::NotOneWord { .. }), "{err}");
+    }
+
+    /// Audit 29's pages: German hyphenated for display, Persian with ZWNJ, Greek and Turkish
+    /// capitals.
+    const FOLD_PAGES: [(u64, &str, u64); 3] = [
+        (
+            1,
+            "Donau\u{ad}dampf\u{ad}schiff\u{ad}fahrt and Donaudampfschifffahrt; \
+             in\u{ad}ter\u{ad}na\u{ad}tion\u{ad}al",
+            11,
+        ),
+        (
+            2,
+            "من کتاب\u{200c}ها را می\u{200c}خواهم. کتاب\u{200c}ها خوب هستند.",
+            12,
+        ),
+        (
+            3,
+            "ΝΟΜΟΣ ΚΑΙ ΚΟΣΜΟΣ\nΟ νόμος και ο κόσμος. Ο νόμος.\nİSTANBUL İstanbul istanbul Straße",
+            13,
+        ),
+    ];
+
+    /// Audit 29, findings 2 and 3, in a new index: a word with soft hyphens or a ZWNJ is one
+    /// word, found and counted as typed with or without them, and case is folded.
+    #[test]
+    fn a_new_index_takes_words_whole_across_invisible_characters_and_folds_their_case() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let folder = crawl_folder(root.path(), "new", true, &FOLD_PAGES);
+        let reader = IndexReader::open(&folder.join("index")).expect("reader");
+        assert_eq!(reader.fields.rules, Words::Folded);
+        let count = |word: &str| {
+            reader
+                .max_count(word)
+                .unwrap_or_else(|e| panic!("{word:?}: {e}"))
+                .map(|c| (c.seq, c.count))
+        };
+        for (word, want) in [
+            ("Donaudampfschifffahrt", (1, 2)),
+            ("donau\u{ad}dampf\u{ad}schiff\u{ad}fahrt", (1, 2)),
+            ("international", (1, 1)),
+            ("in\u{ad}ter\u{ad}na\u{ad}tion\u{ad}al", (1, 1)),
+            ("کتاب\u{200c}ها", (2, 2)),
+            ("کتابها", (2, 2)),
+            ("می\u{200c}خواهم", (2, 1)),
+            ("νόμος", (3, 2)),
+            ("ΝΌΜΟΣ", (3, 2)),
+            ("ΝΟΜΟΣ", (3, 1)),
+            ("κοσμοσ", (3, 1)),
+            ("istanbul", (3, 3)),
+            ("İstanbul", (3, 3)),
+            ("i\u{307}stanbul", (3, 3)),
+            ("strasse", (3, 1)),
+            ("STRAẞE", (3, 1)),
+        ] {
+            assert_eq!(count(word), Some(want), "{word:?}");
+        }
+        // The halves of a word are no words of their own.
+        for half in ["ها", "tion", "dampf"] {
+            assert_eq!(count(half), None, "{half:?}");
+        }
+        for (query, seqs) in [
+            ("international", vec![1]),
+            ("کتابها", vec![2]),
+            ("ΝΌΜΟΣ", vec![3]),
+            ("\"ο νομοσ\"", vec![]),
+            ("\"ο νόμος\"", vec![3]),
+            ("İSTANBUL", vec![3]),
+        ] {
+            let hits = reader.search(query, 10).expect("search");
+            assert_eq!(
+                hits.iter().map(|h| h.seq).collect::<Vec<_>>(),
+                seqs,
+                "{query:?}"
+            );
+        }
+        // A hit's lines are the page's own.
+        let hits = reader.search("ΝΌΜΟΣ", 10).expect("search");
+        let line = "Ο νόμος και ο κόσμος. Ο νόμος.".to_owned();
+        assert_eq!(hits[0].lines, [(2, line)]);
+        let hits = reader.search("νομοσ", 10).expect("search");
+        assert_eq!(hits[0].lines, [(1, "ΝΟΜΟΣ ΚΑΙ ΚΟΣΜΟΣ".to_owned())]);
+        // 4 + 7 + 14 words.
+        assert_eq!(reader.word_count().expect("wc").words, 4 + 7 + 14);
+    }
+
+    fn fold_page((seq, text, committed_ms): (u64, &str, u64)) -> IndexedPage<'_> {
+        IndexedPage {
+            seq,
+            url: "http://127.0.0.1:8000/3",
+            title: "t",
+            text,
+            committed_ms,
+        }
+    }
+
+    /// Makes a crawl folder whose index has the schema of an index made with [`Words::Marks`]
+    /// (`words_nfc`), then feeds it `pages` as a resumed crawl does.
+    fn marks_rules_folder(root: &Path, name: &str, pages: &[(u64, &str, u64)]) -> PathBuf {
+        let dir = root.join(name).join("index");
+        std::fs::create_dir_all(&dir).expect("index dir");
+        Index::create_in_dir(&dir, schema_with(true, Words::Marks).0)
+            .expect("an index of the rules before");
+        crawl_folder(root, name, true, pages)
+    }
+
+    #[test]
+    fn a_words_nfc_index_keeps_its_rules_when_searched_counted_and_resumed() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let before = marks_rules_folder(root.path(), "before", &FOLD_PAGES[..2]);
+        let check = |pages: u64, words: u64| {
+            let reader = IndexReader::open(&before.join("index")).expect("reader");
+            assert_eq!(reader.fields.rules, Words::Marks);
+            assert_eq!(reader.pages(), pages);
+            // Its words keep their marks and are composed, as before.
+            assert_eq!(reader.search("هستند", 10).expect("search")[0].seq, 2);
+            // A soft hyphen or a ZWNJ splits a word, and it says how to have the new rules.
+            let err = reader
+                .max_count("کتاب\u{200c}ها")
+                .expect_err("two words here");
+            assert!(matches!(err, IndexError::NotOneWord { .. }), "{err}");
+            assert!(
+                err.to_string()
+                    .contains("`crawltop index DIR --replace` rebuilds it"),
+                "{err}"
+            );
+            let half = reader.max_count("ها").expect("one word").expect("found");
+            assert_eq!((half.seq, half.count), (2, 2));
+            assert!(
+                reader
+                    .search("international", 10)
+                    .expect("search")
+                    .is_empty()
+            );
+            assert_eq!(reader.word_count().expect("wc").words, words);
+            reader
+        };
+        // 11 + 10 words.
+        check(2, 21);
+        // A resumed crawl adds a page by the same rules: lowercased per character.
+        let mut writer = IndexWriter::open(&before.join("index")).expect("resume");
+        assert_eq!(writer.fields.rules, Words::Marks);
+        assert!(
+            writer
+                .add(&fold_page(FOLD_PAGES[2]))
+                .expect("add")
+                .is_added()
+        );
+        writer.commit().expect("commit");
+        writer.close().expect("close");
+        let reader = check(3, 21 + 14);
+        assert_eq!(reader.max_count("ΝΌΜΟΣ").expect("one word"), None);
+        let most = reader.max_count("νόμος").expect("one word").expect("found");
+        assert_eq!((most.seq, most.count), (3, 2));
+        let dotted = reader
+            .max_count("İstanbul")
+            .expect("one word")
+            .expect("found");
+        assert_eq!((dotted.seq, dotted.count), (3, 2));
+
+        // Searched with a new index: each reads the word by its own rules.
+        let new = crawl_folder(root.path(), "new", true, &FOLD_PAGES);
+        let crawls = Crawls::open(&[before, new]).expect("open");
+        let most = crawls
+            .max_count("کتاب\u{200c}ها")
+            .expect("max")
+            .expect("found");
+        assert_eq!((most.crawl, most.count.seq, most.count.count), (1, 2, 2));
+        let most = crawls.max_count("ΝΌΜΟΣ").expect("max").expect("found");
+        assert_eq!((most.crawl, most.count.count), (1, 2));
     }
 
     #[test]

@@ -13,12 +13,21 @@
 //!   offsets are tantivy's own. It must never change: indexes on disk depend on it. It splits
 //!   words at combining marks that are not Alphabetic (Hindi `हिन्दी` at its virama) and tells
 //!   a decomposed `café` from a composed one.
-//! - [`Words::Marks`], registered as [`MARKS_TOKENIZER`], for every index made since
-//!   ([`NfcWordTokenizer`]): runs of letters, digits and combining marks, NFC-normalized, then
-//!   lowercased and dropped at [`MAX_WORD_BYTES`] as above (measured after normalization).
+//! - [`Words::Marks`], registered as [`MARKS_TOKENIZER`], for indexes made after it and before
+//!   [`Words::Folded`] ([`NfcWordTokenizer`]): runs of letters, digits and combining marks,
+//!   NFC-normalized, then lowercased per character and dropped at [`MAX_WORD_BYTES`] as above
+//!   (measured after normalization). A soft hyphen or a ZWNJ splits its word, and `ΝΌΜΟΣ` is
+//!   not `νόμος` (no final-sigma rule).
+//! - [`Words::Folded`], registered as [`FOLDED_TOKENIZER`], for every index made since
+//!   ([`FoldedWordTokenizer`]): the runs of [`Words::Marks`], except that a default-ignorable
+//!   code point (soft hyphen, ZWNJ, ZWJ, word joiner, variation selectors: invisible, and part
+//!   of the word to UAX #29's rule WB4) continues a run without being in its token; the token
+//!   is the run case-folded (Unicode full case folding: `Σ` and `ς` are `σ`, `ß` is `ss`) and
+//!   in NFC ([`fold_run`]), dropped at [`MAX_WORD_BYTES`] measured on the token.
 //!
-//! Both classify the characters of a prose page (ASCII, General Punctuation) without Unicode
-//! table lookups, and ASCII runs skip normalization (ASCII is NFC).
+//! All three classify the characters of a prose page (ASCII, General Punctuation) without
+//! Unicode table lookups, and ASCII runs skip normalization and folding (ASCII is NFC, and
+//! folds as it lowercases).
 
 use std::collections::HashSet;
 
@@ -66,26 +75,45 @@ pub(super) fn word_char_at(text: &str, at: usize) -> (bool, usize) {
 /// names.
 pub(super) const MARKS_TOKENIZER: &str = "words_nfc";
 
+/// The name [`Words::Folded`] is registered under, and that the schema of an index made with it
+/// names.
+pub(super) const FOLDED_TOKENIZER: &str = "words_folded";
+
 /// Which rules make a word (see the module's comment); an index keeps its own for life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Words {
     /// Runs of `char::is_alphanumeric`: tantivy's `default` analyzer, every index made before
     /// [`Words::Marks`] existed.
     Alphanumeric,
-    /// Runs of letters, digits and combining marks, NFC-normalized: every index made since.
+    /// Runs of letters, digits and combining marks, NFC-normalized, lowercased per character:
+    /// every index made after [`Words::Alphanumeric`] and before [`Words::Folded`].
     Marks,
+    /// The runs of [`Words::Marks`] with default-ignorable code points inside them left out of
+    /// the word, not splitting it; case-folded, in NFC: every index made since.
+    Folded,
 }
 
 impl Words {
     /// The rules a new index gets.
-    pub const NEWEST: Words = Words::Marks;
+    pub const NEWEST: Words = Words::Folded;
 
     /// The tokenizer name the schema of an index with these rules gives its text fields.
     pub(super) fn tokenizer_name(self) -> &'static str {
         match self {
             Words::Alphanumeric => "default",
             Words::Marks => MARKS_TOKENIZER,
+            Words::Folded => FOLDED_TOKENIZER,
         }
+    }
+
+    /// Each word of `text` by these rules, with the bytes of `text` it was made from: for
+    /// showing where a line matches (the dashboard), as the index's analyzer makes them.
+    pub fn words(self, text: &str) -> Vec<(String, std::ops::Range<usize>)> {
+        let mut words = Vec::new();
+        self.analyzer()
+            .token_stream(text)
+            .process(&mut |t| words.push((t.text.clone(), t.offset_from..t.offset_to)));
+        words
     }
 
     /// The index's analyzer for these rules (also for the benchmark, `benches/words.rs`).
@@ -93,6 +121,7 @@ impl Words {
         match self {
             Words::Alphanumeric => TextAnalyzer::from(WordTokenizer::default()),
             Words::Marks => TextAnalyzer::from(NfcWordTokenizer::default()),
+            Words::Folded => TextAnalyzer::from(FoldedWordTokenizer::default()),
         }
     }
 }
@@ -101,7 +130,15 @@ impl Words {
 impl std::fmt::Display for Words {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Words::Marks => "runs of letters, digits and their combining marks",
+            Words::Folded => {
+                "runs of letters, digits and their combining marks (soft hyphens, ZWNJ and other \
+                 invisible characters inside a word are part of it)"
+            }
+            Words::Marks => {
+                "runs of letters, digits and their combining marks in this index, made before \
+                 soft hyphens and ZWNJ stopped splitting words and case was folded \
+                 (`crawltop index DIR --replace` rebuilds it with those rules)"
+            }
             Words::Alphanumeric => {
                 "runs of letters and digits in this index, made before words kept their \
                  combining marks (`crawltop index DIR --replace` rebuilds it with them)"
@@ -123,6 +160,9 @@ pub(super) enum Class {
     /// A mark with no base before it (after a space, or at the start) belongs to no word, as
     /// UAX #29 attaches it to the character before it.
     Mark,
+    /// To [`Words::Folded`] only, a default-ignorable code point ([`is_ignorable`]): continues
+    /// a word as a mark does, and is left out of its token.
+    Ignorable,
 }
 
 /// Whether the character starting at byte `at` of `text` is part of a word by
@@ -160,6 +200,151 @@ fn class_of(c: char) -> Class {
         Class::Base
     } else {
         Class::Gap
+    }
+}
+
+/// Whether the character starting at byte `at` of `text` is part of a word by
+/// [`Words::Folded`], and its length in bytes; as [`class_at`].
+#[inline]
+pub(super) fn folded_class_at(text: &str, at: usize) -> (Class, usize) {
+    let byte = text.as_bytes()[at];
+    if let Some(&word) = ASCII_WORD.get(usize::from(byte)) {
+        return (if word { Class::Base } else { Class::Gap }, 1);
+    }
+    let c = text[at..]
+        .chars()
+        .next()
+        .expect("`at` is on a character boundary below the end");
+    (folded_class_of(c), c.len_utf8())
+}
+
+/// [`Class`] of a character past ASCII by [`Words::Folded`]: [`class_of`]'s, but a
+/// default-ignorable code point is [`Class::Ignorable`]. Never inlined, as [`class_of`]. One
+/// table lookup for most characters, as [`class_of`]: the general category tells which can be
+/// ignorable (a unit test checks every code point against Unicode's property).
+#[inline(never)]
+fn folded_class_of(c: char) -> Class {
+    use icu_properties::props::{GeneralCategory as Category, GeneralCategoryGroup};
+    if GENERAL_PUNCTUATION.contains(&c) {
+        // The block's default-ignorables, written out, so that prose's dashes and quotes take
+        // no lookup.
+        return if matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}')
+        {
+            Class::Ignorable
+        } else {
+            Class::Gap
+        };
+    }
+    let category = icu_properties::CodePointMapData::<Category>::new().get(c);
+    let ignorable = match category {
+        // The Hangul fillers: the only letters that are default-ignorable.
+        Category::OtherLetter => matches!(c, '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}'),
+        Category::Format | Category::NonspacingMark | Category::Unassigned => is_ignorable(c),
+        _ => false,
+    };
+    if ignorable {
+        Class::Ignorable
+    } else if GeneralCategoryGroup::Mark.contains(category) {
+        Class::Mark
+    } else if GeneralCategoryGroup::Letter.contains(category)
+        || GeneralCategoryGroup::Number.contains(category)
+        || c.is_alphanumeric()
+    {
+        Class::Base
+    } else {
+        Class::Gap
+    }
+}
+
+/// Whether folding leaves every character of `run` as it is: letters without case (Lo: the
+/// letters of Devanagari, Arabic, Hebrew, Thai, CJK...), combining marks but U+0345 (which
+/// folds to `ι`), decimal digits (a unit test checks every code point). Such a run's token is
+/// its NFC alone, as by [`Words::Marks`], with no folding to pay for.
+fn folds_to_itself(run: &str) -> bool {
+    use icu_properties::props::GeneralCategory as Category;
+    let categories = icu_properties::CodePointMapData::<Category>::new();
+    run.chars().all(|c| match categories.get(c) {
+        Category::OtherLetter
+        | Category::SpacingMark
+        | Category::EnclosingMark
+        | Category::DecimalNumber => true,
+        Category::NonspacingMark => c != '\u{345}',
+        _ => false,
+    })
+}
+
+/// Whether [`Words::Folded`] leaves `c` out of a word without ending it: Unicode's
+/// `Default_Ignorable_Code_Point` (soft hyphen, ZWNJ, ZWJ, word joiner, the marks and
+/// embeddings of direction, variation selectors, the combining grapheme joiner, Hangul
+/// fillers, tags), which a browser draws as nothing. Except U+200B, the zero-width space:
+/// invisible too, but it is where a word ends in Thai or Khmer text written without spaces,
+/// and UAX #29 breaks words at it (it is a space, not a format character, to rule WB4).
+fn is_ignorable(c: char) -> bool {
+    use icu_properties::props::DefaultIgnorableCodePoint;
+    c != '\u{200b}'
+        && icu_properties::CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
+}
+
+/// Buffers [`fold_run`] reuses from run to run.
+#[derive(Clone, Default)]
+pub(super) struct Scratch {
+    /// The run without its ignorables.
+    kept: String,
+    /// The run decomposed, where folding needs it.
+    decomposed: String,
+    /// The token before `i` + U+0307 is made `i`.
+    dotted: String,
+}
+
+/// The token [`Words::Folded`] makes of a run past ASCII, in `out` (cleared first): the run
+/// without its default-ignorables (when `ignorables` says it holds any), case-folded by
+/// Unicode's full case folding (`ß` to `ss`, `Σ` and `ς` to `σ`, `ﬁ` to `fi`), in NFC.
+///
+/// Unicode's canonical caseless match (The Unicode Standard, 3.13, D145) folds a text's NFD so
+/// that canonically equivalent texts fold alike; only U+0345 (the Greek iota below, which
+/// folds to `ι`) and the letters that decompose to it need that, so only a run holding one is
+/// decomposed first. Folding makes `İ` (Turkish dotted capital I) `i` + U+0307, a dot above
+/// the dot `i` has already: that pair is made `i`, so that `İstanbul`, `İSTANBUL` and
+/// `istanbul` are one word (`I` stays `i`, as in English; Turkish `ı` stays apart, as
+/// locale-free folding must keep it).
+pub(super) fn fold_run(run: &str, ignorables: bool, scratch: &mut Scratch, out: &mut String) {
+    let nfc = icu_normalizer::ComposingNormalizerBorrowed::new_nfc();
+    let Scratch {
+        kept,
+        decomposed,
+        dotted,
+    } = scratch;
+    let mut run = run;
+    if ignorables {
+        kept.clear();
+        kept.extend(run.chars().filter(|&c| !is_ignorable(c)));
+        run = kept;
+    }
+    out.clear();
+    if folds_to_itself(run) {
+        out.push_str(&nfc.normalize(run));
+        return;
+    }
+    if run
+        .chars()
+        .any(|c| c == '\u{345}' || ('\u{1f80}'..='\u{1ffc}').contains(&c))
+    {
+        decomposed.clear();
+        icu_normalizer::DecomposingNormalizerBorrowed::new_nfd()
+            .normalize_to(run, decomposed)
+            .expect("a String takes any text");
+        run = decomposed;
+    }
+    let folded = icu_casemap::CaseMapper::new().fold_string(run);
+    // Borrowed, and copied once, when it already is in NFC (most text on the web).
+    out.push_str(&nfc.normalize(&folded));
+    if out.contains("i\u{307}") {
+        // Made `i`, then composed again: `i` + U+0307 + U+0301 becomes `í`.
+        dotted.clear();
+        dotted.push_str(&out.replace("i\u{307}", "i"));
+        out.clear();
+        nfc.normalize_to(dotted, out)
+            .expect("a String takes any text");
     }
 }
 
@@ -202,7 +387,7 @@ pub(super) fn marks_word_count(text: &str) -> u64 {
         match class {
             Class::Base => (run, plain) = (run + len, false),
             Class::Mark if run > 0 => (run, plain) = (run + len, false),
-            Class::Mark | Class::Gap => {
+            Class::Mark | Class::Ignorable | Class::Gap => {
                 if run > 0 {
                     let word = &text[at - run..at];
                     words += u64::from(if plain {
@@ -227,6 +412,62 @@ pub(super) fn marks_word_count(text: &str) -> u64 {
     words
 }
 
+/// How many words `text` holds by [`Words::Folded`], in one scan that makes no token: the loop
+/// of [`marks_word_count`] with ignorables, where only a run holding a character past ASCII is
+/// folded, to measure its token.
+pub(super) fn folded_word_count(text: &str) -> u64 {
+    let bytes = text.as_bytes();
+    let mut words = 0u64;
+    let (mut scratch, mut token) = (Scratch::default(), String::new());
+    let mut is_word = |run: &str, plain: bool, ignorables: bool| {
+        if plain {
+            run.len() < MAX_WORD_BYTES
+        } else if !ignorables && folds_to_itself(run) {
+            // Measured as by `Words::Marks`, short runs without normalizing them.
+            nfc_run_is_word(run)
+        } else {
+            fold_run(run, ignorables, &mut scratch, &mut token);
+            token.len() < MAX_WORD_BYTES
+        }
+    };
+    // The current run's length in bytes, whether it is all ASCII, whether it holds an
+    // ignorable.
+    let mut run = 0usize;
+    let mut plain = true;
+    let mut ignorables = false;
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        if let Some(&word) = ASCII_WORD.get(usize::from(byte)) {
+            if !word && !plain {
+                words += u64::from(is_word(&text[at - run..at], false, ignorables));
+                (run, plain, ignorables) = (0, true, false);
+            }
+            // Branch-free for ASCII runs, as `count_step`.
+            words += u64::from(!word & (run.wrapping_sub(1) < MAX_WORD_BYTES - 1));
+            run = if word { run + 1 } else { 0 };
+            at += 1;
+            continue;
+        }
+        let (class, len) = folded_class_at(text, at);
+        match class {
+            Class::Base => (run, plain) = (run + len, false),
+            Class::Mark if run > 0 => (run, plain) = (run + len, false),
+            Class::Ignorable if run > 0 => (run, plain, ignorables) = (run + len, false, true),
+            Class::Mark | Class::Ignorable | Class::Gap => {
+                if run > 0 {
+                    words += u64::from(is_word(&text[at - run..at], plain, ignorables));
+                }
+                (run, plain, ignorables) = (0, true, false);
+            }
+        }
+        at += len;
+    }
+    if run > 0 {
+        words += u64::from(is_word(&text[text.len() - run..], plain, ignorables));
+    }
+    words
+}
+
 /// Where `text` must be cut so that it holds at most `max` distinct words (words as the index
 /// makes them: lowercased runs, long runs dropped): the byte offset of the first word that
 /// would be the `max + 1`-th distinct one, or `None` when the whole text holds at most `max`.
@@ -242,6 +483,7 @@ pub(super) fn distinct_words_cut(text: &str, max: usize, words: Words) -> Option
     match words {
         Words::Alphanumeric => cut_with(WordTokenizer::default(), text, max),
         Words::Marks => cut_with(NfcWordTokenizer::default(), text, max),
+        Words::Folded => cut_with(FoldedWordTokenizer::default(), text, max),
     }
 }
 
@@ -419,6 +661,99 @@ impl TokenStream for NfcWordStream<'_> {
                 self.token
                     .text
                     .extend(normal.chars().flat_map(char::to_lowercase));
+            }
+            self.token.offset_from = start;
+            self.token.offset_to = self.at;
+            return true;
+        }
+    }
+
+    fn token(&self) -> &Token {
+        self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.token
+    }
+}
+
+/// The tokenizer of [`Words::Folded`], in one pass as [`NfcWordTokenizer`]: its runs start at
+/// a [`Class::Base`] and take marks and ignorables; a run past ASCII is made a token by
+/// [`fold_run`], an ASCII run lowercased. Offsets are the page's own bytes, ignorables inside
+/// the run included.
+///
+/// Each run is folded and normalized alone, which gives the words of the page folded and
+/// normalized first, as for [`NfcWordTokenizer`]: an ignorable inside a run is no starter
+/// NFC would compose across (it is left out before), and folding is per character.
+#[derive(Clone, Default)]
+pub(super) struct FoldedWordTokenizer {
+    token: Token,
+    scratch: Scratch,
+}
+
+pub(super) struct FoldedWordStream<'a> {
+    text: &'a str,
+    at: usize,
+    token: &'a mut Token,
+    scratch: &'a mut Scratch,
+}
+
+impl Tokenizer for FoldedWordTokenizer {
+    type TokenStream<'a> = FoldedWordStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> FoldedWordStream<'a> {
+        self.token.reset();
+        FoldedWordStream {
+            text,
+            at: 0,
+            token: &mut self.token,
+            scratch: &mut self.scratch,
+        }
+    }
+}
+
+impl TokenStream for FoldedWordStream<'_> {
+    fn advance(&mut self) -> bool {
+        self.token.text.clear();
+        let len = self.text.len();
+        loop {
+            // Skip to the next run: past gaps, and marks and ignorables without a base.
+            let start = loop {
+                if self.at >= len {
+                    return false;
+                }
+                let (class, char_len) = folded_class_at(self.text, self.at);
+                if class == Class::Base {
+                    break self.at;
+                }
+                self.at += char_len;
+            };
+            let mut ascii = true;
+            let mut ignorables = false;
+            while self.at < len {
+                let (class, char_len) = folded_class_at(self.text, self.at);
+                if class == Class::Gap {
+                    break;
+                }
+                ascii &= char_len == 1;
+                ignorables |= class == Class::Ignorable;
+                self.at += char_len;
+            }
+            // Every run takes a position, dropped or not, as in the older rules.
+            self.token.position = self.token.position.wrapping_add(1);
+            let run = &self.text[start..self.at];
+            if ascii {
+                if run.len() >= MAX_WORD_BYTES {
+                    continue;
+                }
+                self.token.text.push_str(run);
+                self.token.text.make_ascii_lowercase();
+            } else {
+                fold_run(run, ignorables, self.scratch, &mut self.token.text);
+                if self.token.text.len() >= MAX_WORD_BYTES {
+                    self.token.text.clear();
+                    continue;
+                }
             }
             self.token.offset_from = start;
             self.token.offset_to = self.at;
@@ -702,5 +1037,260 @@ mod tests {
         for text in &texts {
             assert_eq!(all(&mut ours, text), all(&mut theirs, text), "{text:?}");
         }
+    }
+    /// The newest rules written apart from the tokenizer, from Unicode's properties alone (no
+    /// fast paths): runs that start at a letter or digit and take marks and
+    /// default-ignorables (U+200B aside), the ignorables left out, then NFD, full case folding,
+    /// NFC, `i` + U+0307 made `i` and NFC again; tokens of 40 bytes or more dropped. Each
+    /// token with the byte where its run starts.
+    fn brute_folded(text: &str) -> Vec<(usize, String)> {
+        use icu_properties::props::GeneralCategoryGroup as Group;
+        use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
+        let ignorable = |c: char| {
+            c != '\u{200b}'
+                && icu_properties::CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
+        };
+        let category = |c| icu_properties::CodePointMapData::<GeneralCategory>::new().get(c);
+        let base = |c: char| {
+            !('\u{2000}'..='\u{206f}').contains(&c)
+                && !is_mark(c)
+                && (Group::Letter.contains(category(c))
+                    || Group::Number.contains(category(c))
+                    || c.is_alphanumeric())
+        };
+        let nfc = icu_normalizer::ComposingNormalizerBorrowed::new_nfc();
+        let mut out = Vec::new();
+        let mut start = None;
+        let end = std::iter::once((text.len(), ' '));
+        for (at, c) in text.char_indices().chain(end) {
+            if ignorable(c) || is_mark(c) {
+                continue;
+            }
+            if base(c) {
+                start.get_or_insert(at);
+                continue;
+            }
+            let Some(from) = start.take() else { continue };
+            let kept: String = text[from..at].chars().filter(|&c| !ignorable(c)).collect();
+            let nfd = icu_normalizer::DecomposingNormalizerBorrowed::new_nfd().normalize(&kept);
+            let folded = icu_casemap::CaseMapper::new()
+                .fold_string(&nfd)
+                .into_owned();
+            let word = nfc.normalize(&nc(&nfc.normalize(&folded))).into_owned();
+            if word.len() < MAX_WORD_BYTES {
+                out.push((from, word));
+            }
+        }
+        out
+    }
+
+    /// `i` + U+0307 made `i`.
+    fn nc(text: &str) -> String {
+        text.replace("i\u{307}", "i")
+    }
+
+    fn folded_tokens(text: &str) -> Vec<String> {
+        all(&mut Words::Folded.analyzer(), text)
+            .into_iter()
+            .map(|(t, ..)| t)
+            .collect()
+    }
+
+    /// Audit 29, findings 2 and 3: a soft hyphen, a ZWNJ or a ZWJ split the word a reader
+    /// sees whole, and `ΝΌΜΟΣ` was not `νόμος`, nor `İstanbul` `istanbul`.
+    #[test]
+    fn invisible_format_characters_join_their_word_and_case_is_folded() {
+        // (text, the newest rules' words, the words of the rules before)
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            (
+                "in\u{ad}ter\u{ad}na\u{ad}tion\u{ad}al",
+                &["international"],
+                &["in", "ter", "na", "tion", "al"],
+            ),
+            (
+                "Donau\u{ad}dampf\u{ad}schiff\u{ad}fahrt",
+                &["donaudampfschifffahrt"],
+                &["donau", "dampf", "schiff", "fahrt"],
+            ),
+            // Persian with ZWNJ, a Hindi conjunct with ZWJ, Bengali with ZWNJ.
+            ("کتاب\u{200c}ها", &["کتابها"], &["کتاب", "ها"]),
+            ("می\u{200c}خواهم", &["میخواهم"], &["می", "خواهم"]),
+            ("क्\u{200d}ष", &["क्ष"], &["क्", "ष"]),
+            ("ক্\u{200c}ষ", &["ক্ষ"], &["ক্", "ষ"]),
+            // The word joiner, a direction mark, a BOM, the combining grapheme joiner.
+            (
+                "a\u{2060}b c\u{200e}d e\u{feff}f g\u{34f}h",
+                &["ab", "cd", "ef", "gh"],
+                &["a", "b", "c", "d", "e", "f", "g\u{34f}h"],
+            ),
+            // Final sigma, and capitals with their accent.
+            ("ΝΌΜΟΣ νόμος", &["νόμοσ", "νόμοσ"], &["νόμοσ", "νόμος"]),
+            // Turkish dotted İ, composed and not; dotless ı stays apart.
+            (
+                "İstanbul İSTANBUL I\u{307}stanbul istanbul",
+                &["istanbul", "istanbul", "istanbul", "istanbul"],
+                &[
+                    "i\u{307}stanbul",
+                    "i\u{307}stanbul",
+                    "i\u{307}stanbul",
+                    "istanbul",
+                ],
+            ),
+            (
+                "DİYARBAKIR Diyarbakır",
+                &["diyarbakir", "diyarbakır"],
+                &["di\u{307}yarbakir", "diyarbakır"],
+            ),
+            // Full folding: ß and ẞ are ss, a ligature its letters.
+            (
+                "Straße STRASSE ẞ ﬁle",
+                &["strasse", "strasse", "ss", "file"],
+                &["straße", "strasse", "ß", "ﬁle"],
+            ),
+            // An ignorable before a word starts none; one after it ends in it; a zero-width
+            // space still parts words, as in Thai written without spaces.
+            (
+                "\u{ad}word\u{200c} a\u{200b}b",
+                &["word", "a", "b"],
+                &["word", "a", "b"],
+            ),
+            // A keycap loses its variation selector, a Hangul filler is no word.
+            (
+                "1\u{fe0f}\u{20e3} \u{3164}",
+                &["1\u{20e3}"],
+                &["1\u{fe0f}\u{20e3}", "\u{3164}"],
+            ),
+            // Marks around an ignorable compose once it is left out.
+            ("e\u{ad}\u{301}", &["é"], &["e"]),
+        ];
+        for &(text, new, old) in cases {
+            assert_eq!(folded_tokens(text), new, "{text:?} by the newest rules");
+            assert_eq!(marks_tokens(text), old, "{text:?} by the rules before");
+            assert_eq!(
+                super::super::count_words(text, Words::Folded),
+                new.len() as u64,
+                "{text:?}"
+            );
+            let brute: Vec<String> = brute_folded(text).into_iter().map(|(_, w)| w).collect();
+            assert_eq!(brute, new, "{text:?} by brute force");
+        }
+        // The iota below folds to ι in any canonical order of its marks (a case where
+        // folding without decomposing first would tell them apart).
+        let ypogegrammeni = ["ᾴ", "ά\u{345}", "α\u{301}\u{345}", "α\u{345}\u{301}", "ΆΙ"];
+        for text in ypogegrammeni {
+            assert_eq!(folded_tokens(text), ["άι"], "{text:?}");
+        }
+        // Offsets are the page's own bytes, the ignorables inside the run included.
+        let all = all(&mut Words::Folded.analyzer(), "x in\u{ad}ter y");
+        assert_eq!(all[1], ("inter".to_owned(), 1, 2, 9));
+        // The length limit is measured on the token: 20 ß are 40 bytes as written and folded.
+        assert_eq!(folded_tokens(&"ß".repeat(19)), ["ss".repeat(19)]);
+        assert!(folded_tokens(&"ß".repeat(20)).is_empty());
+        // 14 `ŉ` are 28 bytes, folded 42 (ʼn); 13 are 39.
+        assert!(folded_tokens(&"ŉ".repeat(14)).is_empty());
+        assert_eq!(folded_tokens(&"ŉ".repeat(13)).len(), 1);
+        // Soft hyphens do not count towards it.
+        let long = format!("{}\u{ad}", "a").repeat(39);
+        assert_eq!(folded_tokens(&long), ["a".repeat(39)]);
+        for text in [
+            "ß".repeat(19),
+            "ß".repeat(20),
+            "ŉ".repeat(14),
+            "ŉ".repeat(13),
+            long,
+        ] {
+            assert_eq!(
+                super::super::count_words(&text, Words::Folded),
+                folded_tokens(&text).len() as u64,
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_newest_rules_agree_with_a_brute_force_scan_and_ignore_the_normal_form_on_random_texts() {
+        let alphabet: Vec<char> = "aAiIbB9 \n.,-'ßẞÉé漢ü\u{301}\u{307}\u{345}🦀İıΣσςΝΌά\u{1fb4}\
+             ᾳह\u{94d}\u{93f}\u{958}\u{ad}\u{200b}\u{200c}\u{200d}\u{2060}\u{fe0f}\u{3164}\u{34f}\
+             ﬁŉکه"
+            .chars()
+            .collect();
+        let nfd = icu_normalizer::DecomposingNormalizerBorrowed::new_nfd();
+        let nfc = icu_normalizer::ComposingNormalizerBorrowed::new_nfc();
+        let mut rng = crate::testweb::rng::SplitMix64::new(29);
+        let mut long = 0;
+        for _ in 0..3000 {
+            // Few gaps, so that runs near the length limit come up.
+            let len = rng.below(90);
+            let text: String = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect();
+            let want = brute_folded(&text);
+            let got: Vec<(usize, String)> = all(&mut Words::Folded.analyzer(), &text)
+                .into_iter()
+                .map(|(t, _, from, _)| (from, t))
+                .collect();
+            assert_eq!(got, want, "{text:?}");
+            assert_eq!(
+                super::super::count_words(&text, Words::Folded),
+                want.len() as u64,
+                "{text:?}"
+            );
+            long += usize::from(want.iter().any(|(_, w)| w.len() > 30));
+            // Canonically equivalent texts make the same words.
+            let words = |t: &str| folded_tokens(t);
+            assert_eq!(
+                words(&nfd.normalize(&text)),
+                words(&text),
+                "{text:?} in NFD"
+            );
+            assert_eq!(
+                words(&nfc.normalize(&text)),
+                words(&text),
+                "{text:?} in NFC"
+            );
+            // The cut agrees with the brute force's words.
+            let max = rng.below(6) as usize;
+            let mut seen = HashSet::new();
+            let cut = want.iter().find_map(|(from, w)| {
+                if seen.contains(w) {
+                    return None;
+                }
+                if seen.len() == max {
+                    return Some(*from);
+                }
+                seen.insert(w.clone());
+                None
+            });
+            assert_eq!(
+                distinct_words_cut(&text, max, Words::Folded),
+                cut,
+                "{text:?} at {max}"
+            );
+        }
+        assert!(long > 50, "runs near the length limit must come up: {long}");
+    }
+
+    #[test]
+    fn the_ignorables_and_the_characters_folding_leaves_are_unicodes_for_every_code_point() {
+        for c in (char::from(128)..=char::MAX).filter(|c| !c.is_ascii()) {
+            assert_eq!(
+                folded_class_of(c) == Class::Ignorable,
+                is_ignorable(c),
+                "U+{:04X}",
+                u32::from(c)
+            );
+            let mut one = [0; 4];
+            let one = c.encode_utf8(&mut one);
+            if folds_to_itself(one) {
+                assert_eq!(
+                    icu_casemap::CaseMapper::new().fold_string(one),
+                    *one,
+                    "U+{:04X}",
+                    u32::from(c)
+                );
+            }
+        }
+        assert_eq!(folded_class_of('\u{200b}'), Class::Gap);
+        assert!(folds_to_itself("हिन्दी") && !folds_to_itself("\u{345}"));
     }
 }

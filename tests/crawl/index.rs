@@ -13,29 +13,46 @@ use crate::util::{
     Finish, bin, client, crawl_with_fault, json_of, listing, read_warc, stats_after_a_failure_pause,
 };
 
-/// Whether `c` continues a word (a letter, digit or combining mark), and whether it may start
-/// one (not a mark).
+/// Whether `c` continues a word (a letter, digit, combining mark or default-ignorable code
+/// point but the zero-width space), and whether it may start one (a letter or digit).
 fn word_char(c: char) -> (bool, bool) {
-    use icu_properties::props::{GeneralCategory, GeneralCategoryGroup};
+    use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup};
     let mark = GeneralCategoryGroup::Mark
         .contains(icu_properties::CodePointMapData::<GeneralCategory>::new().get(c));
-    (mark || c.is_alphanumeric(), !mark && c.is_alphanumeric())
+    let ignorable = c != '\u{200b}'
+        && icu_properties::CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c);
+    (
+        mark || ignorable || c.is_alphanumeric(),
+        !mark && !ignorable && c.is_alphanumeric(),
+    )
 }
 
-/// Tokens as a new index makes them: the text in NFC, then runs of letters, digits and
-/// combining marks (a mark starts none), lowercased per character, under 40 bytes.
+/// Tokens as a new index makes them: the text in NFD, then runs of letters, digits, combining
+/// marks and default-ignorables (only a letter or digit starts one), the ignorables left out,
+/// case-folded, in NFC, `i` + U+0307 made `i`, under 40 bytes.
 fn tokens(text: &str) -> Vec<String> {
-    let text = icu_normalizer::ComposingNormalizerBorrowed::new_nfc().normalize(text);
+    use icu_properties::props::DefaultIgnorableCodePoint;
+    let nfc = icu_normalizer::ComposingNormalizerBorrowed::new_nfc();
+    let text = icu_normalizer::DecomposingNormalizerBorrowed::new_nfd().normalize(text);
+    let ignorable = icu_properties::CodePointSetData::new::<DefaultIgnorableCodePoint>();
     let mut out = Vec::new();
     let mut word = String::new();
     for c in text.chars().chain([' ']) {
         let (continues, starts) = word_char(c);
         if starts || (continues && !word.is_empty()) {
-            word.push(c);
+            if !ignorable.contains(c) {
+                word.push(c);
+            }
             continue;
         }
-        if !word.is_empty() && word.len() < 40 {
-            out.push(word.chars().flat_map(char::to_lowercase).collect());
+        if !word.is_empty() {
+            let folded = icu_casemap::CaseMapper::new().fold_string(&word);
+            let token = nfc
+                .normalize(&nfc.normalize(&folded).replace("i\u{307}", "i"))
+                .into_owned();
+            if token.len() < 40 {
+                out.push(token);
+            }
         }
         word.clear();
     }
@@ -996,4 +1013,84 @@ fn an_index_error_is_printed_once() {
         1,
         "{stderr}"
     );
+}
+
+/// Audit 29, findings 2, 3 and 7, at the command line: words a reader sees whole (a soft
+/// hyphen, a ZWNJ inside them) are one word, found and counted as typed, capitals fold as
+/// Unicode folds them, and `maxcount` reads punctuation around a word one way.
+#[tokio::test]
+async fn words_are_as_a_reader_sees_them_whole_and_in_any_case() {
+    let page = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Νόμοι ZANZIBARQUUX\
+                </title></head><body>\
+                <p>Donau&shy;dampf&shy;schiff&shy;fahrt and Donaudampfschifffahrt; \
+                in&shy;ter&shy;na&shy;tion&shy;al</p>\
+                <p>من کتاب\u{200c}ها را می\u{200c}خواهم. کتاب\u{200c}ها خوب هستند.</p>\
+                <h1>ΝΟΜΟΣ ΚΑΙ ΚΟΣΜΟΣ</h1><p>Ο νόμος και ο κόσμος. Ο νόμος.</p>\
+                <p>İSTANBUL İstanbul istanbul, zebra zebra</p></body></html>";
+    let web = TestWeb::start_with(GenOptions::new(1, 3).seed(29), |o| {
+        let site = o.dir.join("site00");
+        std::fs::write(site.join("words.html"), page).expect("write");
+    })
+    .await
+    .expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawled = dir.path().join("crawl");
+    let mut cfg = config(vec![web.url("site00", "/words.html")]);
+    cfg.delay_ms = 0;
+    cfg.out = Some(crawled.clone());
+    crawl(cfg).await;
+    let out = crawled.to_str().expect("utf8");
+    let answered = |args: &[&str]| {
+        let o = std::process::Command::new(bin())
+            .args(args)
+            .output()
+            .expect("crawltop runs");
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let url = web.url("site00", "/words.html");
+    for (word, count) in [
+        ("Donaudampfschifffahrt", 2),
+        ("international", 1),
+        ("in\u{ad}ter\u{ad}na\u{ad}tion\u{ad}al", 1),
+        ("کتاب\u{200c}ها", 2),
+        ("کتابها", 2),
+        ("می\u{200c}خواهم", 1),
+        ("ΝΌΜΟΣ", 2),
+        ("νόμος", 2),
+        ("istanbul", 3),
+        ("İstanbul", 3),
+        ("zebra", 2),
+        ("zebra!", 2),
+        ("zebra*", 2),
+    ] {
+        assert_eq!(
+            answered(&["maxcount", out, word]),
+            format!("{count}  {url}\n"),
+            "{word:?}"
+        );
+    }
+    // A half of a word is no word of the page.
+    assert_eq!(
+        answered(&["maxcount", out, "ها"]),
+        "\"ها\" occurs in no page's text\n"
+    );
+    for query in ["international", "کتابها", "ΝΌΜΟΣ", "İSTANBUL"] {
+        let found = answered(&["search", out, query]);
+        assert!(found.contains(&url), "{query:?}: {found}");
+    }
+    // The title note, for a word in any case and with any punctuation around it.
+    for word in ["zanzibarquux", "ZANZIBARQUUX)", "νόμοι!"] {
+        assert_eq!(
+            answered(&["maxcount", out, word]),
+            format!(
+                "{word:?} occurs in no page's text (it is in 1 page's title, which the counts \
+                 leave out)\n"
+            ),
+        );
+    }
 }
