@@ -317,6 +317,18 @@ const MISNESTED: &[(&str, &str)] = &[
         "<table><tr><td>one</td></p><td>two</td></tr></table>",
         "one two",
     ),
+    // A `</p>` whose paragraph is out of its scope: `lol_html` closes everything to it, the
+    // tree inserts an empty paragraph and keeps the rest open to their own end tags.
+    (
+        "<p>a<table><tr><td>b</p>c</td><td>d</td></tr></table>e",
+        "a\nb\nc d\ne",
+    ),
+    ("<p>a<template>b</p>c</template>d", "ad"),
+    ("<p>a<object>b</p>c</object>d", "ab\ncd"),
+    (
+        "<p>a<table><caption>b</p>c</caption><tr><td>d</table>e",
+        "a\nb\nc\nd\ne",
+    ),
     // Headings close one another whatever their rank.
     ("<h3>one</h2>two", "one\ntwo"),
     ("<h1>one<h2>two</h1>three</h2>four", "one\ntwo\nthreefour"),
@@ -388,12 +400,17 @@ fn misnested_markup_past_the_depth_cap_breaks_lines_as_the_unbounded_tree_parser
 /// a line break comes later or earlier than the tree's, never one lost between two words
 /// the tree parts. (markup, the unbounded tree parser's text, the stream's text)
 const MISNESTED_PAST_THE_CAP: &[(&str, &str, &str)] = &[
-    // A heading's end tag with no heading open: html5ever ignores it; past the cap the stream
-    // cannot tell whether one is open among the flattened elements, and breaks the line.
+    // A block's end tag with none open: html5ever ignores it; past the cap the stream cannot
+    // tell whether one is open among the flattened elements, and breaks the line.
     (
         "<div>alphafive</h2>betafive</div>",
         "alphafivebetafive",
         "alphafive\nbetafive",
+    ),
+    (
+        "<div>alphafour</li>betafour</div>",
+        "alphafourbetafour",
+        "alphafour\nbetafour",
     ),
     (
         "<h1>one<h2>two</h1>three</h2>four",
@@ -417,6 +434,9 @@ const MISNESTED_PAST_THE_CAP: &[(&str, &str, &str)] = &[
         "one\ntwothree\nfour",
         "one\ntwo\nthree\nfour",
     ),
+    // `lol_html` closes the flattened `<template>` at `</p>`; html5ever keeps it open (its
+    // text hidden) to its own end tag.
+    ("<p>a<template>b</p>c</template>d", "ad", "a\ncd"),
     // Between two cells html5ever puts the `<br>` (the empty `<p>`) before the table.
     (
         "<table><tr><td>one</td></br><td>two</td></tr></table>after",

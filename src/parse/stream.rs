@@ -29,9 +29,11 @@
 //! (`<script>`, `<template>` ...) still hide their content, and each closes when `lol_html`
 //! closes it, so what a page gives past the cap is what the tree parser gives without a cap
 //! (the tests compare the two there), but for a few line breaks in misnested markup: there an
-//! end tag closes what `lol_html` closes with it, and the implied end tags wait. A `</br>`, a
-//! `</p>` or a heading's end tag that closes nothing still breaks the line there: one break
-//! too many splits a line, one too few would join two words into one.
+//! end tag closes what `lol_html` closes with it, and the implied end tags wait. Once an
+//! element is flattened, the end tag of a block (`</p>`, `</h2>`, `</table>` ...) that
+//! closes nothing on the mirror still breaks the line, as `</br>` always does: the tree may
+//! hold open what `lol_html` closed, and a break too many splits a line where one too few
+//! would join two words into one.
 //!
 //! Per element, what `lol_html` costs is kept small: it stays in its lexer for the whole page
 //! (a no-op doctype handler; no switch to its tag scanner and back per tag), nothing is removed
@@ -55,7 +57,7 @@ use super::entities::{self, Mode, Nul};
 use super::stray;
 use super::{
     Collected, Coverage, Href, MAX_DEPTH, MAX_END_TAG_SEARCH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES,
-    Text, TextBuilder, is_heading, is_hidden, is_preformatted,
+    Text, TextBuilder, is_block, is_heading, is_hidden, is_preformatted,
 };
 
 /// Bytes handed to `lol_html` at a time. A token cut by a chunk's end is buffered by `lol_html`
@@ -473,6 +475,8 @@ struct State {
     flat: usize,
     /// Of those, the foreign ones (`<svg>`, `<math>` and what they hold).
     flat_foreign: usize,
+    /// An element was flattened: the mirror and `lol_html` may part from there on.
+    went_flat: bool,
     next_serial: u32,
     in_head: usize,
     in_pre: usize,
@@ -696,6 +700,7 @@ impl State {
         }
         if depth >= MAX_DEPTH {
             self.flat += 1;
+            self.went_flat = true;
             if !html {
                 self.flat_foreign += 1;
             }
@@ -726,19 +731,23 @@ impl State {
     /// end tags `lol_html` matched with no open element (its stack and the mirror part where
     /// the mirror closed an element early, or kept one `lol_html` closed) and for `</p>` and
     /// the headings'. The tags whose rule moves nodes (the formatting elements' adoption
-    /// agency, `</form>`, `</template>`) or needs the insertion modes of tables are left as
-    /// `lol_html` leaves them; so are end tags with no rule of their own here.
+    /// agency, `</form>`) are left as `lol_html` leaves them; so are end tags with no rule of
+    /// their own here.
     fn end_named(&mut self, known: &str) {
         self.flush();
-        if self.flat > 0 || self.in_hidden > 0 || self.in_head > 0 {
-            // Past the cap the mirror's top is not the current node. `</br>` and `</p>` still
-            // break the line, as they always do in the tree, and so does a heading's end tag,
-            // which does there when a heading is open: a break too many splits a line, one
-            // too few would join two words.
-            if self.flat > 0
-                && self.in_hidden == 0
-                && (matches!(known, "br" | "p") || is_heading(known))
-            {
+        // Once past the cap the tree may hold open an element the stream flattened and
+        // `lol_html` closed since: an end tag of a block that closes nothing on the mirror
+        // still breaks the line (a break too many splits a line, one too few would join two
+        // words).
+        let went_flat = self.went_flat;
+        let keeps_break = |known: &str| went_flat && is_block(known) && known != "body";
+        if self.flat > 0
+            || self.in_hidden > 0
+            || self.in_head > 0
+            || (self.in_template > 0 && known != "template")
+        {
+            // The mirror's top is not the current node (past the cap), or the text is hidden.
+            if self.in_hidden == 0 && self.in_template == 0 && keeps_break(known) {
                 self.boundary(known);
             }
             return;
@@ -752,29 +761,33 @@ impl State {
                 return;
             }
         }
-        // Whether the end tag breaks the line though it closed nothing.
-        let breaks = match known {
-            // "Act as if a `br` start tag".
-            "br" => true,
-            // No paragraph open: html5ever inserts an empty one.
-            "p" => !self.close_in_scope(&["p"], &["button"]),
-            // The mirror full: a heading open may have been flattened and closed by `lol_html`
-            // since, where the tree keeps it open to this end tag.
+        let closed = match known {
+            "p" => self.close_in_scope(&["p"], &["button"]),
             _ if is_heading(known) => {
-                !self.close_in_scope(&["h1", "h2", "h3", "h4", "h5", "h6"], &[])
-                    && self.open.len() >= MAX_DEPTH
+                self.close_in_scope(&["h1", "h2", "h3", "h4", "h5", "h6"], &[])
             }
-            "li" => {
-                self.close_in_scope(&["li"], &["ol", "ul"]);
-                false
+            "li" => self.close_in_scope(&["li"], &["ol", "ul"]),
+            _ if closes_in_scope(known) => self.close_in_scope(&[known], &[]),
+            // A table's parts close in table scope (a cell inside closes with them).
+            _ if is_table_part(known) || matches!(known, "td" | "th" | "caption") => {
+                self.close_in_table_scope(known)
             }
-            _ if closes_in_scope(known) => {
-                self.close_in_scope(&[known], &[]);
-                false
-            }
+            // Closes the nearest template, whatever is open inside it.
+            "template" => match self
+                .open
+                .iter()
+                .rposition(|o| o.html && o.name == "template")
+            {
+                Some(depth) => {
+                    self.pop_to(depth);
+                    true
+                }
+                None => false,
+            },
             _ => false,
         };
-        if breaks {
+        // `</br>` is "a `br` start tag", and a `</p>` that closed nothing an empty paragraph.
+        if known == "br" || (!closed && (known == "p" || keeps_break(known))) {
             self.boundary(known);
         }
     }
@@ -868,6 +881,24 @@ impl State {
                 return true;
             }
             if stop.contains(&o.name) || is_scope_boundary(o.name) {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// Pops to the nearest open element `known` unless a table or template comes first (the
+    /// HTML standard's "table scope").
+    fn close_in_table_scope(&mut self, known: &str) -> bool {
+        for (depth, o) in self.open.iter().enumerate().rev() {
+            if !o.html {
+                return false;
+            }
+            if o.name == known {
+                self.pop_to(depth);
+                return true;
+            }
+            if matches!(o.name, "html" | "table" | "template") {
                 return false;
             }
         }
