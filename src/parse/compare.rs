@@ -337,6 +337,11 @@ const MISNESTED: &[(&str, &str)] = &[
         "one\ntwo\nthree\nfour",
     ),
     ("<p>one<h2>two</p>three</h2>four", "one\ntwo\nthree\nfour"),
+    // Found in the audit's fuzzed pages: a `<li>` in a heading in a `<li>` nests (the heading's
+    // end tag closes both), and `</div>` closes the nearest `<div>`, not the one `lol_html`
+    // matched after `</em>` closed the inner one.
+    ("<li>a<h2>b<li>c</h2>d", "a\nb\nc\nd"),
+    ("<div>a<em>b<div>c</em>d</div>e</div>f", "ab\ncd\ne\nf"),
     // Other end tags of no open element.
     ("<ul><li>one</ul></li>two", "one\ntwo"),
     ("<dl><dd>one</dd></dd>two</dl>", "one\ntwo"),
@@ -417,8 +422,8 @@ const MISNESTED_PAST_THE_CAP: &[(&str, &str, &str)] = &[
         "one\ntwo\nthreefour",
         "one\ntwo\nthree\nfour",
     ),
-    // `lol_html` closes the paragraph (the `<div>`) at `</b>` (`</span>`), html5ever keeps it
-    // open (moving the `<b>` into it) until its own end tag.
+    // `lol_html` closes the paragraph (the `<div>`) at `</b>` (`</span>`, `</em>`), html5ever
+    // keeps it open (moving the `<b>` into it) until its own end tag.
     (
         "<b>a10<p>b10</b>c10</p>d10",
         "a10\nb10c10\nd10",
@@ -433,6 +438,11 @@ const MISNESTED_PAST_THE_CAP: &[(&str, &str, &str)] = &[
         "<b>one<div>two</b>three</div>four",
         "one\ntwothree\nfour",
         "one\ntwo\nthree\nfour",
+    ),
+    (
+        "<div>a<em>b<div>c</em>d</div>e</div>f",
+        "ab\ncd\ne\nf",
+        "ab\nc\nd\ne\nf",
     ),
     // `lol_html` closes the flattened `<template>` at `</p>`; html5ever keeps it open (its
     // text hidden) to its own end tag.

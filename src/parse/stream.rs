@@ -560,8 +560,9 @@ impl State {
 
     /// One end tag and the elements `lol_html` closed with it (`group`).
     fn end_tag(&mut self, input: Input<'_>, group: &[Ended]) {
-        // Of `<p>` and the headings, html5ever closes the one its rule names (the nearest
-        // `<p>` in button scope, the nearest heading of any rank), whichever `lol_html` closed.
+        // Of `<p>`, the headings and the blocks that close in scope, html5ever closes the one
+        // its rule names (the nearest `<p>` in button scope, the nearest heading of any rank,
+        // the nearest `<div>` in scope), whichever `lol_html` closed.
         let mut by_name = false;
         for e in group {
             match e.place {
@@ -574,9 +575,9 @@ impl State {
                         continue;
                     }
                     let own = input.end_tag_is(e.at.clone(), &e.name);
-                    if known == "p" && own {
+                    if own && (known == "p" || known == "li" || closes_in_scope(known)) {
                         by_name = true;
-                        self.end_named("p");
+                        self.end_named(known);
                     } else if is_heading(known) && (own || input.end_tag_is_heading(e.at.clone())) {
                         by_name = true;
                         self.end_named("h1");
@@ -810,12 +811,8 @@ impl State {
             {
                 self.pop_to(self.open.len() - 1);
             }
-            "li" => {
-                self.close_in_scope(&["li"], &["ol", "ul"]);
-            }
-            "dd" | "dt" => {
-                self.close_in_scope(&["dd", "dt"], &["dl"]);
-            }
+            "li" => self.close_list_item(&["li"]),
+            "dd" | "dt" => self.close_list_item(&["dd", "dt"]),
             "td" | "th" => {
                 self.close_in_scope(&["td", "th"], &["table"]);
             }
@@ -839,6 +836,24 @@ impl State {
         }
         if closes_p(known) && self.open_p > 0 {
             self.close_in_scope(&["p"], &["button"]);
+        }
+    }
+
+    /// A `<li>` (`<dd>`, `<dt>`) start tag closes the nearest open one of `names` unless a
+    /// special element other than `<address>`, `<div>` and `<p>` comes first (a `<li>` in an
+    /// `<h2>` in a `<li>` nests).
+    fn close_list_item(&mut self, names: &[&str]) {
+        for (depth, o) in self.open.iter().enumerate().rev() {
+            if !o.html {
+                return;
+            }
+            if names.contains(&o.name) {
+                self.pop_to(depth);
+                return;
+            }
+            if is_special(o.name) && !matches!(o.name, "address" | "div" | "p") {
+                return;
+            }
         }
     }
 
