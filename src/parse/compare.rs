@@ -460,6 +460,18 @@ const MISNESTED_PAST_THE_CAP: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// End tags in a template's content close what they close outside one: a template of more
+/// closed blocks than [`MAX_DEPTH`] leaves nothing open (nothing flattened after it).
+#[test]
+fn a_template_of_many_blocks_leaves_the_stream_as_it_found_it() {
+    let html = format!(
+        "<template>{}</p></template><div>a<em>b<div>c</em>d</div>e</div>f</br>g<div>h</li>i</div>",
+        "<div><p>x</p></div>".repeat(MAX_DEPTH + 88)
+    );
+    let page = compare(html.as_bytes(), Some("text/html"), &url(), "many blocks");
+    assert_eq!(page.text, "ab\ncd\ne\nf\ng\nhi");
+}
+
 /// A stray end tag on either side of a write chunk's end, and text across it: the stream
 /// reads the source between the tokens `lol_html` reports, wherever a chunk cut them.
 #[test]

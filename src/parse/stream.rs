@@ -730,8 +730,8 @@ impl State {
 
     /// An end tag `known` as html5ever's "in body" rules read it by its name alone, for the
     /// end tags `lol_html` matched with no open element (its stack and the mirror part where
-    /// the mirror closed an element early, or kept one `lol_html` closed) and for `</p>` and
-    /// the headings'. The tags whose rule moves nodes (the formatting elements' adoption
+    /// the mirror closed an element early, or kept one `lol_html` closed) and for those of
+    /// `<p>`, the headings, `<li>` and the blocks that close in scope. The tags whose rule moves nodes (the formatting elements' adoption
     /// agency, `</form>`) are left as `lol_html` leaves them; so are end tags with no rule of
     /// their own here.
     fn end_named(&mut self, known: &str) {
@@ -742,11 +742,7 @@ impl State {
         // words).
         let went_flat = self.went_flat;
         let keeps_break = |known: &str| went_flat && is_block(known) && known != "body";
-        if self.flat > 0
-            || self.in_hidden > 0
-            || self.in_head > 0
-            || (self.in_template > 0 && known != "template")
-        {
+        if self.flat > 0 || self.in_hidden > 0 || self.in_head > 0 {
             // The mirror's top is not the current node (past the cap), or the text is hidden.
             if self.in_hidden == 0 && self.in_template == 0 && keeps_break(known) {
                 self.boundary(known);
@@ -787,8 +783,11 @@ impl State {
             },
             _ => false,
         };
-        // `</br>` is "a `br` start tag", and a `</p>` that closed nothing an empty paragraph.
-        if known == "br" || (!closed && (known == "p" || keeps_break(known))) {
+        // `</br>` is "a `br` start tag", and a `</p>` that closed nothing an empty paragraph
+        // (in a template's content, which the tree parser's text leaves out).
+        if self.in_template == 0
+            && (known == "br" || (!closed && (known == "p" || keeps_break(known))))
+        {
             self.boundary(known);
         }
     }
