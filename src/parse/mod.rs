@@ -17,6 +17,7 @@ mod compare;
 pub mod dom;
 mod entities;
 pub mod pool;
+mod stray;
 mod stream;
 mod verdict;
 

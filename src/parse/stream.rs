@@ -8,9 +8,15 @@
 //! content) but builds no tree, so this module keeps a small mirror of the stack of open
 //! elements with the HTML standard's commonest implied end tags (`<p>`, `<li>`, table cells,
 //! `<head>`): enough for the text's line breaks, `<pre>`, `<template>` and hidden elements to
-//! come out as the tree parser ([`super::dom`]) makes them. Where a browser would move nodes
-//! (text fostered out of a table, a `</p>` with no open `<p>` anywhere) the two may differ:
-//! see the tests. `lol_html` itself keeps every element never closed (a page of unclosed `<p>`s)
+//! come out as the tree parser ([`super::dom`]) makes them. Misnested end tags too: `</br>` is
+//! a `<br>`, a `</p>` with no paragraph open an empty one, a heading's end tag closes the open
+//! heading of any rank, and an end tag whose element `lol_html` closed early (`</p>` after
+//! `<b>…<p>…</b>`) still closes it on the mirror. `lol_html` calls no handler for an end tag
+//! that matches none of its open elements, so those are read from the source between the
+//! tokens it reports ([`super::stray`]; with the text only: nothing else depends on them).
+//! Where a browser would move nodes (text fostered out of a table, the adoption agency's
+//! formatting elements) the two may differ: see the tests (`compare.rs`).
+//! `lol_html` itself keeps every element never closed (a page of unclosed `<p>`s)
 //! on its stack, about 128 bytes each, so past about 65,000 of them the memory limit cuts the
 //! page; and as each end tag searches that stack, what the searches past [`MAX_DEPTH`] open
 //! elements cost is counted ([`Search`]) and cut at [`MAX_END_TAG_SEARCH`]. It must never
@@ -23,7 +29,11 @@
 //! (`<script>`, `<template>` ...) still hide their content, and each closes when `lol_html`
 //! closes it, so what a page gives past the cap is what the tree parser gives without a cap
 //! (the tests compare the two there), but for a few line breaks in misnested markup: there an
-//! end tag closes what `lol_html` closes with it, and the implied end tags wait.
+//! end tag closes what `lol_html` closes with it, and the implied end tags wait. Once an
+//! element is flattened, the end tag of a block (`</p>`, `</h2>`, `</table>` ...) that
+//! closes nothing on the mirror still breaks the line, as `</br>` always does: the tree may
+//! hold open what `lol_html` closed, and a break too many splits a line where one too few
+//! would join two words into one.
 //!
 //! Per element, what `lol_html` costs is kept small: it stays in its lexer for the whole page
 //! (a no-op doctype handler; no switch to its tag scanner and back per tag), nothing is removed
@@ -44,9 +54,10 @@ use lol_html::{
 
 use super::charset::decode_with;
 use super::entities::{self, Mode, Nul};
+use super::stray;
 use super::{
     Collected, Coverage, Href, MAX_DEPTH, MAX_END_TAG_SEARCH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES,
-    Text, TextBuilder, is_heading, is_hidden, is_preformatted,
+    Text, TextBuilder, is_block, is_heading, is_hidden, is_preformatted,
 };
 
 /// Bytes handed to `lol_html` at a time. A token cut by a chunk's end is buffered by `lol_html`
@@ -97,9 +108,11 @@ fn run(
     let on_text = {
         let state = Rc::clone(&state);
         move |chunk: &mut TextChunk<'_>| {
+            let at = chunk.source_location().bytes();
             let mut state = state.borrow_mut();
-            state.settle(input);
+            state.settle(input, at.start);
             state.text(chunk);
+            state.read_to(at.end);
             Ok(())
         }
     };
@@ -157,7 +170,8 @@ fn run(
         |shared| shared.replace(State::default()),
         RefCell::into_inner,
     );
-    state.settle(input);
+    // A cut parse read no further than what was written whole.
+    state.settle(input, fed);
     let coverage = match outcome {
         Ok(()) if searched_too_long => Coverage::CutAtEndTags { parsed_bytes: fed },
         Ok(()) => Coverage::Whole,
@@ -276,9 +290,11 @@ fn on_element(
     let html = el.namespace_uri() == HTML_NS;
     let attr = |name: &str| input.attribute(el, name);
     let href = |name: &str| input.href(el, name);
+    let at = el.source_location().bytes();
     let mut shared = state.borrow_mut();
-    shared.settle(input);
+    shared.settle(input, at.start);
     let opened = shared.start(name, html, el.can_have_content(), attr, href);
+    shared.read_to(at.end);
     if el.can_have_content() {
         shared.search.pushed();
     }
@@ -412,6 +428,25 @@ impl Input<'_> {
     }
 }
 
+impl Input<'_> {
+    /// Whether the end tag at `at` is a heading's, of any rank.
+    fn end_tag_is_heading(self, at: std::ops::Range<usize>) -> bool {
+        self.body
+            .get(at)
+            .and_then(|raw| raw.strip_prefix(b"</"))
+            .is_some_and(|raw| match raw {
+                [h, rank, rest @ ..] => {
+                    h.eq_ignore_ascii_case(&b'h')
+                        && (b'1'..=b'6').contains(rank)
+                        && rest.first().is_none_or(|b| {
+                            matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ' | b'/' | b'>')
+                        })
+                }
+                _ => false,
+            })
+    }
+}
+
 /// An element on the mirror of the stack of open elements.
 #[derive(Clone, Copy)]
 struct Open {
@@ -440,6 +475,8 @@ struct State {
     flat: usize,
     /// Of those, the foreign ones (`<svg>`, `<math>` and what they hold).
     flat_foreign: usize,
+    /// An element was flattened: the mirror and `lol_html` may part from there on.
+    went_flat: bool,
     next_serial: u32,
     in_head: usize,
     in_pre: usize,
@@ -460,6 +497,9 @@ struct State {
     skip_text: bool,
     /// End tags seen since the last token, in the order `lol_html` gave them.
     ended: Vec<Ended>,
+    /// Where the last token `lol_html` reported ends in the source (with the text only): what
+    /// lies between it and the next is what reached no handler, stray end tags among it.
+    read: usize,
 }
 
 /// Where a run of text goes.
@@ -471,25 +511,91 @@ enum Target {
 
 impl State {
     /// Closes the elements whose own end tags came since the last token, before anything
-    /// else reads the mirror: the next start tag, text, or the end.
-    fn settle(&mut self, input: Input<'_>) {
-        if self.ended.is_empty() {
+    /// else reads the mirror: the next start tag, text, or the end, which starts at `next` in
+    /// the source. The end tags `lol_html` matched with no open element (a stray `</p>`,
+    /// `</br>`) reached no handler: they are read from the source between the tokens that did
+    /// ([`State::strays`]), in their place among the others.
+    fn settle(&mut self, input: Input<'_>, next: usize) {
+        if !self.ended.is_empty() {
+            let mut ended = std::mem::take(&mut self.ended);
+            let mut rest = &ended[..];
+            while let Some(first) = rest.first() {
+                // The handlers one end tag called, innermost element first.
+                let at = first.at.clone();
+                let len = rest.iter().take_while(|e| e.at.start == at.start).count();
+                self.strays(input, at.start);
+                self.end_tag(input, &rest[..len]);
+                self.read_to(at.end);
+                rest = &rest[len..];
+            }
+            // Kept for its capacity: no allocation per end tag.
+            ended.clear();
+            self.ended = ended;
+        }
+        self.strays(input, next);
+    }
+
+    /// The source is read up to `end`: a token `lol_html` reported ends there.
+    fn read_to(&mut self, end: usize) {
+        self.read = self.read.max(end);
+    }
+
+    /// Applies the stray end tags between what was read and `next` (see [`super::stray`]).
+    /// Only the text's line breaks depend on them: without the text, nothing is read.
+    fn strays(&mut self, input: Input<'_>, next: usize) {
+        if next <= self.read || self.skip_text {
             return;
         }
-        let mut ended = std::mem::take(&mut self.ended);
-        for e in ended.drain(..) {
+        let from = self.read;
+        self.read = next;
+        if let Some(gap) = input.body.get(from..next) {
+            for name in stray::end_tags(gap) {
+                let mut buf = [0; NAME_BUF];
+                if let Some(name) = stray::lowercase(name, &mut buf) {
+                    self.end_named(intern(name));
+                }
+            }
+        }
+    }
+
+    /// One end tag and the elements `lol_html` closed with it (`group`).
+    fn end_tag(&mut self, input: Input<'_>, group: &[Ended]) {
+        // Of `<p>`, the headings and the blocks that close in scope, html5ever closes the one
+        // its rule names (the nearest `<p>` in button scope, the nearest heading of any rank,
+        // the nearest `<div>` in scope), whichever `lol_html` closed.
+        let mut by_name = false;
+        for e in group {
             match e.place {
                 Place::Mirror {
                     depth,
                     serial,
                     known,
                 } => {
-                    if input.end_tag_is(e.at, &e.name) {
+                    if by_name {
+                        continue;
+                    }
+                    let own = input.end_tag_is(e.at.clone(), &e.name);
+                    if own && (known == "p" || known == "li" || closes_in_scope(known)) {
+                        by_name = true;
+                        self.end_named(known);
+                    } else if is_heading(known) && (own || input.end_tag_is_heading(e.at.clone())) {
+                        by_name = true;
+                        self.end_named("h1");
+                    } else if own {
                         self.end(depth, serial, known);
                     }
                 }
                 Place::Merged => {}
                 Place::Flat(o) => {
+                    // A flattened `<p>` (heading) closed by `</p>` (a heading's end tag) was
+                    // the one its rule closes: the mirror's stay open.
+                    if !by_name && (o.name == "p" || is_heading(o.name)) {
+                        by_name = if o.name == "p" {
+                            input.end_tag_is(e.at.clone(), "p")
+                        } else {
+                            input.end_tag_is_heading(e.at.clone())
+                        };
+                    }
                     self.flush();
                     self.flat -= 1;
                     if !o.html {
@@ -499,8 +605,6 @@ impl State {
                 }
             }
         }
-        // Kept for its capacity: no allocation per end tag.
-        self.ended = ended;
     }
 
     /// A start tag. Returns where the element went (it can have content), for its end tag.
@@ -597,6 +701,7 @@ impl State {
         }
         if depth >= MAX_DEPTH {
             self.flat += 1;
+            self.went_flat = true;
             if !html {
                 self.flat_foreign += 1;
             }
@@ -620,10 +725,70 @@ impl State {
             if is_special(known) || !self.open[depth + 1..].iter().any(|o| is_special(o.name)) {
                 self.pop_to(depth);
             }
-        } else if known == "p" && self.in_hidden == 0 {
-            // Closed already by an implied end tag. Only `</p>` does something then: html5ever
-            // inserts an empty paragraph, which breaks the line.
-            self.boundary("p");
+        }
+    }
+
+    /// An end tag `known` as html5ever's "in body" rules read it by its name alone, for the
+    /// end tags `lol_html` matched with no open element (its stack and the mirror part where
+    /// the mirror closed an element early, or kept one `lol_html` closed) and for those of
+    /// `<p>`, the headings, `<li>` and the blocks that close in scope. The tags whose rule moves nodes (the formatting elements' adoption
+    /// agency, `</form>`) are left as `lol_html` leaves them; so are end tags with no rule of
+    /// their own here.
+    fn end_named(&mut self, known: &str) {
+        self.flush();
+        // Once past the cap the tree may hold open an element the stream flattened and
+        // `lol_html` closed since: an end tag of a block that closes nothing on the mirror
+        // still breaks the line (a break too many splits a line, one too few would join two
+        // words).
+        let went_flat = self.went_flat;
+        let keeps_break = |known: &str| went_flat && is_block(known) && known != "body";
+        if self.flat > 0 || self.in_hidden > 0 || self.in_head > 0 {
+            // The mirror's top is not the current node (past the cap), or the text is hidden.
+            if self.in_hidden == 0 && self.in_template == 0 && keeps_break(known) {
+                self.boundary(known);
+            }
+            return;
+        }
+        if matches!(known, "br" | "p") {
+            // Both end foreign content, as their start tags do.
+            self.leave_foreign();
+            if self.open.last().is_some_and(|o| is_table_part(o.name)) {
+                // In a table, not in a cell: html5ever puts the `<br>` (the empty `<p>`)
+                // before the table, where the table's own line break already is.
+                return;
+            }
+        }
+        let closed = match known {
+            "p" => self.close_in_scope(&["p"], &["button"]),
+            _ if is_heading(known) => {
+                self.close_in_scope(&["h1", "h2", "h3", "h4", "h5", "h6"], &[])
+            }
+            "li" => self.close_in_scope(&["li"], &["ol", "ul"]),
+            _ if closes_in_scope(known) => self.close_in_scope(&[known], &[]),
+            // A table's parts close in table scope (a cell inside closes with them).
+            _ if is_table_part(known) || matches!(known, "td" | "th" | "caption") => {
+                self.close_in_table_scope(known)
+            }
+            // Closes the nearest template, whatever is open inside it.
+            "template" => match self
+                .open
+                .iter()
+                .rposition(|o| o.html && o.name == "template")
+            {
+                Some(depth) => {
+                    self.pop_to(depth);
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        };
+        // `</br>` is "a `br` start tag", and a `</p>` that closed nothing an empty paragraph
+        // (in a template's content, which the tree parser's text leaves out).
+        if self.in_template == 0
+            && (known == "br" || (!closed && (known == "p" || keeps_break(known))))
+        {
+            self.boundary(known);
         }
     }
 
@@ -633,14 +798,8 @@ impl State {
         let Some(top) = self.open.last() else { return };
         if top.html && top.name == "head" && !is_head_content(known) {
             self.pop_to(self.open.len() - 1);
-        } else if !top.html && !is_integration_point(top.name) {
-            while self
-                .open
-                .last()
-                .is_some_and(|o| !o.html && !is_integration_point(o.name))
-            {
-                self.pop_to(self.open.len() - 1);
-            }
+        } else {
+            self.leave_foreign();
         }
         match known {
             _ if is_heading(known)
@@ -651,10 +810,14 @@ impl State {
             {
                 self.pop_to(self.open.len() - 1);
             }
-            "li" => self.close_in_scope(&["li"], &["ol", "ul"]),
-            "dd" | "dt" => self.close_in_scope(&["dd", "dt"], &["dl"]),
-            "td" | "th" => self.close_in_scope(&["td", "th"], &["table"]),
-            "tr" => self.close_in_scope(&["tr"], &["table"]),
+            "li" => self.close_list_item(&["li"]),
+            "dd" | "dt" => self.close_list_item(&["dd", "dt"]),
+            "td" | "th" => {
+                self.close_in_scope(&["td", "th"], &["table"]);
+            }
+            "tr" => {
+                self.close_in_scope(&["tr"], &["table"]);
+            }
             "tbody" | "thead" | "tfoot" => {
                 self.close_in_scope(&["tbody", "thead", "tfoot"], &["table"]);
             }
@@ -664,12 +827,44 @@ impl State {
             // A link or a <nobr> inside one of its own kind closes it first, and a button
             // closes an open button: a page of unclosed <a>s is a list of links, not a nesting
             // 600 deep (audit 24).
-            "button" => self.close_in_scope(&["button"], &[]),
+            "button" => {
+                self.close_in_scope(&["button"], &[]);
+            }
             "a" | "nobr" => self.close_formatting(known),
             _ => {}
         }
         if closes_p(known) && self.open_p > 0 {
             self.close_in_scope(&["p"], &["button"]);
+        }
+    }
+
+    /// A `<li>` (`<dd>`, `<dt>`) start tag closes the nearest open one of `names` unless a
+    /// special element other than `<address>`, `<div>` and `<p>` comes first (a `<li>` in an
+    /// `<h2>` in a `<li>` nests).
+    fn close_list_item(&mut self, names: &[&str]) {
+        for (depth, o) in self.open.iter().enumerate().rev() {
+            if !o.html {
+                return;
+            }
+            if names.contains(&o.name) {
+                self.pop_to(depth);
+                return;
+            }
+            if is_special(o.name) && !matches!(o.name, "address" | "div" | "p") {
+                return;
+            }
+        }
+    }
+
+    /// Pops the foreign elements (`<svg>`, `<math>` and what they hold) off the top of the
+    /// mirror, down to an HTML element or an integration point.
+    fn leave_foreign(&mut self) {
+        while self
+            .open
+            .last()
+            .is_some_and(|o| !o.html && !is_integration_point(o.name))
+        {
+            self.pop_to(self.open.len() - 1);
         }
     }
 
@@ -689,20 +884,39 @@ impl State {
     }
 
     /// Pops to the nearest open element named one of `names`, unless a scope boundary (or one
-    /// of `stop`) comes first.
-    fn close_in_scope(&mut self, names: &[&str], stop: &[&str]) {
+    /// of `stop`) comes first; whether it found one.
+    fn close_in_scope(&mut self, names: &[&str], stop: &[&str]) -> bool {
         for (depth, o) in self.open.iter().enumerate().rev() {
             if !o.html {
-                return;
+                return false;
             }
             if names.contains(&o.name) {
                 self.pop_to(depth);
-                return;
+                return true;
             }
             if stop.contains(&o.name) || is_scope_boundary(o.name) {
-                return;
+                return false;
             }
         }
+        false
+    }
+
+    /// Pops to the nearest open element `known` unless a table or template comes first (the
+    /// HTML standard's "table scope").
+    fn close_in_table_scope(&mut self, known: &str) -> bool {
+        for (depth, o) in self.open.iter().enumerate().rev() {
+            if !o.html {
+                return false;
+            }
+            if o.name == known {
+                self.pop_to(depth);
+                return true;
+            }
+            if matches!(o.name, "html" | "table" | "template") {
+                return false;
+            }
+        }
+        false
     }
 
     /// Closes the elements from the top of the mirror down to `depth`, each as the tree walk
@@ -989,6 +1203,51 @@ fn closes_p(known: &str) -> bool {
                 | "dd"
                 | "dt"
         )
+}
+
+/// End tags that close the element of their name if it is in scope, and are ignored if not
+/// ("in body"; `</p>`, `</li>` and the headings have rules of their own).
+fn closes_in_scope(known: &str) -> bool {
+    matches!(
+        known,
+        "address"
+            | "applet"
+            | "article"
+            | "aside"
+            | "blockquote"
+            | "button"
+            | "center"
+            | "dd"
+            | "details"
+            | "dialog"
+            | "dir"
+            | "div"
+            | "dl"
+            | "dt"
+            | "fieldset"
+            | "figcaption"
+            | "figure"
+            | "footer"
+            | "header"
+            | "hgroup"
+            | "listing"
+            | "main"
+            | "marquee"
+            | "menu"
+            | "nav"
+            | "object"
+            | "ol"
+            | "pre"
+            | "search"
+            | "section"
+            | "summary"
+            | "ul"
+    )
+}
+
+/// The parts of a table whose text is not in a cell: html5ever moves what is put there.
+fn is_table_part(known: &str) -> bool {
+    matches!(known, "table" | "tbody" | "thead" | "tfoot" | "tr")
 }
 
 /// The HTML standard's "has an element in scope" boundaries.

@@ -1094,3 +1094,80 @@ async fn words_are_as_a_reader_sees_them_whole_and_in_any_case() {
         );
     }
 }
+
+/// Audit 29: hand-written markup a browser shows as separate lines (`Line one</br>Line two`,
+/// a stray `</p>`, a heading closed by another rank's end tag, `</p>` after `<b>…<p>…</b>`)
+/// is indexed as separate words, at the crawl and when the index is rebuilt: the word after
+/// each break is found, the two words on either side joined are not.
+#[tokio::test]
+async fn words_on_either_side_of_a_misnested_line_break_are_found_apart() {
+    let body = "<!DOCTYPE html><html><head><title>Hand written</title></head><body>\n\
+                <div>Line one</br>Line two</div>\n\
+                <div>alphaone</p>betaone</div>\n\
+                <h2>headtwo<h3>headthree</h2>afterheads</h2>\n\
+                <b>boldone<p>boldtwo</b>boldthree</p>tailword\n\
+                </body></html>\n";
+    let web = TestWeb::start_with(GenOptions::new(1, 5).seed(2), |o| {
+        std::fs::write(o.dir.join("site00").join("misnested.html"), body).expect("write the page");
+    })
+    .await
+    .expect("web");
+    let url = web.url("site00", "/misnested.html");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("crawl");
+    let o = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &url,
+            "--depth",
+            "0",
+            "--delay-ms",
+            "0",
+            "--headless",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .finish()
+        .await
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = out.to_str().expect("utf8");
+    let check = |when: &str| {
+        // "line" twice: `Line one</br>Line two` is not `oneline`.
+        for (word, count) in [
+            ("line", 2),
+            ("betaone", 1),
+            ("afterheads", 1),
+            ("tailword", 1),
+        ] {
+            let found = json_of(&["maxcount", out, "--json", word]);
+            assert_eq!(found["count"], count, "{word} {when}: {found}");
+            assert_eq!(found["url"], url.as_str(), "{word} {when}: {found}");
+        }
+        for joined in [
+            "oneline",
+            "alphaonebetaone",
+            "headthreeafterheads",
+            "boldtwoboldthreetailword",
+        ] {
+            let o = std::process::Command::new(bin())
+                .args(["maxcount", out, joined])
+                .output()
+                .expect("crawltop runs");
+            let said = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                said.contains("occurs in no page's text"),
+                "{joined} {when}: {said}"
+            );
+        }
+        let hits = json_of(&["search", out, "--json", "\"line two\""]);
+        assert_eq!(hits.as_array().map(Vec::len), Some(1), "{when}: {hits}");
+    };
+    check("after the crawl");
+    let o = std::process::Command::new(bin())
+        .args(["index", "--replace", out])
+        .output()
+        .expect("crawltop runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check("after the index is rebuilt");
+}
