@@ -153,6 +153,20 @@ async fn quirky_site(answers: BTreeMap<String, Answer>) -> (String, Log) {
     (origin, asked)
 }
 
+/// `crawltop index --replace DIR`: the crawl folder's index built again from its WARC files.
+fn index_again(dir: &std::path::Path) {
+    let index = std::process::Command::new(crate::util::bin())
+        .args(["index", "--replace"])
+        .arg(dir)
+        .output()
+        .expect("index runs");
+    assert!(
+        index.status.success(),
+        "{}",
+        String::from_utf8_lossy(&index.stderr)
+    );
+}
+
 /// A page linking every path of `links`.
 fn linking(links: &[&str]) -> Answer {
     let mut anchors = String::new();
@@ -545,16 +559,7 @@ async fn a_page_whose_body_stalled_or_broke_is_archived_as_cut_and_is_no_page() 
         }
     };
     found("at the crawl");
-    let index = std::process::Command::new(crate::util::bin())
-        .args(["index", "--replace"])
-        .arg(&dir)
-        .output()
-        .expect("index runs");
-    assert!(
-        index.status.success(),
-        "{}",
-        String::from_utf8_lossy(&index.stderr)
-    );
+    index_again(&dir);
     found("built again");
 
     // Neither mirrored nor extracted, at the crawl or later.
@@ -1456,16 +1461,7 @@ async fn x_robots_tag_headers_are_obeyed_at_the_crawl_and_when_the_index_is_buil
         }
     };
     found("at the crawl");
-    let index = std::process::Command::new(crate::util::bin())
-        .args(["index", "--replace"])
-        .arg(&dir)
-        .output()
-        .expect("index runs");
-    assert!(
-        index.status.success(),
-        "{}",
-        String::from_utf8_lossy(&index.stderr)
-    );
+    index_again(&dir);
     found("built again");
 }
 
