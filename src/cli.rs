@@ -603,7 +603,7 @@ fn cluster_up(args: &ClusterUpArgs) -> anyhow::Result<ExitCode> {
     let dir = cluster.dir().to_path_buf();
     let urls = cluster.detach();
     println!("{}", urls.join(","));
-    eprintln!(
+    crate::say!(
         "a Redis Cluster of {} masters and {} replicas each runs on loopback, data in {}; \
          stop it with: crawltop cluster-down --dir {}",
         args.masters,
@@ -617,9 +617,9 @@ fn cluster_up(args: &ClusterUpArgs) -> anyhow::Result<ExitCode> {
 fn cluster_down(args: &ClusterDownArgs) -> anyhow::Result<ExitCode> {
     let stopped = crate::cluster::local::LocalCluster::down(&args.dir)?;
     if stopped.is_empty() {
-        eprintln!("no node of {} was running", args.dir.display());
+        crate::say!("no node of {} was running", args.dir.display());
     } else {
-        eprintln!(
+        crate::say!(
             "stopped {} nodes of {} (their data stays there)",
             stopped.len(),
             args.dir.display()
@@ -740,7 +740,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         writeln!(stdout, "{line}")?;
         stdout.flush()?;
         drop(stdout);
-        eprintln!(
+        crate::say!(
             "serving {} sites from {}; stop with Ctrl-C, SIGTERM or SHUTDOWN on {}",
             server.sites().len(),
             args.dir.display(),
@@ -756,14 +756,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tokio::select! {
             () = server.finished() => {}
             () = signals.interrupt() => {
-                eprintln!("second interrupt: exiting without waiting");
+                crate::say!("second interrupt: exiting without waiting");
             }
             () = tokio::time::sleep(Duration::from_secs(30)) => {}
         }
         let stats = server.stats();
-        eprintln!(
+        crate::say!(
             "served {} requests, {} bytes in {:.1} s",
-            stats.requests, stats.bytes, stats.uptime_s
+            stats.requests,
+            stats.bytes,
+            stats.uptime_s
         );
         Ok(ExitCode::SUCCESS)
     })
@@ -876,7 +878,7 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<(CrawlConfig, CrawlArgs)
             .and_then(crate::config::SeedsFile::read)
             .with_context(|| format!("cannot read the seeds file {}", path.display()))?;
         if let Some(warning) = read.warning() {
-            eprintln!("crawltop: the seeds file {}: {warning}", path.display());
+            crate::say!("crawltop: the seeds file {}: {warning}", path.display());
         }
         cfg.seeds.extend(read.seeds);
     }
@@ -1048,7 +1050,7 @@ async fn crawl_with_face(
             && d.join(crate::store::checkpoint::STATE_FILE).exists()
             && !crate::store::committer::FolderLock::held_elsewhere(d)
     }) {
-        eprintln!("crawltop: reading the checkpoint in {}", dir.display());
+        crate::say!("crawltop: reading the checkpoint in {}", dir.display());
     }
     let handle = match cluster {
         Some(c) => join_cluster(cfg, c).await?,
@@ -1056,7 +1058,7 @@ async fn crawl_with_face(
     };
     // Said once the engine holds the folder's lock: a locked folder is refused first.
     if let Some(dir) = handle.resuming() {
-        eprintln!(
+        crate::say!(
             "crawltop: resuming the crawl in {} (--fresh starts over)",
             dir.display()
         );
@@ -1071,7 +1073,7 @@ async fn crawl_with_face(
                 handle.commander(),
             )
             .await?;
-            eprintln!("crawltop: control API on http://{}", server.local_addr());
+            crate::say!("crawltop: control API on http://{}", server.local_addr());
             Some(server)
         }
         None => None,
@@ -1081,7 +1083,7 @@ async fn crawl_with_face(
             let port =
                 crate::control::serve_port(opts, index_dir, handle.snapshots(), handle.commander())
                     .await?;
-            eprintln!("crawltop: command port on {}", port.local_addr());
+            crate::say!("crawltop: command port on {}", port.local_addr());
             Some(port)
         }
         None => None,
@@ -1092,7 +1094,7 @@ async fn crawl_with_face(
             headless::print_summary(s);
         }
         if let Some(p) = stats_path {
-            eprintln!("crawltop: stats written to {p}");
+            crate::say!("crawltop: stats written to {p}");
         }
         return Ok(summary);
     }
@@ -1102,10 +1104,10 @@ async fn crawl_with_face(
     let signals = tokio::spawn(async move {
         let mut signals = signals;
         signals.next().await;
-        eprintln!("crawltop: stopping (in-flight requests finish; Ctrl-C again to end now)");
+        crate::say!("crawltop: stopping (in-flight requests finish; Ctrl-C again to end now)");
         commander.send(EngineCommand::Stop, CommandSource::Signal);
         signals.interrupt().await;
-        eprintln!("crawltop: ending now");
+        crate::say!("crawltop: ending now");
         abort.cancel();
     });
     // Nobody can resume a paused crawl without a control room; the reporter stops one whose
@@ -1118,7 +1120,7 @@ async fn crawl_with_face(
     let summary = summary?;
     headless::print_summary(&summary);
     if let Some(p) = stats_path {
-        eprintln!("crawltop: stats written to {p}");
+        crate::say!("crawltop: stats written to {p}");
     }
     Ok(Some(summary))
 }
@@ -1139,19 +1141,19 @@ async fn join_cluster(cfg: CrawlConfig, c: ClusterArgs) -> anyhow::Result<engine
     let ended = !created && shared.finished().await?;
     let seeds = shared.add_seeds(&cfg.seeds).await?;
     let id = c.crawl_id.as_str();
-    eprintln!(
+    crate::say!(
         "crawltop: {} the shared crawl {id} as {member} ({} seeds crawl-wide)",
         if created { "created" } else { "joined" },
         seeds.len()
     );
     if ended {
-        eprintln!(
+        crate::say!(
             "crawltop: the shared crawl {id} has ended: every URL it found was fetched or left \
              out. This member fetches only URLs the crawl has not seen (new seeds); to crawl \
              again, use another --crawl-id"
         );
     } else if seeds.is_empty() {
-        eprintln!(
+        crate::say!(
             "crawltop: no member has given the shared crawl {id} seeds yet: this member waits \
              for one that does (a mistyped --crawl-id starts a new crawl)"
         );
@@ -1278,7 +1280,7 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
         && cfg.fresh
         && !confirm_fresh(dir)?
     {
-        eprintln!("crawltop: nothing deleted; {} is as it was", dir.display());
+        crate::say!("crawltop: nothing deleted; {} is as it was", dir.display());
         return Ok(ExitCode::from(1));
     }
     if let Some(path) = &args.log {
@@ -1308,7 +1310,7 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
             (None, None) => s.cluster.as_ref().and_then(|c| c.fault.clone()),
         });
         if let Some(failed) = failed {
-            eprintln!("crawltop: error: {failed}");
+            crate::say!("crawltop: error: {failed}");
             return Ok(ExitCode::from(1));
         }
         Ok(ExitCode::SUCCESS)
@@ -1377,7 +1379,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let result = rt.block_on(async move {
         // From here a signal (a hangup too) stops the demo, which then removes its folder.
         let mut signals = Signals::new()?;
-        eprintln!(
+        crate::say!(
             "crawltop demo: generating {} sites of {} pages in {}",
             args.sites,
             args.pages,
@@ -1389,7 +1391,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         let manifest = tokio::select! {
             made = generating => made.context("the generator stopped")??,
             () = signals.next() => {
-                eprintln!("crawltop demo: stopped while its web was being written");
+                crate::say!("crawltop demo: stopped while its web was being written");
                 return Ok(None);
             }
         };
@@ -1413,10 +1415,10 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     drop(rt);
     drop(temp);
     if let Some(keep) = &args.keep {
-        eprintln!("crawltop demo: the web is kept in {}", keep.display());
+        crate::say!("crawltop demo: the web is kept in {}", keep.display());
     }
     if let Some(out) = args.out.as_ref().filter(|_| result.is_ok()) {
-        eprintln!(
+        crate::say!(
             "crawltop demo: the crawl folder is kept in {0}; search it with: crawltop search {0} WORDS",
             out.display()
         );
@@ -1447,7 +1449,7 @@ fn ctl(args: &CtlArgs) -> anyhow::Result<ExitCode> {
     if (200..300).contains(&status) {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("crawltop: the control API answered {status}");
+        crate::say!("crawltop: the control API answered {status}");
         Ok(ExitCode::from(1))
     }
 }
@@ -1856,7 +1858,7 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
     } else {
         ""
     };
-    eprintln!("crawltop: {pages} HTML pages read, {lines} lines written{unfinished}");
+    crate::say!("crawltop: {pages} HTML pages read, {lines} lines written{unfinished}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -1867,9 +1869,10 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
 fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let shown = |done: &crate::reindex::Reindexed| {
-        eprintln!(
+        crate::say!(
             "crawltop: indexed {} pages ({} responses read)",
-            done.pages, done.responses
+            done.pages,
+            done.responses
         );
     };
     let done = crate::reindex::reindex(&args.dir, args.index_memory_mb, args.replace, shown)
@@ -1881,7 +1884,7 @@ fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             crate::index::MAX_DISTINCT_WORDS
         ),
     };
-    eprintln!(
+    crate::say!(
         "crawltop: indexed {} pages of {} ({} responses read{cut}) in {:.1} s",
         done.pages,
         args.dir.display(),

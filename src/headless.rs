@@ -78,7 +78,7 @@ pub async fn report(
             && let Some(fault) = &snap.fault
             && let Some(commander) = unattended.take()
         {
-            eprintln!(
+            crate::say!(
                 "crawltop: {} and nothing here can resume the crawl (no dashboard, --control \
                  or --command-port): stopping it",
                 fault.what.failed()
@@ -92,7 +92,7 @@ pub async fn report(
             _ = tick.tick() => {
                 let snap = snapshots.borrow_and_update().clone();
                 print_warnings(&mut shown, &snap.log);
-                eprintln!("{}", progress_line(&snap));
+                crate::say!("{}", progress_line(&snap));
             }
             changed = snapshots.changed() => {
                 if changed.is_err() {
@@ -107,7 +107,7 @@ pub async fn report(
 
 fn print_warnings(shown: &mut Vec<LogLine>, log: &[LogLine]) {
     for line in fresh_lines(shown, log) {
-        eprintln!("{}", warning_line(line));
+        crate::say!("{}", warning_line(line));
     }
     if shown.as_slice() != log {
         *shown = log.to_vec();
@@ -166,14 +166,14 @@ pub fn print_summary(summary: &Summary) {
     } else {
         "stopped"
     };
-    eprintln!("{}", line_as(s, state));
+    crate::say!("{}", line_as(s, state));
     // RFC 9309: a robots.txt that cannot be read forbids the whole site; said apart, or an
     // unreachable seed would read as a site that forbids crawling.
     let unread_sites = (s.sites.iter())
         .filter(|site| site.robots_state == crate::robots::RobotsState::Error)
         .count();
     let unread = unread_note(s.errors.robots_unreachable, unread_sites);
-    eprintln!(
+    crate::say!(
         "crawltop: {} after {:.1} s: {} pages fetched, {} URLs discovered, {} bytes, {} sites; \
          {} errors, {} forbidden by robots.txt{unread}, {} ignored",
         if summary.completed { "done" } else { "stopped" },

@@ -26,6 +26,18 @@
 //! - [`snapshot`]: the published state of a crawl, and the stats file's schema.
 //! - [`store`]: keeping what was crawled (WARC today).
 //! - [`testweb`]: the project's own web (`gen-site`, `serve`): generator, server, request log.
+/// `eprintln!` that never panics: a line for stderr, dropped if it cannot be written (a pipe
+/// whose reader left, `crawl ... 2>&1 | head`; a terminal gone). `eprintln!` panics there, and
+/// a panic in the task that prints "stopping" or a progress line left a crawl that SIGTERM could
+/// not stop; a crawl must stop and keep its state whatever became of its stderr.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod allocator;
 pub mod backoff;
 pub mod canonical;

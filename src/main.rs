@@ -9,7 +9,7 @@ fn main() -> ExitCode {
     match crawltop::cli::run(args) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("crawltop: error: {}", crawltop::cli::error_message(&err));
+            crawltop::say!("crawltop: error: {}", crawltop::cli::error_message(&err));
             ExitCode::from(2)
         }
     }

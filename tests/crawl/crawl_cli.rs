@@ -382,6 +382,40 @@ async fn wait_for_requests(web: &TestWeb, n: usize) {
         .expect("the crawl reached the server");
 }
 
+/// A crawl whose stderr has no reader any more (`crawltop crawl ... 2>&1 | head`) still stops
+/// on SIGTERM and writes its stats: its progress lines and "stopping" line are dropped, where
+/// `eprintln!` panicked and left a process that SIGTERM could not stop.
+#[tokio::test]
+async fn a_crawl_whose_stderr_reader_left_stops_on_sigterm() {
+    let web = TestWeb::start(GenOptions::new(1, 300).crawl_delay_s(0.05))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let mut child = tokio::process::Command::new(bin())
+        .args(["crawl", &web.url("site00", "/"), "--headless"])
+        .args(["--delay-ms", "300", "--stats-out"])
+        .arg(&stats)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    drop(child.stderr.take());
+    // Past the first progress line (every 2 s): at least 9 requests 300 ms apart.
+    wait_for_requests(&web, 9).await;
+    let pid = Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
+    kill(pid, Signal::SIGTERM).expect("signal");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("a crawl without a reader of its stderr still stops on SIGTERM")
+        .expect("status");
+    assert!(status.success(), "{status:?}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(stats["commands"][0]["source"], "signal");
+}
+
 #[tokio::test]
 async fn sigterm_stops_gracefully_and_writes_the_stats() {
     let web = TestWeb::start(GenOptions::new(1, 300).crawl_delay_s(0.05))
