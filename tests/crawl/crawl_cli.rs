@@ -404,13 +404,7 @@ async fn a_crawl_whose_stderr_reader_left_stops_on_sigterm() {
     drop(child.stderr.take());
     // Past the first progress line (every 2 s): at least 9 requests 300 ms apart.
     wait_for_requests(&web, 9).await;
-    let pid = Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
-    kill(pid, Signal::SIGTERM).expect("signal");
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .expect("a crawl without a reader of its stderr still stops on SIGTERM")
-        .expect("status");
-    assert!(status.success(), "{status:?}");
+    crate::util::stop_gracefully(&mut child).await;
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
     assert_eq!(stats["commands"][0]["source"], "signal");

@@ -682,33 +682,15 @@ async fn a_page_of_more_distinct_words_than_the_cap_is_indexed_up_to_it_and_the_
         "<!DOCTYPE html><html><head><title>Many words</title></head><body>\n{}</body></html>\n",
         lines.concat()
     );
-    let web = TestWeb::start_with(GenOptions::new(1, 5).seed(2), |o| {
-        std::fs::write(o.dir.join("site00").join("distinct-words.html"), &body)
-            .expect("write the page");
-    })
-    .await
-    .expect("web");
-    let url = web.url("site00", "/distinct-words.html");
     let out = tempfile::tempdir().expect("tempdir");
     let log = out.path().join("crawl.log");
-    let o = tokio::process::Command::new(bin())
-        .args([
-            "crawl",
-            &url,
-            "--depth",
-            "0",
-            "--delay-ms",
-            "0",
-            "--headless",
-        ])
-        .arg("--out")
-        .arg(out.path().join("crawl"))
-        .arg("--log")
-        .arg(&log)
-        .finish()
-        .await
-        .expect("runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (web, url) = crawl_one_page(
+        "distinct-words.html",
+        &body,
+        &out.path().join("crawl"),
+        &["--log".as_ref(), log.as_os_str()],
+    )
+    .await;
     let served: Vec<u64> = web
         .log()
         .records()
@@ -1107,30 +1089,9 @@ async fn words_on_either_side_of_a_misnested_line_break_are_found_apart() {
                 <h2>headtwo<h3>headthree</h2>afterheads</h2>\n\
                 <b>boldone<p>boldtwo</b>boldthree</p>tailword\n\
                 </body></html>\n";
-    let web = TestWeb::start_with(GenOptions::new(1, 5).seed(2), |o| {
-        std::fs::write(o.dir.join("site00").join("misnested.html"), body).expect("write the page");
-    })
-    .await
-    .expect("web");
-    let url = web.url("site00", "/misnested.html");
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("crawl");
-    let o = tokio::process::Command::new(bin())
-        .args([
-            "crawl",
-            &url,
-            "--depth",
-            "0",
-            "--delay-ms",
-            "0",
-            "--headless",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .finish()
-        .await
-        .expect("runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (_web, url) = crawl_one_page("misnested.html", body, &out, &[]).await;
     let out = out.to_str().expect("utf8");
     let check = |when: &str| {
         // "line" twice: `Line one</br>Line two` is not `oneline`.
@@ -1170,4 +1131,39 @@ async fn words_on_either_side_of_a_misnested_line_break_are_found_apart() {
         .expect("crawltop runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     check("after the index is rebuilt");
+}
+
+/// Serves `body` as `/NAME` on a small generated site and crawls that page alone (`--depth 0`,
+/// no delay, headless) into `out` with the command line and `extra` arguments; the crawl must
+/// succeed. The web (its request log) and the page's URL.
+async fn crawl_one_page(
+    name: &str,
+    body: &str,
+    out: &std::path::Path,
+    extra: &[&std::ffi::OsStr],
+) -> (TestWeb, String) {
+    let web = TestWeb::start_with(GenOptions::new(1, 5).seed(2), |o| {
+        std::fs::write(o.dir.join("site00").join(name), body).expect("write the page");
+    })
+    .await
+    .expect("web");
+    let url = web.url("site00", &format!("/{name}"));
+    let o = tokio::process::Command::new(bin())
+        .args([
+            "crawl",
+            &url,
+            "--depth",
+            "0",
+            "--delay-ms",
+            "0",
+            "--headless",
+        ])
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .finish()
+        .await
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (web, url)
 }
