@@ -18,7 +18,7 @@ use std::future::Future;
 use std::io::Write as _;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -33,6 +33,9 @@ pub const ROBOTS_MAX_REDIRECTS: usize = 5;
 pub const ROBOTS_MAX_BYTES: u64 = 512_000;
 /// Most a body buffer is sized for up front; longer bodies grow it as they arrive.
 const RESERVE_LIMIT: usize = 1 << 20;
+/// At most this many sends of one request ([`Fetcher::send`]): a stale pooled connection is
+/// worth another try, an endless supply of them is not.
+const MAX_SENDS: u32 = 8;
 
 /// What the HTTP edge is allowed to do; the defaults are the documented ones.
 #[derive(Debug, Clone)]
@@ -130,6 +133,9 @@ struct Cell {
     phase: AtomicU8,
     /// 0: no response headers since the last [`PhaseCell::take_answered`].
     answered: AtomicU16,
+    /// New connections begun for this slot's fetches, ever (the connector layer counts them):
+    /// a send that began none went out on a pooled connection.
+    connects: AtomicU32,
 }
 
 impl PhaseCell {
@@ -156,6 +162,10 @@ impl PhaseCell {
 
     fn set_answered(&self, status: u16) {
         self.0.answered.store(status, Ordering::Relaxed);
+    }
+
+    fn connects(&self) -> u32 {
+        self.0.connects.load(Ordering::Relaxed)
     }
 
     /// Moves `from` to `to`, and leaves any other phase alone.
@@ -432,6 +442,37 @@ impl Fetcher {
         }
     }
 
+    /// Sends the request and waits for the response's headers. A pooled connection the server
+    /// closed as the request arrived on it (its idle timeout firing then) answers nothing: the
+    /// request was not served, and it is sent again, as browsers do, until it goes out on a new
+    /// connection (each failed try drops one stale connection from the pool). A new connection
+    /// that fails is the server's answer, and is not retried.
+    async fn send(
+        &self,
+        url: &Url,
+        phase: &PhaseCell,
+        deadline: Instant,
+    ) -> Result<reqwest::Response, FetchOutcome> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let connects = phase.connects();
+            let send = CURRENT_PHASE.scope(phase.clone(), self.client.get(url.clone()).send());
+            match timeout_at(deadline, send).await {
+                Err(_) => {
+                    return Err(FetchOutcome::Timeout {
+                        during: phase.get(),
+                    });
+                }
+                Ok(Err(e)) if hung_up(&e) && phase.connects() == connects && tries < MAX_SENDS => {
+                    phase.set(Phase::WaitingFirstByte);
+                }
+                Ok(Err(e)) => return Err(classify(&e)),
+                Ok(Ok(resp)) => return Ok(resp),
+            }
+        }
+    }
+
     async fn fetch(
         &self,
         url: &Url,
@@ -445,15 +486,9 @@ impl Fetcher {
         // A pooled connection goes straight to waiting; the connector layer marks Connecting
         // only when a new connection is really being made.
         phase.set(Phase::WaitingFirstByte);
-        let send = CURRENT_PHASE.scope(phase.clone(), self.client.get(url.clone()).send());
-        let mut resp = match timeout_at(deadline, send).await {
-            Err(_) => {
-                return FetchOutcome::Timeout {
-                    during: phase.get(),
-                };
-            }
-            Ok(Err(e)) => return classify(&e),
-            Ok(Ok(resp)) => resp,
+        let mut resp = match self.send(url, phase, deadline).await {
+            Ok(resp) => resp,
+            Err(outcome) => return outcome,
         };
         let ttfb = started.elapsed();
         phase.set_answered(resp.status().as_u16());
@@ -650,7 +685,10 @@ where
 
     fn call(&mut self, req: R) -> Self::Future {
         // Called from the fetch's own task, inside its scope.
-        let _ = CURRENT_PHASE.try_with(|p| p.set(Phase::Connecting));
+        let _ = CURRENT_PHASE.try_with(|p| {
+            p.0.connects.fetch_add(1, Ordering::Relaxed);
+            p.set(Phase::Connecting);
+        });
         let connecting = self.0.call(req);
         Box::pin(async move {
             let conn = connecting.await;
@@ -1933,6 +1971,56 @@ mod tests {
             let conns: Vec<u64> = web.log().records().iter().map(|r| r.conn).collect();
             assert_eq!(conns.len(), 2);
             assert_eq!(conns[0], conns[1], "one keep-alive connection");
+        }
+
+        /// A server that closes a keep-alive connection as a request arrives on it (its idle
+        /// timeout firing then) answers nothing: the request was never served, and the fetch
+        /// sends it again on a new connection, as browsers do, instead of failing the URL.
+        #[tokio::test]
+        async fn a_request_on_a_kept_connection_the_server_closed_is_sent_again() {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("bound");
+            // (connection number, path) of every request the server read.
+            let (tx, mut rx) = mpsc::unbounded_channel::<(usize, String)>();
+            tokio::spawn(async move {
+                let mut conn = 0;
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    conn += 1;
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        // The first request is answered and the connection kept; the second is
+                        // read and the connection closed without an answer.
+                        for served in [true, false] {
+                            let Some(head) = read_head(&mut stream).await else {
+                                return;
+                            };
+                            let _ = tx.send((conn, path_of(&head).to_owned()));
+                            if served {
+                                let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                                let _ = stream.write_all(ok).await;
+                            }
+                        }
+                    });
+                }
+            });
+            let f = fetcher(|_| {});
+            let first = response(get(&f, &format!("http://{addr}/a.html")).await);
+            assert_eq!(&first.body[..], b"ok");
+            let second = get(&f, &format!("http://{addr}/b.html")).await;
+            let second = match second {
+                FetchOutcome::Response(f) => *f,
+                other => panic!("the second page is fetched again, not failed: {other:?}"),
+            };
+            assert_eq!((second.status, &second.body[..]), (200, &b"ok"[..]));
+            let mut seen = Vec::new();
+            while let Ok(request) = rx.try_recv() {
+                seen.push(request);
+            }
+            assert_eq!(
+                seen,
+                [(1, "/a.html"), (1, "/b.html"), (2, "/b.html")].map(|(c, p)| (c, p.to_owned())),
+                "the server read /b.html twice, the second time on a new connection"
+            );
         }
 
         #[tokio::test]

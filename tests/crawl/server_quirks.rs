@@ -1531,3 +1531,77 @@ async fn a_robots_txt_whose_body_stalls_stands_on_its_status_and_is_archived_cut
         );
     }
 }
+
+/// A site whose server keeps a connection after its first answer and closes it as the second
+/// request arrives, unanswered (an idle timeout firing just then, common with short keep-alive
+/// limits): every request the crawl sends on a kept connection meets a closed one. Each page is
+/// still fetched, stored and followed: the unanswered request is sent again on a new
+/// connection. Before, such a page failed ("connection closed before message completed") and
+/// was lost, a flake of the reindex test's too. Returns the origin and the paths the server
+/// answered.
+async fn site_closing_kept_connections(pages: usize) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("bound"));
+    let answered = Arc::new(Mutex::new(Vec::new()));
+    let log = answered.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let Some(path) = crate::util::request_path(&mut stream).await else {
+                    return;
+                };
+                let (status, body) = match path.as_str() {
+                    "/" => {
+                        let mut links = String::new();
+                        for i in 0..pages {
+                            let _ = write!(links, "<a href=\"/p{i}.html\">p{i}</a>");
+                        }
+                        ("200 OK", format!("<html><body>{links}</body></html>"))
+                    }
+                    p if p.starts_with("/p") => ("200 OK", format!("<p>page {p}</p>")),
+                    _ => ("404 Not Found", String::new()),
+                };
+                log.lock().expect("no test thread panicked").push(path);
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+                // The next request on this connection is read, then the connection closed.
+                let _ = crate::util::request_path(&mut stream).await;
+            });
+        }
+    });
+    (origin, answered)
+}
+
+#[tokio::test]
+async fn pages_asked_on_connections_the_server_closes_are_asked_again_and_kept() {
+    let (origin, answered) = site_closing_kept_connections(6).await;
+    let (crawled, out) = crawl_into_warc(&origin).await;
+    assert!(crawled.summary.completed);
+    let mut pages: Vec<String> = (0..6).map(|i| format!("/p{i}.html")).collect();
+    pages.push("/".to_owned());
+    let mut served = answered.lock().expect("no test thread panicked").clone();
+    served.sort();
+    served.dedup();
+    let mut expected = pages.clone();
+    expected.push("/robots.txt".to_owned());
+    expected.sort();
+    assert_eq!(served, expected, "every path answered");
+    let warc = crate::util::read_warc(&out.path().join("warc"));
+    for page in &pages {
+        let url = format!("{origin}{page}");
+        assert_eq!(
+            crawled.urls[&url]["state"], "parsed",
+            "{}",
+            crawled.urls[&url]
+        );
+        assert!(
+            warc.bodies.contains_key(&url),
+            "{url} stored: {:?}",
+            warc.order
+        );
+    }
+}
