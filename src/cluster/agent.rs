@@ -599,7 +599,10 @@ impl Inner {
         }
     }
 
-    /// Redis failed: say so once, then wait before the next try (doubling, up to a cap).
+    /// Redis failed: say so once, then wait before the next try (doubling, up to a cap). When
+    /// the connection itself failed, the next try goes on a new one: a Redis restarted closes
+    /// every connection, and a closed one never answers again (before, the member then waited
+    /// forever on a Redis that answered).
     async fn fault(&mut self, e: &SharedError, wait: &mut Duration) {
         if self.away.send_replace(Some(e.to_string())).is_none() {
             let _ = self
@@ -608,6 +611,11 @@ impl Inner {
         }
         tokio::time::sleep(*wait).await;
         *wait = (*wait * 2).min(MAX_BACKOFF);
+        if e.connection_failed() {
+            // One that cannot be made leaves the old: the next try fails as this one did and
+            // comes back here.
+            self.shared.mend_connection().await;
+        }
     }
 
     /// Redis answered: the fault is over, said once the leases are checked.

@@ -130,6 +130,25 @@ pub enum SharedError {
     NotReplicated,
 }
 
+impl SharedError {
+    /// Whether the connection itself failed (closed, reset, refused, or silent past the
+    /// patience), rather than Redis answering with an error: a new connection is worth making
+    /// before the next try.
+    pub fn connection_failed(&self) -> bool {
+        match self {
+            SharedError::Unreachable { .. } => true,
+            SharedError::Redis(e) => {
+                e.is_io_error()
+                    || e.is_timeout()
+                    || e.is_connection_dropped()
+                    || e.is_connection_refusal()
+                    || e.is_unrecoverable_error()
+            }
+            _ => false,
+        }
+    }
+}
+
 /// A crawl's name, safe inside a key and a hash tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrawlId(String);
@@ -797,6 +816,17 @@ impl SharedCrawl {
         self.conn.kind = open(&self.nodes).await?;
         self.conn.slots.stale = true;
         Ok(())
+    }
+
+    /// A new connection to a plain server in place of one that failed, if it can be made in
+    /// time; the old is kept otherwise. A cluster client makes its nodes' connections again
+    /// by itself.
+    pub async fn mend_connection(&mut self) {
+        if matches!(self.conn.kind, ConnKind::Single(_))
+            && let Ok(Ok(kind)) = tokio::time::timeout(PATIENCE, open(&self.nodes)).await
+        {
+            self.conn.kind = kind;
+        }
     }
 
     /// Replicas of the master with the fewest: `CLUSTER NODES` on a cluster, `INFO
