@@ -5,8 +5,10 @@
 //!
 //! It owns that one job: it holds the folder's lock while it works, reads the response records
 //! the checkpoint holds (as `extract` does: a killed crawl's files up to its last mark), parses
-//! each HTML page as the crawl does and adds it under its own sequence number, builds the new
-//! index beside the old one and puts it in place only when it is whole and durable, then marks
+//! each HTML page as the crawl does (its robots `<meta>` and `X-Robots-Tag` for the product
+//! token of the User-Agent its request record was sent with) and adds it under its own
+//! sequence number, builds the new index beside the old one and puts it in place only when it
+//! is whole and durable, then marks
 //! the folder as indexed, with the pages whose text the index cut. So a search of the rebuilt
 //! folder answers as a search of the same crawl made with the index would (the commit times are
 //! the fetch times of the WARC records, to the second), and a resume goes on indexing. It must

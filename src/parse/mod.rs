@@ -10,6 +10,11 @@
 //! It runs on a thread of its own pool ([`pool`]) and must never do I/O, look at a clock or fail: every byte
 //! sequence, however hostile, produces a `ParsedPage` (a parse cut short says so in
 //! [`Coverage`]). It decides nothing about scope or robots.txt; the engine does.
+//!
+//! The page's robots directives are those a `<meta name>` (and an `X-Robots-Tag` user agent)
+//! gives for `robots` (every agent) or for the crawl's product token, and for no other name;
+//! the caller passes the token ([`Options::agent`], `crawltop` by default), since the parse
+//! reads no configuration.
 
 mod charset;
 #[cfg(test)]
