@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::process::Command;
 
-use crawltop::parse::{Text, dom, parse_html, parse_html_with};
+use crawltop::parse::{Options, Text, dom, parse_html, parse_html_with};
 use crawltop::testweb::{GenOptions, generate};
 use criterion::{Criterion, Throughput};
 use url::Url;
@@ -78,7 +78,10 @@ fn bench(c: &mut Criterion) {
                     black_box(body),
                     Some("text/html"),
                     &url,
-                    Text::Skip,
+                    Options {
+                        text: Text::Skip,
+                        ..Options::default()
+                    },
                 ))
             });
         });

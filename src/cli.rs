@@ -222,8 +222,9 @@ pub struct CrawlArgs {
     #[arg(long)]
     pub exclude: Vec<String>,
     /// The User-Agent header [default: crawltop/VERSION (+<https://github.com/crawltop/crawltop>)].
-    /// robots.txt groups are matched against its product token: the letters, - and _ it starts
-    /// with (auditbot for "auditbot/1.0 (+https://...)").
+    /// robots.txt groups, robots meta tags (besides name=robots) and X-Robots-Tag names are
+    /// matched against its product token: the letters, - and _ it starts with (auditbot for
+    /// "auditbot/1.0 (+https://...)").
     #[arg(long)]
     pub user_agent: Option<String>,
     /// Do not fetch or obey robots.txt (only for sites you own).

@@ -5,8 +5,10 @@
 //!
 //! It owns that one job: it holds the folder's lock while it works, reads the response records
 //! the checkpoint holds (as `extract` does: a killed crawl's files up to its last mark), parses
-//! each HTML page as the crawl does and adds it under its own sequence number, builds the new
-//! index beside the old one and puts it in place only when it is whole and durable, then marks
+//! each HTML page as the crawl does (its robots `<meta>` and `X-Robots-Tag` for the product
+//! token of the User-Agent its request record was sent with) and adds it under its own
+//! sequence number, builds the new index beside the old one and puts it in place only when it
+//! is whole and durable, then marks
 //! the folder as indexed, with the pages whose text the index cut. So a search of the rebuilt
 //! folder answers as a search of the same crawl made with the index would (the commit times are
 //! the fetch times of the WARC records, to the second), and a resume goes on indexing. It must
@@ -16,8 +18,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::config::{PRODUCT_TOKEN, product_token};
 use crate::index::feed::CutPage;
 use crate::index::{Added, IndexError, IndexWriter, OwnedPage};
+use crate::parse::{MetaRobots, Options, Text};
 use crate::store::checkpoint::{Checkpoint, CheckpointError, Mark};
 use crate::store::committer::{FolderLock, StoreError};
 use crate::store::warc::parse_warc_date;
@@ -173,11 +177,25 @@ fn add_pages(
         let Ok(url) = url::Url::parse(&response.target_uri) else {
             continue;
         };
-        let mut page =
-            crate::parse::parse_html_with(&response.body, ctype, &url, crate::parse::Text::Extract);
+        // The robots `<meta>` and `X-Robots-Tag` the crawl obeyed are those of its product
+        // token, read here from the User-Agent each page was requested with (its WARC request
+        // record), not from the folder's state: the settings kept there leave the User-Agent
+        // out (a resume may change it, so each run's pages were parsed under its own), and
+        // states written before they were kept hold none. A record without one (none that
+        // crawltop wrote) is read as the default User-Agent's (`crawltop`).
+        let agent = response
+            .user_agent
+            .as_deref()
+            .map_or(PRODUCT_TOKEN, product_token);
+        let options = Options {
+            text: Text::Extract,
+            agent,
+        };
+        let mut page = crate::parse::parse_html_with(&response.body, ctype, &url, options);
         // The response's `X-Robots-Tag` too, as the crawl obeyed it.
-        page.obey(crate::parse::MetaRobots::from_headers(
+        page.obey(MetaRobots::from_headers(
             response.headers.iter().map(|(k, v)| (&**k, &**v)),
+            agent,
         ));
         if page.meta_robots.noindex {
             continue;

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use url::Url;
 
-use super::{Coverage, MAX_DEPTH, ParsedPage, Text, dom, parse_html, parse_html_with};
+use super::{Coverage, MAX_DEPTH, Options, ParsedPage, Text, dom, parse_html, parse_html_with};
 use crate::testweb::{GenOptions, HeavyOptions, fill_origins, generate};
 
 const PAGE: &str = "http://example.com/dir/sub/page.html";
@@ -62,7 +62,11 @@ fn same_without_text(
     full: &ParsedPage,
     what: &str,
 ) {
-    let lean = parse_html_with(body, content_type, page, Text::Skip);
+    let skip = Options {
+        text: Text::Skip,
+        ..Options::default()
+    };
+    let lean = parse_html_with(body, content_type, page, skip);
     let expected = ParsedPage {
         text: String::new(),
         ..full.clone()

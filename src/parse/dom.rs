@@ -19,6 +19,7 @@ use super::{
     Collected, Coverage, Href, MAX_DEPTH, ParsedPage, TextBuilder, cap_title, collapse, finish,
     is_hidden, is_preformatted,
 };
+use crate::config::PRODUCT_TOKEN;
 
 /// Text fed to the parser between two depth checks. Smaller chunks catch a runaway page
 /// sooner; the check itself costs O(`MAX_DEPTH`).
@@ -26,9 +27,26 @@ pub(super) const PARSE_CHUNK: usize = 4096;
 
 /// [`super::parse_html`] as it was before the streaming parser: decode, build the tree, walk it.
 pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> ParsedPage {
+    parse_html_for(body, content_type, page_url, PRODUCT_TOKEN)
+}
+
+/// [`parse_html`] for a crawl whose product token is `agent` ([`super::Options::agent`]): the
+/// robots `<meta>` it obeys besides `robots`. The tree parse always collects the text.
+pub fn parse_html_for(
+    body: &[u8],
+    content_type: Option<&str>,
+    page_url: &Url,
+    agent: &str,
+) -> ParsedPage {
     let (text, encoding) = decode(body, content_type);
     let (document, coverage) = parse_document(&text);
-    finish(Walk::run(&document), &[], encoding, page_url, coverage)
+    finish(
+        Walk::run(&document, agent),
+        &[],
+        encoding,
+        page_url,
+        coverage,
+    )
 }
 
 /// [`parse_html`] without the depth limit: what the stream parse ([`super::stream`]) must give
@@ -43,7 +61,7 @@ pub(super) fn parse_html_unbounded(
     let (text, encoding) = decode(body, content_type);
     let document = Html::parse_document(&text);
     finish(
-        Walk::run(&document),
+        Walk::run(&document, PRODUCT_TOKEN),
         &[],
         encoding,
         page_url,
@@ -92,17 +110,22 @@ fn newest_node_depth(parser: &Parser<HtmlTreeSink>) -> usize {
 }
 
 /// One pass over the tree.
-#[derive(Default)]
-struct Walk {
+struct Walk<'a> {
     out: Collected,
     title_seen: bool,
+    /// The crawl's product token ([`super::Options::agent`]).
+    agent: &'a str,
 }
 
-impl Walk {
-    /// One iterative depth-first pass over the whole document: no recursion, so a page of
-    /// 100,000 nested elements cannot overflow the stack.
-    fn run(document: &Html) -> Collected {
-        let mut walk = Walk::default();
+impl<'a> Walk<'a> {
+    /// One iterative depth-first pass over the whole document, for a crawl whose product token
+    /// is `agent`: no recursion, so a page of 100,000 nested elements cannot overflow the stack.
+    fn run(document: &Html, agent: &'a str) -> Collected {
+        let mut walk = Walk {
+            out: Collected::default(),
+            title_seen: false,
+            agent,
+        };
         let mut text = TextBuilder::default();
         // Depth counters rather than flags, because these elements may nest.
         let mut in_head = 0_usize;
@@ -180,6 +203,7 @@ impl Walk {
             return;
         }
         self.out.element(
+            self.agent,
             element.name(),
             |name| element.attr(name).map(str::to_owned),
             |name| element.attr(name).map(|v| Href::Owned(v.to_owned())),

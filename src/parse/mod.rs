@@ -10,6 +10,11 @@
 //! It runs on a thread of its own pool ([`pool`]) and must never do I/O, look at a clock or fail: every byte
 //! sequence, however hostile, produces a `ParsedPage` (a parse cut short says so in
 //! [`Coverage`]). It decides nothing about scope or robots.txt; the engine does.
+//!
+//! The page's robots directives are those a `<meta name>` (and an `X-Robots-Tag` user agent)
+//! gives for `robots` (every agent) or for the crawl's product token, and for no other name;
+//! the caller passes the token ([`Options::agent`], `crawltop` by default), since the parse
+//! reads no configuration.
 
 mod charset;
 #[cfg(test)]
@@ -28,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::canonical::canonicalize;
+use crate::config::PRODUCT_TOKEN;
 
 pub use charset::decode;
 pub use verdict::{Verdict, verdict};
@@ -167,8 +173,9 @@ fn cap_title(mut title: String) -> String {
     title
 }
 
-/// Directives from `<meta name="robots">` and `<meta name="crawltop">`, and from the response's
-/// `X-Robots-Tag` headers ([`MetaRobots::from_headers`], merged in by [`ParsedPage::obey`]).
+/// Directives from `<meta name="robots">` and a `<meta>` named for the crawl's product token
+/// ([`Options::agent`]), and from the response's `X-Robots-Tag` headers
+/// ([`MetaRobots::from_headers`], merged in by [`ParsedPage::obey`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetaRobots {
     pub noindex: bool,
@@ -220,21 +227,52 @@ pub enum Text {
     Skip,
 }
 
-/// Decodes and parses `body`, fetched from `page_url`, into a [`ParsedPage`], in one pass over
-/// the bytes.
-pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> ParsedPage {
-    parse_html_with(body, content_type, page_url, Text::Extract)
+/// What a parse is asked for besides the page: whether to collect its text, and which name,
+/// besides `robots`, a `<meta name>` addresses the crawl by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options<'a> {
+    pub text: Text,
+    /// The product token of the crawl's User-Agent ([`crate::config::product_token`]:
+    /// `auditbot` for `auditbot/1.0 (+mailto:...)`), the name robots.txt groups are matched
+    /// against too. A site owner addresses the name the crawler sends, as `googlebot` meta tags
+    /// address Google's: `<meta name="auditbot">` binds a crawl sent as `auditbot/1.0`, and
+    /// `<meta name="crawltop">` does not. Compared ASCII case-insensitively; an empty token
+    /// names no one (only `robots` is obeyed then).
+    pub agent: &'a str,
 }
 
-/// [`parse_html`], with the page's text only if `text` asks for it (else `text` is empty).
+impl Default for Options<'_> {
+    /// The text, for the default User-Agent's product token ([`PRODUCT_TOKEN`]).
+    fn default() -> Self {
+        Options {
+            text: Text::Extract,
+            agent: PRODUCT_TOKEN,
+        }
+    }
+}
+
+/// Whether a `<meta name>` or an `X-Robots-Tag` user agent's `name` (trimmed) is `agent`, the
+/// crawl's product token ([`Options::agent`]).
+fn names_agent(name: &str, agent: &str) -> bool {
+    !agent.is_empty() && name.eq_ignore_ascii_case(agent)
+}
+
+/// Decodes and parses `body`, fetched from `page_url`, into a [`ParsedPage`], in one pass over
+/// the bytes, for a crawl under the default User-Agent ([`Options::default`]).
+pub fn parse_html(body: &[u8], content_type: Option<&str>, page_url: &Url) -> ParsedPage {
+    parse_html_with(body, content_type, page_url, Options::default())
+}
+
+/// [`parse_html`] as `options` ask: the page's text only if their `text` asks for it (else
+/// `text` is empty), the robots `<meta>` of their `agent`.
 pub fn parse_html_with(
     body: &[u8],
     content_type: Option<&str>,
     page_url: &Url,
-    text: Text,
+    options: Options<'_>,
 ) -> ParsedPage {
     let (encoding, bom_len) = charset::sniff(body, content_type);
-    let (collected, coverage) = stream::parse(&body[bom_len..], encoding, text);
+    let (collected, coverage) = stream::parse(&body[bom_len..], encoding, options);
     finish(collected, &body[bom_len..], encoding, page_url, coverage)
 }
 
@@ -492,9 +530,11 @@ struct Collected {
 impl Collected {
     /// Reads a link, the `<base>` or a robots `<meta>` from an element named `name` (lower
     /// case), given its attribute values (decoded, the first of each name); `href` gives the
-    /// link's own attribute.
+    /// link's own attribute. A robots `<meta>` is one named `robots` or `agent`, the crawl's
+    /// product token ([`Options::agent`]).
     fn element(
         &mut self,
+        agent: &str,
         name: &str,
         attr: impl Fn(&str) -> Option<String>,
         href: impl Fn(&str) -> Option<Href>,
@@ -516,7 +556,7 @@ impl Collected {
             "meta" => {
                 let name = attr("name").unwrap_or_default();
                 let name = name.trim();
-                if name.eq_ignore_ascii_case("robots") || name.eq_ignore_ascii_case("crawltop") {
+                if name.eq_ignore_ascii_case("robots") || names_agent(name, agent) {
                     self.meta_robots.add(&attr("content").unwrap_or_default());
                 }
                 let refresh =
@@ -681,9 +721,13 @@ impl MetaRobots {
     /// The directives of a response's `X-Robots-Tag` headers (every one it has), as search
     /// engines read them: a comma-separated list, in which a user agent's name and a colon
     /// (`otherbot: noindex, nofollow`) make the directives after it, up to the next name, that
-    /// agent's only. Those for every agent and for `crawltop` count, as the meta tag's names
+    /// agent's only. Those for every agent and for `agent`, the crawl's product token
+    /// ([`Options::agent`], compared ASCII case-insensitively), count, as the meta tag's names
     /// do. Unknown directives, and ones with a value (`unavailable_after: ...`), are passed over.
-    pub fn from_headers<'a>(headers: impl IntoIterator<Item = (&'a str, &'a str)>) -> MetaRobots {
+    pub fn from_headers<'a>(
+        headers: impl IntoIterator<Item = (&'a str, &'a str)>,
+        agent: &str,
+    ) -> MetaRobots {
         let mut robots = MetaRobots::default();
         for (name, value) in headers {
             if !name.trim().eq_ignore_ascii_case("x-robots-tag") {
@@ -692,9 +736,8 @@ impl MetaRobots {
             let mut ours = true;
             for piece in value.split(',') {
                 let directive = match piece.split_once(':') {
-                    Some((agent, rest)) if is_agent_name(agent) => {
-                        let agent = agent.trim();
-                        ours = agent.eq_ignore_ascii_case("crawltop");
+                    Some((named, rest)) if is_agent_name(named) => {
+                        ours = names_agent(named.trim(), agent);
                         rest
                     }
                     _ => piece,
@@ -1383,8 +1426,101 @@ mod tests {
         assert_eq!(r, MetaRobots::default());
     }
 
+    /// The meta robots of `meta` for a crawl whose product token is `agent`.
+    fn robots_for(meta: &str, agent: &str) -> MetaRobots {
+        let html = format!("<head>{meta}</head><a href=\"x\">x</a>");
+        let options = Options {
+            text: Text::Extract,
+            agent,
+        };
+        parse_html_with(html.as_bytes(), Some("text/html"), &page_url(), options).meta_robots
+    }
+
+    /// Under `--user-agent "auditbot/1.0 (...)"` the page addresses the crawl as `auditbot`,
+    /// the name robots.txt groups are matched against, in any case, as Google reads
+    /// `googlebot` meta tags.
+    #[test]
+    fn meta_named_for_the_crawls_product_token_is_obeyed_in_any_case() {
+        for name in ["auditbot", "AuditBot", " AUDITBOT "] {
+            let r = robots_for(
+                &format!(r#"<meta name="{name}" content="noindex">"#),
+                "auditbot",
+            );
+            assert!(r.noindex && !r.nofollow, "{name}");
+        }
+        let r = robots_for(r#"<meta name="auditbot" content="NoFollow">"#, "AuditBot");
+        assert!(!r.noindex && r.nofollow);
+        let r = robots_for(r#"<meta name="robots" content="none">"#, "auditbot");
+        assert!(r.noindex && r.nofollow, "robots binds every crawl");
+    }
+
+    /// `crawltop` is only the default User-Agent's name: a crawl sent as another obeys no
+    /// `<meta name="crawltop">`, nor another bot's.
+    #[test]
+    fn meta_crawltop_and_other_names_are_ignored_under_another_product_token() {
+        let r = robots_for(
+            r#"<meta name="crawltop" content="none"><meta name="googlebot" content="none">
+               <meta name="auditbot2" content="none"><meta name="audit" content="none">"#,
+            "auditbot",
+        );
+        assert_eq!(r, MetaRobots::default());
+        // An empty token names no one: a nameless meta is nobody's.
+        let r = robots_for(r#"<meta name="" content="none"><meta content="none">"#, "");
+        assert_eq!(r, MetaRobots::default());
+    }
+
+    /// The stream and the tree parse read the token's meta alike.
+    #[test]
+    fn both_parsers_obey_the_product_tokens_meta() {
+        let html = r#"<meta name="AUDITBOT" content="nofollow"><meta name="crawltop"
+            content="noindex"><a href="/a">a</a>"#;
+        let options = Options {
+            text: Text::Extract,
+            agent: "auditbot",
+        };
+        let new = parse_html_with(html.as_bytes(), Some("text/html"), &page_url(), options);
+        let old = dom::parse_html_for(html.as_bytes(), Some("text/html"), &page_url(), "auditbot");
+        let want = MetaRobots {
+            noindex: false,
+            nofollow: true,
+        };
+        assert_eq!(new.meta_robots, want);
+        assert_eq!(old.meta_robots, want);
+        assert_eq!(new.links, old.links);
+        assert!(new.links.iter().all(|l| l.nofollow));
+    }
+
     fn header_robots(headers: &[(&str, &str)]) -> MetaRobots {
-        MetaRobots::from_headers(headers.iter().copied())
+        MetaRobots::from_headers(headers.iter().copied(), PRODUCT_TOKEN)
+    }
+
+    /// `X-Robots-Tag` directives named for a user agent count when it is the crawl's product
+    /// token (any case), and not for `crawltop` under another token; unnamed ones always count.
+    #[test]
+    fn x_robots_tag_names_the_crawls_product_token() {
+        let for_auditbot =
+            |value: &str| MetaRobots::from_headers([("X-Robots-Tag", value)], "auditbot");
+        let noindex = MetaRobots {
+            noindex: true,
+            nofollow: false,
+        };
+        let nofollow = MetaRobots {
+            noindex: false,
+            nofollow: true,
+        };
+        assert_eq!(for_auditbot("auditbot: nofollow"), nofollow);
+        assert_eq!(for_auditbot("AuditBot: noindex"), noindex);
+        assert_eq!(for_auditbot("noindex"), noindex);
+        assert_eq!(for_auditbot("crawltop: none"), MetaRobots::default());
+        assert_eq!(
+            for_auditbot("otherbot: noindex, auditbot: nofollow"),
+            nofollow
+        );
+        assert_eq!(
+            for_auditbot("auditbot: nofollow, crawltop: noindex"),
+            nofollow
+        );
+        assert_eq!(for_auditbot("auditbot2: none"), MetaRobots::default());
     }
 
     /// `X-Robots-Tag` as search engines read it: every header of that name, any case, a list

@@ -57,7 +57,7 @@ use super::entities::{self, Mode, Nul};
 use super::stray;
 use super::{
     Collected, Coverage, Href, MAX_DEPTH, MAX_END_TAG_SEARCH, MAX_PARSE_MEMORY, MAX_TITLE_BYTES,
-    Text, TextBuilder, is_block, is_heading, is_hidden, is_preformatted,
+    Options, Text, TextBuilder, is_block, is_heading, is_hidden, is_preformatted,
 };
 
 /// Bytes handed to `lol_html` at a time. A token cut by a chunk's end is buffered by `lol_html`
@@ -71,27 +71,32 @@ const DEEP_WRITE_CHUNK: usize = 4 * 1024;
 
 const HTML_NS: &str = "http://www.w3.org/1999/xhtml";
 
-/// Parses `body` (its byte order mark already skipped), in `encoding`; the page's text only if
-/// `text` asks for it.
-pub(super) fn parse(body: &[u8], encoding: &'static Encoding, text: Text) -> (Collected, Coverage) {
+/// Parses `body` (its byte order mark already skipped), in `encoding`, as `options` ask: the
+/// page's text only if their `text` asks for it.
+pub(super) fn parse(
+    body: &[u8],
+    encoding: &'static Encoding,
+    options: Options<'_>,
+) -> (Collected, Coverage) {
     // `lol_html` reads ASCII-compatible encodings itself; the others (UTF-16, ISO-2022-JP) are
     // decoded whole first, one copy of the body.
     // Only links read from `body` itself may point into it ([`super::Href::Source`]).
     if let Some(ascii) = AsciiCompatibleEncoding::new(encoding) {
-        run(body, ascii, text, true)
+        run(body, ascii, options, true)
     } else {
         let decoded = decode_with(encoding, body);
         let utf8 = AsciiCompatibleEncoding::new(UTF_8).expect("UTF-8 is ASCII-compatible");
-        run(decoded.as_bytes(), utf8, text, false)
+        run(decoded.as_bytes(), utf8, options, false)
     }
 }
 
 fn run(
     body: &[u8],
     encoding: AsciiCompatibleEncoding,
-    text: Text,
+    options: Options<'_>,
     in_place: bool,
 ) -> (Collected, Coverage) {
+    let Options { text, agent } = options;
     let input = Input {
         body,
         encoding: encoding.into(),
@@ -103,7 +108,7 @@ fn run(
     }));
     let on_element = {
         let state = Rc::clone(&state);
-        move |el: &mut Element<'_, '_>| on_element(&state, input, el)
+        move |el: &mut Element<'_, '_>| on_element(&state, input, agent, el)
     };
     let on_text = {
         let state = Rc::clone(&state);
@@ -270,9 +275,11 @@ impl Input<'_> {
     }
 }
 
+/// A start tag, for a crawl whose product token is `agent` ([`Options::agent`]).
 fn on_element(
     state: &Rc<RefCell<State>>,
     input: Input<'_>,
+    agent: &str,
     el: &mut Element<'_, '_>,
 ) -> lol_html::HandlerResult {
     // Nothing reads the rewritten output, and nothing is removed from it: `lol_html` hands the
@@ -293,7 +300,7 @@ fn on_element(
     let at = el.source_location().bytes();
     let mut shared = state.borrow_mut();
     shared.settle(input, at.start);
-    let opened = shared.start(name, html, el.can_have_content(), attr, href);
+    let opened = shared.start(name, html, el.can_have_content(), agent, attr, href);
     shared.read_to(at.end);
     if el.can_have_content() {
         shared.search.pushed();
@@ -623,6 +630,7 @@ impl State {
         name: &str,
         lol_html_says_html: bool,
         can_have_content: bool,
+        agent: &str,
         attr: impl Fn(&str) -> Option<String>,
         href: impl Fn(&str) -> Option<Href>,
     ) -> Option<Place> {
@@ -667,7 +675,7 @@ impl State {
                     self.title = Some((self.next_serial, TextBuilder::default()));
                 }
             } else {
-                self.out.element(name, attr, href);
+                self.out.element(agent, name, attr, href);
             }
         }
         if self.in_hidden == 0 {

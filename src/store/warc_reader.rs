@@ -71,6 +71,10 @@ pub struct StoredResponse {
     pub body: Vec<u8>,
     /// `WARC-Truncated`: why the body is shorter than what the server sent, if it is.
     pub truncated: Option<Truncation>,
+    /// The `User-Agent` the request was sent with: that of the request record written just
+    /// before the response and named by its `WARC-Concurrent-To` (the WARC writer writes each
+    /// exchange so); `None` when there is no such record or it has no such header.
+    pub user_agent: Option<String>,
 }
 
 impl StoredResponse {
@@ -265,6 +269,9 @@ type Current = (WarcPart, BufReader<io::Take<File>>, u64);
 pub struct Responses {
     parts: std::vec::IntoIter<WarcPart>,
     current: Option<Current>,
+    /// The last request record read: its `WARC-Record-ID` and its `User-Agent`, for the
+    /// response that follows it ([`StoredResponse::user_agent`]).
+    request: Option<(String, Option<String>)>,
 }
 
 impl Responses {
@@ -283,6 +290,7 @@ impl Responses {
         Responses {
             parts: parts.into_iter(),
             current: None,
+            request: None,
         }
     }
 
@@ -362,7 +370,7 @@ impl Iterator for Responses {
                 offset,
                 reason: reason.to_string(),
             };
-            match response(&record) {
+            match response(&record, &mut self.request) {
                 Ok(Some(r)) => return Some(Ok(r)),
                 Ok(None) => {}
                 Err(reason) => {
@@ -397,8 +405,12 @@ fn field<'a>(fields: &[(&'a str, &'a str)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| *v)
 }
 
-/// One decoded record: `Ok(None)` for a record that is not a response.
-fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
+/// One decoded record: `Ok(None)` for a record that is not a response. A request record is
+/// kept in `request` (its id and `User-Agent`), for the response it is concurrent to.
+fn response(
+    record: &[u8],
+    request: &mut Option<(String, Option<String>)>,
+) -> Result<Option<StoredResponse>, &'static str> {
     let (lines, rest) = head_and_rest(record).ok_or("no end of the WARC header")?;
     if !lines.first().is_some_and(|l| l.starts_with("WARC/")) {
         return Err("no WARC version line");
@@ -410,9 +422,23 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
     let block = rest
         .get(..length)
         .ok_or("shorter than its Content-Length")?;
-    if field(&warc, "WARC-Type") != Some("response") {
-        return Ok(None);
+    match field(&warc, "WARC-Type") {
+        Some("response") => {}
+        Some("request") => {
+            *request = field(&warc, "WARC-Record-ID").map(|id| {
+                let user_agent = head_and_rest(block)
+                    .and_then(|(http, _)| field(&fields(&http[1..]), "User-Agent"))
+                    .map(str::to_string);
+                (id.to_string(), user_agent)
+            });
+            return Ok(None);
+        }
+        _ => return Ok(None),
     }
+    let user_agent = match (request.take(), field(&warc, "WARC-Concurrent-To")) {
+        (Some((id, user_agent)), Some(to)) if id == to => user_agent,
+        _ => None,
+    };
     let target_uri = field(&warc, "WARC-Target-URI")
         .ok_or("a response without WARC-Target-URI")?
         .to_string();
@@ -441,6 +467,7 @@ fn response(record: &[u8]) -> Result<Option<StoredResponse>, &'static str> {
         headers,
         body: body.to_vec(),
         truncated,
+        user_agent,
     }))
 }
 
@@ -520,6 +547,37 @@ mod tests {
             assert_eq!(r.header("content-type"), Some("text/html"));
             assert_eq!(r.body, bodies[i]);
         }
+    }
+
+    /// Each response reads back with the User-Agent its own request record was sent with
+    /// (`crawltop index` parses a page for that agent's robots `<meta>`); none without one.
+    #[test]
+    fn a_response_carries_the_user_agent_of_its_request() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let headers = vec![("Content-Type".to_string(), "text/html".to_string())];
+        let mut w = WarcWriter::new(dir.path(), "crawltop", 1 << 20).expect("new");
+        let requests: [&[u8]; 3] = [
+            b"GET /a HTTP/1.1\r\nHost: x\r\nUser-Agent: auditbot/1.0 (+mailto:a@example.invalid)\r\n\r\n",
+            b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /c HTTP/1.1\r\nHost: x\r\nuser-agent: crawltop/9\r\n\r\n",
+        ];
+        for (i, request) in requests.iter().enumerate() {
+            let mut ex = exchange("http://127.0.0.1:1/p", i as u64, b"<p>hi", &headers);
+            ex.request_line_and_headers = request;
+            w.write_exchange(&ex).expect("write");
+        }
+        w.sync().expect("sync");
+        let got: Vec<Option<String>> = Responses::new(warc_files(dir.path()).expect("files"))
+            .map(|r| r.expect("readable").user_agent)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                Some("auditbot/1.0 (+mailto:a@example.invalid)".to_string()),
+                None,
+                Some("crawltop/9".to_string()),
+            ]
+        );
     }
 
     /// A robots.txt response reads back as one, whatever type its server gave it, so a verb

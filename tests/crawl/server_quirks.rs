@@ -1465,6 +1465,136 @@ async fn x_robots_tag_headers_are_obeyed_at_the_crawl_and_when_the_index_is_buil
     found("built again");
 }
 
+/// A crawl sent under another name (`--user-agent auditbot/1.0 ...`) obeys the robots `<meta>`
+/// and `X-Robots-Tag` directives addressed to that name, as it obeys its robots.txt group, and
+/// no longer those addressed to `crawltop`: judged at the server (which links were followed)
+/// and by `crawltop search`, at the crawl and once `crawltop index --replace` has built the
+/// index again from the WARC files (which read the name from each page's request record).
+#[tokio::test]
+async fn a_crawl_obeys_the_meta_robots_and_x_robots_tag_of_the_name_it_sends() {
+    let meta = |name: &str, word: &str, link: &str| {
+        Answer::html(format!(
+            "<html><head><meta name=\"{name}\" content=\"noindex\"></head>\
+             <body><p>{word}</p><a href=\"{link}\">x</a></body></html>"
+        ))
+    };
+    let tagged = |value: &str, word: &str, link: &str| {
+        Answer::new(
+            &[("Content-Type", "text/html"), ("X-Robots-Tag", value)],
+            format!("<p>{word}</p><a href=\"{link}\">x</a>"),
+        )
+    };
+    let answers = BTreeMap::from([
+        (
+            "/".to_owned(),
+            linking(&[
+                "/meta-auditbot.html",
+                "/meta-crawltop.html",
+                "/tag-auditbot.html",
+                "/tag-crawltop.html",
+            ]),
+        ),
+        (
+            "/meta-auditbot.html".to_owned(),
+            meta("AuditBot", "zebrametaaudit", "/after-meta-auditbot.html"),
+        ),
+        (
+            "/meta-crawltop.html".to_owned(),
+            meta("crawltop", "zebrametacrawltop", "/after-meta-crawltop.html"),
+        ),
+        (
+            "/tag-auditbot.html".to_owned(),
+            tagged(
+                "otherbot: noindex, auditbot: nofollow",
+                "zebratagaudit",
+                "/behind-tag-auditbot.html",
+            ),
+        ),
+        (
+            "/tag-crawltop.html".to_owned(),
+            tagged(
+                "crawltop: none",
+                "zebratagcrawltop",
+                "/after-tag-crawltop.html",
+            ),
+        ),
+        (
+            "/after-meta-auditbot.html".to_owned(),
+            Answer::html("<p>x</p>"),
+        ),
+        (
+            "/after-meta-crawltop.html".to_owned(),
+            Answer::html("<p>x</p>"),
+        ),
+        (
+            "/behind-tag-auditbot.html".to_owned(),
+            Answer::html("<p>x</p>"),
+        ),
+        (
+            "/after-tag-crawltop.html".to_owned(),
+            Answer::html("<p>x</p>"),
+        ),
+    ]);
+    let (origin, asked) = quirky_site(answers).await;
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("crawl");
+    let dir_s = dir.to_str().expect("a UTF-8 temp path");
+    let output = crawl_by_cli(
+        &origin,
+        &[
+            "--user-agent",
+            "auditbot/1.0 (+mailto:audit@example.invalid)",
+            "--out",
+            dir_s,
+            "--delay-ms",
+            "0",
+        ],
+    )
+    .await;
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+
+    // A noindex page's links are followed; a nofollow page's are not, for auditbot only.
+    let paths = asked.paths();
+    for followed in [
+        "/after-meta-auditbot.html",
+        "/after-meta-crawltop.html",
+        "/after-tag-crawltop.html",
+    ] {
+        assert!(paths.iter().any(|p| p == followed), "{followed}: {paths:?}");
+    }
+    assert!(
+        !paths.iter().any(|p| p == "/behind-tag-auditbot.html"),
+        "{paths:?}"
+    );
+
+    let found = |after: &str| {
+        let searched = |word: &str| {
+            let hits = crate::util::json_of(&["search", dir_s, word, "--json"]);
+            hits.as_array()
+                .expect("hits")
+                .iter()
+                .map(|h| h["url"].as_str().expect("url").to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(searched("zebrametaaudit"), Vec::<String>::new(), "{after}");
+        for (word, path) in [
+            ("zebrametacrawltop", "/meta-crawltop.html"),
+            ("zebratagaudit", "/tag-auditbot.html"),
+            ("zebratagcrawltop", "/tag-crawltop.html"),
+        ] {
+            assert_eq!(
+                searched(word),
+                [format!("{origin}{path}")],
+                "{word} {after}"
+            );
+        }
+    };
+    found("at the crawl");
+    index_again(&dir);
+    found("built again");
+}
+
 /// A robots.txt whose status came but whose body stalled: a 404 still allows the site (its
 /// status says there are no rules, whatever its body), a 200 cut short still gives no rules
 /// (the site is retried, then given up). Both responses are in the WARC files, marked cut.

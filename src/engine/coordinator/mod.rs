@@ -223,6 +223,9 @@ pub(super) struct Coordinator<F = Frontier<u32>> {
     hang_after_fetch: Option<String>,
     /// The threads that parse fetched pages; shut down (joined) when the crawl ends.
     parse_pool: Arc<ParsePool>,
+    /// The product token of the crawl's User-Agent, as robots.txt groups are matched against
+    /// it: the name a page's robots `<meta>` and `X-Robots-Tag` address the crawl by too.
+    agent: Arc<str>,
     /// `--extract`'s fields, run in the parse pool on every HTML page.
     extractor: Option<Arc<Extractor>>,
     /// Fault injection: see [`PARSE_WAITS_ENV`] and [`PARSE_PANICS_ENV`].
@@ -368,7 +371,8 @@ impl<F: Schedule> Coordinator<F> {
         let (include, exclude) = cfg.regexes()?;
         let scope = ScopeRules::new(cfg.scope, &seeds, include, exclude, cfg.depth);
         let fetcher = fetcher(&cfg)?;
-        let mut policy = RobotsPolicy::new(product_token(&cfg.user_agent));
+        let agent: Arc<str> = Arc::from(product_token(&cfg.user_agent));
+        let mut policy = RobotsPolicy::new(&*agent);
         policy.max_crawl_delay = Duration::from_millis(cfg.max_crawl_delay_ms);
         policy.max_retries = cfg.robots_retries;
         let delay = cfg.delay();
@@ -427,6 +431,7 @@ impl<F: Schedule> Coordinator<F> {
             reserved: HashMap::new(),
             hang_after_fetch: std::env::var(HANG_ENV).ok(),
             parse_pool,
+            agent,
             extractor,
             parse_hook: ParseHook::from_env(),
             resuming: None,
@@ -1279,6 +1284,7 @@ impl<F: Schedule> Coordinator<F> {
         let cell = self.slots.cells[slot].clone();
         let hang = self.hang_after_fetch.as_deref() == Some(url.as_str());
         let pool = self.parse_pool.clone();
+        let agent = Arc::clone(&self.agent);
         let extractor = self.extractor.clone();
         let hook = self.parse_hook.for_url(&url);
         // Only the index reads a page's text, and only a crawl folder has one.
@@ -1296,7 +1302,7 @@ impl<F: Schedule> Coordinator<F> {
                 FetchOutcome::Response(f)
                     if (200..300).contains(&f.status) && verdict(f) == Verdict::Html =>
                 {
-                    match parse_in_pool(&pool, f, &cell, text, extractor, hook).await {
+                    match parse_in_pool(&pool, f, &cell, text, agent, extractor, hook).await {
                         Ok((page, extracted)) => (Some(Ok(page)), extracted),
                         Err(e) => (Some(Err(e)), None),
                     }
@@ -2283,14 +2289,16 @@ fn phase_name(p: Phase) -> &'static str {
     }
 }
 
-/// Parses a fetched page on the parse pool (its text only if `text` asks for it), and runs
-/// `--extract` on it in the same job. The worker waits (blocked by parse) until a pool thread
-/// takes the job, then is busy parsing; the body is shared (`Bytes`), never copied.
+/// Parses a fetched page on the parse pool (its text only if `text` asks for it; the robots
+/// `<meta>` and `X-Robots-Tag` directives for `robots` and `agent`, the crawl's product token),
+/// and runs `--extract` on it in the same job. The worker waits (blocked by parse) until a pool
+/// thread takes the job, then is busy parsing; the body is shared (`Bytes`), never copied.
 async fn parse_in_pool(
     pool: &ParsePool,
     f: &Fetched,
     cell: &PhaseCell,
     text: Text,
+    agent: Arc<str>,
     extractor: Option<Arc<Extractor>>,
     hook: impl FnOnce() + Send + 'static,
 ) -> Result<(ParsedPage, Option<Extraction>), String> {
@@ -2298,12 +2306,17 @@ async fn parse_in_pool(
     let body = f.body.clone();
     let ctype = f.content_type.clone();
     let base = f.final_url.clone();
-    let header_robots = MetaRobots::from_headers(f.headers.iter().map(|(k, v)| (&**k, &**v)));
+    let header_robots =
+        MetaRobots::from_headers(f.headers.iter().map(|(k, v)| (&**k, &**v)), &agent);
     let running = cell.clone();
     let job = move || {
         running.set(Phase::Parsing);
         hook();
-        let mut page = crate::parse::parse_html_with(&body, ctype.as_deref(), &base, text);
+        let options = crate::parse::Options {
+            text,
+            agent: &agent,
+        };
+        let mut page = crate::parse::parse_html_with(&body, ctype.as_deref(), &base, options);
         page.obey(header_robots);
         let extracted = extractor.map(|x| x.run(&body, ctype.as_deref()));
         (page, extracted)
