@@ -285,6 +285,9 @@ impl CrawlConfig {
             ("exclude", self.exclude.join(" ")),
             ("max-redirects", self.max_redirects.to_string()),
             ("max-retries", self.max_retries.to_string()),
+            // A page cut at a smaller cap loses the links past it for every member: the
+            // pages a crawl reaches must not hang on which member fetched them (audit 30).
+            ("max-body-bytes", self.max_body_bytes.to_string()),
             // Kept crawl-wide by the pulls, so one for every member.
             ("max-pages", opt(self.max_pages.map(|n| n.to_string()))),
             (

@@ -782,7 +782,7 @@ impl SharedCrawl {
         for url in nodes {
             redis::IntoConnectionInfo::into_connection_info(url.as_str()).map_err(|e| {
                 SharedError::BadUrl {
-                    url: url.clone(),
+                    url: without_password(url),
                     reason: e.to_string(),
                 }
             })?;
@@ -804,7 +804,7 @@ impl SharedCrawl {
             .count_replicas()
             .await
             .map_err(|e| SharedError::Unreachable {
-                nodes: nodes.join(","),
+                nodes: shown_nodes(nodes),
                 reason: e.to_string(),
             })?;
         Ok(shared)
@@ -940,10 +940,17 @@ impl SharedCrawl {
             .into_iter()
             .filter(|n| settings.get(*n) != theirs.get(*n))
             .map(|n| {
+                fn shown(v: Option<&String>) -> &str {
+                    match v.map(String::as_str) {
+                        None => "unset",
+                        Some("") => "empty",
+                        Some(v) => v,
+                    }
+                }
                 format!(
                     "{n} is {} there, {} here",
-                    theirs.get(n).map_or("unset", String::as_str),
-                    settings.get(n).map_or("unset", String::as_str)
+                    shown(theirs.get(n)),
+                    shown(settings.get(n))
                 )
             })
             .collect();
@@ -1887,6 +1894,27 @@ async fn invoke_all<T: redis::FromRedisValue + Send>(
         .collect()
 }
 
+/// `nodes` as an error shows them: passwords left out (they would land in terminals and logs).
+fn shown_nodes(nodes: &[String]) -> String {
+    nodes
+        .iter()
+        .map(|n| without_password(n))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A Redis URL with its password, if any, replaced by `***`.
+fn without_password(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            // A URL with a password has a host: setting another cannot fail.
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
 /// The fewest live replicas any master with slots has, from `CLUSTER NODES`' lines (`id addr
 /// flags master-id ping pong epoch link slot...`).
 fn fewest_replicas(nodes: &str) -> usize {
@@ -1912,7 +1940,7 @@ fn fewest_replicas(nodes: &str) -> usize {
 /// cluster mode, a plain connection to it otherwise.
 async fn open(nodes: &[String]) -> Result<ConnKind, SharedError> {
     let unreachable = |reason: String| SharedError::Unreachable {
-        nodes: nodes.join(","),
+        nodes: shown_nodes(nodes),
         reason,
     };
     let Some(first) = nodes.first() else {

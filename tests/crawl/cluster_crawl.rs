@@ -703,10 +703,34 @@ async fn members_that_disagree_or_cannot_reach_redis_are_refused_with_exit_2() {
         "500",
         "--depth",
         "3",
+        "--max-body-bytes",
+        "1000",
+        "--include",
+        "p1",
     ]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("delay-ms is 20 there, 500 here"), "{err}");
     assert!(err.contains("depth is 20 there, 3 here"), "{err}");
+    // A smaller body cap would lose the links past it for every member (audit 30).
+    assert!(
+        err.contains("max-body-bytes is 10485760 there, 1000 here"),
+        "{err}"
+    );
+    assert!(err.contains("include is empty there, p1 here"), "{err}");
+    // A password in a Redis URL is not echoed.
+    let (code, err) = refused(&[
+        "--cluster",
+        &format!("redis://:hunter2@127.0.0.1:{}", {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+            l.local_addr().expect("addr").port()
+        }),
+        "--crawl-id",
+        "x",
+        &seed,
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot be reached"), "{err}");
+    assert!(!err.contains("hunter2") && err.contains(":***@"), "{err}");
     // Bad ids, a half-given cluster, a bad URL, nothing listening.
     let dead = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
