@@ -932,6 +932,17 @@ async fn stopped_once(
     path: &str,
     ready: impl Fn(&crawltop::snapshot::Snapshot) -> bool,
 ) -> Crawled {
+    stopped(web, path, ready, false).await
+}
+
+/// A crawl of `path` on the hostile site stopped once `ready` holds, and `at_once` also ended
+/// at once (a second Ctrl-C).
+async fn stopped(
+    web: &TestWeb,
+    path: &str,
+    ready: impl Fn(&crawltop::snapshot::Snapshot) -> bool,
+    at_once: bool,
+) -> Crawled {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut cfg = config(vec![web.url("hostile", path)]);
     cfg.delay_ms = 0;
@@ -944,6 +955,9 @@ async fn stopped_once(
     handle
         .commander()
         .send(Command::Stop, CommandSource::Library);
+    if at_once {
+        handle.abort_token().cancel();
+    }
     let summary = tokio::time::timeout(PATIENCE, handle.finished())
         .await
         .expect("the stop did not wait for the page")
@@ -970,6 +984,42 @@ async fn stop_cuts_in_flight_work_after_a_grace_period() {
     let stall = &crawled.urls[&web.url("hostile", "/stall.html")];
     assert_eq!(stall["state"], "discovered");
     assert_eq!(stall["reason"], "cancelled when the crawl stopped");
+    // The log says what the stop cut (audit 31: nothing did), and the site holds none in flight.
+    let log: Vec<&str> = crawled.stats["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .filter_map(|l| l["message"].as_str())
+        .collect();
+    let said = "stopping: 1 request still under way after 3 s cut (no crawl folder: they are not \
+                asked again)";
+    assert!(log.contains(&said), "{log:?}");
+    let sites = crawled.stats["sites"].as_array().expect("sites");
+    assert!(sites.iter().all(|s| s["in_flight"] == 0), "{sites:?}");
+}
+
+#[tokio::test]
+async fn ending_at_once_says_what_it_cut_and_leaves_nothing_in_flight() {
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.stall = Duration::from_secs(60);
+    })
+    .await
+    .expect("web");
+    let ready = |s: &crawltop::snapshot::Snapshot| {
+        s.scheduler.spider.done == 1 && s.scheduler.assigned == 1
+    };
+    let crawled = stopped(&web, "/stall.html", ready, true).await;
+    assert_eq!(crawled.stats["ended"], "stopped");
+    let log: Vec<&str> = crawled.stats["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .filter_map(|l| l["message"].as_str())
+        .collect();
+    let said = "ended at once: 1 request under way cut (no crawl folder: they are not asked again)";
+    assert!(log.contains(&said), "{log:?}");
+    let sites = crawled.stats["sites"].as_array().expect("sites");
+    assert!(sites.iter().all(|s| s["in_flight"] == 0), "{sites:?}");
 }
 
 #[tokio::test]

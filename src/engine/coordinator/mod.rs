@@ -551,8 +551,7 @@ impl<F: Schedule> Coordinator<F> {
                 () = sleep_until(wake) => {}
                 () = drained(status.as_deref()), if store_full => {}
                 () = sleep_until(self.stop_deadline), if !self.tasks.is_empty() => {
-                    self.tasks.abort_all();
-                    self.stop_deadline = None;
+                    self.end_grace();
                 }
             }
         };
@@ -623,10 +622,22 @@ impl<F: Schedule> Coordinator<F> {
     /// Aborted tasks are gone: frees what they held so the final numbers add up (an answer
     /// one of them had is counted, as the server counted it).
     fn forget_aborted(&mut self) {
-        for (_, r) in std::mem::take(&mut self.running) {
+        let running = std::mem::take(&mut self.running);
+        if !running.is_empty() {
+            self.warn(format!(
+                "ended at once: {} under way cut{}",
+                plural(running.len(), "request"),
+                self.fetched_again()
+            ));
+        }
+        let now = self.now();
+        for (_, r) in running {
             if let Some(status) = self.slots.release(r.slot) {
                 self.count_answer(r.site, r.page, status);
             }
+            // Not in flight any more: the final site rows say so.
+            self.frontier.complete(r.site, now);
+            self.live.mark(r.site);
             if let Some(seq) = r.seq {
                 self.window.skip(seq);
             }
@@ -635,6 +646,28 @@ impl<F: Schedule> Coordinator<F> {
             self.window.skip(seq);
         }
         self.flush_window();
+    }
+
+    /// The stop's grace is over: what is still under way is cut, and the log says so.
+    fn end_grace(&mut self) {
+        let cut = self.tasks.len();
+        self.tasks.abort_all();
+        self.stop_deadline = None;
+        self.warn(format!(
+            "stopping: {} still under way after {} s cut{}",
+            plural(cut, "request"),
+            STOP_GRACE.as_secs(),
+            self.fetched_again()
+        ));
+    }
+
+    /// What becomes of requests a stop cut, for the line that says so.
+    fn fetched_again(&self) -> &'static str {
+        if self.cfg.out.is_some() {
+            "; a resume of this folder asks them again"
+        } else {
+            " (no crawl folder: they are not asked again)"
+        }
     }
 
     fn command(&mut self, command: Command, source: CommandSource) {
@@ -2276,6 +2309,15 @@ fn gave_up_reason(last: Option<RobotsResponse>) -> String {
     match last {
         Some(RobotsResponse::Status(code)) => format!("robots.txt answered {code}"),
         _ => "robots.txt unreachable".to_string(),
+    }
+}
+
+/// `1 request`, `2 requests`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 
