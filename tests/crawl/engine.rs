@@ -508,6 +508,27 @@ async fn pause_resume_delay_and_stop_are_seen_at_the_server() {
     assert_eq!(stats["totals"]["completed"], false);
 }
 
+/// robots.txt redirects' bodies are bytes the server sent: `http.bytes` counts them as it
+/// counts every other body (audit 31: 78 bytes short on the two redirecting sites).
+#[tokio::test]
+async fn the_bytes_of_robots_txt_redirects_count_as_the_server_counts_them() {
+    let web = TestWeb::start(GenOptions::new(1, 3).hostile(true))
+        .await
+        .expect("web");
+    let mut seeds = seeds(&web, SiteKind::RobotsMoved);
+    seeds.extend(self::seeds(&web, SiteKind::RobotsAway));
+    let mut cfg = config(seeds);
+    cfg.delay_ms = 0;
+    let crawled = crawl(cfg).await;
+    let records = web.log().records();
+    assert!(
+        records.iter().any(|r| r.status == 301) && records.iter().any(|r| r.status == 302),
+        "both robots.txt redirects were asked: {records:?}"
+    );
+    let server_bytes: u64 = records.iter().map(|r| r.bytes).sum();
+    assert_eq!(crawled.stats["http"]["bytes"], server_bytes, "{records:?}");
+}
+
 #[tokio::test]
 async fn stats_file_has_every_key_and_agrees_with_the_server() {
     let web = TestWeb::start(GenOptions::new(4, 15).seed(21).crawl_delay_s(0.01))

@@ -1581,6 +1581,8 @@ impl<F: Schedule> Coordinator<F> {
                 ));
             }
         }
+        // Every body that came counts, a redirect's too, as the server counts what it sent.
+        self.http.bytes += responses.iter().map(|f| f.body.len() as u64).sum::<u64>();
         for status in responses.iter().map(|f| f.status).chain(cut) {
             *self.http.status.entry(status.to_string()).or_default() += 1;
         }
@@ -1754,7 +1756,6 @@ impl<F: Schedule> Coordinator<F> {
                 body,
                 retry_after,
             } => {
-                self.http.bytes += body.len() as u64;
                 let ra = retry_after
                     .as_deref()
                     .and_then(|v| parse_retry_after(v, wall));
