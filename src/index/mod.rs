@@ -147,6 +147,12 @@ pub enum IndexError {
         "{op:?} is no operator here: write AND, OR and NOT (or +word for must, -word for must not)"
     )]
     NotAnOperator { op: &'static str },
+    #[error("{op} has no word {side} it: put one there, or write {lower:?} to search the word")]
+    JoinsNothing {
+        op: &'static str,
+        side: &'static str,
+        lower: &'static str,
+    },
     #[error(
         "the query names no word to look for (words are {rules} shorter than 40 bytes: a longer \
          run, such as a clause of unspaced Chinese or Japanese, is not indexed)"
@@ -1195,6 +1201,7 @@ impl IndexReader {
     fn parse(&self, query: &str) -> Result<Box<dyn Query>, IndexError> {
         check_query(query)?;
         check_operators(query)?;
+        check_joins(query)?;
         let (parsed, mistakes) = self.parser.parse_query_lenient(&literal::literal(query));
         if let Some(mistake) = mistakes.first() {
             return Err(IndexError::BadQuery {
@@ -1510,6 +1517,87 @@ fn check_operators(query: &str) -> Result<(), IndexError> {
         }
     }
     Ok(())
+}
+
+/// A piece of a query, for [`check_joins`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    Open,
+    Close,
+    Join(&'static str),
+    Word,
+}
+
+/// `AND`, `OR` or `NOT` with no word to join (at the query's start or end, beside a
+/// parenthesis, or beside another of them), refused: tantivy's parser takes some of them for
+/// the word (`rabbit AND` found every page with "and" in it) and fails on others (`OR rabbit`,
+/// "unexpected boolean operator"). `NOT` needs a word after it only.
+fn check_joins(query: &str) -> Result<(), IndexError> {
+    let pieces = pieces(query);
+    for (i, piece) in pieces.iter().enumerate() {
+        let Piece::Join(op) = *piece else { continue };
+        let before = i.checked_sub(1).and_then(|j| pieces.get(j));
+        let after = pieces.get(i + 1);
+        let lower = match op {
+            "AND" => "and",
+            "OR" => "or",
+            _ => "not",
+        };
+        let joined_before = op == "NOT" || matches!(before, Some(Piece::Word | Piece::Close));
+        let joined_after = matches!(after, Some(Piece::Word | Piece::Open))
+            || (op != "NOT" && after == Some(&Piece::Join("NOT")));
+        let side = match (joined_before, joined_after) {
+            (false, _) => "before",
+            (_, false) => "after",
+            _ => continue,
+        };
+        return Err(IndexError::JoinsNothing { op, side, lower });
+    }
+    Ok(())
+}
+
+/// `query` cut into pieces as tantivy's parser reads it: parentheses, the words `AND`, `OR`
+/// and `NOT`, and everything else (a quoted phrase is one piece); a `-` or `+` standing alone
+/// is no piece (it is dropped as text, [`literal::literal`]).
+fn pieces(query: &str) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut word = String::new();
+    let end_word = |word: &mut String, pieces: &mut Vec<Piece>| {
+        match word.as_str() {
+            "" | "-" | "+" => {}
+            "AND" => pieces.push(Piece::Join("AND")),
+            "OR" => pieces.push(Piece::Join("OR")),
+            "NOT" => pieces.push(Piece::Join("NOT")),
+            _ => pieces.push(Piece::Word),
+        }
+        word.clear();
+    };
+    let (mut quoted, mut escaped) = (false, false);
+    for c in query.chars() {
+        if std::mem::take(&mut escaped) {
+            word.push(c);
+            continue;
+        }
+        match c {
+            '\\' => {
+                escaped = true;
+                word.push(c);
+            }
+            '"' => {
+                quoted = !quoted;
+                word.push(c);
+            }
+            _ if quoted => word.push(c),
+            '(' | ')' => {
+                end_word(&mut word, &mut pieces);
+                pieces.push(if c == '(' { Piece::Open } else { Piece::Close });
+            }
+            c if c.is_whitespace() => end_word(&mut word, &mut pieces),
+            c => word.push(c),
+        }
+    }
+    end_word(&mut word, &mut pieces);
+    pieces
 }
 
 /// The most characters of a matching line a hit carries: a longer line (a minified page's
@@ -2282,6 +2370,52 @@ mod tests {
         }
     }
 
+    /// `AND`, `OR` and `NOT` with no word to join are refused, saying which side is empty;
+    /// tantivy searched `rabbit AND` as the word "and" (every page with it) and failed on
+    /// `OR rabbit` with "unexpected boolean operator" (audits 29 and 31).
+    #[test]
+    fn and_or_not_with_nothing_to_join_are_refused() {
+        let (_dir, _pages, reader) = built();
+        for (query, op, side) in [
+            ("rabbit AND", "AND", "after"),
+            ("\"white rabbit\" AND", "AND", "after"),
+            ("OR rabbit", "OR", "before"),
+            ("AND rabbit", "AND", "before"),
+            ("(OR rabbit)", "OR", "before"),
+            ("rabbit (white OR)", "OR", "after"),
+            ("rabbit OR OR white", "OR", "after"),
+            ("rabbit NOT", "NOT", "after"),
+            ("rabbit AND NOT", "NOT", "after"),
+            ("AND", "AND", "before"),
+        ] {
+            match reader.search(query, 10) {
+                Err(IndexError::JoinsNothing { op: o, side: s, .. }) => {
+                    assert_eq!((o, s), (op, side), "{query}");
+                }
+                other => panic!("{query}: {other:?}"),
+            }
+        }
+        let error = reader.search("rabbit AND", 10).expect_err("refused");
+        assert_eq!(
+            error.to_string(),
+            "AND has no word after it: put one there, or write \"and\" to search the word"
+        );
+        // Joins with words on both sides, and the words themselves, still search.
+        for query in [
+            "rabbit AND alice",
+            "rabbit OR (alice AND queen)",
+            "rabbit AND NOT alice",
+            "NOT alice rabbit",
+            "rabbit and",
+            "or rabbit",
+            "\"rabbit AND\"",
+            "rabbit \\AND",
+            "title:(rabbit OR alice)",
+        ] {
+            reader.search(query, 10).expect(query);
+        }
+    }
+
     #[test]
     fn and_not_excludes_as_not_and_minus_do() {
         let (_dir, pages, reader) = built();
@@ -2649,15 +2783,21 @@ mod tests {
         ));
         assert!(matches!(
             reader.search("NOT", 10),
-            Err(IndexError::BadQuery { .. })
+            Err(IndexError::JoinsNothing { op: "NOT", .. })
         ));
         assert!(matches!(
             reader.search("-alpha", 10),
             Err(IndexError::BadQuery { .. })
         ));
-        // A lone AND or OR is read as the word itself, which no test page holds.
-        assert!(reader.search("AND", 10).expect("AND as a word").is_empty());
-        assert!(reader.search("OR", 10).expect("OR as a word").is_empty());
+        // A lone AND or OR joins nothing; the word itself is searched in lowercase.
+        for op in ["AND", "OR"] {
+            assert!(matches!(
+                reader.search(op, 10),
+                Err(IndexError::JoinsNothing { .. })
+            ));
+            let word = op.to_lowercase();
+            assert!(reader.search(&word, 10).expect("the word").is_empty());
+        }
         assert!(matches!(
             reader.search("\\", 10),
             Err(IndexError::NoWords { .. })
