@@ -1968,6 +1968,14 @@ async fn open(nodes: &[String]) -> Result<ConnKind, SharedError> {
                     .map_err(|e| unreachable(e.to_string()))?,
             )
         }
+        // Something answered, but not as Redis does (an HTTP port, say): said so, not as
+        // the parser's "Unexpected `84`" lines.
+        Err(e) if e.kind() == redis::ErrorKind::Parse => {
+            return Err(unreachable(
+                "what answers there is not a Redis server (its reply does not parse as Redis's)"
+                    .to_string(),
+            ));
+        }
         Err(e) => return Err(unreachable(e.to_string())),
     })
 }

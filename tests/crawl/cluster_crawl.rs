@@ -737,6 +737,19 @@ async fn members_that_disagree_or_cannot_reach_redis_are_refused_with_exit_2() {
         l.local_addr().expect("addr").port()
     };
     let dead_url = format!("redis://127.0.0.1:{dead}");
+    // An HTTP server where Redis was expected: it answers anything with a 400.
+    let not_redis = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+        let url = format!("redis://{}", l.local_addr().expect("addr"));
+        std::thread::spawn(move || {
+            use std::io::{Read as _, Write as _};
+            for mut stream in l.incoming().flatten() {
+                let _ = stream.read(&mut [0u8; 1024]);
+                let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+            }
+        });
+        url
+    };
     for (args, needle) in [
         (
             vec!["--cluster", &joined, "--crawl-id", "a b", &seed],
@@ -758,6 +771,10 @@ async fn members_that_disagree_or_cannot_reach_redis_are_refused_with_exit_2() {
         (
             vec!["--cluster", &dead_url, "--crawl-id", "x", &seed],
             "cannot be reached",
+        ),
+        (
+            vec!["--cluster", &not_redis, "--crawl-id", "x", &seed],
+            "is not a Redis server",
         ),
         (
             vec![
