@@ -1669,12 +1669,21 @@ fn open_crawls(dirs: &[PathBuf]) -> anyhow::Result<crate::index::Crawls> {
             // The error names the folder's `index/`; what to say depends on the folder.
             let dir = missing.parent().unwrap_or(&missing);
             let mark = Checkpoint::find_mark(dir).ok().flatten();
-            if mark.as_ref().is_some_and(|mark| !mark.index) {
+            if let Some(mark) = mark.as_ref().filter(|mark| !mark.index) {
+                // Only WARC files can be indexed again: a mirror keeps no headers or order.
+                let remedy = if mark.warc.is_some() {
+                    format!(
+                        "`crawltop index {}` builds one from its WARC files",
+                        dir.display()
+                    )
+                } else {
+                    "it keeps no WARC files (--store mirror), so none can be built: crawl again \
+                     with --store warc or both"
+                        .to_string()
+                };
                 anyhow::bail!(
-                    "{} was crawled with --no-index: it holds pages but no search index \
-                     (`crawltop index {}` builds one from its WARC files)",
+                    "{} was crawled with --no-index: it holds pages but no search index ({remedy})",
                     dir.display(),
-                    dir.display()
                 );
             }
             // Before its first page is indexed, a crawl's `index/` may be missing or hold no

@@ -884,6 +884,18 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choices_across
     );
     let err = search(&["plain"]);
     assert!(err.contains(&said), "{err}");
+    // A mirror keeps no WARC files: no index can be built for it, and the error says so rather
+    // than send the user to `crawltop index`, which refuses it (audit 30).
+    let mut mirror = run("mirror", "mirror", true);
+    mirror.args(["--store", "mirror"]);
+    let o = mirror.finish().await.expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = search(&["mirror"]);
+    assert!(
+        err.contains("it keeps no WARC files (--store mirror), so none can be built"),
+        "{err}"
+    );
+    assert!(!err.contains("crawltop index"), "{err}");
 
     // A crawl with the index, stopped, is not resumed without it.
     stopped("indexed", false).await;
