@@ -1382,6 +1382,87 @@ async fn a_plain_redis_killed_and_restarted_mid_crawl_costs_a_pause_and_loses_no
     drop(server);
 }
 
+/// A member stalled past its leases (a paused VM, a long swap: SIGSTOP here) finds them stale
+/// as it wakes; the contacts it was given then are not used, and must not count as in flight.
+/// Before, each stayed counted: once the member held the site again (here after the other
+/// member, which took it meanwhile, stopped and handed it back) a site at its `--per-site`
+/// limit was never contacted again, its lease renewed forever, and the crawl never ended
+/// (audit 30).
+#[tokio::test]
+async fn a_member_stalled_past_its_leases_takes_its_sites_back_and_finishes_them() {
+    if !redis_here("a_member_stalled_past_its_leases...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let redis_dir = tmp.path().join("redis");
+    std::fs::create_dir(&redis_dir).expect("redis folder");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let server = crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &[]).await);
+    let nodes = vec![format!("redis://127.0.0.1:{port}")];
+    let web = TestWeb::start(GenOptions::new(4, 40).seed(31).crawl_delay_s(0.05))
+        .await
+        .expect("web");
+    let seeds = seeds_file(&web, tmp.path());
+    let lease = ["--lease-ms", "1000", "--control", "127.0.0.1:0"];
+    let (stats_a, stats_b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+    let mut with_seeds = lease.to_vec();
+    with_seeds.extend(["--seeds-file", seeds.to_str().expect("utf8")]);
+    let mut a = member_with(&nodes, "stall", &stats_a, 100, &with_seeds, 0);
+    let mut b = member_with(&nodes, "stall", &stats_b, 100, &lease, 0);
+    let (addr_a, addr_b) = (control_addr(&mut a).await, control_addr(&mut b).await);
+    let http = crate::util::client();
+    // Both hold sites, with work queued on them.
+    let sharing = async {
+        loop {
+            let (sa, sb) = (
+                member_stats(&http, addr_a).await,
+                member_stats(&http, addr_b).await,
+            );
+            let held = |s: &serde_json::Value| s["cluster"]["sites_leased"].as_u64().unwrap_or(0);
+            if held(&sa) > 0 && held(&sb) > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(CRAWL_PATIENCE, sharing)
+        .await
+        .expect("both members hold sites");
+    // a stalls until its leases have run out and b holds every site, then wakes to find its
+    // leases stale.
+    crate::util::signal(&a, nix::sys::signal::Signal::SIGSTOP);
+    let taken = async {
+        while member_stats(&http, addr_b).await["cluster"]["sites_leased"] != 4 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(CRAWL_PATIENCE, taken)
+        .await
+        .expect("b takes the stalled member's sites");
+    crate::util::signal(&a, nix::sys::signal::Signal::SIGCONT);
+    let mut err_a = a.stderr.take().expect("stderr");
+    read_stderr_until(&mut err_a, |s| s.contains("lease lost")).await;
+    // Its progress lines go on: read, so that a full pipe never holds the member up.
+    tokio::spawn(async move {
+        let _ = tokio::io::AsyncReadExt::read_to_end(&mut err_a, &mut Vec::new()).await;
+    });
+    // b stops and hands every site back: a alone holds them all, and ends the crawl.
+    crate::util::stop_gracefully(&mut b).await;
+    let status = tokio::time::timeout(CRAWL_PATIENCE, a.wait())
+        .await
+        .expect("the stalled member ends the crawl")
+        .expect("waits");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(stats(&stats_a)["totals"]["completed"], true);
+    let records = web.log().records();
+    covered(&web, &records);
+    drop(server);
+}
+
 /// A member stopped (SIGTERM) while its Redis is away cannot hand its sites back, and does not
 /// wait for Redis: it exits at once with 1, saying its leases run out by themselves, its crawl
 /// folder holding every page it fetched. When Redis is back (from its append-only file), a

@@ -1097,7 +1097,10 @@ impl<F: Schedule> Coordinator<F> {
                 break;
             };
             if self.lease_stale(site) {
-                // Looked at again shortly: by then renewed, or lost and handed over.
+                // The contact is not used: given back (it counted as one in flight, and a
+                // site at its `--per-site` limit would never be given one again), and the site
+                // looked at again shortly: by then renewed, or lost and handed over.
+                self.frontier.complete(site, now);
                 self.frontier.defer(site, now + LEASE_RECHECK);
                 continue;
             }
