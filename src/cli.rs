@@ -1012,8 +1012,18 @@ pub fn default_stats_path() -> PathBuf {
     ))
 }
 
-/// Runs a crawl with the dashboard when stdout is a terminal (and not `headless`), else with
-/// progress lines; returns the summary.
+/// Whether the terminal can show the dashboard; when it cannot, says why in one line.
+fn terminal_draws() -> bool {
+    let term = std::env::var_os("TERM");
+    let Some(why) = crate::dashboard::terminal::unfit(term.as_deref()) else {
+        return true;
+    };
+    crate::say!("crawltop: {why}: progress lines instead of the dashboard");
+    false
+}
+
+/// Runs a crawl with the dashboard when stdout is a terminal that can draw it (and not
+/// `headless`), else with progress lines; returns the summary.
 async fn crawl_with_face(
     mut cfg: CrawlConfig,
     headless: bool,
@@ -1028,7 +1038,7 @@ async fn crawl_with_face(
     let control = control.map(options);
     let command_port = cfg.command_port.map(options);
     let control_room = control.is_some() || command_port.is_some();
-    let dashboard = !headless && std::io::stdout().is_terminal();
+    let dashboard = !headless && std::io::stdout().is_terminal() && terminal_draws();
     if dashboard && cfg.stats_out.is_none() {
         cfg.stats_out = Some(default_stats_path());
     }

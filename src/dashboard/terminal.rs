@@ -20,6 +20,21 @@ use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
 use ratatui::DefaultTerminal;
 use ratatui::backend::CrosstermBackend;
 
+/// Why a terminal whose `TERM` is `term` cannot show the dashboard, or `None` when it can.
+///
+/// `dumb` (Emacs's shell buffers, some CI consoles) moves no cursor and draws no colour: the
+/// dashboard's escapes would be printed as soup. An unset or empty `TERM` says nothing of what
+/// the terminal can do, and is taken the same way. The crawl then runs with progress lines, as
+/// when stdout is not a terminal.
+pub fn unfit(term: Option<&std::ffi::OsStr>) -> Option<&'static str> {
+    match term.map(std::ffi::OsStr::as_encoded_bytes) {
+        None => Some("TERM is not set"),
+        Some(b"") => Some("TERM is empty"),
+        Some(b"dumb") => Some("TERM is dumb"),
+        Some(_) => None,
+    }
+}
+
 /// Whether the terminal is taken now: what a panic has to give back.
 static TAKEN: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
@@ -89,4 +104,26 @@ pub fn events() -> Option<EventStream> {
         .ok()?;
     answered.recv_timeout(FIRST_POLL).ok().filter(|ok| *ok)?;
     Some(EventStream::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unfit;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn a_dumb_empty_or_unset_term_cannot_show_the_dashboard() {
+        assert_eq!(unfit(Some(OsStr::new("dumb"))), Some("TERM is dumb"));
+        assert_eq!(unfit(Some(OsStr::new(""))), Some("TERM is empty"));
+        assert_eq!(unfit(None), Some("TERM is not set"));
+        for fit in [
+            "xterm-256color",
+            "screen",
+            "tmux-256color",
+            "linux",
+            "vt100",
+        ] {
+            assert_eq!(unfit(Some(OsStr::new(fit))), None, "{fit}");
+        }
+    }
 }

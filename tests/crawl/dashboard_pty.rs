@@ -843,3 +843,43 @@ async fn a_demo_whose_terminal_closes_removes_its_folder() {
         assert!(left.is_empty(), "{stage}: the demo left {left:?}");
     }
 }
+
+#[tokio::test]
+async fn a_dumb_or_empty_term_runs_headless_with_progress_lines() {
+    // Audit 31 F5: TERM=dumb got the whole dashboard in 256 colours.
+    for term in ["dumb", ""] {
+        let web = TestWeb::start(GenOptions::new(1, 5)).await.expect("web");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let url = web.url("site00", "/");
+        let (child, screen, _keys) = spawn_in_pty_env(
+            &["crawl", &url, "--delay-ms", "0"],
+            tmp.path(),
+            &[("TERM", term)],
+        );
+        let status = wait_exit(child).await;
+        assert!(status.success(), "{term:?}: {status:?}");
+        tokio::time::timeout(PATIENCE, async {
+            while !screen.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the output ends");
+        let raw = String::from_utf8_lossy(&screen.raw()).into_owned();
+        assert!(
+            !raw.contains("\x1b[?1049h"),
+            "{term:?}: no alternate screen"
+        );
+        assert!(!raw.contains("\x1b[38;5"), "{term:?}: no colours");
+        let why = if term.is_empty() {
+            "TERM is empty"
+        } else {
+            "TERM is dumb"
+        };
+        assert!(
+            raw.contains(&format!("{why}: progress lines instead of the dashboard")),
+            "{raw}"
+        );
+        assert!(raw.contains("] finished "), "a progress line: {raw}");
+    }
+}
