@@ -417,6 +417,20 @@ impl App {
         }
     }
 
+    /// A paste (the terminal brackets it): its text goes into the open prompt, control
+    /// characters and line breaks as spaces. With no prompt open it does nothing: pasted text
+    /// is never taken as keys.
+    pub fn paste(&mut self, text: &str) {
+        let clean = text.chars().map(|c| if c.is_control() { ' ' } else { c });
+        if self.search.prompt().is_some() {
+            for c in clean {
+                self.search.edit(Edit::Insert(c));
+            }
+        } else if let Some(prompt) = self.filter_prompt.as_mut() {
+            prompt.extend(clean);
+        }
+    }
+
     /// The crawl time and whether it has finished, as the latest snapshot says.
     fn crawl_clock(&self) -> (f64, bool) {
         (
@@ -1046,6 +1060,23 @@ mod tests {
         assert_eq!(app.run_state_pending(), None);
         assert_eq!(app.apply(Action::Resume), Effect::Send(Command::Resume));
         assert_eq!(app.run_state(), RunState::Running);
+    }
+
+    #[test]
+    fn a_paste_goes_into_the_open_prompt_and_nowhere_else() {
+        let mut app = app_with(vec![]);
+        app.paste("e p s q");
+        assert_eq!(app.search().prompt(), None);
+        assert_eq!(app.filter_prompt(), None);
+        assert_eq!(app.lifecycle(), Lifecycle::Watching);
+        app.apply(Action::OpenSearch);
+        app.apply(Action::Prompt(Edit::Insert('a')));
+        app.paste("white\r\nrabbit\t\u{1b}[x");
+        assert_eq!(app.search().prompt(), Some("awhite  rabbit  [x"));
+        app.apply(Action::ClosePrompt);
+        app.apply(Action::OpenFilter);
+        app.paste(":8080\n");
+        assert_eq!(app.filter_prompt(), Some(":8080 "));
     }
 
     #[test]

@@ -179,6 +179,7 @@ async fn event_loop(
                     }
                 }
                 Some(Ok(Event::Resize(w, h))) => app.resize(w, h),
+                Some(Ok(Event::Paste(text))) => app.paste(&text),
                 Some(Ok(_)) => {}
                 // The terminal is gone: stop the crawl (this member's part), wait for its
                 // end, leave.

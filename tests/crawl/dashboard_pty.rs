@@ -844,6 +844,69 @@ async fn a_demo_whose_terminal_closes_removes_its_folder() {
     }
 }
 
+/// The stats file's `commands` as (command, source) pairs.
+fn commands(stats: &std::path::Path) -> Vec<(String, String)> {
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(stats).expect("stats")).expect("json");
+    json["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .map(|c| {
+            let field = |k: &str| c[k].as_str().expect("a string").to_owned();
+            (field("command"), field("source"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_paste_goes_into_the_search_prompt_and_is_never_taken_as_keys() {
+    // Audit 31 F4: without bracketed paste, the `e`, space, `p` and `q` of pasted text
+    // exported, paused and stopped the crawl.
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let (child, screen, mut keys) = spawn_in_pty(
+        &[
+            "crawl",
+            &web.url("site00", "/"),
+            "--delay-ms",
+            "50",
+            "--stats-out",
+            stats.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+    );
+    screen.wait_for("running").await;
+    let raw = String::from_utf8_lossy(&screen.raw()).into_owned();
+    assert!(raw.contains("\x1b[?2004h"), "bracketed paste is asked for");
+    // Outside any prompt a paste does nothing: no export, pause or stop.
+    type_keys(
+        &mut keys,
+        "\x1b[200~see the pause, quit and stop keys\x1b[201~",
+    );
+    // In the prompt it is the query; its line break is a space.
+    type_keys(&mut keys, "/");
+    screen.wait_for("Enter search · Esc cancel").await;
+    type_keys(&mut keys, "\x1b[200~white\nrabbit\x1b[201~");
+    screen.wait_for("/ white rabbit").await;
+    assert!(!screen.text().contains("PAUSED"), "{}", screen.text());
+    // Esc apart from the next key (together they read as Alt-q): the footer's keys are back.
+    type_keys(&mut keys, "\x1b");
+    screen.wait_for("]/[ workers").await;
+    type_keys(&mut keys, "q");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen).await;
+    let raw = String::from_utf8_lossy(&screen.raw()).into_owned();
+    let on = raw.rfind("\x1b[?2004h").expect("on");
+    let off = raw
+        .rfind("\x1b[?2004l")
+        .expect("bracketed paste is given back");
+    assert!(off > on);
+    assert_eq!(commands(&stats), [("stop".into(), "key".into())]);
+}
+
 #[tokio::test]
 async fn a_dumb_or_empty_term_runs_headless_with_progress_lines() {
     // Audit 31 F5: TERM=dumb got the whole dashboard in 256 colours.
