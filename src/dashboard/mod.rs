@@ -117,7 +117,7 @@ async fn event_loop(
     let mut summary: Option<Summary> = None;
     // `None` when the terminal went away since it was taken: the first frame or event says so.
     let mut events = input();
-    let (mut term, mut hup) = (stop_signals()?, crate::hangup::listen()?);
+    let mut signals = StopSignals::new()?;
     let mut snapshots_open = true;
     let panic_after_draw = std::env::var_os(PANIC_ENV).is_some_and(|v| v != "input");
     let index = Arc::new(IndexSearch::new(opts.index_dir.clone()));
@@ -189,14 +189,7 @@ async fn event_loop(
                     break;
                 }
             },
-            hangup = stop_signal(&mut term, hup.as_mut()) => {
-                if hangup {
-                    // The terminal is gone: nothing more is drawn (or restored) on it.
-                    crate::hangup::detach();
-                }
-                commander.send(Command::Stop, CommandSource::Signal);
-                app.apply(app::Action::Quit);
-            }
+            signal = signals.next() => on_signal(&mut app, signal, &commander, &abort),
         }
     }
     if let Some(summary) = summary {
@@ -254,17 +247,69 @@ fn send_key(
     commander.send(command, CommandSource::Key);
 }
 
-fn stop_signals() -> std::io::Result<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+/// A stop signal: recorded as the `signal` source in the stats' commands.
+fn on_signal(
+    app: &mut App,
+    signal: StopSignal,
+    commander: &crate::engine::Commander,
+    abort: &tokio_util::sync::CancellationToken,
+) {
+    match signal {
+        // Raw mode turns a typed Ctrl-C into a key; a SIGINT sent by another process
+        // (`kill -INT`, `timeout -s INT`, a supervisor) means the same.
+        StopSignal::Interrupt => match app.apply(keys::interrupt(app)) {
+            Effect::Quit => {
+                commander.send(Command::Stop, CommandSource::Signal);
+            }
+            Effect::QuitNow => abort.cancel(),
+            _ => {}
+        },
+        StopSignal::Terminate | StopSignal::Hangup => {
+            if signal == StopSignal::Hangup {
+                // The terminal is gone: nothing more is drawn (or restored) on it.
+                crate::hangup::detach();
+            }
+            commander.send(Command::Stop, CommandSource::Signal);
+            app.apply(app::Action::Quit);
+        }
+    }
 }
 
-/// The next SIGTERM (false) or SIGHUP (true; never when hangups are ignored).
-async fn stop_signal(
-    term: &mut tokio::signal::unix::Signal,
-    hup: Option<&mut tokio::signal::unix::Signal>,
-) -> bool {
-    tokio::select! {
-        _ = term.recv() => false,
-        () = crate::hangup::next(hup) => true,
+/// A signal that stops the crawl under the dashboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopSignal {
+    /// SIGINT: as a typed Ctrl-C (a second one leaves at once).
+    Interrupt,
+    /// SIGTERM: stop gracefully and leave.
+    Terminate,
+    /// SIGHUP: the terminal is gone; stop gracefully.
+    Hangup,
+}
+
+/// The dashboard's own listeners for [`StopSignal`]s (the CLI's are registered too, so that
+/// none of them kills the process, but only these are read while the dashboard is up).
+struct StopSignals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    /// `None` when hangups are ignored (`nohup`).
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn new() -> std::io::Result<StopSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(StopSignals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: crate::hangup::listen()?,
+        })
+    }
+
+    async fn next(&mut self) -> StopSignal {
+        tokio::select! {
+            _ = self.int.recv() => StopSignal::Interrupt,
+            _ = self.term.recv() => StopSignal::Terminate,
+            () = crate::hangup::next(self.hup.as_mut()) => StopSignal::Hangup,
+        }
     }
 }
