@@ -21,6 +21,7 @@ use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures::StreamExt as _;
 
 use crate::engine::{Command, CrawlHandle, EngineError, Summary};
+use crate::signals::{Signals, StopSignal};
 use crate::snapshot::{CommandSource, RunState, Snapshot};
 use app::{App, Effect};
 use search::{IndexSearch, SearchRequest};
@@ -58,17 +59,19 @@ pub struct DashboardOptions {
 }
 
 /// Runs the dashboard over a crawl until the user leaves, and returns the crawl's summary.
+/// `signals` were registered before the crawl started; one that came since is read first.
 ///
 /// The terminal is given back on return, on error and on panic (`terminal::take`).
 pub async fn run(
     handle: CrawlHandle,
     opts: DashboardOptions,
+    signals: Signals,
 ) -> Result<Option<Summary>, DashboardError> {
     let mut terminal = match terminal::take() {
         Ok(terminal) => terminal,
         Err(e) => return without_terminal(handle, e).await,
     };
-    let result = event_loop(&mut terminal, handle, &opts).await;
+    let result = event_loop(&mut terminal, handle, &opts, signals).await;
     terminal::give_back();
     result
 }
@@ -100,6 +103,7 @@ async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     handle: CrawlHandle,
     opts: &DashboardOptions,
+    mut signals: Signals,
 ) -> Result<Option<Summary>, DashboardError> {
     let mut app = App::new(opts.delay_ms, opts.workers);
     if let Some(p) = &opts.stats_path {
@@ -117,7 +121,6 @@ async fn event_loop(
     let mut summary: Option<Summary> = None;
     // `None` when the terminal went away since it was taken: the first frame or event says so.
     let mut events = input();
-    let mut signals = StopSignals::new()?;
     let mut snapshots_open = true;
     let panic_after_draw = std::env::var_os(PANIC_ENV).is_some_and(|v| v != "input");
     let index = Arc::new(IndexSearch::new(opts.index_dir.clone()));
@@ -264,52 +267,11 @@ fn on_signal(
             Effect::QuitNow => abort.cancel(),
             _ => {}
         },
+        // After a hangup (`Signals::next` detached the terminal, which is gone) nothing more is
+        // drawn or restored on it.
         StopSignal::Terminate | StopSignal::Hangup => {
-            if signal == StopSignal::Hangup {
-                // The terminal is gone: nothing more is drawn (or restored) on it.
-                crate::hangup::detach();
-            }
             commander.send(Command::Stop, CommandSource::Signal);
             app.apply(app::Action::Quit);
-        }
-    }
-}
-
-/// A signal that stops the crawl under the dashboard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StopSignal {
-    /// SIGINT: as a typed Ctrl-C (a second one leaves at once).
-    Interrupt,
-    /// SIGTERM: stop gracefully and leave.
-    Terminate,
-    /// SIGHUP: the terminal is gone; stop gracefully.
-    Hangup,
-}
-
-/// The dashboard's own listeners for [`StopSignal`]s (the CLI's are registered too, so that
-/// none of them kills the process, but only these are read while the dashboard is up).
-struct StopSignals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-    /// `None` when hangups are ignored (`nohup`).
-    hup: Option<tokio::signal::unix::Signal>,
-}
-
-impl StopSignals {
-    fn new() -> std::io::Result<StopSignals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(StopSignals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-            hup: crate::hangup::listen()?,
-        })
-    }
-
-    async fn next(&mut self) -> StopSignal {
-        tokio::select! {
-            _ = self.int.recv() => StopSignal::Interrupt,
-            _ = self.term.recv() => StopSignal::Terminate,
-            () = crate::hangup::next(self.hup.as_mut()) => StopSignal::Hangup,
         }
     }
 }

@@ -900,6 +900,44 @@ async fn a_sigint_from_another_process_stops_the_dashboard_crawl_as_ctrl_c_does(
 }
 
 #[tokio::test]
+async fn a_sigint_sent_before_the_dashboard_reads_its_signals_is_not_lost() {
+    // The dashboard reads the listeners the command line registered before the crawl started:
+    // a SIGINT sent meanwhile (here: while the dashboard holds before its input) still stops it.
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let hold = tmp.path().join("hold");
+    let url = web.url("site00", "/");
+    let (child, screen, _keys) = spawn_in_pty_env(
+        &[
+            "crawl",
+            &url,
+            "--delay-ms",
+            "50",
+            "--stats-out",
+            stats.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+        &[(crawltop::dashboard::HOLD_ENV, hold.to_str().expect("utf8"))],
+    );
+    tokio::time::timeout(PATIENCE, async {
+        while !hold.exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the dashboard holds before its input");
+    send_signal(&child, nix::sys::signal::Signal::SIGINT);
+    // Delivered (and kept by its listener) before the dashboard goes on.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    std::fs::remove_file(&hold).expect("let the dashboard go on");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen).await;
+    assert_eq!(commands(&stats), [("stop".into(), "signal".into())]);
+}
+
+#[tokio::test]
 async fn a_second_sigint_ends_a_dashboard_crawl_at_once() {
     // A stalled answer keeps a request in flight: a graceful stop would wait for it.
     let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
