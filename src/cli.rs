@@ -16,6 +16,7 @@ use crate::config::CrawlConfig;
 use crate::dashboard::DashboardOptions;
 use crate::engine::{self, Command as EngineCommand, Summary};
 use crate::headless;
+use crate::signals::Signals;
 use crate::snapshot::CommandSource;
 use crate::testweb::{self, GenOptions, ServeOptions, Server};
 
@@ -681,41 +682,6 @@ fn gen_site(args: &GenSiteArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// SIGTERM, SIGINT and SIGHUP, registered at once: from then on none ends the process by
-/// default.
-struct Signals {
-    term: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-    /// `None` when the process was started with SIGHUP ignored (`nohup`).
-    hup: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn new() -> anyhow::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            term: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
-            int: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
-            hup: crate::hangup::listen().context("cannot listen for SIGHUP")?,
-        })
-    }
-
-    /// The next SIGTERM, SIGINT or SIGHUP; after a SIGHUP the process no longer writes to the
-    /// terminal, which is gone ([`crate::hangup`]).
-    async fn next(&mut self) {
-        tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.int.recv() => {}
-            () = crate::hangup::next(self.hup.as_mut()) => crate::hangup::detach(),
-        }
-    }
-
-    /// The next SIGINT (Ctrl-C).
-    async fn interrupt(&mut self) {
-        self.int.recv().await;
-    }
-}
-
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -751,7 +717,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
         tokio::select! {
             () = server.shutdown_requested() => {}
-            () = signals.next() => {}
+            _ = signals.next() => {}
         }
         server.shutdown();
         tokio::select! {
@@ -1012,8 +978,18 @@ pub fn default_stats_path() -> PathBuf {
     ))
 }
 
-/// Runs a crawl with the dashboard when stdout is a terminal (and not `headless`), else with
-/// progress lines; returns the summary.
+/// Whether the terminal can show the dashboard; when it cannot, says why in one line.
+fn terminal_draws() -> bool {
+    let term = std::env::var_os("TERM");
+    let Some(why) = crate::dashboard::terminal::unfit(term.as_deref()) else {
+        return true;
+    };
+    crate::say!("crawltop: {why}: progress lines instead of the dashboard");
+    false
+}
+
+/// Runs a crawl with the dashboard when stdout is a terminal that can draw it (and not
+/// `headless`), else with progress lines; returns the summary.
 async fn crawl_with_face(
     mut cfg: CrawlConfig,
     headless: bool,
@@ -1028,7 +1004,7 @@ async fn crawl_with_face(
     let control = control.map(options);
     let command_port = cfg.command_port.map(options);
     let control_room = control.is_some() || command_port.is_some();
-    let dashboard = !headless && std::io::stdout().is_terminal();
+    let dashboard = !headless && std::io::stdout().is_terminal() && terminal_draws();
     if dashboard && cfg.stats_out.is_none() {
         cfg.stats_out = Some(default_stats_path());
     }
@@ -1090,7 +1066,7 @@ async fn crawl_with_face(
         None => None,
     };
     if dashboard {
-        let summary = crate::dashboard::run(handle, opts).await?;
+        let summary = crate::dashboard::run(handle, opts, signals).await?;
         if let Some(s) = &summary {
             headless::print_summary(s);
         }
@@ -1391,7 +1367,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             tokio::task::spawn_blocking(move || testweb::generate(&web, &gen_opts, false));
         let manifest = tokio::select! {
             made = generating => made.context("the generator stopped")??,
-            () = signals.next() => {
+            _ = signals.next() => {
                 crate::say!("crawltop demo: stopped while its web was being written");
                 return Ok(None);
             }

@@ -22,6 +22,7 @@
 //! - [`hangup`]: what the process does when its terminal goes away (SIGHUP).
 //! - [`index`]: the full-text index of committed pages (tantivy) and its queries.
 //! - [`reindex`]: `crawltop index DIR`: a crawl folder's index built again from its WARC files.
+//! - [`signals`]: the stop signals, registered before anything starts and read by every face.
 //! - [`site_table`]: the live per-site table the engine writes and observers read in place.
 //! - [`snapshot`]: the published state of a crawl, and the stats file's schema.
 //! - [`store`]: keeping what was crawled (WARC today).
@@ -58,6 +59,7 @@ pub mod parse;
 pub mod reindex;
 pub mod robots;
 pub mod scope;
+pub mod signals;
 pub mod site_table;
 pub mod snapshot;
 pub mod store;

@@ -150,10 +150,18 @@ impl SortKey {
 }
 
 /// Whether the dashboard stays up.
+///
+/// A crawl that ends by itself, or by `s` at this terminal, stays on its final screen until a
+/// key: the user is here and may want to read or search it. One stopped from anywhere else (the
+/// control API, the command port, a signal, another member of a shared crawl) ends the
+/// dashboard once it has finished, as `q` does: whoever stopped it is not at this terminal, and
+/// a process left waiting for a key would hold its control port (audit 31).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lifecycle {
     Watching,
-    /// `q` or Ctrl-C: the crawl was told to stop; leave as soon as it has finished.
+    /// `s`: the crawl was told to stop from this terminal; its end stays on screen.
+    StopAskedHere,
+    /// `q`, Ctrl-C, a signal, or a stop from elsewhere: leave as soon as it has finished.
     QuitWhenFinished,
     Leaving,
 }
@@ -267,6 +275,9 @@ impl App {
         {
             self.pending_state = None;
         }
+        if self.lifecycle == Lifecycle::Watching && stopped_elsewhere(&snap) {
+            self.lifecycle = Lifecycle::QuitWhenFinished;
+        }
         if self.lifecycle == Lifecycle::QuitWhenFinished && snap.state == RunState::Finished {
             self.lifecycle = Lifecycle::Leaving;
         }
@@ -335,16 +346,9 @@ impl App {
                 self.workers.pending = Some(n);
                 Effect::Send(Command::SetWorkers(n))
             }
-            Action::Stop => Effect::Send(Command::Stop),
+            Action::Stop => self.stop_here(),
             Action::Export => Effect::Send(Command::Export),
-            Action::Quit => match (self.lifecycle, self.snapshot.state) {
-                (_, RunState::Finished) => self.leave(Effect::Exit),
-                (Lifecycle::Watching, _) => {
-                    self.lifecycle = Lifecycle::QuitWhenFinished;
-                    Effect::Quit
-                }
-                _ => Effect::None,
-            },
+            Action::Quit => self.quit(),
             Action::QuitNow => self.leave(Effect::QuitNow),
             Action::Exit => self.leave(Effect::Exit),
             Action::FocusNext => {
@@ -417,6 +421,20 @@ impl App {
         }
     }
 
+    /// A paste (the terminal brackets it): its text goes into the open prompt, control
+    /// characters and line breaks as spaces. With no prompt open it does nothing: pasted text
+    /// is never taken as keys.
+    pub fn paste(&mut self, text: &str) {
+        let clean = text.chars().map(|c| if c.is_control() { ' ' } else { c });
+        if self.search.prompt().is_some() {
+            for c in clean {
+                self.search.edit(Edit::Insert(c));
+            }
+        } else if let Some(prompt) = self.filter_prompt.as_mut() {
+            prompt.extend(clean);
+        }
+    }
+
     /// The crawl time and whether it has finished, as the latest snapshot says.
     fn crawl_clock(&self) -> (f64, bool) {
         (
@@ -447,6 +465,26 @@ impl App {
 
     fn visible_hits(&self) -> usize {
         layout::visible_hits(self.area).max(1)
+    }
+
+    /// `s`: the crawl stops; its end stays on screen ([`Lifecycle::StopAskedHere`]).
+    fn stop_here(&mut self) -> Effect {
+        if self.lifecycle == Lifecycle::Watching {
+            self.lifecycle = Lifecycle::StopAskedHere;
+        }
+        Effect::Send(Command::Stop)
+    }
+
+    /// `q`, Ctrl-C: stop and leave once finished; leave now if it has finished.
+    fn quit(&mut self) -> Effect {
+        match (self.lifecycle, self.snapshot.state) {
+            (_, RunState::Finished) => self.leave(Effect::Exit),
+            (Lifecycle::Watching | Lifecycle::StopAskedHere, _) => {
+                self.lifecycle = Lifecycle::QuitWhenFinished;
+                Effect::Quit
+            }
+            _ => Effect::None,
+        }
     }
 
     fn leave(&mut self, effect: Effect) -> Effect {
@@ -693,6 +731,14 @@ impl App {
     }
 }
 
+/// The crawl is stopping or over on a stop it was given. Read while the dashboard is
+/// [`Lifecycle::Watching`], that stop came from elsewhere: one from this terminal's keys or the
+/// dashboard's signals changed the lifecycle before it was sent.
+fn stopped_elsewhere(snap: &Snapshot) -> bool {
+    matches!(snap.state, RunState::Stopping | RunState::Finished)
+        && snap.commands.iter().any(|c| c.command == "stop")
+}
+
 /// Moves `position` in 0..=`last` by one scroll step; a page is `rows` long.
 pub(crate) fn step(position: usize, scroll: Scroll, rows: usize, last: usize) -> usize {
     let moved = match scroll {
@@ -721,7 +767,9 @@ pub(crate) fn keep_visible(top: usize, cursor: usize, rows: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{HeapRow, LogLine, Politeness, SiteRow, Workers};
+    use crate::snapshot::{
+        CommandRecord, CommandSource, HeapRow, LogLine, Politeness, SiteRow, Workers,
+    };
 
     fn site(origin: &str, queued: u64, fetched: u64, errors: u64, next: u64) -> SiteRow {
         SiteRow {
@@ -1046,6 +1094,80 @@ mod tests {
         assert_eq!(app.run_state_pending(), None);
         assert_eq!(app.apply(Action::Resume), Effect::Send(Command::Resume));
         assert_eq!(app.run_state(), RunState::Running);
+    }
+
+    /// A snapshot in `state` whose commands hold a stop from `source`.
+    fn stopped_by(state: RunState, source: CommandSource) -> Arc<Snapshot> {
+        let mut snap = (*snapshot_with_sites(vec![])).clone();
+        snap.state = state;
+        snap.commands.push(CommandRecord {
+            at_s: 1.0,
+            source,
+            command: "stop".into(),
+            by: None,
+        });
+        Arc::new(snap)
+    }
+
+    #[test]
+    fn a_stop_from_elsewhere_leaves_once_the_crawl_has_finished() {
+        for source in [
+            CommandSource::Api,
+            CommandSource::Port,
+            CommandSource::Cluster,
+            CommandSource::Signal,
+        ] {
+            let mut app = app_with(vec![]);
+            app.set_snapshot(stopped_by(RunState::Stopping, source));
+            assert_eq!(app.lifecycle(), Lifecycle::QuitWhenFinished, "{source:?}");
+            assert!(app.is_running(), "in-flight fetches finish first");
+            app.set_snapshot(stopped_by(RunState::Finished, source));
+            assert!(!app.is_running(), "{source:?}");
+        }
+    }
+
+    #[test]
+    fn a_stop_by_s_here_or_a_crawl_ending_by_itself_stays_on_screen() {
+        let mut app = app_with(vec![]);
+        assert_eq!(app.apply(Action::Stop), Effect::Send(Command::Stop));
+        assert_eq!(app.lifecycle(), Lifecycle::StopAskedHere);
+        app.set_snapshot(stopped_by(RunState::Stopping, CommandSource::Key));
+        app.set_snapshot(stopped_by(RunState::Finished, CommandSource::Key));
+        assert!(app.is_running(), "the final screen stays until a key");
+        // In a shared crawl, `s` comes back from the crawl's log as the cluster's stop.
+        let mut app = app_with(vec![]);
+        app.apply(Action::Stop);
+        app.set_snapshot(stopped_by(RunState::Finished, CommandSource::Cluster));
+        assert!(app.is_running());
+        // `q` after `s` still leaves when the crawl has finished.
+        let mut app = app_with(vec![]);
+        app.apply(Action::Stop);
+        assert_eq!(app.apply(Action::Quit), Effect::Quit);
+        assert_eq!(app.lifecycle(), Lifecycle::QuitWhenFinished);
+        // Ended by itself: no stop among the commands.
+        let mut app = app_with(vec![]);
+        let mut finished = (*snapshot_with_sites(vec![])).clone();
+        finished.state = RunState::Finished;
+        app.set_snapshot(Arc::new(finished));
+        assert_eq!(app.lifecycle(), Lifecycle::Watching);
+        assert!(app.is_running());
+    }
+
+    #[test]
+    fn a_paste_goes_into_the_open_prompt_and_nowhere_else() {
+        let mut app = app_with(vec![]);
+        app.paste("e p s q");
+        assert_eq!(app.search().prompt(), None);
+        assert_eq!(app.filter_prompt(), None);
+        assert_eq!(app.lifecycle(), Lifecycle::Watching);
+        app.apply(Action::OpenSearch);
+        app.apply(Action::Prompt(Edit::Insert('a')));
+        app.paste("white\r\nrabbit\t\u{1b}[x");
+        assert_eq!(app.search().prompt(), Some("awhite  rabbit  [x"));
+        app.apply(Action::ClosePrompt);
+        app.apply(Action::OpenFilter);
+        app.paste(":8080\n");
+        assert_eq!(app.filter_prompt(), Some(":8080 "));
     }
 
     #[test]

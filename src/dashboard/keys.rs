@@ -31,11 +31,7 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
     }
     let finished = app.snapshot().state == RunState::Finished;
     if key.modifiers.contains(KeyModifiers::CONTROL) && matches!(key.code, KeyCode::Char('c')) {
-        return Some(match app.lifecycle() {
-            _ if finished => Action::Exit,
-            Lifecycle::Watching => Action::Quit,
-            Lifecycle::QuitWhenFinished | Lifecycle::Leaving => Action::QuitNow,
-        });
+        return Some(interrupt(app));
     }
     if app.search().prompt().is_some() {
         return prompt_key(key);
@@ -65,7 +61,10 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
         return Some(action);
     }
     let in_detail = matches!(app.mode(), Mode::SiteDetail(_));
-    let quitting = app.lifecycle() != Lifecycle::Watching;
+    let quitting = matches!(
+        app.lifecycle(),
+        Lifecycle::QuitWhenFinished | Lifecycle::Leaving
+    );
     match key.code {
         KeyCode::Char('p' | ' ') => toggle_pause(app),
         KeyCode::Char('+' | '=') => delay_up(app.delay()).map(Action::SetDelay),
@@ -96,6 +95,16 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
         KeyCode::Home => Some(Action::Scroll(Scroll::Home)),
         KeyCode::End => Some(Action::Scroll(Scroll::End)),
         _ => None,
+    }
+}
+
+/// What Ctrl-C means, typed or sent as SIGINT: the first stops the crawl and leaves when it has
+/// finished, a second leaves at once; on a finished crawl it leaves.
+pub fn interrupt(app: &App) -> Action {
+    match app.lifecycle() {
+        _ if app.snapshot().state == RunState::Finished => Action::Exit,
+        Lifecycle::Watching | Lifecycle::StopAskedHere => Action::Quit,
+        Lifecycle::QuitWhenFinished | Lifecycle::Leaving => Action::QuitNow,
     }
 }
 
@@ -374,6 +383,17 @@ mod tests {
         assert_eq!(action(&app, ctrl_c()), Some(Action::Quit));
         app.apply(Action::Quit);
         assert_eq!(action(&app, ctrl_c()), Some(Action::QuitNow));
+    }
+
+    #[test]
+    fn after_s_ctrl_c_and_q_still_quit() {
+        let mut app = running();
+        assert_eq!(action(&app, ch('s')), Some(Action::Stop));
+        app.apply(Action::Stop);
+        assert_eq!(interrupt(&app), Action::Quit);
+        assert_eq!(action(&app, ch('q')), Some(Action::Quit));
+        app.apply(Action::Quit);
+        assert_eq!(interrupt(&app), Action::QuitNow);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures::StreamExt as _;
 
 use crate::engine::{Command, CrawlHandle, EngineError, Summary};
+use crate::signals::{Signals, StopSignal};
 use crate::snapshot::{CommandSource, RunState, Snapshot};
 use app::{App, Effect};
 use search::{IndexSearch, SearchRequest};
@@ -58,17 +59,19 @@ pub struct DashboardOptions {
 }
 
 /// Runs the dashboard over a crawl until the user leaves, and returns the crawl's summary.
+/// `signals` were registered before the crawl started; one that came since is read first.
 ///
 /// The terminal is given back on return, on error and on panic (`terminal::take`).
 pub async fn run(
     handle: CrawlHandle,
     opts: DashboardOptions,
+    signals: Signals,
 ) -> Result<Option<Summary>, DashboardError> {
     let mut terminal = match terminal::take() {
         Ok(terminal) => terminal,
         Err(e) => return without_terminal(handle, e).await,
     };
-    let result = event_loop(&mut terminal, handle, &opts).await;
+    let result = event_loop(&mut terminal, handle, &opts, signals).await;
     terminal::give_back();
     result
 }
@@ -100,6 +103,7 @@ async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     handle: CrawlHandle,
     opts: &DashboardOptions,
+    mut signals: Signals,
 ) -> Result<Option<Summary>, DashboardError> {
     let mut app = App::new(opts.delay_ms, opts.workers);
     if let Some(p) = &opts.stats_path {
@@ -117,7 +121,6 @@ async fn event_loop(
     let mut summary: Option<Summary> = None;
     // `None` when the terminal went away since it was taken: the first frame or event says so.
     let mut events = input();
-    let (mut term, mut hup) = (stop_signals()?, crate::hangup::listen()?);
     let mut snapshots_open = true;
     let panic_after_draw = std::env::var_os(PANIC_ENV).is_some_and(|v| v != "input");
     let index = Arc::new(IndexSearch::new(opts.index_dir.clone()));
@@ -179,6 +182,7 @@ async fn event_loop(
                     }
                 }
                 Some(Ok(Event::Resize(w, h))) => app.resize(w, h),
+                Some(Ok(Event::Paste(text))) => app.paste(&text),
                 Some(Ok(_)) => {}
                 // The terminal is gone: stop the crawl (this member's part), wait for its
                 // end, leave.
@@ -188,14 +192,7 @@ async fn event_loop(
                     break;
                 }
             },
-            hangup = stop_signal(&mut term, hup.as_mut()) => {
-                if hangup {
-                    // The terminal is gone: nothing more is drawn (or restored) on it.
-                    crate::hangup::detach();
-                }
-                commander.send(Command::Stop, CommandSource::Signal);
-                app.apply(app::Action::Quit);
-            }
+            signal = signals.next() => on_signal(&mut app, signal, &commander, &abort),
         }
     }
     if let Some(summary) = summary {
@@ -253,17 +250,28 @@ fn send_key(
     commander.send(command, CommandSource::Key);
 }
 
-fn stop_signals() -> std::io::Result<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-}
-
-/// The next SIGTERM (false) or SIGHUP (true; never when hangups are ignored).
-async fn stop_signal(
-    term: &mut tokio::signal::unix::Signal,
-    hup: Option<&mut tokio::signal::unix::Signal>,
-) -> bool {
-    tokio::select! {
-        _ = term.recv() => false,
-        () = crate::hangup::next(hup) => true,
+/// A stop signal: recorded as the `signal` source in the stats' commands.
+fn on_signal(
+    app: &mut App,
+    signal: StopSignal,
+    commander: &crate::engine::Commander,
+    abort: &tokio_util::sync::CancellationToken,
+) {
+    match signal {
+        // Raw mode turns a typed Ctrl-C into a key; a SIGINT sent by another process
+        // (`kill -INT`, `timeout -s INT`, a supervisor) means the same.
+        StopSignal::Interrupt => match app.apply(keys::interrupt(app)) {
+            Effect::Quit => {
+                commander.send(Command::Stop, CommandSource::Signal);
+            }
+            Effect::QuitNow => abort.cancel(),
+            _ => {}
+        },
+        // After a hangup (`Signals::next` detached the terminal, which is gone) nothing more is
+        // drawn or restored on it.
+        StopSignal::Terminate | StopSignal::Hangup => {
+            commander.send(Command::Stop, CommandSource::Signal);
+            app.apply(app::Action::Quit);
+        }
     }
 }

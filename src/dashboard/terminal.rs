@@ -1,5 +1,9 @@
-//! The terminal the dashboard draws on: taken (raw mode, alternate screen), its input events,
-//! and given back on every way out, a panic included.
+//! The terminal the dashboard draws on: taken (raw mode, alternate screen, bracketed paste),
+//! its input events, and given back on every way out, a panic included.
+//!
+//! Bracketed paste makes the terminal mark a paste, so crossterm hands it over as one
+//! `Event::Paste` instead of keystrokes: without it, the `e`, space, `p`, `s` and `q` of a
+//! pasted URL exported, paused and stopped the crawl (audit 31).
 //!
 //! A panic on the thread that took the terminal gives it back; one elsewhere (a search task,
 //! whose panic tokio catches while the dashboard goes on) leaves it to the dashboard.
@@ -15,10 +19,25 @@ use std::sync::{Mutex, Once, PoisonError};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use crossterm::event::EventStream;
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, EventStream};
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
 use ratatui::DefaultTerminal;
 use ratatui::backend::CrosstermBackend;
+
+/// Why a terminal whose `TERM` is `term` cannot show the dashboard, or `None` when it can.
+///
+/// `dumb` (Emacs's shell buffers, some CI consoles) moves no cursor and draws no colour: the
+/// dashboard's escapes would be printed as soup. An unset or empty `TERM` says nothing of what
+/// the terminal can do, and is taken the same way. The crawl then runs with progress lines, as
+/// when stdout is not a terminal.
+pub fn unfit(term: Option<&std::ffi::OsStr>) -> Option<&'static str> {
+    match term.map(std::ffi::OsStr::as_encoded_bytes) {
+        None => Some("TERM is not set"),
+        Some(b"") => Some("TERM is empty"),
+        Some(b"dumb") => Some("TERM is dumb"),
+        Some(_) => None,
+    }
+}
 
 /// Whether the terminal is taken now: what a panic has to give back.
 static TAKEN: AtomicBool = AtomicBool::new(false);
@@ -28,8 +47,9 @@ static HOOK: Once = Once::new();
 /// running, so it must not take the terminal from under it.
 static OWNER: Mutex<Option<ThreadId>> = Mutex::new(None);
 
-/// Takes the terminal: raw mode, the alternate screen, and a panic hook that gives it back
-/// before the panic's message is printed. On error, whatever was taken is given back.
+/// Takes the terminal: raw mode, the alternate screen, bracketed paste, and a panic hook that
+/// gives it back before the panic's message is printed. On error, whatever was taken is given
+/// back.
 pub fn take() -> std::io::Result<DefaultTerminal> {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
@@ -45,7 +65,7 @@ pub fn take() -> std::io::Result<DefaultTerminal> {
     crossterm::terminal::enable_raw_mode()?;
     TAKEN.store(true, Ordering::SeqCst);
     *OWNER.lock().unwrap_or_else(PoisonError::into_inner) = Some(std::thread::current().id());
-    let taken = crossterm::execute!(stdout(), EnterAlternateScreen)
+    let taken = crossterm::execute!(stdout(), EnterAlternateScreen, EnableBracketedPaste)
         .and_then(|()| ratatui::Terminal::new(CrosstermBackend::new(stdout())));
     if taken.is_err() {
         give_back();
@@ -53,12 +73,14 @@ pub fn take() -> std::io::Result<DefaultTerminal> {
     taken
 }
 
-/// Gives the terminal back (raw mode off, the main screen again) if it is taken. Never fails:
-/// on a terminal that is gone there is nothing to give back and nobody to tell.
+/// Gives the terminal back (raw mode off, pastes unmarked, the main screen again) if it is
+/// taken. Never fails: on a terminal that is gone there is nothing to give back and nobody to
+/// tell.
 pub fn give_back() {
     if TAKEN.swap(false, Ordering::SeqCst) {
         let _ = crossterm::terminal::disable_raw_mode();
-        let _ = crossterm::execute!(stdout(), LeaveAlternateScreen);
+        // Left on, the shell's next paste would arrive wrapped in `ESC[200~`.
+        let _ = crossterm::execute!(stdout(), DisableBracketedPaste, LeaveAlternateScreen);
     }
 }
 
@@ -89,4 +111,26 @@ pub fn events() -> Option<EventStream> {
         .ok()?;
     answered.recv_timeout(FIRST_POLL).ok().filter(|ok| *ok)?;
     Some(EventStream::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unfit;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn a_dumb_empty_or_unset_term_cannot_show_the_dashboard() {
+        assert_eq!(unfit(Some(OsStr::new("dumb"))), Some("TERM is dumb"));
+        assert_eq!(unfit(Some(OsStr::new(""))), Some("TERM is empty"));
+        assert_eq!(unfit(None), Some("TERM is not set"));
+        for fit in [
+            "xterm-256color",
+            "screen",
+            "tmux-256color",
+            "linux",
+            "vt100",
+        ] {
+            assert_eq!(unfit(Some(OsStr::new(fit))), None, "{fit}");
+        }
+    }
 }

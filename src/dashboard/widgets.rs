@@ -303,6 +303,38 @@ impl SharesBar<'_> {
     }
 }
 
+impl SharesBar<'_> {
+    /// Busy, blocked and idle in whole percent, adding up to 100 (all 0 without workers).
+    /// Rounded each on its own, 62.5 and 37.5 showed as 63 and 38, and three shares as 101
+    /// (audit 31): the largest remainders get the points that flooring leaves over, busy first
+    /// on a tie. Shares that do not add up to 100 are normalised first, as the bar does.
+    fn whole_percents(&self) -> [u64; 3] {
+        let exact = [
+            self.shares.busy_pct,
+            self.shares.blocked_pct,
+            self.shares.idle_pct,
+        ]
+        .map(finite_non_negative);
+        let total: f64 = exact.iter().sum();
+        if total <= 0.0 {
+            return [0; 3];
+        }
+        let scaled = exact.map(|share| share / total * 100.0);
+        let mut whole = scaled.map(|share| share.floor() as u64);
+        let left = 100u64.saturating_sub(whole.iter().sum());
+        let mut by_remainder = [0, 1, 2];
+        // A stable sort: busy, then blocked, then idle on equal remainders.
+        by_remainder.sort_by(|&a, &b| {
+            let fraction = |i: usize| scaled[i] - scaled[i].floor();
+            fraction(b).total_cmp(&fraction(a))
+        });
+        for &i in by_remainder.iter().take(left as usize) {
+            whole[i] += 1;
+        }
+        whole
+    }
+}
+
 impl Widget for SharesBar<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         if area.is_empty() {
@@ -336,10 +368,11 @@ impl Widget for SharesBar<'_> {
             }
         }
         if suffix {
+            let [busy, blocked, idle] = self.whole_percents();
             let numbers = Line::from(vec![
-                Span::styled(format!(" {:>3}", pct(self.shares.busy_pct)), BUSY),
-                Span::styled(format!(" {:>3}", pct(self.shares.blocked_pct)), BLOCKED),
-                Span::styled(format!(" {:>3}", pct(self.shares.idle_pct)), IDLE),
+                Span::styled(format!(" {busy:>3}"), BUSY),
+                Span::styled(format!(" {blocked:>3}"), BLOCKED),
+                Span::styled(format!(" {idle:>3}"), IDLE),
             ]);
             buf.set_line(x, area.y, &numbers, SHARES_SUFFIX);
         }
@@ -794,6 +827,38 @@ mod tests {
             shares: shares(150.0, 50.0, f64::NAN),
         };
         assert_eq!(bar.segments(8), (6, 2, 0));
+    }
+
+    #[test]
+    fn shares_bar_percentages_add_up_to_100_by_largest_remainder() {
+        let percents = |busy, blocked, idle| {
+            SharesBar {
+                label: "now",
+                shares: shares(busy, blocked, idle),
+            }
+            .whole_percents()
+        };
+        // Audit 31: 0 of 8 busy, 5 blocked, 3 idle showed as `0 63 38`.
+        assert_eq!(percents(0.0, 62.5, 37.5), [0, 63, 37]);
+        assert_eq!(percents(0.6, 98.8, 0.6), [1, 99, 0]);
+        assert_eq!(percents(33.3, 33.3, 33.4), [33, 33, 34]);
+        assert_eq!(
+            percents(100.0 / 3.0, 100.0 / 3.0, 100.0 / 3.0),
+            [34, 33, 33]
+        );
+        assert_eq!(percents(50.0, 30.0, 20.0), [50, 30, 20]);
+        assert_eq!(percents(150.0, 50.0, f64::NAN), [75, 25, 0]);
+        assert_eq!(percents(0.0, 0.0, 0.0), [0, 0, 0]);
+        for workers in 1..=64u32 {
+            for busy in 0..=workers {
+                for blocked in 0..=workers - busy {
+                    let share = |n: u32| f64::from(n) * 100.0 / f64::from(workers);
+                    let idle = workers - busy - blocked;
+                    let shown = percents(share(busy), share(blocked), share(idle));
+                    assert_eq!(shown.iter().sum::<u64>(), 100, "{busy} {blocked} {idle}");
+                }
+            }
+        }
     }
 
     #[test]

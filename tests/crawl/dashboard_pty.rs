@@ -843,3 +843,275 @@ async fn a_demo_whose_terminal_closes_removes_its_folder() {
         assert!(left.is_empty(), "{stage}: the demo left {left:?}");
     }
 }
+
+/// Sends `signal` to the child as another process would (`kill`, `timeout`, a supervisor).
+fn send_signal(child: &Child, signal: nix::sys::signal::Signal) {
+    let pid = child.process_id().expect("pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid")),
+        signal,
+    )
+    .expect("signal");
+}
+
+/// The stats file's `commands` as (command, source) pairs.
+fn commands(stats: &std::path::Path) -> Vec<(String, String)> {
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(stats).expect("stats")).expect("json");
+    json["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .map(|c| {
+            let field = |k: &str| c[k].as_str().expect("a string").to_owned();
+            (field("command"), field("source"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_sigint_from_another_process_stops_the_dashboard_crawl_as_ctrl_c_does() {
+    // Audit 31 F1: raw mode makes a typed Ctrl-C a key, and a SIGINT sent from outside
+    // (`kill -INT`, `timeout -s INT`) was read by nobody: the crawl ran on to its end.
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let url = web.url("site00", "/");
+    let (child, screen, _keys) = spawn_in_pty(
+        &[
+            "crawl",
+            &url,
+            "--delay-ms",
+            "50",
+            "--stats-out",
+            stats.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+    );
+    screen.wait_for("running").await;
+    send_signal(&child, nix::sys::signal::Signal::SIGINT);
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen).await;
+    assert_eq!(commands(&stats), [("stop".into(), "signal".into())]);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(json["totals"]["completed"], false, "stopped, not finished");
+}
+
+#[tokio::test]
+async fn a_sigint_sent_before_the_dashboard_reads_its_signals_is_not_lost() {
+    // The dashboard reads the listeners the command line registered before the crawl started:
+    // a SIGINT sent meanwhile (here: while the dashboard holds before its input) still stops it.
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let hold = tmp.path().join("hold");
+    let url = web.url("site00", "/");
+    let (child, screen, _keys) = spawn_in_pty_env(
+        &[
+            "crawl",
+            &url,
+            "--delay-ms",
+            "50",
+            "--stats-out",
+            stats.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+        &[(crawltop::dashboard::HOLD_ENV, hold.to_str().expect("utf8"))],
+    );
+    tokio::time::timeout(PATIENCE, async {
+        while !hold.exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the dashboard holds before its input");
+    send_signal(&child, nix::sys::signal::Signal::SIGINT);
+    // Delivered (and kept by its listener) before the dashboard goes on.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    std::fs::remove_file(&hold).expect("let the dashboard go on");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen).await;
+    assert_eq!(commands(&stats), [("stop".into(), "signal".into())]);
+}
+
+#[tokio::test]
+async fn a_second_sigint_ends_a_dashboard_crawl_at_once() {
+    // A stalled answer keeps a request in flight: a graceful stop would wait for it.
+    let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
+        o.hostile.stall = Duration::from_secs(60);
+    })
+    .await
+    .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let url = web.url("hostile", "/stall.html");
+    let (child, screen, _keys) = spawn_in_pty(
+        &["crawl", &url, "--timeout-ms", "120000", "--delay-ms", "0"],
+        tmp.path(),
+    );
+    screen.wait_for("running").await;
+    tokio::time::timeout(PATIENCE, web.log().wait_arrivals(2))
+        .await
+        .expect("the stalled page is asked for");
+    send_signal(&child, nix::sys::signal::Signal::SIGINT);
+    screen.wait_for("stopping").await;
+    let second = std::time::Instant::now();
+    send_signal(&child, nix::sys::signal::Signal::SIGINT);
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    // A graceful stop gives in-flight fetches seconds; the second SIGINT does not wait.
+    assert!(
+        second.elapsed() < Duration::from_secs(2),
+        "ended {:?} after the second SIGINT",
+        second.elapsed()
+    );
+    assert_restored(&screen).await;
+}
+
+/// The address the program printed after `mark` (before the dashboard took the screen).
+async fn printed_addr(screen: &Screen, mark: &str) -> std::net::SocketAddr {
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let notified = screen.changed.notified();
+            let raw = String::from_utf8_lossy(&screen.raw()).into_owned();
+            if let Some(addr) = raw
+                .split(mark)
+                .nth(1)
+                .filter(|rest| rest.contains('\n'))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|a| a.parse().ok())
+            {
+                return addr;
+            }
+            notified.await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no address after {mark:?}"))
+}
+
+#[tokio::test]
+async fn ctl_stop_ends_a_dashboard_crawl_and_frees_its_control_port() {
+    // Audit 31 F2: stopped from the API, the dashboard waited on its final screen for a key
+    // nobody would press, its control port held: a second run on the address failed.
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let url = web.url("site00", "/");
+    let (child, screen, _keys) = spawn_in_pty(
+        &[
+            "crawl",
+            &url,
+            "--delay-ms",
+            "50",
+            "--control",
+            "127.0.0.1:0",
+            "--stats-out",
+            stats.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+    );
+    let addr = printed_addr(&screen, "control API on http://").await;
+    screen.wait_for("running").await;
+    let ctl = tokio::process::Command::new(bin())
+        .args(["ctl", &addr.to_string(), "stop"])
+        .finish()
+        .await
+        .expect("ctl stop");
+    assert!(ctl.status.success(), "{ctl:?}");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen).await;
+    assert_eq!(commands(&stats), [("stop".into(), "api".into())]);
+    std::net::TcpListener::bind(addr).expect("the control port is free again");
+}
+
+#[tokio::test]
+async fn a_paste_goes_into_the_search_prompt_and_is_never_taken_as_keys() {
+    // Audit 31 F4: without bracketed paste, the `e`, space, `p` and `q` of pasted text
+    // exported, paused and stopped the crawl.
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stats = tmp.path().join("stats.json");
+    let (child, screen, mut keys) = spawn_in_pty(
+        &[
+            "crawl",
+            &web.url("site00", "/"),
+            "--delay-ms",
+            "50",
+            "--stats-out",
+            stats.to_str().expect("utf8"),
+        ],
+        tmp.path(),
+    );
+    screen.wait_for("running").await;
+    let raw = String::from_utf8_lossy(&screen.raw()).into_owned();
+    assert!(raw.contains("\x1b[?2004h"), "bracketed paste is asked for");
+    // Outside any prompt a paste does nothing: no export, pause or stop.
+    type_keys(
+        &mut keys,
+        "\x1b[200~see the pause, quit and stop keys\x1b[201~",
+    );
+    // In the prompt it is the query; its line break is a space.
+    type_keys(&mut keys, "/");
+    screen.wait_for("Enter search · Esc cancel").await;
+    type_keys(&mut keys, "\x1b[200~white\nrabbit\x1b[201~");
+    screen.wait_for("/ white rabbit").await;
+    assert!(!screen.text().contains("PAUSED"), "{}", screen.text());
+    // Esc apart from the next key (together they read as Alt-q): the footer's keys are back.
+    type_keys(&mut keys, "\x1b");
+    screen.wait_for("]/[ workers").await;
+    type_keys(&mut keys, "q");
+    let status = wait_exit(child).await;
+    assert!(status.success(), "{status:?}");
+    assert_restored(&screen).await;
+    let raw = String::from_utf8_lossy(&screen.raw()).into_owned();
+    let on = raw.rfind("\x1b[?2004h").expect("on");
+    let off = raw
+        .rfind("\x1b[?2004l")
+        .expect("bracketed paste is given back");
+    assert!(off > on);
+    assert_eq!(commands(&stats), [("stop".into(), "key".into())]);
+}
+
+#[tokio::test]
+async fn a_dumb_or_empty_term_runs_headless_with_progress_lines() {
+    // Audit 31 F5: TERM=dumb got the whole dashboard in 256 colours.
+    for term in ["dumb", ""] {
+        let web = TestWeb::start(GenOptions::new(1, 5)).await.expect("web");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let url = web.url("site00", "/");
+        let (child, screen, _keys) = spawn_in_pty_env(
+            &["crawl", &url, "--delay-ms", "0"],
+            tmp.path(),
+            &[("TERM", term)],
+        );
+        let status = wait_exit(child).await;
+        assert!(status.success(), "{term:?}: {status:?}");
+        tokio::time::timeout(PATIENCE, async {
+            while !screen.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the output ends");
+        let raw = String::from_utf8_lossy(&screen.raw()).into_owned();
+        assert!(
+            !raw.contains("\x1b[?1049h"),
+            "{term:?}: no alternate screen"
+        );
+        assert!(!raw.contains("\x1b[38;5"), "{term:?}: no colours");
+        let why = if term.is_empty() {
+            "TERM is empty"
+        } else {
+            "TERM is dumb"
+        };
+        assert!(
+            raw.contains(&format!("{why}: progress lines instead of the dashboard")),
+            "{raw}"
+        );
+        assert!(raw.contains("] finished "), "a progress line: {raw}");
+    }
+}
