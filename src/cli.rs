@@ -162,7 +162,8 @@ pub struct DemoArgs {
     /// Concurrent fetches.
     #[arg(long, default_value_t = 16)]
     pub workers: usize,
-    /// No dashboard: progress lines on stderr.
+    /// No dashboard: progress lines on stderr (also when stdout is no terminal, or TERM is
+    /// dumb, empty or unset).
     #[arg(long)]
     pub headless: bool,
     /// Where the stats go [default: crawltop-stats-TIMESTAMP.json in the current folder].

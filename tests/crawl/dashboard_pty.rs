@@ -255,7 +255,7 @@ async fn keys_pause_throttle_and_quit_are_seen_at_the_server() {
 
 #[tokio::test]
 async fn ctrl_c_twice_ends_at_once_and_restores_the_terminal() {
-    // A stalled answer keeps a request in flight: a graceful stop would wait 60 s for it.
+    // A stalled answer keeps a request in flight: a graceful stop would wait out its 3 s grace.
     let web = TestWeb::start_with(GenOptions::new(1, 2).hostile(true), |o| {
         o.hostile.stall = Duration::from_secs(60);
     })
