@@ -1688,7 +1688,10 @@ mod tests {
             assert!(big.truncated);
             let logged = record_for(&web, "/big.html").await;
             assert!(!logged.complete, "the server saw the client go");
-            assert!(logged.bytes < 10_000_000, "{} bytes sent", logged.bytes);
+            // Of the 50 MB body: the 1 MiB taken, and what the loopback's socket buffers held
+            // when the client left (they grow to several MB each; 10.98 MB sent was seen under
+            // a full test run's load). Half the body would mean the client read on.
+            assert!(logged.bytes < 25_000_000, "{} bytes sent", logged.bytes);
         }
 
         #[tokio::test]
