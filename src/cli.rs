@@ -931,7 +931,7 @@ fn confirm_fresh(dir: &std::path::Path) -> anyhow::Result<bool> {
     use crate::store::checkpoint::{Checkpoint, Found};
     let stored = crate::store::committer::stored(dir);
     let state = dir.join(crate::store::checkpoint::STATE_FILE).exists();
-    if (!state && stored.is_empty()) || !std::io::stdin().is_terminal() {
+    if !state && stored.is_empty() {
         return Ok(true);
     }
     let what = match Checkpoint::find(dir) {
@@ -945,6 +945,14 @@ fn confirm_fresh(dir: &std::path::Path) -> anyhow::Result<bool> {
         ),
         Err(e) => format!("a crawl whose checkpoint cannot be used ({e})"),
     };
+    if !std::io::stdin().is_terminal() {
+        // Nobody to ask: a script's log says what went (audit 30).
+        crate::say!(
+            "crawltop: --fresh, no terminal to ask: {} holds {what}, deleted to start over",
+            dir.display()
+        );
+        return Ok(true);
+    }
     eprint!(
         "{} holds {what}. Delete its pages, index and checkpoint and start over? [y/N] ",
         dir.display()

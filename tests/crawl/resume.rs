@@ -300,11 +300,14 @@ async fn a_finished_crawl_is_not_crawled_again_and_fresh_starts_over() {
     }
     // --fresh (stdin is not a terminal, so nobody is asked) crawls it all again, once.
     let fresh = run(&["--fresh"]).await.expect("run");
-    assert!(
-        fresh.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fresh.stderr)
+    let err = String::from_utf8_lossy(&fresh.stderr);
+    assert!(fresh.status.success(), "{err}");
+    // Said, for a script's log: nobody was asked (audit 30).
+    let said = format!(
+        "crawltop: --fresh, no terminal to ask: {} holds a finished crawl",
+        out.display()
     );
+    assert!(err.contains(&said), "{err}");
     assert_eq!(web.log().records().len(), 2 * requests);
     let counts = read_warc(&out.join("warc")).counts;
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
