@@ -633,7 +633,9 @@ fn render_members(app: &App, area: Rect, buf: &mut Buffer) {
         let block = pane_block("Members", app.focus() == Pane::Heap);
         let inner = block.inner(area);
         block.render(area, buf);
-        Line::styled("not a shared crawl (crawl --cluster)", DIM).render(row(inner, 0), buf);
+        // Two short lines: the heap's pane is narrow on an 80- or 100-column terminal.
+        Line::styled("not a shared crawl", DIM).render(row(inner, 0), buf);
+        Line::styled("(crawl --cluster)", DIM).render(row(inner, 1), buf);
         return;
     };
     let title = format!("Members of {}", c.crawl_id);
@@ -1580,6 +1582,17 @@ mod tests {
         app.apply(Action::ToggleMembers);
         let text = screen_text(&draw(&app, 100, 30));
         assert!(!text.contains("Members of"), "c again: the heap: {text}");
+    }
+
+    /// `c` in a crawl of one's own says it is none, whole, in the heap's narrow pane at 100x30
+    /// (the sentence was cut: "not a shared crawl (crawl --cl"; audit 31).
+    #[test]
+    fn c_in_a_crawl_that_is_not_shared_says_so_whole() {
+        let mut app = app_with(fixture(), 100, 30);
+        app.apply(Action::ToggleMembers);
+        let text = screen_text(&draw(&app, 100, 30));
+        assert!(text.contains("not a shared crawl"), "{text}");
+        assert!(text.contains("(crawl --cluster)"), "{text}");
     }
 
     #[test]
