@@ -109,22 +109,40 @@ impl ScopeRules {
 
     /// Adds seeds to the scope: a shared crawl's scope is every member's seeds, and a member
     /// that joins later with seeds of its own widens it for everyone.
-    pub fn widen(&mut self, seeds: &[Url]) {
+    ///
+    /// Returns what the scope gained, as texts that every URL it now admits and did not before
+    /// contains (the new seeds' hosts, or their registrable domains under `Domain`): empty when
+    /// it gained nothing (seeds of sites in scope already, or `Any`, which admits everything).
+    /// A URL left out before can be taken back only if its text holds one of them, which spares
+    /// parsing the millions of out-of-scope URLs a big crawl holds.
+    pub fn widen(&mut self, seeds: &[Url]) -> Vec<String> {
         let rules = self;
+        let mut gained = Vec::new();
         for seed in seeds.iter().filter(|s| is_http(s)) {
+            let mut new = false;
             if let (Some(host), Some(port)) = (seed.host_str(), seed.port_or_known_default()) {
                 let pairs = rules.origins.entry(host.to_owned()).or_default();
                 if !pairs.iter().any(|(s, p)| s == seed.scheme() && *p == port) {
                     pairs.push((seed.scheme().to_owned(), port));
+                    new |= rules.kind == ScopeKind::Origin;
                 }
             }
             if let Some(host) = seed.host_str() {
-                rules.hosts.insert(host.to_owned());
+                new |= rules.hosts.insert(host.to_owned()) && rules.kind == ScopeKind::Host;
+                if new {
+                    gained.push(host.to_owned());
+                }
             }
-            if let Some(domain) = domain_key(seed) {
-                rules.domains.insert(domain.to_owned());
+            if let Some(domain) = domain_key(seed)
+                && rules.domains.insert(domain.to_owned())
+                && rules.kind == ScopeKind::Domain
+            {
+                gained.push(domain.to_owned());
             }
         }
+        gained.sort_unstable();
+        gained.dedup();
+        gained
     }
 
     /// The depth limit (`--depth`), if any.
@@ -310,6 +328,64 @@ mod tests {
             check(&r, "http://127.0.0.1:18003/"),
             Err(IgnoreReason::OutOfScope)
         );
+    }
+
+    /// A widening names what it gained, and every URL it lets in that was out before holds
+    /// that text: the engine looks again only at the URLs it left out that hold it.
+    #[test]
+    fn widening_names_what_it_gained_and_only_urls_holding_it_come_in() {
+        let before = [
+            "http://127.0.0.1:18003/a",
+            "https://127.0.0.1:18001/b",
+            "http://www.example.com/c",
+            "http://blog.example.org/d",
+            "http://example.org/e",
+        ];
+        let cases: [(ScopeKind, &[&str], &[&str]); 4] = [
+            (
+                ScopeKind::Origin,
+                &[
+                    "http://127.0.0.1:18003/",
+                    "http://127.0.0.1:18001/x",
+                    "https://www.example.com/",
+                ],
+                &["127.0.0.1", "www.example.com"],
+            ),
+            (
+                ScopeKind::Host,
+                &[
+                    "https://127.0.0.1:9/",
+                    "http://www.example.com/",
+                    "http://example.org/",
+                ],
+                &["example.org", "www.example.com"],
+            ),
+            (
+                ScopeKind::Domain,
+                &["http://shop.example.org/"],
+                &["example.org"],
+            ),
+            (ScopeKind::Any, &["http://example.org/"], &[]),
+        ];
+        for (kind, seeds, gained) in cases {
+            let mut r = rules(kind, &["http://127.0.0.1:18001/"]);
+            let out: Vec<&str> = (before.iter().copied())
+                .filter(|s| check(&r, s).is_err())
+                .collect();
+            let seeds: Vec<Url> = seeds.iter().map(|s| url(s)).collect();
+            assert_eq!(r.widen(&seeds), gained, "{kind:?}");
+            for s in out {
+                if check(&r, s).is_ok() {
+                    assert!(gained.iter().any(|g| s.contains(g)), "{kind:?}: {s}");
+                }
+            }
+            assert!(r.widen(&seeds).is_empty(), "{kind:?}: the same seeds again");
+        }
+        let mut r = rules(ScopeKind::Origin, &["http://127.0.0.1:18001/"]);
+        assert!(check(&r, "http://127.0.0.1:18003/a").is_err());
+        r.widen(&[url("http://127.0.0.1:18003/")]);
+        assert_eq!(check(&r, "http://127.0.0.1:18003/a"), Ok(()));
+        assert!(check(&r, "https://127.0.0.1:18003/a").is_err());
     }
 
     #[test]

@@ -636,6 +636,45 @@ impl UrlTable {
         Ok(())
     }
 
+    /// The rows ignored for `reason` (state `FetchIgnored`) in id order: id and URL. A chunk in
+    /// memory is passed over on its fixed fields, and its URLs are decoded only if it has such
+    /// a row; a chunk that left memory is read from the state file (as [`UrlTable::for_each`]
+    /// does) and not kept.
+    pub(super) fn for_each_ignored(
+        &self,
+        reason: IgnoreReason,
+        mut f: impl FnMut(u32, &str),
+    ) -> Result<(), String> {
+        let code = code_of(&IGNORE_REASONS, Some(&reason));
+        for (c, chunk) in self.chunks.iter().enumerate() {
+            let first = c as u32 * BLOCK_ROWS;
+            match chunk {
+                Some(chunk) => {
+                    let hit =
+                        |row: &Row| row.ignored == code && row.state == ResourceState::FetchIgnored;
+                    if !chunk.rows.iter().any(hit) {
+                        continue;
+                    }
+                    chunk.each_url(|i, url| {
+                        if chunk.rows.get(i).is_some_and(hit) {
+                            f(first + i as u32, url);
+                        }
+                    });
+                }
+                None => {
+                    for (i, (url, r)) in self.read_chunk(c)?.iter().enumerate() {
+                        let id = first + i as u32;
+                        let r = self.pending.get(&id).unwrap_or(r);
+                        if r.ignored == Some(reason) && r.state == ResourceState::FetchIgnored {
+                            f(id, url);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Notes that row `id` changed, for the next checkpoint.
     pub(super) fn touch(&mut self, id: u32) {
         if id >= self.written {
@@ -1281,6 +1320,129 @@ mod tests {
         assert_eq!(format!("{:?}", t.get(id)), format!("{fetched:?}"));
         assert!(t.pending.is_empty());
         assert_eq!(t.try_url(id), Ok(format!("http://127.0.0.1:8000/p/{id}")));
+    }
+
+    /// A row ignored as out of scope, at `depth`.
+    fn out_of_scope(depth: u32) -> Resource {
+        let mut r = row(depth, None);
+        r.state = ResourceState::FetchIgnored;
+        r.ignored = Some(IgnoreReason::OutOfScope);
+        r.reason = Some(IgnoreReason::OutOfScope.to_string().into());
+        r
+    }
+
+    /// The ignored rows come out for their reason alone, in id order and as `for_each` sees
+    /// them, from memory and from the state file alike; a row taken back since is not one.
+    #[test]
+    fn rows_ignored_for_a_reason_come_out_in_memory_and_from_the_state_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = state_file(dir.path());
+        let reader = cp.url_reader();
+        let mut t = UrlTable::default();
+        let n = BLOCK_ROWS * 6 + 5;
+        for i in 0..n {
+            let url = format!("http://127.0.0.1:{}/p/{i}", 8000 + i % 4);
+            let r = match i % 7 {
+                // Chunk 3 has none: passed over without a URL decoded.
+                _ if i / BLOCK_ROWS == 3 => row(1, None),
+                0 | 3 => out_of_scope(2),
+                5 => {
+                    let mut r = row(4, None);
+                    r.state = ResourceState::FetchIgnored;
+                    r.ignored = Some(IgnoreReason::TooDeep);
+                    r
+                }
+                _ => row(1, None),
+            };
+            t.push(&url, &r);
+        }
+        // Taken back: in scope now, and queued.
+        t.update(3, |r| {
+            r.state = ResourceState::Discovered;
+            r.ignored = None;
+        });
+        let expected = |t: &UrlTable| {
+            let mut out = Vec::new();
+            t.for_each(|id, url, r| {
+                if r.state == ResourceState::FetchIgnored
+                    && r.ignored == Some(IgnoreReason::OutOfScope)
+                {
+                    out.push((id, url.to_string()));
+                }
+            })
+            .expect("rows read");
+            out
+        };
+        let listed = |t: &UrlTable| {
+            let mut out = Vec::new();
+            t.for_each_ignored(IgnoreReason::OutOfScope, |id, url| {
+                out.push((id, url.to_string()));
+            })
+            .expect("rows read");
+            out
+        };
+        let want = expected(&t);
+        assert_eq!(want.len() as u32, (n - BLOCK_ROWS) * 2 / 7);
+        assert_eq!(want[0], (0, "http://127.0.0.1:8000/p/0".to_string()));
+        assert_eq!(listed(&t), want);
+        t.read_back_from(reader, 0);
+        write_rows(&mut cp, &mut t);
+        t.committed(1);
+        assert_eq!(t.residency().0, 1, "only the tail stays");
+        assert_eq!(listed(&t), want);
+        assert_eq!(t.residency().0, 1, "a look keeps nothing");
+    }
+
+    /// What a look for the out-of-scope rows costs at 10 million URLs (a shared crawl's scope
+    /// widens: `cargo test --release --lib url_table::tests::looking_for -- --ignored
+    /// --nocapture`), in memory and, for a million, from the state file.
+    #[test]
+    #[ignore = "a measurement: 10 million rows, about a minute"]
+    fn looking_for_the_out_of_scope_rows_of_ten_million_urls() {
+        let build = |n: u32, every: u32| {
+            let mut t = UrlTable::default();
+            for i in 0..n {
+                let url = format!("http://127.0.0.1:40123/f/{}.html", 10_000_000 + i);
+                let r = if i % every == 0 {
+                    out_of_scope(2)
+                } else {
+                    row(2, Some(i / 1000))
+                };
+                t.push(&url, &r);
+            }
+            t
+        };
+        let look = |t: &UrlTable| {
+            let start = std::time::Instant::now();
+            let mut found = 0u64;
+            t.for_each_ignored(IgnoreReason::OutOfScope, |_, url| {
+                found += u64::from(url.contains("127.0.0.2"));
+            })
+            .expect("rows read");
+            (start.elapsed(), found)
+        };
+        let all = |t: &UrlTable| {
+            let start = std::time::Instant::now();
+            t.for_each(|_, _, _| {}).expect("rows read");
+            start.elapsed()
+        };
+        for every in [1, 10, 300, 10_000_000] {
+            let t = build(10_000_000, every);
+            let (took, _) = look(&t);
+            println!(
+                "10 M rows in memory, 1 in {every} out of scope: {took:?} (every row read: {:?})",
+                all(&t)
+            );
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cp = state_file(dir.path());
+        let reader = cp.url_reader();
+        let mut t = build(1_000_000, 10);
+        t.read_back_from(reader, 0);
+        write_rows(&mut cp, &mut t);
+        t.committed(1);
+        let (took, _) = look(&t);
+        println!("1 M rows in the state file, 1 in 10 out of scope: {took:?}");
     }
 
     /// The memory a URL costs here, for the README's table: the fixed row plus the packed URL.

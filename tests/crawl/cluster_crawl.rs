@@ -2070,3 +2070,148 @@ async fn a_member_stalled_past_its_lease_does_not_fetch_from_the_sites_another_t
     polite(&web, &web.log().records(), Duration::from_millis(300));
     drop(cluster);
 }
+
+/// The pages of `sites` within `max_depth` links of their `/`s (redirects keep the depth),
+/// following links among those sites only (the default `--scope` of those seeds), and leaving
+/// out the links `cut` names (from, to): what a crawl of those seeds with `--depth` fetches,
+/// as (site, path).
+fn reach(
+    web: &TestWeb,
+    sites: &[&str],
+    max_depth: u32,
+    cut: impl Fn((&str, &str), (&str, &str)) -> bool,
+) -> BTreeSet<(String, String)> {
+    use std::collections::{HashMap, HashSet, VecDeque};
+    let manifest = web.manifest();
+    let mut links: HashMap<(&str, &str), &Vec<(String, String)>> = HashMap::new();
+    let mut redirects: HashMap<(&str, &str), (&str, &str)> = HashMap::new();
+    let mut pages = HashSet::new();
+    for s in manifest
+        .sites
+        .iter()
+        .filter(|s| sites.contains(&s.name.as_str()))
+    {
+        for p in &s.pages {
+            links.insert((s.name.as_str(), p.path.as_str()), &p.links);
+            pages.insert((s.name.as_str(), p.path.as_str()));
+        }
+        for r in &s.redirects {
+            redirects.insert(
+                (s.name.as_str(), r.from.as_str()),
+                (s.name.as_str(), r.to.as_str()),
+            );
+        }
+    }
+    let mut depth: HashMap<(&str, &str), u32> = sites.iter().map(|s| ((*s, "/"), 0)).collect();
+    let mut queue: VecDeque<((&str, &str), u32)> = sites.iter().map(|s| ((*s, "/"), 0)).collect();
+    while let Some((at, d)) = queue.pop_front() {
+        if let Some(&to) = redirects.get(&at) {
+            if depth.get(&to).is_none_or(|&old| d < old) {
+                depth.insert(to, d);
+                queue.push_front((to, d));
+            }
+            continue;
+        }
+        for (site, path) in links.get(&at).into_iter().flat_map(|v| v.iter()) {
+            let to = (site.as_str(), path.as_str());
+            let within = sites.contains(&to.0);
+            if within && !cut(at, to) && depth.get(&to).is_none_or(|&old| d + 1 < old) {
+                depth.insert(to, d + 1);
+                queue.push_back((to, d + 1));
+            }
+        }
+    }
+    depth
+        .into_iter()
+        .filter(|(at, d)| *d <= max_depth && pages.contains(at))
+        .map(|((s, p), _)| (s.to_string(), p.to_string()))
+        .collect()
+}
+
+/// Members that join one after another, each with its own seed, under `--depth`: a link to a
+/// later member's site, found before that member joined, is judged again when its seeds
+/// widen the crawl's scope, and the members fetch between them exactly what one process
+/// with both seeds fetches, each page once, judged at the server (audit 30 F4: such a link
+/// stayed "out of scope" on the member that found it, and the pages only it led to within the
+/// limit were never fetched).
+#[tokio::test]
+async fn a_link_to_a_later_members_site_found_before_it_joined_is_crawled_within_the_depth() {
+    if !redis_here("a_link_to_a_later_members_site_found_before_it_joined...") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = three_masters(&tmp.path().join("redis"));
+    let nodes = cluster.urls();
+    let web = TestWeb::start(GenOptions::new(2, 150).seed(1).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let sites = ["site00", "site01"];
+    // A page of site00 one link from its `/` whose links to site01 the member seeded with
+    // site00 alone judges out of scope before the other joins, and a depth at which that
+    // costs pages (their only path within the limit goes through it).
+    let home = web.manifest().site("site00").expect("site00");
+    let (page, depth, want, lost) = (home.pages.iter())
+        .filter(|p| p.depth == 1 && p.links.iter().any(|(s, _)| s == "site01"))
+        .flat_map(|p| (1..=4).map(move |d| (p.path.as_str(), d)))
+        .find_map(|(page, d)| {
+            let want = reach(&web, &sites, d, |_, _| false);
+            let cut = reach(&web, &sites, d, |from, to| {
+                from == ("site00", page) && to.0 == "site01"
+            });
+            let lost: Vec<_> = want.difference(&cut).cloned().collect();
+            (!lost.is_empty()).then_some((page.to_string(), d, want, lost))
+        })
+        .expect("a page of site00 leads alone to pages of site01 within some depth");
+    let depth_arg = depth.to_string();
+    let member_of = |name: &str, site: &str| {
+        let seed = web.url(site, "/");
+        let stats = tmp.path().join(format!("{name}.json"));
+        member_with(
+            &nodes,
+            "later",
+            &stats,
+            60,
+            &[&seed, "--depth", &depth_arg],
+            0,
+        )
+    };
+    let a = member_of("a", "site00");
+    // a asked for that page and then two more of site00 (60 ms apart): it had parsed the
+    // page and judged its links by then.
+    let after_page = |r: &[RequestRecord]| {
+        (r.iter().filter(|r| r.site == "site00"))
+            .skip_while(|r| r.path != page)
+            .count()
+    };
+    tokio::time::timeout(CRAWL_PATIENCE, web.log().wait_until(|r| after_page(r) >= 3))
+        .await
+        .expect("a crawls site00");
+    let records = web.log().records();
+    assert!(
+        records.iter().all(|r| r.site == "site00"),
+        "nothing of site01 before b joined"
+    );
+    let b = member_of("b", "site01");
+    ends_well(a, "member a").await;
+    ends_well(b, "member b").await;
+    let records = web.log().records();
+    let last_of_00 = (records.iter().filter(|r| r.site == "site00"))
+        .map(|r| r.t_us)
+        .max();
+    let first_of_01 = (records.iter().filter(|r| r.site == "site01"))
+        .map(|r| r.t_us)
+        .min();
+    assert!(
+        first_of_01 < last_of_00,
+        "b joined while site00 was still being crawled"
+    );
+    fetched_exactly(&want, &records, depth);
+    let repeats = asked_twice(&records);
+    assert!(repeats.is_empty(), "asked more than once: {repeats:?}");
+    polite(&web, &records, Duration::from_millis(60));
+    eprintln!(
+        "depth {depth}: {} pages, {lost:?} only through site00's {page}",
+        want.len()
+    );
+    drop(cluster);
+}

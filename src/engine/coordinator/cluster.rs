@@ -183,7 +183,49 @@ impl<F: Schedule> Coordinator<F> {
             .iter()
             .filter_map(|s| Url::parse(s).ok())
             .collect();
+        // Nothing is known yet: nothing to look at again.
         self.scope.widen(&seeds);
+    }
+
+    /// A member joined with seeds of its own: the crawl's scope takes them in, and the URLs
+    /// this member left out of scope that it now admits are admitted as if found now, at the
+    /// depth (and with the referrer and hops) their rows hold, through the crawl's queues like
+    /// any link found here (audit 30 F4: with `--depth`, a link to that member's origin found
+    /// before it joined was never judged again, and the pages past it were lost when its own
+    /// site's tree reached it only deeper). The rows stay as they are until this member pulls
+    /// them (`take_back_ignored`), if ever: another member may pull them.
+    ///
+    /// The rows are found by a look over the URL table, which is rare (a member joining with
+    /// seeds of an origin not in scope yet) and reads only the out-of-scope URLs that hold the
+    /// new seeds' hosts.
+    pub(super) fn widen_scope(&mut self, seeds: &[Url]) {
+        let gained = self.scope.widen(seeds);
+        if gained.is_empty() {
+            return;
+        }
+        let scope = &self.scope;
+        let mut back = Vec::new();
+        let read = self
+            .resources
+            .for_each_ignored(IgnoreReason::OutOfScope, |id, text| {
+                if !gained.iter().any(|g| text.contains(g.as_str())) {
+                    return;
+                }
+                let in_now = Url::parse(text)
+                    .is_ok_and(|url| scope.check(&url, 0) != Err(IgnoreReason::OutOfScope));
+                if in_now {
+                    back.push(id);
+                }
+            });
+        if let Err(e) = read {
+            self.warn(format!(
+                "the crawl's URLs could not be read back to judge them again under the \
+                 wider scope: {e}"
+            ));
+        }
+        for id in back {
+            self.readmit(id);
+        }
     }
 
     /// No new fetches: Redis does not answer (a site's lease may run out meanwhile) until the
@@ -492,7 +534,7 @@ impl<F: Schedule> Coordinator<F> {
             }
             FromAgent::Seeds(seeds) => {
                 let seeds: Vec<Url> = seeds.iter().filter_map(|s| Url::parse(s).ok()).collect();
-                self.scope.widen(&seeds);
+                self.widen_scope(&seeds);
             }
             FromAgent::Fault(message) => self.on_fault(message),
             FromAgent::Recovered => {
@@ -989,4 +1031,122 @@ fn member_host(member: &str) -> String {
         .rsplit_once(':')
         .map_or(member, |(host, _)| host)
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CrawlConfig;
+    use crate::engine::model::ResourceState;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).expect("test URL parses")
+    }
+
+    /// A member of a shared crawl whose scope is `crawl_seeds`, under `--depth 3`, with what
+    /// it tells its agent.
+    fn member(crawl_seeds: &[&str]) -> (Coordinator, mpsc::UnboundedReceiver<ToAgent>) {
+        let cfg = CrawlConfig {
+            depth: Some(3),
+            shared: true,
+            ..CrawlConfig::default()
+        };
+        let mut c = Coordinator::new(cfg).expect("a coordinator");
+        let (to, inbox) = mpsc::unbounded_channel();
+        let (_outbox, from) = mpsc::unbounded_channel();
+        let agent = Agent {
+            to,
+            from,
+            task: tokio::spawn(async { Ok(()) }),
+            leaving: tokio_util::sync::CancellationToken::new(),
+            lease: Duration::from_secs(10),
+            kill: futures::future::AbortHandle::new_pair().0,
+        };
+        let seeds: Vec<String> = crawl_seeds.iter().map(|s| (*s).to_string()).collect();
+        c.join_cluster(Link::new(agent, "t", "test:1"), &seeds);
+        (c, inbox)
+    }
+
+    /// The URLs pushed to the crawl since the last look: (url, depth).
+    fn pushed(inbox: &mut mpsc::UnboundedReceiver<ToAgent>) -> Vec<(String, u32)> {
+        let mut out = Vec::new();
+        while let Ok(msg) = inbox.try_recv() {
+            if let ToAgent::Push { entries, .. } = msg {
+                out.extend(entries.into_iter().map(|e| (e.url, e.depth)));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Links to an origin no seed named yet are ignored here as out of scope; when a member
+    /// brings a seed of that origin, those the wider scope admits go to the crawl at the depth
+    /// they were found at (one now too deep takes that reason instead, others stay out), and
+    /// one this member then pulls is fetched here, its counters moved from ignored to queued.
+    #[tokio::test]
+    async fn urls_left_out_go_to_the_crawl_at_their_depth_once_a_member_brings_their_origin() {
+        let (mut c, mut inbox) = member(&["http://127.0.0.1:1/"]);
+        c.admit(url("http://127.0.0.1:2/x"), 2, None, 0);
+        c.admit(url("http://127.0.0.1:2/deep"), 4, None, 0);
+        c.admit(url("http://127.0.0.1:3/y"), 2, None, 0);
+        c.flush_cluster();
+        assert!(pushed(&mut inbox).is_empty(), "all out of scope");
+        assert_eq!(c.errors.ignored, 3);
+        let ignored = |c: &Coordinator| c.state_counts.get(ResourceState::FetchIgnored);
+        assert_eq!(ignored(&c), 3);
+
+        c.on_agent(FromAgent::Seeds(vec!["http://127.0.0.1:1/".into()]));
+        c.flush_cluster();
+        assert!(pushed(&mut inbox).is_empty(), "the scope gained nothing");
+
+        c.on_agent(FromAgent::Seeds(vec!["http://127.0.0.1:2/".into()]));
+        c.flush_cluster();
+        assert_eq!(
+            pushed(&mut inbox),
+            [("http://127.0.0.1:2/x".to_string(), 2)]
+        );
+        let row = |c: &mut Coordinator, u: &str| {
+            let id = c.by_url.get(super::super::fingerprint(u)).expect("a row");
+            c.resources.get(id)
+        };
+        let deep = row(&mut c, "http://127.0.0.1:2/deep");
+        assert_eq!(deep.ignored, Some(IgnoreReason::TooDeep));
+        assert_eq!(
+            row(&mut c, "http://127.0.0.1:3/y").ignored,
+            Some(IgnoreReason::OutOfScope)
+        );
+        // Until pulled here (another member may pull it), it stays as it was.
+        assert_eq!(
+            row(&mut c, "http://127.0.0.1:2/x").state,
+            ResourceState::FetchIgnored
+        );
+        assert_eq!((c.errors.ignored, ignored(&c)), (3, 3));
+
+        c.on_agent(FromAgent::Pulled {
+            site: "http://127.0.0.1:2".into(),
+            entries: vec![Entry {
+                url: "http://127.0.0.1:2/x".into(),
+                depth: 2,
+                hops: 0,
+                referrer: None,
+            }],
+            over_site: Vec::new(),
+            over_crawl: Vec::new(),
+            lowered: Vec::new(),
+        });
+        let x = row(&mut c, "http://127.0.0.1:2/x");
+        assert_eq!(
+            (x.state, x.ignored, x.depth),
+            (ResourceState::Discovered, None, 2)
+        );
+        assert_eq!((c.errors.ignored, ignored(&c)), (2, 2));
+        assert_eq!(c.state_counts.get(ResourceState::Discovered), 1);
+        assert!(
+            c.pulled_here(
+                c.by_url
+                    .get(super::super::fingerprint("http://127.0.0.1:2/x"))
+                    .expect("row")
+            )
+        );
+    }
 }
