@@ -1272,6 +1272,40 @@ async fn a_master_dies_mid_crawl(replicas: usize, id: &str) {
     drop(cluster);
 }
 
+/// What a plain Redis is started with to keep its data: every write on disk before it is
+/// answered, so a server started again on its folder has every write it acknowledged.
+const DURABLE: [&str; 6] = [
+    "--save",
+    "",
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "always",
+];
+
+/// A plain `redis-server` (no cluster) with `args` on a free loopback port, its data in
+/// `dir/redis`: the server, that folder and the port (to start it again there), and the
+/// members' `--cluster` nodes.
+async fn plain_redis(
+    dir: &Path,
+    args: &[&str],
+) -> (crate::util::KillOnDrop, PathBuf, u16, Vec<String>) {
+    let redis_dir = dir.join("redis");
+    std::fs::create_dir(&redis_dir).expect("redis folder");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let server = crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, args).await);
+    (
+        server,
+        redis_dir,
+        port,
+        vec![format!("redis://127.0.0.1:{port}")],
+    )
+}
+
 /// Waits until both members say Redis does not answer (their control API's `cluster.fault`),
 /// failing if either ends meanwhile: a fault costs a pause, not a process.
 async fn notice_the_fault(
@@ -1343,24 +1377,7 @@ async fn a_plain_redis_killed_and_restarted_mid_crawl_costs_a_pause_and_loses_no
         return;
     }
     let tmp = tempfile::tempdir().expect("temp dir");
-    let redis_dir = tmp.path().join("redis");
-    std::fs::create_dir(&redis_dir).expect("redis folder");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let durable = [
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-    ];
-    let mut server =
-        crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &durable).await);
-    let nodes = vec![format!("redis://127.0.0.1:{port}")];
+    let (mut server, redis_dir, port, nodes) = plain_redis(tmp.path(), &DURABLE).await;
     let web = TestWeb::start(GenOptions::new(4, 300).seed(18).crawl_delay_s(0.02))
         .await
         .expect("web");
@@ -1375,7 +1392,7 @@ async fn a_plain_redis_killed_and_restarted_mid_crawl_costs_a_pause_and_loses_no
     server.0.kill().expect("redis-server killed");
     let _ = server.0.wait();
     notice_the_fault(&mut a, &mut b, addr_a, addr_b).await;
-    let server = crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &durable).await);
+    let server = crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &DURABLE).await);
     ends_well(a, "member a").await;
     ends_well(b, "member b").await;
     lost_nothing_to_the_fault(&web, &stats_a, &stats_b);
@@ -1394,15 +1411,7 @@ async fn a_member_stalled_past_its_leases_takes_its_sites_back_and_finishes_them
         return;
     }
     let tmp = tempfile::tempdir().expect("temp dir");
-    let redis_dir = tmp.path().join("redis");
-    std::fs::create_dir(&redis_dir).expect("redis folder");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let server = crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &[]).await);
-    let nodes = vec![format!("redis://127.0.0.1:{port}")];
+    let (server, _, _, nodes) = plain_redis(tmp.path(), &[]).await;
     let web = TestWeb::start(GenOptions::new(4, 40).seed(31).crawl_delay_s(0.05))
         .await
         .expect("web");
@@ -1475,24 +1484,7 @@ async fn a_member_stopped_while_redis_is_away_exits_at_once_and_loses_nothing() 
         return;
     }
     let tmp = tempfile::tempdir().expect("temp dir");
-    let redis_dir = tmp.path().join("redis");
-    std::fs::create_dir(&redis_dir).expect("redis folder");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let durable = [
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-    ];
-    let mut server =
-        crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &durable).await);
-    let nodes = vec![format!("redis://127.0.0.1:{port}")];
+    let (mut server, redis_dir, port, nodes) = plain_redis(tmp.path(), &DURABLE).await;
     // Slow answers: the crawl is well under way, not over, when Redis goes.
     let web = TestWeb::start_with_latency(
         GenOptions::new(4, 60).seed(23).crawl_delay_s(0.02),
@@ -1579,7 +1571,7 @@ async fn a_member_stopped_while_redis_is_away_exits_at_once_and_loses_nothing() 
 
     // Redis back with what it had: another member takes a's sites as their leases run out,
     // with what a pulled and did not finish, and ends the crawl.
-    let server = crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &durable).await);
+    let server = crate::util::KillOnDrop(crate::util::redis_on(&redis_dir, port, &DURABLE).await);
     let b_args = args(&dir_b);
     let b_args: Vec<&str> = b_args.iter().map(String::as_str).collect();
     let b = member(&nodes, "away", &tmp.path().join("b.json"), &b_args);
@@ -2071,63 +2063,6 @@ async fn a_member_stalled_past_its_lease_does_not_fetch_from_the_sites_another_t
     drop(cluster);
 }
 
-/// The pages of `sites` within `max_depth` links of their `/`s (redirects keep the depth),
-/// following links among those sites only (the default `--scope` of those seeds), and leaving
-/// out the links `cut` names (from, to): what a crawl of those seeds with `--depth` fetches,
-/// as (site, path).
-fn reach(
-    web: &TestWeb,
-    sites: &[&str],
-    max_depth: u32,
-    cut: impl Fn((&str, &str), (&str, &str)) -> bool,
-) -> BTreeSet<(String, String)> {
-    use std::collections::{HashMap, HashSet, VecDeque};
-    let manifest = web.manifest();
-    let mut links: HashMap<(&str, &str), &Vec<(String, String)>> = HashMap::new();
-    let mut redirects: HashMap<(&str, &str), (&str, &str)> = HashMap::new();
-    let mut pages = HashSet::new();
-    for s in manifest
-        .sites
-        .iter()
-        .filter(|s| sites.contains(&s.name.as_str()))
-    {
-        for p in &s.pages {
-            links.insert((s.name.as_str(), p.path.as_str()), &p.links);
-            pages.insert((s.name.as_str(), p.path.as_str()));
-        }
-        for r in &s.redirects {
-            redirects.insert(
-                (s.name.as_str(), r.from.as_str()),
-                (s.name.as_str(), r.to.as_str()),
-            );
-        }
-    }
-    let mut depth: HashMap<(&str, &str), u32> = sites.iter().map(|s| ((*s, "/"), 0)).collect();
-    let mut queue: VecDeque<((&str, &str), u32)> = sites.iter().map(|s| ((*s, "/"), 0)).collect();
-    while let Some((at, d)) = queue.pop_front() {
-        if let Some(&to) = redirects.get(&at) {
-            if depth.get(&to).is_none_or(|&old| d < old) {
-                depth.insert(to, d);
-                queue.push_front((to, d));
-            }
-            continue;
-        }
-        for (site, path) in links.get(&at).into_iter().flat_map(|v| v.iter()) {
-            let to = (site.as_str(), path.as_str());
-            let within = sites.contains(&to.0);
-            if within && !cut(at, to) && depth.get(&to).is_none_or(|&old| d + 1 < old) {
-                depth.insert(to, d + 1);
-                queue.push_back((to, d + 1));
-            }
-        }
-    }
-    depth
-        .into_iter()
-        .filter(|(at, d)| *d <= max_depth && pages.contains(at))
-        .map(|((s, p), _)| (s.to_string(), p.to_string()))
-        .collect()
-}
-
 /// Members that join one after another, each with its own seed, under `--depth`: a link to a
 /// later member's site, found before that member joined, is judged again when its seeds
 /// widen the crawl's scope, and the members fetch between them exactly what one process
@@ -2154,10 +2089,14 @@ async fn a_link_to_a_later_members_site_found_before_it_joined_is_crawled_within
         .filter(|p| p.depth == 1 && p.links.iter().any(|(s, _)| s == "site01"))
         .flat_map(|p| (1..=4).map(move |d| (p.path.as_str(), d)))
         .find_map(|(page, d)| {
-            let want = reach(&web, &sites, d, |_, _| false);
-            let cut = reach(&web, &sites, d, |from, to| {
-                from == ("site00", page) && to.0 == "site01"
-            });
+            let want = crate::util::reach(&web, &sites, |s| sites.contains(&s), d, |_, _| false);
+            let cut = crate::util::reach(
+                &web,
+                &sites,
+                |s| sites.contains(&s),
+                d,
+                |from, to| from == ("site00", page) && to.0 == "site01",
+            );
             let lost: Vec<_> = want.difference(&cut).cloned().collect();
             (!lost.is_empty()).then_some((page.to_string(), d, want, lost))
         })

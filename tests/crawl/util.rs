@@ -504,6 +504,19 @@ pub fn expected_across(
     site: &str,
     max_depth: u32,
 ) -> std::collections::BTreeSet<(String, String)> {
+    reach(web, &[site], |_| true, max_depth, |_, _| false)
+}
+
+/// The pages within `max_depth` links (redirects keep the depth) of the `/`s of `seeds`,
+/// following links to the sites `within` admits only, and leaving out the links `cut` names
+/// (from, to): what a crawl of those seeds with `--depth` fetches, as (site, path).
+pub fn reach(
+    web: &crawltop::testweb::TestWeb,
+    seeds: &[&str],
+    within: impl Fn(&str) -> bool,
+    max_depth: u32,
+    cut: impl Fn((&str, &str), (&str, &str)) -> bool,
+) -> std::collections::BTreeSet<(String, String)> {
     use std::collections::{HashMap, VecDeque};
     let manifest = web.manifest();
     let mut links: HashMap<(&str, &str), &Vec<(String, String)>> = HashMap::new();
@@ -521,8 +534,8 @@ pub fn expected_across(
             );
         }
     }
-    let mut depth: HashMap<(&str, &str), u32> = HashMap::from([((site, "/"), 0)]);
-    let mut queue = VecDeque::from([((site, "/"), 0u32)]);
+    let mut depth: HashMap<(&str, &str), u32> = seeds.iter().map(|s| ((*s, "/"), 0)).collect();
+    let mut queue: VecDeque<((&str, &str), u32)> = seeds.iter().map(|s| ((*s, "/"), 0)).collect();
     while let Some((at, d)) = queue.pop_front() {
         if let Some(&to) = redirects.get(&at) {
             if depth.get(&to).is_none_or(|&old| d < old) {
@@ -533,7 +546,7 @@ pub fn expected_across(
         }
         for (target_site, target) in links.get(&at).into_iter().flat_map(|v| v.iter()) {
             let to = (target_site.as_str(), target.as_str());
-            if depth.get(&to).is_none_or(|&old| d + 1 < old) {
+            if within(to.0) && !cut(at, to) && depth.get(&to).is_none_or(|&old| d + 1 < old) {
                 depth.insert(to, d + 1);
                 queue.push_back((to, d + 1));
             }
