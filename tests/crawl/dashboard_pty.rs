@@ -302,6 +302,13 @@ async fn ctrl_c_twice_ends_at_once_and_restores_the_terminal() {
 
 #[tokio::test]
 async fn sigterm_stops_the_dashboard_and_restores_the_terminal() {
+    let stats = stopped_by(nix::sys::signal::Signal::SIGTERM).await;
+    assert_eq!(stats["commands"][0]["source"], "signal");
+}
+
+/// A dashboard crawl of a 300-page site, sent `signal` once it runs: it exits 0 with the
+/// terminal restored. Returns its stats file.
+async fn stopped_by(signal: nix::sys::signal::Signal) -> serde_json::Value {
     let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
     let tmp = tempfile::tempdir().expect("tempdir");
     let stats = tmp.path().join("stats.json");
@@ -318,18 +325,11 @@ async fn sigterm_stops_the_dashboard_and_restores_the_terminal() {
         tmp.path(),
     );
     screen.wait_for("running").await;
-    let pid = child.process_id().expect("pid");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid")),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("signal");
+    send_signal(&child, signal);
     let status = wait_exit(child).await;
     assert!(status.success(), "{status:?}");
     assert_restored(&screen).await;
-    let stats: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
-    assert_eq!(stats["commands"][0]["source"], "signal");
+    serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json")
 }
 
 #[tokio::test]
@@ -873,30 +873,15 @@ fn commands(stats: &std::path::Path) -> Vec<(String, String)> {
 async fn a_sigint_from_another_process_stops_the_dashboard_crawl_as_ctrl_c_does() {
     // Audit 31 F1: raw mode makes a typed Ctrl-C a key, and a SIGINT sent from outside
     // (`kill -INT`, `timeout -s INT`) was read by nobody: the crawl ran on to its end.
-    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let stats = tmp.path().join("stats.json");
-    let url = web.url("site00", "/");
-    let (child, screen, _keys) = spawn_in_pty(
-        &[
-            "crawl",
-            &url,
-            "--delay-ms",
-            "50",
-            "--stats-out",
-            stats.to_str().expect("utf8"),
-        ],
-        tmp.path(),
-    );
-    screen.wait_for("running").await;
-    send_signal(&child, nix::sys::signal::Signal::SIGINT);
-    let status = wait_exit(child).await;
-    assert!(status.success(), "{status:?}");
-    assert_restored(&screen).await;
-    assert_eq!(commands(&stats), [("stop".into(), "signal".into())]);
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
-    assert_eq!(json["totals"]["completed"], false, "stopped, not finished");
+    let stats = stopped_by(nix::sys::signal::Signal::SIGINT).await;
+    let commands: Vec<(&str, &str)> = (stats["commands"].as_array().expect("commands").iter())
+        .map(|c| {
+            let field = |k: &str| c[k].as_str().expect("a string");
+            (field("command"), field("source"))
+        })
+        .collect();
+    assert_eq!(commands, [("stop", "signal")]);
+    assert_eq!(stats["totals"]["completed"], false, "stopped, not finished");
 }
 
 #[tokio::test]
