@@ -1494,20 +1494,26 @@ mod tests {
         MetaRobots::from_headers(headers.iter().copied(), PRODUCT_TOKEN)
     }
 
+    const NOINDEX: MetaRobots = MetaRobots {
+        noindex: true,
+        nofollow: false,
+    };
+    const NOFOLLOW: MetaRobots = MetaRobots {
+        noindex: false,
+        nofollow: true,
+    };
+    const BOTH: MetaRobots = MetaRobots {
+        noindex: true,
+        nofollow: true,
+    };
+
     /// `X-Robots-Tag` directives named for a user agent count when it is the crawl's product
     /// token (any case), and not for `crawltop` under another token; unnamed ones always count.
     #[test]
     fn x_robots_tag_names_the_crawls_product_token() {
         let for_auditbot =
             |value: &str| MetaRobots::from_headers([("X-Robots-Tag", value)], "auditbot");
-        let noindex = MetaRobots {
-            noindex: true,
-            nofollow: false,
-        };
-        let nofollow = MetaRobots {
-            noindex: false,
-            nofollow: true,
-        };
+        let (noindex, nofollow) = (NOINDEX, NOFOLLOW);
         assert_eq!(for_auditbot("auditbot: nofollow"), nofollow);
         assert_eq!(for_auditbot("AuditBot: noindex"), noindex);
         assert_eq!(for_auditbot("noindex"), noindex);
@@ -1527,18 +1533,8 @@ mod tests {
     /// of directives, a user agent's name scoping the directives after it.
     #[test]
     fn x_robots_tag_headers_are_read_as_search_engines_read_them() {
-        let both = MetaRobots {
-            noindex: true,
-            nofollow: true,
-        };
-        let noindex = MetaRobots {
-            noindex: true,
-            nofollow: false,
-        };
-        let nofollow = MetaRobots {
-            noindex: false,
-            nofollow: true,
-        };
+        let both = BOTH;
+        let (noindex, nofollow) = (NOINDEX, NOFOLLOW);
         for (headers, want) in [
             (vec![("X-Robots-Tag", "noindex")], noindex),
             (vec![("x-robots-tag", " NoIndex , NOFOLLOW ")], both),
