@@ -1354,12 +1354,7 @@ fn lost_nothing_to_the_fault(web: &TestWeb, stats_a: &Path, stats_b: &Path) {
     polite(web, &records, Duration::from_millis(20));
     for path in [stats_a, stats_b] {
         let s = stats(path);
-        let log: Vec<&str> = s["log"]
-            .as_array()
-            .expect("log")
-            .iter()
-            .filter_map(|l| l["message"].as_str())
-            .collect();
+        let log = crate::util::log_messages(&s);
         assert!(log.iter().any(|l| l.contains("does not answer")), "{log:?}");
         assert!(log.iter().any(|l| l.contains("answers again")), "{log:?}");
         assert_eq!(s["totals"]["completed"], true);

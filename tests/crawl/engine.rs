@@ -1006,12 +1006,7 @@ async fn stop_cuts_in_flight_work_after_a_grace_period() {
     assert_eq!(stall["state"], "discovered");
     assert_eq!(stall["reason"], "cancelled when the crawl stopped");
     // The log says what the stop cut (audit 31: nothing did), and the site holds none in flight.
-    let log: Vec<&str> = crawled.stats["log"]
-        .as_array()
-        .expect("log")
-        .iter()
-        .filter_map(|l| l["message"].as_str())
-        .collect();
+    let log = crate::util::log_messages(&crawled.stats);
     let said = "stopping: 1 request still under way after 3 s cut (no crawl folder: they are not \
                 asked again)";
     assert!(log.contains(&said), "{log:?}");
@@ -1031,12 +1026,7 @@ async fn ending_at_once_says_what_it_cut_and_leaves_nothing_in_flight() {
     };
     let crawled = stopped(&web, "/stall.html", ready, true).await;
     assert_eq!(crawled.stats["ended"], "stopped");
-    let log: Vec<&str> = crawled.stats["log"]
-        .as_array()
-        .expect("log")
-        .iter()
-        .filter_map(|l| l["message"].as_str())
-        .collect();
+    let log = crate::util::log_messages(&crawled.stats);
     let said = "ended at once: 1 request under way cut (no crawl folder: they are not asked again)";
     assert!(log.contains(&said), "{log:?}");
     let sites = crawled.stats["sites"].as_array().expect("sites");

@@ -648,12 +648,7 @@ async fn an_index_error_pauses_the_crawl_with_its_message() {
         .expect("the error is in the stats");
     assert!(error.starts_with("index:"), "{error}");
     assert!(error.contains("failing on purpose"), "{error}");
-    let log: Vec<&str> = json["log"]
-        .as_array()
-        .expect("log")
-        .iter()
-        .map(|l| l["message"].as_str().expect("text"))
-        .collect();
+    let log = crate::util::log_messages(&json);
     assert!(
         log.iter().any(|m| m.contains("the crawl is paused")),
         "{log:?}"

@@ -642,12 +642,7 @@ async fn a_url_row_that_cannot_be_read_back_pauses_the_crawl_and_is_never_fetche
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
 
-    let log: Vec<&str> = stats["log"]
-        .as_array()
-        .expect("log")
-        .iter()
-        .filter_map(|l| l["message"].as_str())
-        .collect();
+    let log = crate::util::log_messages(&stats);
     assert!(
         log.iter().any(|m| m.contains("could not be read back")
             && m.contains("paused")

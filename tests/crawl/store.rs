@@ -134,12 +134,7 @@ async fn a_store_write_error_pauses_the_crawl_and_keeps_what_was_committed() {
         .expect("the error is in the stats");
     assert!(error.contains("failing on purpose"), "{error}");
     assert_eq!(json["commit"]["committed"], 5);
-    let log: Vec<&str> = json["log"]
-        .as_array()
-        .expect("log")
-        .iter()
-        .map(|l| l["message"].as_str().expect("text"))
-        .collect();
+    let log = crate::util::log_messages(&json);
     assert!(
         log.iter().any(|m| m.contains("the crawl is paused")),
         "{log:?}"

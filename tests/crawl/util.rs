@@ -100,6 +100,16 @@ pub async fn request_path(stream: &mut TcpStream) -> Option<String> {
     Some(head.split(' ').nth(1).unwrap_or_default().to_owned())
 }
 
+/// The messages of a stats file's `log` (the crawl's warnings and notes), in order.
+pub fn log_messages(stats: &serde_json::Value) -> Vec<&str> {
+    stats["log"]
+        .as_array()
+        .expect("the stats have a log")
+        .iter()
+        .map(|l| l["message"].as_str().expect("a message is text"))
+        .collect()
+}
+
 pub fn bin() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_BIN_EXE_crawltop"))
 }
