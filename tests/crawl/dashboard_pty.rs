@@ -306,14 +306,22 @@ async fn sigterm_stops_the_dashboard_and_restores_the_terminal() {
     assert_eq!(stats["commands"][0]["source"], "signal");
 }
 
-/// A dashboard crawl of a 300-page site, sent `signal` once it runs: it exits 0 with the
-/// terminal restored. Returns its stats file.
-async fn stopped_by(signal: nix::sys::signal::Signal) -> serde_json::Value {
-    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let stats = tmp.path().join("stats.json");
+/// `crawltop crawl` of `web`'s site00 with the dashboard in a pty, in `dir`, with `env`: the
+/// child, its screen, its keys (kept: a dropped writer types a newline and EOF) and where its
+/// stats go.
+fn crawl_in_pty(
+    web: &TestWeb,
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (
+    Child,
+    Screen,
+    Box<dyn std::io::Write + Send>,
+    std::path::PathBuf,
+) {
+    let stats = dir.join("stats.json");
     let url = web.url("site00", "/");
-    let (child, screen, _keys) = spawn_in_pty(
+    let (child, screen, keys) = spawn_in_pty_env(
         &[
             "crawl",
             &url,
@@ -322,8 +330,31 @@ async fn stopped_by(signal: nix::sys::signal::Signal) -> serde_json::Value {
             "--stats-out",
             stats.to_str().expect("utf8"),
         ],
-        tmp.path(),
+        dir,
+        env,
     );
+    (child, screen, keys, stats)
+}
+
+/// Whether a SIGINT sent to the child is still pending for the process (`ShdPnd` in
+/// /proc/PID/status; bit 1 is signal 2).
+fn sigint_pending(child: &Child) -> bool {
+    let pid = child.process_id().expect("pid");
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let mask = status.lines().find_map(|l| l.strip_prefix("ShdPnd:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << 1) != 0)
+}
+
+/// A dashboard crawl of a 300-page site, sent `signal` once it runs: it exits 0 with the
+/// terminal restored. Returns its stats file.
+async fn stopped_by(signal: nix::sys::signal::Signal) -> serde_json::Value {
+    let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (child, screen, _keys, stats) = crawl_in_pty(&web, tmp.path(), &[]);
     screen.wait_for("running").await;
     send_signal(&child, signal);
     let status = wait_exit(child).await;
@@ -890,21 +921,9 @@ async fn a_sigint_sent_before_the_dashboard_reads_its_signals_is_not_lost() {
     // a SIGINT sent meanwhile (here: while the dashboard holds before its input) still stops it.
     let web = TestWeb::start(GenOptions::new(1, 300)).await.expect("web");
     let tmp = tempfile::tempdir().expect("tempdir");
-    let stats = tmp.path().join("stats.json");
     let hold = tmp.path().join("hold");
-    let url = web.url("site00", "/");
-    let (child, screen, _keys) = spawn_in_pty_env(
-        &[
-            "crawl",
-            &url,
-            "--delay-ms",
-            "50",
-            "--stats-out",
-            stats.to_str().expect("utf8"),
-        ],
-        tmp.path(),
-        &[(crawltop::dashboard::HOLD_ENV, hold.to_str().expect("utf8"))],
-    );
+    let env = [(crawltop::dashboard::HOLD_ENV, hold.to_str().expect("utf8"))];
+    let (child, screen, _keys, stats) = crawl_in_pty(&web, tmp.path(), &env);
     tokio::time::timeout(PATIENCE, async {
         while !hold.exists() {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -913,8 +932,16 @@ async fn a_sigint_sent_before_the_dashboard_reads_its_signals_is_not_lost() {
     .await
     .expect("the dashboard holds before its input");
     send_signal(&child, nix::sys::signal::Signal::SIGINT);
-    // Delivered (and kept by its listener) before the dashboard goes on.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Delivered (and kept by its listener) before the dashboard goes on: the kernel no longer
+    // holds it pending for the process.
+    let delivered = async {
+        while sigint_pending(&child) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(PATIENCE, delivered)
+        .await
+        .expect("the SIGINT is delivered");
     std::fs::remove_file(&hold).expect("let the dashboard go on");
     let status = wait_exit(child).await;
     assert!(status.success(), "{status:?}");
