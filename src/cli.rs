@@ -1005,6 +1005,7 @@ async fn crawl_with_face(
     control: Option<std::net::SocketAddr>,
     token: Option<String>,
     cluster: Option<ClusterArgs>,
+    signals: Signals,
 ) -> anyhow::Result<Option<Summary>> {
     let options = |addr| crate::control::ControlOptions {
         addr,
@@ -1027,8 +1028,6 @@ async fn crawl_with_face(
         stats_path: stats_path.clone(),
         index_dir: index_dir.clone(),
     };
-    // Registered before anything starts: an early signal stops the crawl instead of killing it.
-    let signals = Signals::new()?;
     // A big crawl's checkpoint takes seconds to read (about 5 at 10 million URLs known): said
     // before, so the wait is not silent. A folder another crawl holds is refused first, alone.
     if let Some(dir) = (cfg.out.as_ref()).filter(|d| {
@@ -1285,7 +1284,10 @@ fn crawl(args: &CrawlArgs) -> anyhow::Result<ExitCode> {
     let token = args.control_token.clone().or_else(token_from_env);
     let cluster = args.cluster_args()?;
     runtime()?.block_on(async move {
-        let summary = crawl_with_face(cfg, headless, control, token, cluster).await?;
+        // Registered before anything starts: an early signal stops the crawl instead of
+        // killing it.
+        let signals = Signals::new()?;
+        let summary = crawl_with_face(cfg, headless, control, token, cluster, signals).await?;
         // A crawl that ended paused on a failure, or whose store failed as it ended, did not do
         // its work: exit 1, saying which. So does a member that left its sites to their leases,
         // Redis not answering as it left.
@@ -1381,8 +1383,8 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
                 return Ok(None);
             }
         };
-        // Kept to the end: the crawl listens too, and a signal between the two is not lost.
-        let _signals = signals;
+        // The same listeners go on to the crawl: a signal while the web is being served is
+        // kept for it, and stops it as it starts.
         let mut serve = ServeOptions::new(&dir);
         serve.keep_records = false;
         let server = Server::start(serve).await?;
@@ -1392,7 +1394,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .filter_map(|s| server.origin(&s.name).map(|o| format!("{o}/")))
             .collect();
-        let result = crawl_with_face(cfg, headless, None, None, None).await;
+        let result = crawl_with_face(cfg, headless, None, None, None, signals).await;
         server.shutdown();
         server.finished().await;
         result

@@ -525,9 +525,10 @@ fn render_sites(app: &App, area: Rect, buf: &mut Buffer) {
     let last_top = app.site_order().len().saturating_sub(rows);
     let top = keep_visible(app.sites_top().min(last_top), app.cursor(), rows);
     let visible = app.site_order().iter().skip(top).take(rows);
+    let paused = app.snapshot().state == RunState::Paused;
     let table_rows = visible
         .filter_map(|&i| app.site(i))
-        .map(|site| site_row(&site, usize::from(origin_width)));
+        .map(|site| site_row(&site, usize::from(origin_width), paused));
 
     let mut widths = vec![Constraint::Length(origin_width)];
     widths.extend(SITE_COLUMNS.iter().map(|&(_, w)| Constraint::Length(w)));
@@ -558,7 +559,7 @@ fn right(text: &str, width: u16) -> String {
     format!("{text:>w$}", w = usize::from(width))
 }
 
-fn site_row(site: &SiteRow, origin_width: usize) -> Row<'static> {
+fn site_row(site: &SiteRow, origin_width: usize, paused: bool) -> Row<'static> {
     let source_style = match site.delay_source {
         DelaySource::Configured => DIM,
         DelaySource::CrawlDelay | DelaySource::CappedCrawlDelay | DelaySource::Adaptive => {
@@ -571,7 +572,7 @@ fn site_row(site: &SiteRow, origin_width: usize) -> Row<'static> {
     } else {
         Style::new()
     };
-    let next_style = if site.next_allowed_in_ms == 0 {
+    let next_style = if site.next_allowed_in_ms == 0 && !paused {
         Style::new().fg(BUSY)
     } else {
         Style::new()
@@ -592,7 +593,7 @@ fn site_row(site: &SiteRow, origin_width: usize) -> Row<'static> {
         Cell::from(number(site.fetched, 7)),
         Cell::from(Span::styled(number(site.errors, 5), errors_style)),
         Cell::from(Span::styled(
-            format!("{:>6}", widgets::countdown(site.next_allowed_in_ms)),
+            format!("{:>6}", widgets::countdown(site.next_allowed_in_ms, paused)),
             next_style,
         )),
     ])
@@ -618,6 +619,7 @@ fn render_heap(app: &App, area: Rect, buf: &mut Buffer) {
     HeapList {
         rows: &snap.heap,
         offset: app.heap_top().min(last_top),
+        paused: snap.state == RunState::Paused,
     }
     .render(inner, buf);
 }
@@ -1001,7 +1003,10 @@ fn render_detail(snap: &Snapshot, site: Option<&SiteRow>, area: Rect, buf: &mut 
         ]),
         Line::from(vec![
             label("next contact"),
-            Span::raw(widgets::countdown(site.next_allowed_in_ms)),
+            Span::raw(widgets::countdown(
+                site.next_allowed_in_ms,
+                snap.state == RunState::Paused,
+            )),
         ]),
     ]);
     if let Some((rank, entry)) = snap

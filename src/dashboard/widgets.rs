@@ -154,9 +154,13 @@ pub fn millis(ms: u64) -> String {
     }
 }
 
-/// Time until a site may be contacted again; zero means it may be contacted now.
-pub fn countdown(ms: u64) -> String {
-    if ms == 0 {
+/// Time until a site may be contacted again; zero means it may be contacted now, or, while
+/// the crawl is paused, as soon as it resumes (audit 31: `now` read as a promise). A wait still
+/// to run shows either way: a resume does not cut it.
+pub fn countdown(ms: u64, paused: bool) -> String {
+    if ms == 0 && paused {
+        "paused".to_owned()
+    } else if ms == 0 {
         "now".to_owned()
     } else {
         millis(ms)
@@ -425,6 +429,8 @@ impl Widget for WorkerStrip<'_> {
 pub struct HeapList<'a> {
     pub rows: &'a [HeapRow],
     pub offset: usize,
+    /// The crawl is paused: no row is contacted until it resumes.
+    pub paused: bool,
 }
 
 const HEAP_READY: usize = 6;
@@ -453,14 +459,14 @@ impl Widget for HeapList<'_> {
             .skip(self.offset)
             .take(usize::from(area.height));
         for (y, row) in (area.y..).zip(visible) {
-            let ready_style = if row.ready_in_ms == 0 {
+            let ready_style = if row.ready_in_ms == 0 && !self.paused {
                 Style::new().fg(BUSY)
             } else {
                 Style::new()
             };
             let line = Line::from(vec![
                 Span::styled(
-                    format!("{:>HEAP_READY$}", countdown(row.ready_in_ms)),
+                    format!("{:>HEAP_READY$}", countdown(row.ready_in_ms, self.paused)),
                     ready_style,
                 ),
                 Span::raw(" "),
@@ -909,6 +915,7 @@ mod tests {
         HeapList {
             rows: &rows,
             offset: 0,
+            paused: false,
         }
         .render(buf.area, &mut buf);
 
@@ -939,6 +946,7 @@ mod tests {
         HeapList {
             rows: &rows,
             offset: 1,
+            paused: false,
         }
         .render(buf.area, &mut buf);
         assert_eq!(buf, Buffer::with_lines(["  7 ms b       2", ""]));
@@ -999,7 +1007,10 @@ mod tests {
         assert_eq!(millis(29_400), "29 s");
         assert_eq!(millis(120_000), "2 min");
         assert_eq!(millis(7_200_000), "2 h");
-        assert_eq!(countdown(0), "now");
+        assert_eq!(countdown(0, false), "now");
+        assert_eq!(countdown(640, false), "640 ms");
+        assert_eq!(countdown(0, true), "paused");
+        assert_eq!(countdown(640, true), "640 ms");
     }
 
     #[test]
