@@ -1319,15 +1319,17 @@ impl<F: Schedule> Coordinator<F> {
         let fetcher = self.fetcher.clone();
         let cell = self.slots.cells[slot].clone();
         let hang = self.hang_after_fetch.as_deref() == Some(url.as_str());
-        let pool = self.parse_pool.clone();
-        let agent = Arc::clone(&self.agent);
-        let extractor = self.extractor.clone();
-        let hook = self.parse_hook.for_url(&url);
-        // Only the index reads a page's text, and only a crawl folder has one.
-        let text = if self.committer.is_some() && self.cfg.index {
-            Text::Extract
-        } else {
-            Text::Skip
+        let parse = ParseWork {
+            pool: self.parse_pool.clone(),
+            // Only the index reads a page's text, and only a crawl folder has one.
+            text: if self.committer.is_some() && self.cfg.index {
+                Text::Extract
+            } else {
+                Text::Skip
+            },
+            agent: Arc::clone(&self.agent),
+            extractor: self.extractor.clone(),
+            hook: self.parse_hook.for_url(&url),
         };
         let handle = self.tasks.spawn(async move {
             let outcome = fetcher.get(&url, &cell).await;
@@ -1338,7 +1340,7 @@ impl<F: Schedule> Coordinator<F> {
                 FetchOutcome::Response(f)
                     if (200..300).contains(&f.status) && verdict(f) == Verdict::Html =>
                 {
-                    match parse_in_pool(&pool, f, &cell, text, agent, extractor, hook).await {
+                    match parse.run(f, &cell).await {
                         Ok((page, extracted)) => (Some(Ok(page)), extracted),
                         Err(e) => (Some(Err(e)), None),
                     }
@@ -2335,43 +2337,59 @@ fn phase_name(p: Phase) -> &'static str {
     }
 }
 
-/// Parses a fetched page on the parse pool (its text only if `text` asks for it; the robots
-/// `<meta>` and `X-Robots-Tag` directives for `robots` and `agent`, the crawl's product token),
-/// and runs `--extract` on it in the same job. The worker waits (blocked by parse) until a pool
-/// thread takes the job, then is busy parsing; the body is shared (`Bytes`), never copied.
-async fn parse_in_pool(
-    pool: &ParsePool,
-    f: &Fetched,
-    cell: &PhaseCell,
+/// What the parse of one fetched page needs, taken on the fetch's task to the parse pool.
+struct ParseWork<H> {
+    pool: Arc<ParsePool>,
     text: Text,
+    /// The product token meta robots and `X-Robots-Tag` are read for.
     agent: Arc<str>,
     extractor: Option<Arc<Extractor>>,
-    hook: impl FnOnce() + Send + 'static,
-) -> Result<(ParsedPage, Option<Extraction>), String> {
-    cell.set(Phase::WaitingParse);
-    let body = f.body.clone();
-    let ctype = f.content_type.clone();
-    let base = f.final_url.clone();
-    let header_robots =
-        MetaRobots::from_headers(f.headers.iter().map(|(k, v)| (&**k, &**v)), &agent);
-    let running = cell.clone();
-    let job = move || {
-        running.set(Phase::Parsing);
-        hook();
-        let options = crate::parse::Options {
+    /// What a test asks of the parse first ([`ParseHook::for_url`]).
+    hook: H,
+}
+
+impl<H: FnOnce() + Send + 'static> ParseWork<H> {
+    /// Parses a fetched page on the parse pool (its text only if `text` asks for it; the robots
+    /// `<meta>` and `X-Robots-Tag` directives for `agent`, the crawl's product token), and runs
+    /// `--extract` on it in the same job. The worker waits (blocked by parse, in
+    /// [`Phase::WaitingParse`]) until a pool thread takes the job.
+    async fn run(
+        self,
+        f: &Fetched,
+        cell: &PhaseCell,
+    ) -> Result<(ParsedPage, Option<Extraction>), String> {
+        let ParseWork {
+            pool,
             text,
-            agent: &agent,
+            agent,
+            extractor,
+            hook,
+        } = self;
+        cell.set(Phase::WaitingParse);
+        let body = f.body.clone();
+        let ctype = f.content_type.clone();
+        let base = f.final_url.clone();
+        let header_robots =
+            MetaRobots::from_headers(f.headers.iter().map(|(k, v)| (&**k, &**v)), &agent);
+        let running = cell.clone();
+        let job = move || {
+            running.set(Phase::Parsing);
+            hook();
+            let options = crate::parse::Options {
+                text,
+                agent: &agent,
+            };
+            let mut page = crate::parse::parse_html_with(&body, ctype.as_deref(), &base, options);
+            page.obey(header_robots);
+            let extracted = extractor.map(|x| x.run(&body, ctype.as_deref()));
+            (page, extracted)
         };
-        let mut page = crate::parse::parse_html_with(&body, ctype.as_deref(), &base, options);
-        page.obey(header_robots);
-        let extracted = extractor.map(|x| x.run(&body, ctype.as_deref()));
-        (page, extracted)
-    };
-    pool.submit(job)
-        .await
-        .result()
-        .await
-        .map_err(|e| e.to_string())
+        pool.submit(job)
+            .await
+            .result()
+            .await
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// A robots.txt that failed, as the checkpoint keeps it: how many tries, and the last answer.
