@@ -37,6 +37,11 @@ use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 /// Runs of this many bytes or more are no word (tantivy's `RemoveLongFilter::limit(40)`).
 pub(super) const MAX_WORD_BYTES: usize = 40;
 
+/// At most how many times its bytes a run's token by [`Words::Folded`] takes (a unit test
+/// checks every code point): a run shorter than `MAX_WORD_BYTES / FOLD_GROWTH` is a word
+/// without folding it to measure.
+const FOLD_GROWTH: usize = 3;
+
 /// The Unicode block of spaces, dashes, quotes and other punctuation: no character in it is a
 /// letter or a digit (a unit test checks every one), so no table lookup is needed for it.
 pub(super) const GENERAL_PUNCTUATION: std::ops::RangeInclusive<char> = '\u{2000}'..='\u{206f}';
@@ -413,8 +418,9 @@ pub(super) fn marks_word_count(text: &str) -> u64 {
 }
 
 /// How many words `text` holds by [`Words::Folded`], in one scan that makes no token: the loop
-/// of [`marks_word_count`] with ignorables, where only a run holding a character past ASCII is
-/// folded, to measure its token.
+/// of [`marks_word_count`] with ignorables, where only a run holding a character past ASCII,
+/// and too long to be a word whatever folding makes of it ([`FOLD_GROWTH`]), is folded, to
+/// measure its token.
 pub(super) fn folded_word_count(text: &str) -> u64 {
     let bytes = text.as_bytes();
     let mut words = 0u64;
@@ -422,6 +428,9 @@ pub(super) fn folded_word_count(text: &str) -> u64 {
     let mut is_word = |run: &str, plain: bool, ignorables: bool| {
         if plain {
             run.len() < MAX_WORD_BYTES
+        } else if run.len() * FOLD_GROWTH < MAX_WORD_BYTES {
+            // Its token cannot reach the limit, whatever folding makes of it.
+            true
         } else if !ignorables && folds_to_itself(run) {
             // Measured as by `Words::Marks`, short runs without normalizing them.
             nfc_run_is_word(run)
@@ -1082,6 +1091,53 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The bound [`folded_word_count`]'s shortcut stands on, checked on every code point: a
+    /// character's token grows at most [`FOLD_GROWTH`] times its bytes. A run's token
+    /// ([`fold_run`]) is the NFC of the full case folding (per code point) of the run or of the
+    /// run's NFD; NFC is never longer than NFD (each character of an NFC stands for its own NFD
+    /// in the NFD, which is never shorter: checked here too), and `i` + U+0307 made `i` and ignorables left out
+    /// only shorten it. So the token is at most the sum over the run's characters of the larger
+    /// of NFD(fold(c)) and NFD(fold(NFD(c))), each bounded here.
+    #[test]
+    fn a_token_is_at_most_fold_growth_times_its_run() {
+        let nfd = icu_normalizer::DecomposingNormalizerBorrowed::new_nfd();
+        let nfc = icu_normalizer::ComposingNormalizerBorrowed::new_nfc();
+        let fold = |s: &str| icu_casemap::CaseMapper::new().fold_string(s).into_owned();
+        let mut worst = (0.0f64, 'a');
+        let mut buf = [0u8; 4];
+        for c in (0..=0x10_ffff).filter_map(char::from_u32) {
+            let one = c.encode_utf8(&mut buf);
+            let direct = nfd.normalize(&fold(one)).len();
+            let decomposed: usize = (nfd.normalize(one).chars())
+                .map(|d| nfd.normalize(&fold(d.encode_utf8(&mut [0u8; 4]))).len())
+                .sum();
+            // Every character NFC leaves or makes (U+037E, which NFC makes `;`, is none).
+            if *nfc.normalize(one) == *one {
+                assert!(
+                    nfd.normalize(one).len() >= one.len(),
+                    "U+{:04X}",
+                    u32::from(c)
+                );
+            }
+            let grown = direct.max(decomposed);
+            let ratio = grown as f64 / c.len_utf8() as f64;
+            if ratio > worst.0 {
+                worst = (ratio, c);
+            }
+            assert!(
+                grown <= FOLD_GROWTH * c.len_utf8(),
+                "U+{:04X} grows to {grown} bytes from {}",
+                u32::from(c),
+                c.len_utf8()
+            );
+        }
+        println!(
+            "worst growth {:.2} at U+{:04X}",
+            worst.0,
+            u32::from(worst.1)
+        );
     }
 
     /// `i` + U+0307 made `i`.
