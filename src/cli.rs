@@ -354,7 +354,8 @@ pub struct CrawlArgs {
     #[arg(long, value_name = "ADDR")]
     pub command_port: Option<std::net::SocketAddr>,
     /// Join a shared crawl on Redis (Cluster, or one plain server): seed nodes, e.g.
-    /// redis://127.0.0.1:7000,redis://127.0.0.1:7001. Needs --crawl-id.
+    /// redis://127.0.0.1:7000,redis://127.0.0.1:7001. Needs --crawl-id. A password: better
+    /// `redis_password` in --config or `CRAWLTOP_REDIS_PASSWORD` than in a URL (ps shows it).
     #[arg(long, value_name = "URLS", value_delimiter = ',')]
     pub cluster: Vec<String>,
     /// The shared crawl's name (letters, digits, '-', '_', '.'); the first member creates it.
@@ -492,7 +493,8 @@ pub struct CtlArgs {
     /// | pause | resume | stop | delay MS | workers N for the whole shared crawl.
     #[arg(num_args = 1.., required = true, value_name = "ADDR COMMAND")]
     pub words: Vec<String>,
-    /// Talk to a shared crawl on Redis instead of one member (seed node URLs, comma-separated).
+    /// Talk to a shared crawl on Redis instead of one member (seed node URLs, comma-separated;
+    /// a password from `CRAWLTOP_REDIS_PASSWORD` goes to URLs without one).
     #[arg(long, value_name = "URLS", value_delimiter = ',')]
     pub cluster: Vec<String>,
     /// The shared crawl's name (with --cluster).
