@@ -1300,7 +1300,10 @@ fn ctl_cluster(args: &CtlArgs) -> anyhow::Result<ExitCode> {
                     _ => "a member joining later applies it",
                 };
                 let note = format!("no member is running; {later}");
-                crate::say!("crawltop: {} {c}: {note}", crawl.as_str());
+                crate::say!(
+                    "crawltop: {c} stored in the shared crawl {}'s command log, but {note}",
+                    crawl.as_str()
+                );
                 answer["note"] = note.into();
             }
             println!("{answer}");
