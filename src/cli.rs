@@ -354,7 +354,8 @@ pub struct CrawlArgs {
     #[arg(long, value_name = "ADDR")]
     pub command_port: Option<std::net::SocketAddr>,
     /// Join a shared crawl on Redis (Cluster, or one plain server): seed nodes, e.g.
-    /// redis://127.0.0.1:7000,redis://127.0.0.1:7001. Needs --crawl-id.
+    /// redis://127.0.0.1:7000,redis://127.0.0.1:7001. Needs --crawl-id. A password: better
+    /// `redis_password` in --config or `CRAWLTOP_REDIS_PASSWORD` than in a URL (ps shows it).
     #[arg(long, value_name = "URLS", value_delimiter = ',')]
     pub cluster: Vec<String>,
     /// The shared crawl's name (letters, digits, '-', '_', '.'); the first member creates it.
@@ -364,6 +365,10 @@ pub struct CrawlArgs {
     /// how long a killed member's sites wait before another member takes them.
     #[arg(long, value_name = "MS")]
     pub lease_ms: Option<u64>,
+    /// The Redis password from `--config` (`redis_password`): deliberately no flag, since a
+    /// command line is readable by every user of the machine (ps).
+    #[arg(skip)]
+    pub redis_password: Option<String>,
 }
 
 /// `--cluster`, `--crawl-id`, `--lease-ms`, checked.
@@ -372,6 +377,41 @@ pub struct ClusterArgs {
     pub nodes: Vec<String>,
     pub crawl_id: crate::cluster::shared::CrawlId,
     pub lease: std::time::Duration,
+    /// For URLs that carry none: `redis_password` in `--config`, else [`REDIS_PASSWORD_ENV`].
+    pub password: Option<Secret>,
+}
+
+/// A password: shown as `***` by `Debug`, so no debug print of the arguments gives it away.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// Where the Redis password of a shared crawl may come from besides `--config`'s
+/// `redis_password` (which wins) and the URLs themselves (`redis://:PASSWORD@HOST`, which win
+/// over both but show in ps). Named for crawltop rather than read from redis-cli's
+/// `REDISCLI_AUTH`: a password exported for redis-cli's server must not be sent, unasked, to
+/// every Redis a crawl is pointed at.
+pub const REDIS_PASSWORD_ENV: &str = "CRAWLTOP_REDIS_PASSWORD";
+
+/// The Redis password in [`REDIS_PASSWORD_ENV`], if set and not empty.
+fn redis_password_from_env() -> Option<Secret> {
+    std::env::var(REDIS_PASSWORD_ENV)
+        .ok()
+        .filter(|p| !p.is_empty())
+        .map(Secret)
+}
+
+/// `nodes` with `password` put in each URL that has none.
+fn nodes_with(nodes: &[String], password: Option<&Secret>) -> anyhow::Result<Vec<String>> {
+    Ok(match password {
+        Some(p) => crate::cluster::shared::with_password(nodes, &p.0)?,
+        None => nodes.to_vec(),
+    })
 }
 
 /// The shortest and longest lease a member may ask for.
@@ -396,7 +436,10 @@ impl CrawlArgs {
             (true, Some(_)) => anyhow::bail!("--crawl-id needs --cluster URL[,URL...]"),
             (false, None) => anyhow::bail!("--cluster needs --crawl-id NAME"),
             (false, Some(id)) => {
-                let lease_ms = self.lease_ms.unwrap_or(10_000);
+                let lease_ms = self.lease_ms.unwrap_or(
+                    u64::try_from(crate::cluster::shared::DEFAULT_LEASE.as_millis())
+                        .unwrap_or(10_000),
+                );
                 if !(LEASE_MS.0..=LEASE_MS.1).contains(&lease_ms) {
                     anyhow::bail!(
                         "--lease-ms is {lease_ms}; it must be from {} to {}",
@@ -408,6 +451,12 @@ impl CrawlArgs {
                     nodes,
                     crawl_id: crate::cluster::shared::CrawlId::new(id)?,
                     lease: std::time::Duration::from_millis(lease_ms),
+                    password: self
+                        .redis_password
+                        .clone()
+                        .filter(|p| !p.is_empty())
+                        .map(Secret)
+                        .or_else(redis_password_from_env),
                 }))
             }
         }
@@ -444,7 +493,8 @@ pub struct CtlArgs {
     /// | pause | resume | stop | delay MS | workers N for the whole shared crawl.
     #[arg(num_args = 1.., required = true, value_name = "ADDR COMMAND")]
     pub words: Vec<String>,
-    /// Talk to a shared crawl on Redis instead of one member (seed node URLs, comma-separated).
+    /// Talk to a shared crawl on Redis instead of one member (seed node URLs, comma-separated;
+    /// a password from `CRAWLTOP_REDIS_PASSWORD` goes to URLs without one).
     #[arg(long, value_name = "URLS", value_delimiter = ',')]
     pub cluster: Vec<String>,
     /// The shared crawl's name (with --cluster).
@@ -753,10 +803,11 @@ struct RunKeys {
     cluster: Option<Vec<String>>,
     crawl_id: Option<String>,
     lease_ms: Option<u64>,
+    redis_password: Option<String>,
 }
 
 /// [`RunKeys`]'s names, taken out of the file before the rest is read as the crawl's settings.
-const RUN_KEYS: [&str; 8] = [
+const RUN_KEYS: [&str; 9] = [
     "seeds_file",
     "headless",
     "log",
@@ -765,6 +816,7 @@ const RUN_KEYS: [&str; 8] = [
     "cluster",
     "crawl_id",
     "lease_ms",
+    "redis_password",
 ];
 
 /// A `--config` file: the crawl's settings and the run's keys.
@@ -824,6 +876,7 @@ impl CrawlArgs {
         }
         args.crawl_id = args.crawl_id.or(file.crawl_id);
         args.lease_ms = args.lease_ms.or(file.lease_ms);
+        args.redis_password = file.redis_password;
         args
     }
 }
@@ -1116,15 +1169,32 @@ async fn join_cluster(cfg: CrawlConfig, c: ClusterArgs) -> anyhow::Result<engine
     use crate::cluster::agent::AgentConfig;
     use crate::cluster::shared::SharedCrawl;
     let member = member_id();
-    // The folder first: a member refused for it must not have created the crawl.
-    engine::check_member_folder(&cfg)?;
-    let mut shared = SharedCrawl::connect(&c.nodes, c.crawl_id.clone(), &member, c.lease).await?;
-    let created = shared.join(&cfg.shared_settings()).await?;
-    // Asked before this member's seeds go in (a pass over the sites' backlogs that stops at the
-    // first with work): the same command run again on an ended crawl would fetch nothing and
-    // say only "done" (audit 21).
-    let ended = !created && shared.finished().await?;
-    let seeds = shared.add_seeds(&cfg.seeds).await?;
+    let nodes = nodes_with(&c.nodes, c.password.as_ref())?;
+    // Redis first, which a connection does not write to: a member refused for its Redis (not
+    // there, not a Redis, a wrong password) has not touched its folder (audit 30: an empty
+    // folder with a lock file was left).
+    let mut shared = SharedCrawl::connect(&nodes, c.crawl_id.clone(), &member, c.lease).await?;
+    // Then the folder: a member refused for it must not have created the crawl; one refused by
+    // the crawl after this (other settings) leaves the folder as it found it.
+    let folder = engine::check_member_folder(&cfg)?;
+    let joined = async {
+        let created = shared.join(&cfg.shared_settings()).await?;
+        // Asked before this member's seeds go in (a pass over the sites' backlogs that stops
+        // at the first with work): the same command run again on an ended crawl would fetch
+        // nothing and say only "done" (audit 21).
+        let ended = !created && shared.finished().await?;
+        let seeds = shared.add_seeds(&cfg.seeds).await?;
+        let commands = shared.commands_since(0).await?;
+        Ok::<_, crate::cluster::shared::SharedError>((created, ended, seeds, commands))
+    }
+    .await;
+    let (created, ended, seeds, commands) = match joined {
+        Ok(joined) => joined,
+        Err(e) => {
+            folder.undo();
+            return Err(e.into());
+        }
+    };
     let id = c.crawl_id.as_str();
     crate::say!(
         "crawltop: {} the shared crawl {id} as {member} ({} seeds crawl-wide)",
@@ -1141,6 +1211,16 @@ async fn join_cluster(cfg: CrawlConfig, c: ClusterArgs) -> anyhow::Result<engine
         crate::say!(
             "crawltop: no member has given the shared crawl {id} seeds yet: this member waits \
              for one that does (a mistyped --crawl-id starts a new crawl)"
+        );
+    }
+    // A pause in the crawl's log holds every member that joins after it (audit 30: one
+    // started paused with no word).
+    if let Some(pause) = crate::cluster::shared::paused_by(&commands) {
+        crate::say!(
+            "crawltop: the shared crawl {id} is paused ({}): this member starts paused; \
+             `crawltop ctl --cluster ... --crawl-id {id} resume` (or any member's resume) \
+             starts it",
+            pause.said()
         );
     }
     // A member takes its fair share of the sites with work, but holds at most four a worker
@@ -1182,10 +1262,15 @@ fn ctl_cluster(args: &CtlArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let who = format!("ctl@{}", member_id());
+    let nodes = nodes_with(&args.cluster, redis_password_from_env().as_ref())?;
     runtime()?.block_on(async move {
-        let mut shared =
-            SharedCrawl::connect(&args.cluster, crawl.clone(), &who, Duration::from_secs(10))
-                .await?;
+        let mut shared = SharedCrawl::connect(
+            &nodes,
+            crawl.clone(),
+            &who,
+            crate::cluster::shared::DEFAULT_LEASE,
+        )
+        .await?;
         if !shared.exists().await? {
             anyhow::bail!(
                 "there is no crawl {:?} on {}",
@@ -1195,12 +1280,36 @@ fn ctl_cluster(args: &CtlArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(c) = command {
             let n = shared.command(&c).await?;
-            println!(
-                "{}",
-                serde_json::json!({"ok": true, "command": c, "number": n})
-            );
+            let live = shared
+                .members()
+                .await?
+                .iter()
+                .filter(|m| !m.beat.gone && !m.silent())
+                .count();
+            let mut answer = serde_json::json!({
+                "ok": true, "command": c, "number": n, "live_members": live
+            });
+            // Stored all the same (a member that joins later replays it), but nobody applies
+            // it now: said, not left to be found (audit 30: a pause on an ended crawl said
+            // only ok, and held a later member with no word).
+            if live == 0 {
+                let later = match c.as_str() {
+                    "pause" => "a member joining later starts paused",
+                    "stop" => "a stop does not hold members that join later",
+                    _ => "a member joining later applies it",
+                };
+                let note = format!("no member is running; {later}");
+                crate::say!(
+                    "crawltop: {c} stored in the shared crawl {}'s command log, but {note}",
+                    crawl.as_str()
+                );
+                answer["note"] = note.into();
+            }
+            println!("{answer}");
             return Ok(ExitCode::SUCCESS);
         }
+        // `gone`: it left properly; `silent`: it has not beaten for its whole lease (killed,
+        // stalled, cut off) and its sites go to others.
         let members: Vec<serde_json::Value> = shared
             .members()
             .await?
@@ -1209,6 +1318,9 @@ fn ctl_cluster(args: &CtlArgs) -> anyhow::Result<ExitCode> {
                 serde_json::json!({
                     "id": m.id,
                     "last_beat_s": m.age.as_secs_f64(),
+                    "gone": m.beat.gone,
+                    "silent": m.silent(),
+                    "silent_after_s": m.silent_after().as_secs_f64(),
                     "beat": m.beat,
                 })
             })

@@ -147,6 +147,10 @@ pub struct MemberRow {
     pub last_beat_s: f64,
     /// It left gracefully; a member that died just stops beating (see `last_beat_s`).
     pub gone: bool,
+    /// Not gone, yet silent for at least its own `--lease-ms` (10 s by default): killed,
+    /// stalled or cut off from Redis; its leases have run out and other members take its sites.
+    #[serde(default)]
+    pub silent: bool,
 }
 
 /// What each worker is doing, now and on average over the last seconds.

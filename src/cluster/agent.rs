@@ -4,7 +4,9 @@
 //! divided by the live members), pulls their queued URLs in batches and hands them to the
 //! member, renews the leases, pushes the URLs the member discovered, finishes what the member
 //! reports done, gives sites back when it holds more than its share while another member has
-//! room (the member drains a site first: nothing of it in flight), and at a stop hands every
+//! room (the member drains a site first: nothing of it in flight; the share is rounded up, or,
+//! while another member holds less than the rounded-down share, exact, so that every member
+//! gets a site when there are at least as many as members), and at a stop hands every
 //! site and its unfinished URLs back at once. When Redis stops answering it says so, waits with
 //! backoff and goes on with the same request: nothing is dropped. The one exception is a member
 //! that leaves while Redis does not answer ([`Agent::leaving`]): its agent gives up at once, with
@@ -21,7 +23,7 @@
 //! that died between a push and its listing), and only with nothing held and nothing listed
 //! does it ask whether the crawl ended (a pass over every site, once at the end).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
@@ -154,6 +156,10 @@ pub enum FromAgent {
         command: SharedCommand,
         replayed: bool,
     },
+    /// After the commands replayed as the agent started: the pause that holds the crawl, if
+    /// one does (the log's last pause or resume is a pause), for the member to say it joined
+    /// paused, by whom and when.
+    JoinedPaused(SharedCommand),
     /// The crawl's members and its crawl-wide counters, read about once a second.
     Members {
         members: Vec<Member>,
@@ -234,6 +240,7 @@ pub fn spawn(mut shared: SharedCrawl, cfg: AgentConfig) -> Agent {
                 caught_up: false,
                 seeds_seen: 0,
                 recovering: false,
+                given_back: HashMap::new(),
             }
             .run(inbox)
             .await
@@ -325,6 +332,10 @@ struct Inner {
     seeds_seen: u64,
     /// Redis answered after a fault: the leases are to be checked before work goes on.
     recovering: bool,
+    /// Sites given back for another member's share, and when: not taken again for
+    /// [`GIVEN_BACK_HOLD`] (this member has room once it gave them, and would often win them
+    /// back before the member they were given for).
+    given_back: HashMap<String, Instant>,
 }
 
 /// A site this member holds.
@@ -353,6 +364,10 @@ struct Share {
     others_room: bool,
     /// Sites the other live members hold, by their last heartbeats.
     others_hold: usize,
+    /// The fewest sites another live member holds (`usize::MAX` with none).
+    others_least: usize,
+    /// This member's place among the live members, by id: every member ranks them the same.
+    rank: usize,
 }
 
 impl Share {
@@ -361,7 +376,23 @@ impl Share {
     fn all_held(&self, held: usize) -> bool {
         self.others_hold + held >= self.active
     }
+
+    /// The least share: the sites with work divided by the live members, rounded down.
+    fn least(&self) -> usize {
+        self.active / self.live.max(1)
+    }
+
+    /// This member's exact share: the least, plus one for the first `active % live` members
+    /// by id, so that the members' shares add up to the sites with work.
+    fn exact(&self) -> usize {
+        self.least() + usize::from(self.rank < self.active % self.live.max(1))
+    }
 }
+
+/// How long a site this member gave back is left to the others before it may take it again:
+/// the member it was given back for has room and looks every `idle_poll`, and within a second
+/// sees in the heartbeats that a site is free (then it tries every free site it samples).
+const GIVEN_BACK_HOLD: Duration = Duration::from_secs(3);
 
 /// How often the counters are read and the members passed on (the members are read at every
 /// look).
@@ -514,11 +545,7 @@ impl Inner {
                         low.push(site);
                     }
                 }
-                ToAgent::Release { site } => {
-                    if self.held.remove(&site).is_some() {
-                        let _ = retry!(self, self.shared.release(&site));
-                    }
-                }
+                ToAgent::Release { site } => self.release(site).await,
                 ToAgent::Beat { beat, counts } => {
                     retry!(self, self.shared.heartbeat(&beat));
                     retry!(self, self.shared.count(&counts));
@@ -563,6 +590,12 @@ impl Inner {
         let fair = self.fair_share();
         self.share.others_room = live.iter().any(|m| (m.beat.sites_leased as usize) < fair);
         self.share.others_hold = live.iter().map(|m| m.beat.sites_leased as usize).sum();
+        self.share.others_least = live
+            .iter()
+            .map(|m| m.beat.sites_leased as usize)
+            .min()
+            .unwrap_or(usize::MAX);
+        self.share.rank = live.iter().filter(|m| m.id < me).count();
     }
 
     /// The sites with work divided by the live members, rounded up: what each should hold.
@@ -577,12 +610,21 @@ impl Inner {
 
     /// None hoards: holding more than the fair share while another member has room and no
     /// site is left to take, this member gives the surplus back (after it drained them).
+    /// Rounded up, the fair shares can add up to more than the sites: with 6 sites and 4
+    /// members, three holding 2 each left the fourth none for the whole crawl (audit 30). So
+    /// while another live member holds less than the least share, each member keeps its exact
+    /// share only ([`Share::exact`]: 2, 2, 1, 1), and the one below gets its due.
     fn rebalance(&mut self) {
         if !self.share.others_room || !self.share.all_held(self.held.len()) {
             return;
         }
+        let keep = if self.share.others_least < self.share.least() {
+            self.share.exact()
+        } else {
+            self.fair_share()
+        };
         let staying = self.held.values().filter(|h| !h.leaving).count();
-        let surplus = staying.saturating_sub(self.fair_share());
+        let surplus = staying.saturating_sub(keep);
         let give: Vec<String> = self
             .held
             .iter()
@@ -652,8 +694,14 @@ impl Inner {
         self.commands_read += commands.len() as u64;
         let replayed = !self.caught_up;
         self.caught_up = true;
+        let paused = replayed
+            .then(|| super::shared::paused_by(&commands).cloned())
+            .flatten();
         for command in commands {
             let _ = self.outbox.send(FromAgent::Command { command, replayed });
+        }
+        if let Some(pause) = paused {
+            let _ = self.outbox.send(FromAgent::JoinedPaused(pause));
         }
     }
 
@@ -771,6 +819,16 @@ impl Inner {
         }
     }
 
+    /// The member let go of a site (its queue ran dry, or it was given back and drained).
+    async fn release(&mut self, site: String) {
+        if let Some(held) = self.held.remove(&site) {
+            let _ = retry!(self, self.shared.release(&site));
+            if held.leaving {
+                self.given_back.insert(site, Instant::now());
+            }
+        }
+    }
+
     fn lost(&mut self, site: &str) {
         if self.held.remove(site).is_some() {
             let _ = self.outbox.send(FromAgent::Lost {
@@ -824,9 +882,11 @@ impl Inner {
             LOOK_TRIES
         };
         let target = self.target();
+        self.given_back
+            .retain(|_, at| at.elapsed() < GIVEN_BACK_HOLD);
         let waiting: Vec<String> = sampled
             .into_iter()
-            .filter(|site| !self.held.contains_key(site))
+            .filter(|site| !self.held.contains_key(site) && !self.given_back.contains_key(site))
             .take(tries)
             .collect();
         let mut took = false;

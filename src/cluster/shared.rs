@@ -250,6 +250,11 @@ pub struct Heartbeat {
     pub idle: u32,
     /// It left (stopped gracefully); a member that died just stops beating.
     pub gone: bool,
+    /// Its `--lease-ms`: how long it may go without a beat before it counts as silent
+    /// ([`Member::silent`]). 0 in a beat of a crawltop from before this field: the default
+    /// lease is assumed.
+    #[serde(default)]
+    pub lease_ms: u64,
 }
 
 /// A member as the crawl knows it.
@@ -259,6 +264,28 @@ pub struct Member {
     pub beat: Heartbeat,
     /// Since its last heartbeat, by Redis's clock.
     pub age: Duration,
+}
+
+/// A member's lease when it gives none (`--lease-ms`'s default).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+impl Member {
+    /// How long it may go without a beat before it counts as silent: its own lease. A live
+    /// member beats every second and renews each lease every third of one; silent a whole
+    /// lease, every lease it held has run out and the other members take its sites (and stop
+    /// counting it in the fair share, which they judge by their own lease).
+    pub fn silent_after(&self) -> Duration {
+        match self.beat.lease_ms {
+            0 => DEFAULT_LEASE,
+            ms => Duration::from_millis(ms),
+        }
+    }
+
+    /// It stopped beating without saying it left: killed, stalled, or cut off from Redis, for
+    /// at least [`Member::silent_after`]. A member that left properly is `gone`, never silent.
+    pub fn silent(&self) -> bool {
+        !self.beat.gone && self.age >= self.silent_after()
+    }
 }
 
 /// One command given to the whole crawl.
@@ -271,6 +298,40 @@ pub struct SharedCommand {
     /// The member (or `ctl`) that gave it.
     pub from: String,
     pub command: String,
+}
+
+impl SharedCommand {
+    /// The command without how its member got it (`pause`, `delay 500 ms`): a member logs
+    /// `command TAB how`, `ctl` the command alone.
+    pub fn text(&self) -> &str {
+        self.command.split('\t').next().unwrap_or_default().trim()
+    }
+
+    /// Who gave it, with how (`host:12 (api)`, `ctl@host:13`).
+    pub fn by(&self) -> String {
+        match self.command.split_once('\t') {
+            Some((_, how)) if !how.is_empty() => format!("{} ({how})", self.from),
+            _ => self.from.clone(),
+        }
+    }
+
+    /// Who and when, for a person: `by ctl@host:13 at Fri, 27 Nov 2026 09:29:01 GMT`
+    /// (Redis's clock).
+    pub fn said(&self) -> String {
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(self.at_ms);
+        format!("by {} at {}", self.by(), httpdate::fmt_http_date(at))
+    }
+}
+
+/// The pause that holds the crawl now, if any: the log's last pause or resume, when it is a
+/// pause. A member that joins replays the log's pauses and resumes (and delays, workers; not
+/// a stop), so it starts paused then.
+pub fn paused_by(commands: &[SharedCommand]) -> Option<&SharedCommand> {
+    commands
+        .iter()
+        .rev()
+        .find(|c| matches!(c.text(), "pause" | "resume"))
+        .filter(|c| c.text() == "pause")
 }
 
 /// Either kind of Redis this crawl may run on: a cluster, or one plain server; with the
@@ -943,7 +1004,7 @@ impl SharedCrawl {
                 fn shown(v: Option<&String>) -> &str {
                     match v.map(String::as_str) {
                         None => "unset",
-                        Some("") => "empty",
+                        Some("") => "(none)",
                         Some(v) => v,
                     }
                 }
@@ -1903,6 +1964,28 @@ fn shown_nodes(nodes: &[String]) -> String {
         .join(",")
 }
 
+/// `nodes` with `password` in each URL that carries none (a URL's own wins): how a password
+/// given outside the command line reaches the client. Error messages show the URLs through
+/// [`without_password`], so it is never echoed.
+pub fn with_password(nodes: &[String], password: &str) -> Result<Vec<String>, SharedError> {
+    nodes
+        .iter()
+        .map(|node| {
+            let bad = |reason: &str| SharedError::BadUrl {
+                url: without_password(node),
+                reason: reason.to_string(),
+            };
+            let mut url = url::Url::parse(node).map_err(|e| bad(&e.to_string()))?;
+            if url.password().is_some() {
+                return Ok(node.clone());
+            }
+            url.set_password(Some(password))
+                .map_err(|()| bad("a password cannot be given to it"))?;
+            Ok(url.to_string())
+        })
+        .collect()
+}
+
 /// A Redis URL with its password, if any, replaced by `***`.
 fn without_password(url: &str) -> String {
     match url::Url::parse(url) {
@@ -2029,6 +2112,51 @@ r3 127.0.0.1:7005@17005 slave a3 0 0 3 connected
         assert_eq!(fewest_replicas(&failed), 0);
         assert_eq!(fewest_replicas("x 1:1@1 master - 0 0 1 connected\n"), 0);
         assert_eq!(fewest_replicas(""), 0);
+    }
+
+    #[test]
+    fn the_crawl_is_paused_by_the_logs_last_pause_or_resume_when_it_is_a_pause() {
+        let log = |commands: &[&str]| -> Vec<SharedCommand> {
+            commands
+                .iter()
+                .zip(0..)
+                .map(|(c, number)| SharedCommand {
+                    number,
+                    at_ms: 1_000 * number,
+                    from: format!("m{number}"),
+                    command: (*c).to_string(),
+                })
+                .collect()
+        };
+        let paused = |commands: &[&str]| paused_by(&log(commands)).map(SharedCommand::said);
+        assert_eq!(paused(&[]), None);
+        assert_eq!(paused(&["pause\tapi", "resume\tkey"]), None);
+        assert_eq!(
+            paused(&["pause\tapi", "delay 300 ms\tport", "stop"]).as_deref(),
+            Some("by m0 (api) at Thu, 01 Jan 1970 00:00:00 GMT")
+        );
+        assert_eq!(
+            paused(&["resume", "pause"]).as_deref(),
+            Some("by m1 at Thu, 01 Jan 1970 00:00:01 GMT")
+        );
+    }
+
+    #[test]
+    fn a_password_given_apart_goes_into_urls_without_one_and_is_never_shown() {
+        let nodes = [
+            "redis://127.0.0.1:7000".to_string(),
+            "redis://:own@127.0.0.1:7001".to_string(),
+        ];
+        let with = with_password(&nodes, "p@ss word").expect("URLs");
+        let info = redis::IntoConnectionInfo::into_connection_info(with[0].as_str()).expect("info");
+        assert_eq!(info.redis_settings().password(), Some("p@ss word"));
+        assert_eq!(with[1], nodes[1], "a URL's own password wins");
+        assert_eq!(
+            shown_nodes(&with),
+            "redis://:***@127.0.0.1:7000,redis://:***@127.0.0.1:7001"
+        );
+        let e = with_password(&["unix:///tmp/r.sock".into()], "secret").expect_err("no host");
+        assert!(!e.to_string().contains("secret"), "{e}");
     }
 
     #[test]

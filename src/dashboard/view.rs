@@ -152,10 +152,9 @@ fn render_header(app: &App, area: Rect, buf: &mut Buffer) {
     // A member of a shared crawl: the whole crawl's pages and members beside its own.
     if let Some(c) = &snap.cluster {
         let pages = c.totals.get("pages").copied().unwrap_or(0);
-        // A member that died never says it left: past a few seconds of silence it is not
-        // counted as working (the members pane shows it silent).
-        let left_or_silent =
-            |m: &&crate::snapshot::MemberRow| m.gone || m.last_beat_s > SILENT_AFTER_S;
+        // A member that died never says it left: silent past its lease it is not counted as
+        // working (the members pane shows it silent).
+        let left_or_silent = |m: &&crate::snapshot::MemberRow| m.gone || m.silent;
         let silent = c
             .members
             .iter()
@@ -624,9 +623,6 @@ fn render_heap(app: &App, area: Rect, buf: &mut Buffer) {
     .render(inner, buf);
 }
 
-/// A member whose last heartbeat is older than this is shown as silent (killed, or cut off).
-const SILENT_AFTER_S: f64 = 5.0;
-
 /// The members of a shared crawl (`c`): who works, on how many sites, how fast, how recently
 /// heard from.
 fn render_members(app: &App, area: Rect, buf: &mut Buffer) {
@@ -654,7 +650,7 @@ fn render_members(app: &App, area: Rect, buf: &mut Buffer) {
     let rows = c.members.iter().map(|m| {
         let state = if m.gone {
             Span::styled("gone", DIM)
-        } else if m.last_beat_s > SILENT_AFTER_S {
+        } else if m.silent {
             Span::styled("silent", Style::new().fg(Color::Red))
         } else {
             Span::styled(format!("{:.0}s", m.last_beat_s), DIM)
@@ -1552,6 +1548,8 @@ mod tests {
             idle: 1,
             last_beat_s: beat,
             gone,
+            // Silent past its lease, 10 s here.
+            silent: !gone && beat >= 10.0,
         };
         snap.cluster = Some(crate::snapshot::ClusterView {
             crawl_id: "docs-run".into(),

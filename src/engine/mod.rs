@@ -246,19 +246,75 @@ where
 /// holding a crawl of its own (finished, or unfinished: a member does not resume one), is
 /// refused here, so that a refused member leaves nothing in Redis. `--fresh` starts the folder
 /// over, so only the lock is checked then.
-pub fn check_member_folder(config: &CrawlConfig) -> Result<(), EngineError> {
+///
+/// Taking the lock to check it creates the folder (and its lock file): the [`FolderTrace`]
+/// returned says what was there before, so that a member refused after this (by Redis: other
+/// settings, another format) leaves the folder as it found it ([`FolderTrace::undo`]).
+pub fn check_member_folder(config: &CrawlConfig) -> Result<FolderTrace, EngineError> {
     let Some(dir) = &config.out else {
-        return Ok(());
+        return Ok(FolderTrace::default());
     };
-    drop(crate::store::committer::FolderLock::take(dir)?);
-    if config.fresh {
-        return Ok(());
+    let trace = FolderTrace::before(dir);
+    let checked = (|| {
+        drop(crate::store::committer::FolderLock::take(dir)?);
+        if config.fresh {
+            return Ok(());
+        }
+        match crate::store::checkpoint::Checkpoint::find_mark(dir) {
+            Ok(Some(mark)) if mark.finished => Err(EngineError::Finished(dir.clone())),
+            Ok(Some(_)) => Err(EngineError::ClusterResume(dir.clone())),
+            // No crawl there, or a state the engine will name when it opens it.
+            Ok(None) | Err(_) => Ok(()),
+        }
+    })();
+    match checked {
+        Ok(()) => Ok(trace),
+        Err(e) => {
+            trace.undo();
+            Err(e)
+        }
     }
-    match crate::store::checkpoint::Checkpoint::find_mark(dir) {
-        Ok(Some(mark)) if mark.finished => Err(EngineError::Finished(dir.clone())),
-        Ok(Some(_)) => Err(EngineError::ClusterResume(dir.clone())),
-        // No crawl there, or a state the engine will name when it opens it.
-        Ok(None) | Err(_) => Ok(()),
+}
+
+/// What a member's crawl folder was before [`check_member_folder`] took its lock: the folders
+/// it had to create (the deepest first), and whether the lock file was there.
+#[derive(Debug, Default)]
+pub struct FolderTrace {
+    dir: Option<std::path::PathBuf>,
+    created: Vec<std::path::PathBuf>,
+    had_lock: bool,
+}
+
+impl FolderTrace {
+    fn before(dir: &std::path::Path) -> FolderTrace {
+        let created: Vec<std::path::PathBuf> = dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+            .map(std::path::Path::to_path_buf)
+            .collect();
+        FolderTrace {
+            dir: Some(dir.to_path_buf()),
+            had_lock: dir.join(crate::store::committer::LOCK_FILE).exists(),
+            created,
+        }
+    }
+
+    /// Takes back what the check made: the lock file if it was not there, then the folders it
+    /// created, each only while empty (so nothing another process put there meanwhile goes).
+    /// The lock was let go before: a crawl that took it in the instant between would find
+    /// its lock file gone, as after `rm -rf` of its folder, and say so at its next checkpoint.
+    pub fn undo(self) {
+        let Some(dir) = self.dir else {
+            return;
+        };
+        if !self.had_lock {
+            let _ = std::fs::remove_file(dir.join(crate::store::committer::LOCK_FILE));
+        }
+        for folder in &self.created {
+            if std::fs::remove_dir(folder).is_err() {
+                break;
+            }
+        }
     }
 }
 

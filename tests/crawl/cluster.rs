@@ -745,6 +745,7 @@ mod shared {
             blocked: 1,
             idle: 1,
             gone: false,
+            lease_ms: 3_000,
         };
         a.heartbeat(&beat).await.expect("beat");
         b.heartbeat(&Heartbeat {
@@ -760,6 +761,14 @@ mod shared {
         );
         assert_eq!(members[0].beat, beat);
         assert!(members[1].beat.gone);
+        // Silent only past its own lease without a beat; one that left is gone, not silent.
+        assert_eq!(members[0].silent_after(), Duration::from_secs(3));
+        assert_eq!(
+            members[1].silent_after(),
+            Duration::from_secs(10),
+            "the default"
+        );
+        assert!(!members[0].silent() && !members[1].silent());
         assert!(
             members[0].age < Duration::from_secs(60),
             "{:?}",
@@ -1013,6 +1022,7 @@ mod agents {
                     FromAgent::Members { .. }
                     | FromAgent::Seeds(_)
                     | FromAgent::Command { .. }
+                    | FromAgent::JoinedPaused(_)
                     | FromAgent::Stored { .. }
                     | FromAgent::Released { .. }
                     | FromAgent::Fresh { .. } => {}

@@ -21,10 +21,10 @@ use crate::util::{
 };
 
 /// Long enough for a loaded machine; a member that never ends fails the test here.
-const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
+pub(crate) const CRAWL_PATIENCE: Duration = Duration::from_secs(120);
 
 /// A member of crawl `id` on `nodes`: `--headless`, stats to `stats`, then `extra`.
-fn member(nodes: &[String], id: &str, stats: &Path, extra: &[&str]) -> Child {
+pub(crate) fn member(nodes: &[String], id: &str, stats: &Path, extra: &[&str]) -> Child {
     member_skewed(nodes, id, stats, extra, 0)
 }
 
@@ -34,7 +34,7 @@ fn member_skewed(nodes: &[String], id: &str, stats: &Path, extra: &[&str], skew_
 }
 
 /// [`member_skewed`] with a politeness delay of `delay_ms`.
-fn member_with(
+pub(crate) fn member_with(
     nodes: &[String],
     id: &str,
     stats: &Path,
@@ -60,7 +60,7 @@ fn member_with(
 }
 
 /// Waits for a member to end; returns its stderr, asserting it exited 0.
-async fn ends_well(child: Child, who: &str) -> String {
+pub(crate) async fn ends_well(child: Child, who: &str) -> String {
     let out = tokio::time::timeout(CRAWL_PATIENCE, child.wait_with_output())
         .await
         .unwrap_or_else(|_| panic!("{who} ends"))
@@ -70,12 +70,12 @@ async fn ends_well(child: Child, who: &str) -> String {
     err
 }
 
-fn stats(path: &Path) -> serde_json::Value {
+pub(crate) fn stats(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("stats are JSON")
 }
 
-fn seeds_file(web: &TestWeb, dir: &Path) -> PathBuf {
+pub(crate) fn seeds_file(web: &TestWeb, dir: &Path) -> PathBuf {
     let path = dir.join("seeds.txt");
     let seeds: Vec<String> = web
         .manifest()
@@ -124,7 +124,7 @@ fn pages_asked(records: &[RequestRecord]) -> BTreeMap<String, BTreeMap<String, u
 
 /// Every page the manifest says is reachable was asked at least once, nothing the site
 /// disallows ever; returns how many requests were repeats.
-fn covered(web: &TestWeb, records: &[RequestRecord]) -> usize {
+pub(crate) fn covered(web: &TestWeb, records: &[RequestRecord]) -> usize {
     let asked = pages_asked(records);
     let mut repeats = 0;
     for site in web.manifest().normal_sites() {
@@ -156,7 +156,7 @@ fn covered(web: &TestWeb, records: &[RequestRecord]) -> usize {
 
 /// At most one connection to a site at a time, and arrivals at least `delay` apart, whichever
 /// member made them.
-fn polite(web: &TestWeb, records: &[RequestRecord], delay: Duration) {
+pub(crate) fn polite(web: &TestWeb, records: &[RequestRecord], delay: Duration) {
     for site in web.manifest().normal_sites() {
         let mut recs: Vec<&RequestRecord> =
             records.iter().filter(|r| r.site == site.name).collect();
@@ -568,7 +568,7 @@ async fn a_killed_member_loses_no_page_it_fetched_from_what_the_members_folders_
 }
 
 /// Sites of a member's stats file it fetched pages of.
-fn sites_fetched(s: &serde_json::Value) -> BTreeSet<String> {
+pub(crate) fn sites_fetched(s: &serde_json::Value) -> BTreeSet<String> {
     s["sites"]
         .as_array()
         .expect("sites")
@@ -716,7 +716,7 @@ async fn members_that_disagree_or_cannot_reach_redis_are_refused_with_exit_2() {
         err.contains("max-body-bytes is 10485760 there, 1000 here"),
         "{err}"
     );
-    assert!(err.contains("include is empty there, p1 here"), "{err}");
+    assert!(err.contains("include is (none) there, p1 here"), "{err}");
     // A password in a Redis URL is not echoed.
     let (code, err) = refused(&[
         "--cluster",
@@ -1286,7 +1286,7 @@ const DURABLE: [&str; 6] = [
 /// A plain `redis-server` (no cluster) with `args` on a free loopback port, its data in
 /// `dir/redis`: the server, that folder and the port (to start it again there), and the
 /// members' `--cluster` nodes.
-async fn plain_redis(
+pub(crate) async fn plain_redis(
     dir: &Path,
     args: &[&str],
 ) -> (crate::util::KillOnDrop, PathBuf, u16, Vec<String>) {

@@ -9,6 +9,7 @@
 mod architecture;
 mod cluster;
 mod cluster_crawl;
+mod cluster_members;
 mod cluster_polite;
 mod control;
 mod crawl_cli;

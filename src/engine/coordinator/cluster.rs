@@ -506,6 +506,7 @@ impl<F: Schedule> Coordinator<F> {
             FromAgent::Command { command, replayed } => {
                 self.on_shared_command(&command, replayed);
             }
+            FromAgent::JoinedPaused(pause) => self.on_joined_paused(&pause),
             FromAgent::Members {
                 members,
                 counters,
@@ -515,6 +516,7 @@ impl<F: Schedule> Coordinator<F> {
                     link.view.members = members
                         .into_iter()
                         .map(|m| MemberRow {
+                            silent: m.silent(),
                             id: m.id,
                             host: m.beat.host,
                             pid: m.beat.pid,
@@ -794,6 +796,17 @@ impl<F: Schedule> Coordinator<F> {
     }
 
     /// A command from the crawl's command log.
+    /// The crawl was paused before this member joined (the replayed log left it paused):
+    /// said in its log, with who paused it and when, as the member said it on stderr.
+    fn on_joined_paused(&mut self, pause: &SharedCommand) {
+        let id = self.cluster.as_ref().map_or("", |l| l.crawl_id.as_str());
+        self.note(format!(
+            "the shared crawl {id} is paused ({}): this member joined paused; a resume from \
+             any member or ctl --cluster starts it",
+            pause.said()
+        ));
+    }
+
     fn on_shared_command(&mut self, shared: &SharedCommand, replayed: bool) {
         // `command TAB how`, as a member gives it; `ctl` gives the command alone.
         let (text, how) = shared
@@ -938,6 +951,7 @@ impl<F: Schedule> Coordinator<F> {
             blocked: workers.blocked as u32,
             idle: workers.idle as u32,
             gone,
+            lease_ms: u64::try_from(link.lease.as_millis()).unwrap_or(u64::MAX),
         };
         let (p0, b0, e0) = link.counted;
         let delta = |now: u64, before: u64| i64::try_from(now.saturating_sub(before)).unwrap_or(0);
