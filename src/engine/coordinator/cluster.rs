@@ -795,7 +795,6 @@ impl<F: Schedule> Coordinator<F> {
         ));
     }
 
-    /// A command from the crawl's command log.
     /// The crawl was paused before this member joined (the replayed log left it paused):
     /// said in its log, with who paused it and when, as the member said it on stderr.
     fn on_joined_paused(&mut self, pause: &SharedCommand) {
@@ -807,18 +806,10 @@ impl<F: Schedule> Coordinator<F> {
         ));
     }
 
+    /// A command from the crawl's command log.
     fn on_shared_command(&mut self, shared: &SharedCommand, replayed: bool) {
-        // `command TAB how`, as a member gives it; `ctl` gives the command alone.
-        let (text, how) = shared
-            .command
-            .split_once('\t')
-            .unwrap_or((shared.command.as_str(), ""));
-        let by = if how.is_empty() {
-            shared.from.clone()
-        } else {
-            format!("{} ({how})", shared.from)
-        };
-        let Ok(command) = text.parse::<Command>() else {
+        let by = shared.by();
+        let Ok(command) = shared.text().parse::<Command>() else {
             self.warn(format!(
                 "the shared crawl's command log holds {:?} (from {}): ignored",
                 shared.command, shared.from
