@@ -962,6 +962,17 @@ pub fn crawl_config(args: &CrawlArgs) -> anyhow::Result<(CrawlConfig, CrawlArgs)
     if !(resumes && cfg.seeds.is_empty()) {
         cfg.validate()?;
     }
+    // A resume too: an output on another, or in the crawl folder, loses one of them (audit 33).
+    crate::config::check_outputs(
+        cfg.out.as_deref(),
+        &[
+            ("--stats-out", cfg.stats_out.as_deref()),
+            ("--sites-out", cfg.sites_out.as_deref()),
+            ("--urls-out", cfg.urls_out.as_deref()),
+            ("--extract-out", cfg.extract_out.as_deref()),
+            ("--log", args.log.as_deref()),
+        ],
+    )?;
     // A new crawl starts its extract file empty: one that holds lines may be another crawl's,
     // whose resume needs them (audit 27).
     if let (false, false, Some(_), Some(path)) = (resumes, cfg.fresh, &cfg.out, &cfg.extract_out)
@@ -1724,7 +1735,15 @@ fn split_dirs(args: &[std::ffi::OsString]) -> anyhow::Result<(Vec<PathBuf>, Vec<
                  would be searched for as a word ({quote})"
             );
         }
-        if ["/", "./", "../", "~/"].iter().any(|p| word.starts_with(p)) {
+        // A slash at the end (as a shell's completion leaves it), or after the name of a
+        // folder here (`crawls/b`), is a path's, not a word's (`km/h` stays a word).
+        let under_a_folder = word
+            .split_once('/')
+            .is_some_and(|(first, _)| !first.is_empty() && std::path::Path::new(first).is_dir());
+        if ["/", "./", "../", "~/"].iter().any(|p| word.starts_with(p))
+            || word.ends_with('/')
+            || under_a_folder
+        {
             anyhow::bail!("{word:?} looks like a folder, and there is no such folder ({quote})");
         }
         words.push(word.to_owned());
@@ -1918,6 +1937,11 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
             args.dir.display()
         );
     }
+    // Written by replacing the file: one of the folder's would be lost (audit 33).
+    crate::config::check_outputs(
+        Some(&args.dir),
+        &[("--extract-out", args.extract_out.as_deref())],
+    )?;
     let parts = held_parts(&warc, mark.as_ref())?;
     let (mut out, temp): (Box<dyn std::io::Write>, _) = match &args.extract_out {
         Some(path) => {

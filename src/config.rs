@@ -222,6 +222,106 @@ pub enum ConfigError {
         "--extract-out needs --out DIR: its lines are written as pages are committed to the crawl folder, in commit order"
     )]
     ExtractOutWithoutCrawlFolder,
+    #[error(
+        "{first} and {second} name the same file, {path}: each output needs a file of its own (the later would replace the earlier)"
+    )]
+    SameOutput {
+        first: &'static str,
+        second: &'static str,
+        path: String,
+    },
+    #[error("{flag} {path} is a folder: give a file's path")]
+    OutputIsFolder { flag: &'static str, path: String },
+    #[error(
+        "{flag} {path} is {part}, which crawltop writes (and cuts back on a resume): give a path outside it"
+    )]
+    OutputInCrawlFolder {
+        flag: &'static str,
+        path: String,
+        part: String,
+    },
+}
+
+/// What crawltop keeps in a crawl folder (`--out DIR`), by name: its checkpoint, its lock, its
+/// WARC files, its mirror and its index. A file of the user's beside them is left alone; an
+/// output written into one of them would destroy it, or be destroyed (audit 33).
+pub const CRAWL_FOLDER_PARTS: [&str; 5] = [
+    crate::store::checkpoint::STATE_FILE,
+    crate::store::committer::LOCK_FILE,
+    "warc",
+    "pages",
+    "index",
+];
+
+/// `path` as the file system will resolve it, as far as it exists: symlinks and `..` of its
+/// folder followed, so that two spellings of one file compare equal.
+fn resolved(path: &std::path::Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    match (std::fs::canonicalize(parent), path.file_name()) {
+        (Ok(parent), Some(name)) => parent.join(name),
+        _ => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+    }
+}
+
+/// Which part of the crawl folder `dir` ([`CRAWL_FOLDER_PARTS`]) `path` is or lies in, said
+/// for a person (`in the crawl folder's warc (/x/crawl/warc)`), if any.
+pub fn crawl_folder_part(dir: &std::path::Path, path: &std::path::Path) -> Option<String> {
+    let (dir, path) = (resolved(dir), resolved(path));
+    if path == dir {
+        return Some(format!("the crawl folder ({}) itself", dir.display()));
+    }
+    let inside = path.strip_prefix(&dir).ok()?;
+    let first = inside.components().next()?.as_os_str().to_str()?;
+    CRAWL_FOLDER_PARTS.contains(&first).then(|| {
+        format!(
+            "in the crawl folder's {first} ({})",
+            dir.join(first).display()
+        )
+    })
+}
+
+/// The outputs a crawl writes, by flag: each a file of its own, none a folder, none inside the
+/// crawl folder's own parts. `log` is `--log`, which is not a crawl setting.
+pub fn check_outputs(
+    out: Option<&std::path::Path>,
+    outputs: &[(&'static str, Option<&std::path::Path>)],
+) -> Result<(), ConfigError> {
+    let given: Vec<(&'static str, &std::path::Path)> = outputs
+        .iter()
+        .filter_map(|&(flag, path)| path.map(|p| (flag, p)))
+        .collect();
+    for (i, &(flag, path)) in given.iter().enumerate() {
+        if path.is_dir() {
+            return Err(ConfigError::OutputIsFolder {
+                flag,
+                path: path.display().to_string(),
+            });
+        }
+        if let Some(part) = out.and_then(|dir| crawl_folder_part(dir, path)) {
+            return Err(ConfigError::OutputInCrawlFolder {
+                flag,
+                path: path.display().to_string(),
+                part,
+            });
+        }
+        if let Some(&(first, _)) = given[..i]
+            .iter()
+            .find(|(_, earlier)| resolved(earlier) == resolved(path))
+        {
+            return Err(ConfigError::SameOutput {
+                first,
+                second: flag,
+                path: path.display().to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl CrawlConfig {
@@ -455,6 +555,57 @@ mod tests {
             seeds: vec!["http://127.0.0.1:8000/".into()],
             ..CrawlConfig::default()
         }
+    }
+
+    /// Audit 33: two outputs on one file, an output that is a folder, or one in the crawl
+    /// folder's own parts lost data; a file of the user's beside those parts is fine.
+    #[test]
+    fn outputs_are_files_of_their_own_outside_the_crawl_folders_parts() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("crawl");
+        std::fs::create_dir_all(dir.join("warc")).expect("warc folder");
+        let at = |p: &str| tmp.path().join(p);
+        let check = |outputs: &[(&'static str, Option<&std::path::Path>)]| {
+            check_outputs(Some(&dir), outputs).map_err(|e| e.to_string())
+        };
+        let (a, b) = (at("a.json"), at("sub/../a.json"));
+        std::fs::create_dir(at("sub")).expect("sub");
+        let same = check(&[("--stats-out", Some(&a)), ("--urls-out", Some(&b))]);
+        assert!(
+            same.as_ref()
+                .is_err_and(|e| e.contains("--stats-out and --urls-out name the same file")),
+            "{same:?}"
+        );
+        let folder = check(&[("--extract-out", Some(&at("sub")))]);
+        assert!(
+            folder.as_ref().is_err_and(|e| e.contains("is a folder")),
+            "{folder:?}"
+        );
+        for inside in [
+            "crawl/state.redb",
+            "crawl/crawltop.lock",
+            "crawl/warc/crawltop-00000.warc.gz",
+            "crawl/index/x",
+            "crawl/pages/new/file",
+            "crawl/./warc/../state.redb",
+        ] {
+            let e = check(&[("--extract-out", Some(&at(inside)))]);
+            assert!(
+                e.as_ref()
+                    .is_err_and(|e| e.contains("in the crawl folder's")),
+                "{inside}: {e:?}"
+            );
+        }
+        // The crawl folder itself, not yet made.
+        let e = check_outputs(Some(&at("new")), &[("--log", Some(&at("new")))]);
+        assert!(e.is_err_and(|e| e.to_string().contains("itself")));
+        check(&[
+            ("--stats-out", Some(&at("crawl/stats.json"))),
+            ("--urls-out", Some(&at("urls.jsonl"))),
+            ("--sites-out", None),
+            ("--extract-out", Some(&at("crawl/warc-notes.jsonl"))),
+        ])
+        .expect("files of the user's beside the crawl's parts");
     }
 
     #[test]

@@ -308,6 +308,124 @@ async fn a_crawl_extracts_as_it_commits_the_lines_crawltop_extract_gives() {
     assert_eq!(mode(&from_warc), mode(&lines_file));
 }
 
+/// Audit 33 F1, F2: an output written into the crawl folder's own files destroyed them (the
+/// extract lines on `state.redb`: the checkpoint cut to 2 KB at the resume; `extract` over the
+/// only WARC file), and two outputs on one file lost one. Each is refused before anything is
+/// fetched or written, and the folder stays byte for byte as it was.
+#[tokio::test]
+async fn outputs_on_the_crawl_folders_files_or_on_each_other_are_refused() {
+    let web = TestWeb::start(GenOptions::new(1, 10).seed(5).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, lines) = (tmp.path().join("crawl"), tmp.path().join("lines.jsonl"));
+    let done = crawl_extracting(&web, &out, &lines, 2 << 20)
+        .finish()
+        .await
+        .expect("crawl");
+    assert!(done.status.success());
+    let requests = web.log().records().len();
+    let snapshot = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files: Vec<(PathBuf, Vec<u8>)> = walkdir(dir)
+            .into_iter()
+            .map(|p| {
+                let bytes = std::fs::read(&p).expect("read");
+                (p, bytes)
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = snapshot(&out);
+    let warc = out.join("warc/crawltop-00000.warc.gz");
+    assert!(warc.is_file(), "the crawl wrote {}", warc.display());
+    for target in [warc.clone(), out.join("state.redb")] {
+        let (code, _, err) = extract_run(
+            &out,
+            &[
+                "--extract",
+                "h=h1",
+                "--extract-out",
+                &target.display().to_string(),
+            ],
+        );
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("in the crawl folder's"), "{err}");
+    }
+    // The crawl itself, as a resume of the finished folder would start (refused first for its
+    // output) and as a new crawl with two outputs on one file.
+    let inside = out.join("state.redb").display().to_string();
+    let same = tmp.path().join("same.json").display().to_string();
+    for (args, says) in [
+        (
+            vec![
+                "--out",
+                path(&out),
+                "--extract",
+                "h=h1",
+                "--extract-out",
+                &inside,
+            ],
+            "in the crawl folder's",
+        ),
+        (
+            vec![
+                "--out",
+                path(&tmp.path().join("other")),
+                "--extract",
+                "h=h1",
+                "--extract-out",
+                &same,
+                "--stats-out",
+                &same,
+            ],
+            "--stats-out and --extract-out name the same file",
+        ),
+        (
+            vec!["--stats-out", &same, "--urls-out", &same],
+            "--stats-out and --urls-out name the same file",
+        ),
+    ] {
+        let run = tokio::process::Command::new(bin())
+            .arg("crawl")
+            .args(seeds(&web, SiteKind::Normal))
+            .arg("--headless")
+            .args(&args)
+            .output()
+            .await
+            .expect("runs");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert_eq!(snapshot(&out), before, "the crawl folder is as it was");
+    assert!(!tmp.path().join("same.json").exists());
+    assert!(!tmp.path().join("other").exists());
+    assert_eq!(
+        web.log().records().len(),
+        requests,
+        "nothing more was fetched"
+    );
+}
+
+/// Every file under `dir`, recursively.
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("readable").flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            files.extend(walkdir(&p));
+        } else {
+            files.push(p);
+        }
+    }
+    files
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 temporary path")
+}
+
 #[tokio::test]
 async fn a_crawl_killed_and_resumed_extracts_every_page_exactly_once() {
     let web = TestWeb::start(GenOptions::new(3, 120).seed(22).crawl_delay_s(0.01))

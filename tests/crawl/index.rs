@@ -436,6 +436,17 @@ async fn the_query_verbs_say_what_a_slip_would_have_searched_for() {
         &["search", out, "./nowhere", "rabbit"],
         "there is no such folder",
     );
+    // Audit 33 F8: a mistyped folder as a shell completes it, or a path under a folder here
+    // (the tests run in the crate's folder, which has `src/`), were searched for as words.
+    failed(
+        &["search", out, "nowhere/", "rabbit"],
+        "there is no such folder",
+    );
+    failed(
+        &["search", out, "src/x", "rabbit"],
+        "there is no such folder",
+    );
+    answered(&["search", out, "km/h"]);
     failed(&["maxcount", out, empty], "is a folder but no crawl folder");
     // Quoted, a word that names a folder is looked for.
     answered(&["search", out, &format!("\"{empty}\"")]);
