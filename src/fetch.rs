@@ -27,6 +27,8 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::{Instant, timeout_at};
 use url::Url;
 
+pub mod kept;
+
 /// RFC 9309, 2.3.1.2: crawlers should follow at least five consecutive redirects.
 pub const ROBOTS_MAX_REDIRECTS: usize = 5;
 /// RFC 9309, 2.5: a parsing limit of at least 500 kibibytes.
@@ -55,6 +57,8 @@ pub struct FetchConfig {
     pub proxy: Option<Url>,
     /// Idle keep-alive connections kept per host.
     pub max_idle_per_host: usize,
+    /// Sites that may keep a connection open between fetches, at once ([`kept`]).
+    pub kept_sites: usize,
 }
 
 impl Default for FetchConfig {
@@ -67,6 +71,7 @@ impl Default for FetchConfig {
             cookies: false,
             proxy: None,
             max_idle_per_host: 4,
+            kept_sites: kept::MAX_KEPT / 4,
         }
     }
 }
@@ -327,6 +332,7 @@ pub struct Fetcher {
     client: reqwest::Client,
     timeout: Duration,
     max_body_bytes: u64,
+    kept: Arc<kept::KeptSites>,
 }
 
 impl Fetcher {
@@ -344,6 +350,7 @@ impl Fetcher {
             .default_headers(headers)
             .connect_timeout(cfg.connect_timeout)
             .pool_max_idle_per_host(cfg.max_idle_per_host)
+            .pool_idle_timeout(kept::IDLE)
             .cookie_store(cfg.cookies)
             .connector_layer(PhaseLayer);
         builder = match &cfg.proxy {
@@ -365,6 +372,7 @@ impl Fetcher {
             client,
             timeout: cfg.timeout,
             max_body_bytes: cfg.max_body_bytes,
+            kept: Arc::new(kept::KeptSites::new(cfg.kept_sites)),
         })
     }
 
@@ -453,11 +461,16 @@ impl Fetcher {
         phase: &PhaseCell,
         deadline: Instant,
     ) -> Result<reqwest::Response, FetchOutcome> {
+        let origin = url.origin().ascii_serialization();
         let mut tries = 0;
         loop {
             tries += 1;
             let connects = phase.connects();
-            let send = CURRENT_PHASE.scope(phase.clone(), self.client.get(url.clone()).send());
+            let mut request = self.client.get(url.clone());
+            if !self.kept.admit(&origin, std::time::Instant::now()) {
+                request = request.header(header::CONNECTION, "close");
+            }
+            let send = CURRENT_PHASE.scope(phase.clone(), request.send());
             match timeout_at(deadline, send).await {
                 Err(_) => {
                     return Err(FetchOutcome::Timeout {
@@ -468,7 +481,12 @@ impl Fetcher {
                     phase.set(Phase::WaitingFirstByte);
                 }
                 Ok(Err(e)) => return Err(classify(&e)),
-                Ok(Ok(resp)) => return Ok(resp),
+                Ok(Ok(resp)) => {
+                    if closes(resp.headers()) {
+                        self.kept.closed(&origin);
+                    }
+                    return Ok(resp);
+                }
             }
         }
     }
@@ -600,6 +618,16 @@ fn classify(e: &reqwest::Error) -> FetchOutcome {
         return FetchOutcome::Connect(error_chain(e));
     }
     FetchOutcome::Other(error_chain(e))
+}
+
+/// The server closes the connection after this answer (`Connection: close`).
+fn closes(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("close"))
 }
 
 /// Whether the peer closed or reset the connection before any response came.
@@ -1974,6 +2002,77 @@ mod tests {
             let conns: Vec<u64> = web.log().records().iter().map(|r| r.conn).collect();
             assert_eq!(conns.len(), 2);
             assert_eq!(conns[0], conns[1], "one keep-alive connection");
+        }
+
+        /// Audit 32: one idle connection kept per site contacted took every file the process
+        /// may open on a crawl of many sites. Past the budget of sites, a request asks the
+        /// server to close the connection, and the client closes its end: the servers see
+        /// which connections stay open.
+        #[tokio::test]
+        async fn past_the_budget_of_kept_sites_a_connection_is_closed_after_its_answer() {
+            // What each server saw: ("request", its Connection header) or ("closed", "").
+            let (tx, mut rx) = mpsc::unbounded_channel::<(usize, &'static str, String)>();
+            let mut origins = Vec::new();
+            for site in 0..4 {
+                let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+                origins.push(format!("http://{}", listener.local_addr().expect("bound")));
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    while let Ok((mut stream, _)) = listener.accept().await {
+                        let tx = tx.clone();
+                        tokio::spawn(async move {
+                            // Answers and keeps the connection for as long as the client does.
+                            while let Some(head) = read_head(&mut stream).await {
+                                let asked = header_of(&head, "connection").unwrap_or("").to_owned();
+                                let _ = tx.send((site, "request", asked));
+                                let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                                let _ = stream.write_all(ok).await;
+                            }
+                            let _ = tx.send((site, "closed", String::new()));
+                        });
+                    }
+                });
+            }
+            let f = fetcher(|c| c.kept_sites = 2);
+            for origin in &origins {
+                let _ = response(get(&f, &format!("{origin}/")).await);
+            }
+            let mut seen = Vec::new();
+            // Four requests, and the two connections the client closed.
+            while seen.len() < 6 {
+                let event = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                    .await
+                    .expect("the servers saw the requests and the closes")
+                    .expect("servers run");
+                seen.push(event);
+            }
+            seen.sort();
+            let asked = |site: usize, what: &str| {
+                seen.iter()
+                    .filter(|(s, w, _)| *s == site && *w == what)
+                    .map(|(_, _, v)| v.to_ascii_lowercase())
+                    .collect::<Vec<_>>()
+            };
+            for site in [0, 1] {
+                assert_eq!(
+                    asked(site, "request"),
+                    [""],
+                    "site {site} keeps its connection"
+                );
+                assert!(asked(site, "closed").is_empty(), "site {site}: {seen:?}");
+            }
+            for site in [2, 3] {
+                assert_eq!(asked(site, "request"), ["close"], "site {site}: {seen:?}");
+                assert_eq!(asked(site, "closed").len(), 1, "site {site}: {seen:?}");
+            }
+            // A kept site's next fetch goes out on its kept connection: no new accept, so no
+            // close event; the request arrives without `Connection: close`.
+            let _ = response(get(&f, &format!("{}/again", origins[0])).await);
+            let again = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .expect("the server saw it")
+                .expect("servers run");
+            assert_eq!(again, (0, "request", String::new()));
         }
 
         /// A server that closes a keep-alive connection as a request arrives on it (its idle

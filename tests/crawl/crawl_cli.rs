@@ -853,3 +853,55 @@ fn umask() -> u32 {
         .expect("a Umask line");
     u32::from_str_radix(line.trim(), 8).expect("octal")
 }
+
+/// Audit 32 H1: a crawl kept an idle connection open for every site it had contacted in the
+/// last 90 s; at the process's limit of open files (here 256, the crawl cannot raise it) new
+/// connections failed, robots.txt of live sites ended "unreachable" and their pages were never
+/// fetched, and the stats file could not be written (exit 2). Now only a budget of sites keeps
+/// a connection, sized to the limit: every page of 300 sites is fetched and the stats written.
+#[tokio::test]
+async fn a_crawl_of_more_sites_than_it_may_open_files_fetches_every_page() {
+    let web = TestWeb::start(GenOptions::new(300, 2).seed(3).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let seeds = crate::cluster_crawl::seeds_file(&web, tmp.path());
+    let stats = tmp.path().join("stats.json");
+    // The soft and the hard limit at once: the crawl cannot raise it.
+    let run = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 256 && exec \"$0\" \"$@\"")
+        .arg(bin())
+        .args(["crawl", "--headless", "--delay-ms", "0", "--workers", "16"])
+        .arg("--seeds-file")
+        .arg(&seeds)
+        .arg("--stats-out")
+        .arg(&stats)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the crawl runs");
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    assert!(!err.contains("nreachable"), "{err}");
+    let served: std::collections::BTreeSet<(String, String)> = web
+        .log()
+        .records()
+        .into_iter()
+        .filter(|r| r.status == 200)
+        .map(|r| (r.site, r.path))
+        .collect();
+    let mut missing = Vec::new();
+    for site in &web.manifest().sites {
+        for page in &site.pages {
+            if !served.contains(&(site.name.clone(), page.path.clone())) {
+                missing.push(format!("{}{}", site.name, page.path));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "never fetched: {missing:?}\n{err}");
+    let stats = crate::cluster_crawl::stats(&stats);
+    assert_eq!(stats["ended"], "completed");
+}

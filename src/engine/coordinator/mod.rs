@@ -2213,6 +2213,11 @@ fn fetcher(cfg: &CrawlConfig) -> Result<Fetcher, EngineError> {
         cookies: cfg.cookies,
         proxy: cfg.proxy.as_deref().and_then(|p| Url::parse(p).ok()),
         max_idle_per_host: cfg.per_site.max(1),
+        kept_sites: crate::fetch::kept::budget(
+            crate::fetch::kept::raise_open_files(),
+            cfg.workers,
+            cfg.per_site,
+        ),
     };
     Fetcher::new(&fetch_cfg).map_err(|e| EngineError::Client(e.to_string()))
 }
