@@ -326,7 +326,7 @@ async fn outputs_on_the_crawl_folders_files_or_on_each_other_are_refused() {
     assert!(done.status.success());
     let requests = web.log().records().len();
     let snapshot = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
-        let mut files: Vec<(PathBuf, Vec<u8>)> = walkdir(dir)
+        let mut files: Vec<(PathBuf, Vec<u8>)> = crate::util::files_under(dir)
             .into_iter()
             .map(|p| {
                 let bytes = std::fs::read(&p).expect("read");
@@ -406,20 +406,6 @@ async fn outputs_on_the_crawl_folders_files_or_on_each_other_are_refused() {
         requests,
         "nothing more was fetched"
     );
-}
-
-/// Every file under `dir`, recursively.
-fn walkdir(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("readable").flatten() {
-        let p = entry.path();
-        if p.is_dir() {
-            files.extend(walkdir(&p));
-        } else {
-            files.push(p);
-        }
-    }
-    files
 }
 
 fn path(p: &Path) -> &str {
