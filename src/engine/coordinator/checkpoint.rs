@@ -354,6 +354,15 @@ impl<F: Schedule> Coordinator<F> {
         }
         // Judged once the seeds are in (`run`).
         self.rejudge = rejudge;
+        // A lower limit holds for the URLs found from now on; those queued under the earlier
+        // one are fetched: said, not left to be found (audit 32: 3x the limit, no word).
+        if let Some(max) = self.cfg.max_pages.filter(|&max| self.admitted > max) {
+            self.warn(format!(
+                "--max-pages {max} is below the {} URLs this crawl already took in: the {}                  still queued are fetched all the same, and no URL found from now on",
+                self.admitted,
+                self.frontier.len()
+            ));
+        }
         // The checkpoint may hold a cut page's row from before the engine wrote the reason.
         for page in text_cuts {
             self.write_cut(&page.url, page.cut);
