@@ -1926,6 +1926,7 @@ fn extract(args: &ExtractArgs) -> anyhow::Result<ExitCode> {
     use crate::extract::{ExtractLine, Extractor};
     use crate::store::warc_reader::{Responses, held_parts};
 
+    crate::config::check_extract_max_bytes(args.extract_max_bytes)?;
     let extractor = Extractor::new(&args.fields, args.extract_max_bytes)?;
     let mark = committed(&args.dir)?;
     let warc = args.dir.join("warc");

@@ -242,6 +242,19 @@ pub enum ConfigError {
     },
 }
 
+/// `--extract-max-bytes`, for `crawl` and `extract` alike: 0 would skip every page.
+pub fn check_extract_max_bytes(max: usize) -> Result<(), ConfigError> {
+    if max == 0 {
+        return Err(ConfigError::OutOfRange {
+            name: "--extract-max-bytes",
+            value: "0".into(),
+            min: "1".into(),
+            max: usize::MAX.to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// What crawltop keeps in a crawl folder (`--out DIR`), by name: its checkpoint, its lock, its
 /// WARC files, its mirror and its index. A file of the user's beside them is left alone; an
 /// output written into one of them would destroy it, or be destroyed (audit 33).
@@ -502,14 +515,7 @@ impl CrawlConfig {
     /// The `--extract` fields, checked (a bad selector is an error before anything is
     /// fetched), with where their lines go; `None` without `--extract`.
     pub fn extractor(&self) -> Result<Option<crate::extract::Extractor>, ConfigError> {
-        if self.extract_max_bytes == 0 {
-            return Err(ConfigError::OutOfRange {
-                name: "--extract-max-bytes",
-                value: "0".into(),
-                min: "1".into(),
-                max: usize::MAX.to_string(),
-            });
-        }
+        check_extract_max_bytes(self.extract_max_bytes)?;
         if self.extract.is_empty() {
             return match self.extract_out {
                 Some(_) => Err(ConfigError::ExtractOutWithoutFields),

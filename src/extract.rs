@@ -34,7 +34,7 @@ pub enum ExtractError {
     #[error("--extract {spec:?}: expected NAME=CSS or NAME=CSS@attribute")]
     NoName { spec: String },
     #[error(
-        "--extract {spec:?}: the name {name:?} must be letters, digits, '_' or '-' (it is a JSON key)"
+        "--extract {spec:?}: the name {name:?} must be ASCII letters, digits, '_' or '-' (it is a JSON key)"
     )]
     BadName { spec: String, name: String },
     #[error("--extract {spec:?}: the name {name:?} is given twice")]

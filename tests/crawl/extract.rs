@@ -166,6 +166,19 @@ fn extract_refuses_bad_input_with_a_clear_error() {
             "/nonexistent/crawl",
         ),
         (vec!["extract", dir], "--extract"),
+        // Audit 33: accepted by `extract`, refused by `crawl` (every page "too large").
+        (
+            vec![
+                "extract",
+                dir,
+                "--extract",
+                "h=h1",
+                "--extract-max-bytes",
+                "0",
+            ],
+            "--extract-max-bytes must be between 1 and",
+        ),
+        (vec!["extract", dir, "--extract", "é=h1"], "ASCII letters"),
     ];
     for (args, message) in cases {
         let out = Command::new(bin()).args(&args).output().expect("runs");
