@@ -394,7 +394,7 @@ fn respond(shared: &Shared, req: &Request<Incoming>) -> Reply {
         _ => match command(endpoint, req.uri().query()) {
             Ok(cmd) => match shared.handlers.send(cmd) {
                 Ok(reply) => json(StatusCode::OK, &reply),
-                Err(over) => error(StatusCode::CONFLICT, &over.to_string()),
+                Err(refused) => error(StatusCode::CONFLICT, &refused.to_string()),
             },
             Err(message) => error(StatusCode::BAD_REQUEST, &message),
         },

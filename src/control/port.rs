@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `AUTH TOKEN` | `OK auth`; when the crawl has `--control-token`, this must be the first line, else `ERR ...` and the connection closes (without a token, any `AUTH` is `OK auth`) |
 //! | `STATS` | the snapshot as one line of JSON (the schema of `/stats` and the stats file) |
-//! | `PAUSE`, `RESUME`, `EXPORT`, `SHUTDOWN` | `OK pause`, `OK resume`, `OK export` (the stats files are written now), `OK stop` |
+//! | `PAUSE`, `RESUME`, `EXPORT`, `SHUTDOWN` | `OK pause`, `OK resume`, `OK export` (the stats files are written now; `ERR nothing to export: ...` for a crawl without `--stats-out`, `--sites-out` or `--urls-out`), `OK stop` |
 //! | `DELAY MS`, `WORKERS N` | `OK delay 300 ms`, `OK workers 4` |
 //! | `SEARCH WORDS...`, `MAXCOUNT WORD`, `MINCOUNT WORD`, `WORDCOUNT` | a block: one JSON value a line (each hit of a search; the count or `null`; the totals), then an empty line |
 //! | `QUIT` | `OK bye`, and the connection closes |
@@ -330,7 +330,7 @@ fn command_line(handlers: &Handlers, word: &str, args: &[&str]) -> Result<String
     handlers
         .send(command)
         .map(|_| format!("OK {command}"))
-        .map_err(|over| Some(over.to_string()))
+        .map_err(|refused| Some(refused.to_string()))
 }
 
 fn one_argument(usage: &str, args: &[&str]) -> String {

@@ -571,6 +571,16 @@ async fn wrong_paths_methods_and_parameters_get_clear_errors() {
         let message = body["error"].as_str().expect("an error message");
         assert!(message.contains(names), "{path}: {message}");
     }
+    // A crawl without --stats-out, --sites-out or --urls-out has nothing to export: a 409
+    // that says so, where an ok wrote nothing (audit 33 F7).
+    let (status, body) = live.call("POST", "/export").await;
+    assert_eq!(status, 409);
+    let message = body["error"].as_str().expect("an error message");
+    assert!(
+        message.starts_with("nothing to export")
+            && message.contains("--stats-out, --sites-out or --urls-out"),
+        "{message}"
+    );
     // None of those reached the engine: the next good command is the first it saw.
     let (status, _) = live.call("POST", "/delay?ms=7").await;
     assert_eq!(status, 200);

@@ -61,10 +61,7 @@ pub struct Totals {
 /// it goes (a temporary file is created beside it and removed): a mistyped folder is an error
 /// at the start, not after a crawl whose statistics then have nowhere to go.
 pub(super) fn check_writable(cfg: &CrawlConfig) -> Result<(), EngineError> {
-    for path in [&cfg.stats_out, &cfg.sites_out, &cfg.urls_out]
-        .into_iter()
-        .flatten()
-    {
+    for path in files(cfg) {
         tempfile::Builder::new()
             .prefix(".crawltop-")
             .tempfile_in(dir_of(path))
@@ -74,6 +71,13 @@ pub(super) fn check_writable(cfg: &CrawlConfig) -> Result<(), EngineError> {
             })?;
     }
     Ok(())
+}
+
+/// The files an export writes: `--stats-out`, `--sites-out`, `--urls-out`, those given.
+pub(super) fn files(cfg: &CrawlConfig) -> impl Iterator<Item = &std::path::PathBuf> {
+    [&cfg.stats_out, &cfg.sites_out, &cfg.urls_out]
+        .into_iter()
+        .flatten()
 }
 
 /// A written file's mode: what any new file gets under the umask (0644 under 0022), not the

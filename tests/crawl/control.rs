@@ -805,3 +805,61 @@ async fn ended(
     assert!(status.success(), "{said}");
     said
 }
+
+/// A crawl with no file to export (no `--stats-out`, `--sites-out`, `--urls-out`, headless)
+/// says so to `ctl export` (exit 1) and to `EXPORT` (`ERR`), where both answered ok and wrote
+/// nothing (audit 33 F7); nothing appears in its folder.
+#[tokio::test]
+async fn an_export_with_nothing_to_write_is_refused_by_both_rooms() {
+    let web = TestWeb::start(GenOptions::new(1, 300).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut child = tokio::process::Command::new(bin())
+        .args(["crawl", &web.url("site00", "/"), "--headless"])
+        .args(["--delay-ms", "50"])
+        .args(["--command-port", "127.0.0.1:0", "--control", "127.0.0.1:0"])
+        .current_dir(tmp.path())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let [control, addr] =
+        printed_addrs(&mut stderr, ["control API on http://", "command port on "]).await;
+    let o = std::process::Command::new(bin())
+        .args(["ctl", &control.to_string(), "export"])
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    let answer = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        answer.contains("nothing to export")
+            && answer.contains("--stats-out, --sites-out or --urls-out"),
+        "{answer}"
+    );
+    let mut port = Port::connect(addr).await;
+    let export = port.ask("EXPORT").await;
+    assert!(
+        export.starts_with("ERR nothing to export") && export.contains("--urls-out"),
+        "{export}"
+    );
+    let stats = port.stats().await;
+    assert!(
+        stats["commands"]
+            .as_array()
+            .is_some_and(|c| c.iter().all(|c| c["command"] != "export")),
+        "{stats}"
+    );
+    assert_eq!(port.ask("SHUTDOWN").await, "OK stop");
+    ended(child, stderr).await;
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

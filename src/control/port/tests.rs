@@ -158,16 +158,21 @@ async fn commands_act_on_the_crawl_and_are_logged_as_the_port() {
             "{query}: {answer}"
         );
     }
+    // Nothing to export without --stats-out, --sites-out or --urls-out: said, not an OK that
+    // wrote nothing (audit 33 F7); the command never reaches the crawl.
+    let export = c.ask("EXPORT").await;
+    assert!(
+        export.starts_with("ERR nothing to export") && export.contains("--stats-out"),
+        "{export}"
+    );
     assert_eq!(c.ask("SHUTDOWN").await, "OK stop");
     let summary = tokio::time::timeout(PATIENCE, live.handle.finished())
         .await
         .expect("the crawl stops")
         .expect("no engine error");
     assert_eq!(
-        commands_from(&summary.snapshot, CommandSource::Port)
-            .last()
-            .map(String::as_str),
-        Some("stop")
+        commands_from(&summary.snapshot, CommandSource::Port),
+        ["pause", "resume", "delay 150 ms", "workers 3", "stop"]
     );
     // The port still answers, and says the crawl is over.
     assert_eq!(c.ask("PAUSE").await, "ERR the crawl is over");
