@@ -19,10 +19,26 @@ pub const EVERY: Duration = Duration::from_secs(2);
 /// responses are every answer the servers gave (robots.txt, redirects and errors too), so a
 /// crawl that meets only 404s still shows it is working.
 pub fn progress_line(s: &Snapshot) -> String {
-    line_as(s, state_name(s.state))
+    line_as(
+        s,
+        state_name(s.state),
+        (s.rates.pages_per_s, s.rates.responses_per_s),
+    )
 }
 
-fn line_as(s: &Snapshot, state: &str) -> String {
+/// The last line, as a crawl that ended says it: its rates are the whole crawl's averages
+/// (`Snapshot::averages`, what the stats file and the dashboard's last screen say), not the
+/// last seconds', which a crawl that ended paused leaves at 0 (audit 33 F4).
+pub fn final_line(s: &Snapshot, state: &str) -> String {
+    line_as(
+        s,
+        state,
+        (s.averages.pages_per_s, s.averages.responses_per_s),
+    )
+}
+
+/// `rates`: pages and responses a second.
+fn line_as(s: &Snapshot, state: &str, rates: (f64, f64)) -> String {
     let errors = s.resources.fetch_error + s.resources.parse_error;
     let responses: u64 = s.http.status.values().sum();
     format!(
@@ -31,9 +47,9 @@ fn line_as(s: &Snapshot, state: &str) -> String {
         s.elapsed_s,
         state,
         s.resources.fetched,
-        s.rates.pages_per_s,
+        rates.0,
         responses,
-        s.rates.responses_per_s,
+        rates.1,
         s.scheduler.spider.queued + s.scheduler.blocked,
         s.scheduler.assigned,
         errors,
@@ -166,7 +182,7 @@ pub fn print_summary(summary: &Summary) {
     } else {
         "stopped"
     };
-    crate::say!("{}", line_as(s, state));
+    crate::say!("{}", final_line(s, state));
     // RFC 9309: a robots.txt that cannot be read forbids the whole site; said apart, or an
     // unreachable seed would read as a site that forbids crawling.
     let unread_sites = (s.sites.iter())
@@ -174,10 +190,10 @@ pub fn print_summary(summary: &Summary) {
         .count();
     let unread = unread_note(s.errors.robots_unreachable, unread_sites);
     crate::say!(
-        "crawltop: {} after {:.1} s: {} pages fetched, {} URLs discovered, {} bytes, {} sites; \
+        "crawltop: {} after {}: {} pages fetched, {} URLs discovered, {} bytes, {} sites; \
          {} errors, {} forbidden by robots.txt{unread}, {} ignored",
         if summary.completed { "done" } else { "stopped" },
-        s.elapsed_s,
+        time_taken(s),
         s.resources.fetched,
         s.resources.discovered,
         s.http.bytes,
@@ -188,9 +204,50 @@ pub fn print_summary(summary: &Summary) {
     );
 }
 
+/// `12.3 s`, or for a resumed crawl, whose counts are the whole crawl's, `4.7 s (79.3 s over
+/// 2 runs)`.
+fn time_taken(s: &Snapshot) -> String {
+    let run = format!("{:.1} s", s.elapsed_s);
+    if s.commit.run > 1 {
+        format!(
+            "{run} ({:.1} s over {} runs)",
+            s.crawl_elapsed_s, s.commit.run
+        )
+    } else {
+        run
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The last line gives the whole crawl's averages: a crawl of 1,605 pages that ended
+    /// paused said `(0.0/s)` (audit 33 F4); and the summary names every run's seconds.
+    #[test]
+    fn a_crawl_that_ended_says_its_own_averages_and_every_runs_time() {
+        let mut s = Snapshot {
+            state: RunState::Finished,
+            elapsed_s: 20.0,
+            crawl_elapsed_s: 80.0,
+            ..Snapshot::default()
+        };
+        s.resources.fetched = 1_605;
+        s.http.status.insert("200".into(), 1_640);
+        s.averages = crate::snapshot::Averages::over(1_605, 0, 1_640, 80.0);
+        s.commit.run = 2;
+        let line = final_line(&s, "stopped");
+        assert!(
+            line.contains("stopped  pages 1605 (20.1/s)  responses 1640 (20.5/s)"),
+            "{line}"
+        );
+        // While running, the last seconds' rates.
+        s.rates.pages_per_s = 3.0;
+        assert!(progress_line(&s).contains("pages 1605 (3.0/s)"));
+        assert_eq!(time_taken(&s), "20.0 s (80.0 s over 2 runs)");
+        s.commit.run = 1;
+        assert_eq!(time_taken(&s), "20.0 s");
+    }
 
     #[test]
     fn the_unread_robots_note_says_what_was_not_fetched_and_where() {

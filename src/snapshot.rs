@@ -25,7 +25,15 @@ pub enum RunState {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
     pub state: RunState,
+    /// Seconds since this run started: a resumed crawl's clock starts again at 0.
     pub elapsed_s: f64,
+    /// Seconds crawled by every run of this crawl, this one included: `elapsed_s` plus the
+    /// runs before it, carried over the checkpoint (up to each one's last checkpoint). The
+    /// counts (`resources`, `http`) are the whole crawl's, so they are divided by this, never by
+    /// `elapsed_s` (audit 33 F4). Equal to `elapsed_s` for a crawl that never resumed; 0 in
+    /// files written before it.
+    #[serde(default)]
+    pub crawl_elapsed_s: f64,
     pub workers: Workers,
     pub scheduler: Scheduler,
     pub resources: Resources,
@@ -42,6 +50,11 @@ pub struct Snapshot {
     /// The top of the back-queue heap: which sites the crawler touches next, soonest first.
     pub heap: Vec<HeapRow>,
     pub rates: Rates,
+    /// The whole crawl's average rates: its counts over `crawl_elapsed_s`. What the dashboard
+    /// shows once the crawl ended (`avg 95 p/s`) and the headless summary's last line says;
+    /// `rates` stays the last seconds', which a crawl that ended paused leaves at 0.
+    #[serde(default)]
+    pub averages: Averages,
     /// The ordered commit of fetched pages to the store.
     #[serde(default)]
     pub commit: Commit,
@@ -400,6 +413,31 @@ pub struct Rates {
     pub responses_per_s: f64,
     /// Pages per second, one value per second, oldest first (up to a minute).
     pub history: Vec<f64>,
+}
+
+/// A crawl's average rates since its start, over every run (see [`Snapshot::averages`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Averages {
+    /// URLs fetched (`resources.fetched`) per second.
+    pub pages_per_s: f64,
+    /// Body bytes (`http.bytes`) per second.
+    pub bytes_per_s: f64,
+    /// Responses (the sum of `http.status`) per second.
+    pub responses_per_s: f64,
+}
+
+impl Averages {
+    /// The counts over `secs` seconds; all 0 before the first moment has passed.
+    pub fn over(pages: u64, bytes: u64, responses: u64, secs: f64) -> Averages {
+        if secs <= 0.0 {
+            return Averages::default();
+        }
+        Averages {
+            pages_per_s: pages as f64 / secs,
+            bytes_per_s: bytes as f64 / secs,
+            responses_per_s: responses as f64 / secs,
+        }
+    }
 }
 
 /// The reorder window and the committer.

@@ -114,10 +114,20 @@ pub(super) fn command_reply(cmd: Command) -> serde_json::Value {
     }
 }
 
-/// The crawl is over: it takes no more commands.
+/// Why a valid command was not sent to the crawl.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the crawl is over")]
-pub(super) struct CrawlOver;
+pub(super) enum Refused {
+    /// The crawl is over: it takes no more commands.
+    #[error("the crawl is over")]
+    Over,
+    /// An export of a crawl without output files would write nothing, and an `ok` would say
+    /// it had (audit 33 F7).
+    #[error(
+        "nothing to export: the crawl was started without --stats-out, --sites-out or \
+         --urls-out, the files an export writes"
+    )]
+    NothingToExport,
+}
 
 /// What a room renders from the snapshot.
 #[derive(Debug, Clone, Copy)]
@@ -164,11 +174,14 @@ impl Handlers {
     }
 
     /// Sends a validated command to the engine, recorded under this room's source.
-    pub(super) fn send(&self, cmd: Command) -> Result<serde_json::Value, CrawlOver> {
+    pub(super) fn send(&self, cmd: Command) -> Result<serde_json::Value, Refused> {
+        if cmd == Command::Export && !self.commander.exports() {
+            return Err(Refused::NothingToExport);
+        }
         if self.commander.send(cmd, self.source) {
             Ok(command_reply(cmd))
         } else {
-            Err(CrawlOver)
+            Err(Refused::Over)
         }
     }
 

@@ -384,17 +384,25 @@ fn respond(shared: &Shared, req: &Request<Incoming>) -> Reply {
         return method_not_allowed(req, endpoint.allow_header(), endpoint.allow_header());
     }
     match endpoint {
-        Endpoint::Stats => rendered_reply(shared, View::Stats, "application/json"),
-        Endpoint::Metrics => rendered_reply(
-            shared,
-            View::Metrics,
-            "text/plain; version=0.0.4; charset=utf-8",
-        ),
+        // Like every other endpoint, a parameter they do not take is refused, not ignored: a
+        // mistyped `/stats?site=...` would look like an answer to it (audit 33 F6).
+        Endpoint::Stats | Endpoint::Metrics => match no_params(req.uri().query(), req.uri().path())
+        {
+            Err(message) => error(StatusCode::BAD_REQUEST, &message),
+            Ok(()) if endpoint == Endpoint::Stats => {
+                rendered_reply(shared, View::Stats, "application/json")
+            }
+            Ok(()) => rendered_reply(
+                shared,
+                View::Metrics,
+                "text/plain; version=0.0.4; charset=utf-8",
+            ),
+        },
         Endpoint::Sites => sites_reply(shared, req.uri().query()),
         _ => match command(endpoint, req.uri().query()) {
             Ok(cmd) => match shared.handlers.send(cmd) {
                 Ok(reply) => json(StatusCode::OK, &reply),
-                Err(over) => error(StatusCode::CONFLICT, &over.to_string()),
+                Err(refused) => error(StatusCode::CONFLICT, &refused.to_string()),
             },
             Err(message) => error(StatusCode::BAD_REQUEST, &message),
         },

@@ -8,12 +8,15 @@
 //! | --- | --- |
 //! | `AUTH TOKEN` | `OK auth`; when the crawl has `--control-token`, this must be the first line, else `ERR ...` and the connection closes (without a token, any `AUTH` is `OK auth`) |
 //! | `STATS` | the snapshot as one line of JSON (the schema of `/stats` and the stats file) |
-//! | `PAUSE`, `RESUME`, `EXPORT`, `SHUTDOWN` | `OK pause`, `OK resume`, `OK export` (the stats files are written now), `OK stop` |
+//! | `SITES [sort=S limit=N offset=N filter=F]` | a page of the sites' rows as one line of JSON (`GET /sites`) |
+//! | `PAUSE`, `RESUME`, `EXPORT`, `SHUTDOWN` | `OK pause`, `OK resume`, `OK export` (the stats files are written now; `ERR nothing to export: ...` for a crawl without `--stats-out`, `--sites-out` or `--urls-out`), `OK stop` |
 //! | `DELAY MS`, `WORKERS N` | `OK delay 300 ms`, `OK workers 4` |
-//! | `SEARCH WORDS...`, `MAXCOUNT WORD`, `MINCOUNT WORD`, `WORDCOUNT` | a block: one JSON value a line (each hit of a search; the count or `null`; the totals), then an empty line |
+//! | `SEARCH WORDS...`, `MAXCOUNT WORD`, `MINCOUNT WORD`, `WORDCOUNT` | a block: one JSON value a line (each hit of a search; the count or `null`; the totals), then an empty line, even when the block holds one line |
 //! | `QUIT` | `OK bye`, and the connection closes |
 //!
-//! A command's answer that is not `OK` or a block is one line `ERR message`, and the connection
+//! Every other answer is exactly one line, never followed by an empty one: only the four index
+//! queries answer with a block. A command's answer that is not `OK`, JSON or a block is one
+//! line `ERR message`, and the connection
 //! stays usable: an unknown command, a missing, extra or out-of-range argument (the same checks
 //! and words as the HTTP API: `control::commands`), bytes that are not UTF-8, a query without
 //! `--out`, a crawl that is over. Only four things close it: a line longer than 8 KiB (after
@@ -279,7 +282,9 @@ async fn answer(handlers: &Arc<Handlers>, line: &str) -> Answer {
             params.push(pair);
         }
         return match commands::site_query(params) {
-            Ok(q) => Answer::Block(block(handlers.sites(&q))),
+            // One line, as `STATS`: an answer is a block only for the index queries, which
+            // may give many values (audit 33 F9: a blank line followed this one).
+            Ok(q) => Answer::Line(handlers.sites(&q).to_string()),
             Err(message) => Answer::Line(format!("ERR {message}")),
         };
     }
@@ -330,7 +335,7 @@ fn command_line(handlers: &Handlers, word: &str, args: &[&str]) -> Result<String
     handlers
         .send(command)
         .map(|_| format!("OK {command}"))
-        .map_err(|over| Some(over.to_string()))
+        .map_err(|refused| Some(refused.to_string()))
 }
 
 fn one_argument(usage: &str, args: &[&str]) -> String {

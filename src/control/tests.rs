@@ -571,6 +571,40 @@ async fn wrong_paths_methods_and_parameters_get_clear_errors() {
         let message = body["error"].as_str().expect("an error message");
         assert!(message.contains(names), "{path}: {message}");
     }
+    // The reads refuse a parameter they do not take, as the rest do (audit 33 F6: they
+    // answered 200 and ignored it).
+    for (method, path, names) in [
+        (
+            "GET",
+            "/stats?x=1",
+            "unknown parameter \"x\": /stats takes none",
+        ),
+        ("HEAD", "/stats?site=a", "site"),
+        (
+            "GET",
+            "/metrics?x=1",
+            "unknown parameter \"x\": /metrics takes none",
+        ),
+        ("GET", "/stats?%FF=1", "not UTF-8"),
+    ] {
+        let (status, _, body) = exchange(addr, None, method, path).await.expect("answer");
+        assert_eq!(status, 400, "{method} {path}");
+        if method == "GET" {
+            let body: serde_json::Value = serde_json::from_str(&body).expect("a JSON body");
+            let message = body["error"].as_str().expect("an error message");
+            assert!(message.contains(names), "{path}: {message}");
+        }
+    }
+    // A crawl without --stats-out, --sites-out or --urls-out has nothing to export: a 409
+    // that says so, where an ok wrote nothing (audit 33 F7).
+    let (status, body) = live.call("POST", "/export").await;
+    assert_eq!(status, 409);
+    let message = body["error"].as_str().expect("an error message");
+    assert!(
+        message.starts_with("nothing to export")
+            && message.contains("--stats-out, --sites-out or --urls-out"),
+        "{message}"
+    );
     // None of those reached the engine: the next good command is the first it saw.
     let (status, _) = live.call("POST", "/delay?ms=7").await;
     assert_eq!(status, 200);

@@ -118,14 +118,11 @@ fn render_header(app: &App, area: Rect, buf: &mut Buffer) {
     let gap = if area.width >= 100 { "  " } else { " " };
     let bold = Style::new().bold();
     // A crawl that ended shows its average rates: the last seconds' froze when it ended, and
-    // looked like work going on (audit 25).
-    let ended = snap.state == RunState::Finished && snap.elapsed_s > 0.0;
+    // looked like work going on (audit 25). The snapshot's own averages, over every run of a
+    // resumed crawl: the stats file says the same numbers.
+    let ended = snap.state == RunState::Finished && snap.crawl_elapsed_s > 0.0;
     let (page_rate, byte_rate, avg) = if ended {
-        (
-            snap.resources.fetched as f64 / snap.elapsed_s,
-            snap.http.bytes as f64 / snap.elapsed_s,
-            "avg ",
-        )
+        (snap.averages.pages_per_s, snap.averages.bytes_per_s, "avg ")
     } else {
         (snap.rates.pages_per_s, snap.rates.bytes_per_s, "")
     };
@@ -1112,8 +1109,8 @@ mod tests {
     use crate::dashboard::search::{Edit, Outcome};
     use crate::robots::RobotsState;
     use crate::snapshot::{
-        BlockedBy, BusyBy, Ended, Errors, HeapRow, Http, LogLine, Politeness, Rates, Resources,
-        Scheduler, TaskCounts, Workers,
+        Averages, BlockedBy, BusyBy, Ended, Errors, HeapRow, Http, LogLine, Politeness, Rates,
+        Resources, Scheduler, TaskCounts, Workers,
     };
 
     #[allow(clippy::too_many_arguments)]
@@ -1426,11 +1423,42 @@ mod tests {
         );
     }
 
+    /// The fixture as a crawl of `crawl_elapsed_s` seconds in all ended, with the averages the
+    /// engine gives it.
+    fn ended_after(mut snapshot: Snapshot, crawl_elapsed_s: f64) -> Snapshot {
+        snapshot.state = RunState::Finished;
+        snapshot.crawl_elapsed_s = crawl_elapsed_s;
+        snapshot.averages = Averages::over(
+            snapshot.resources.fetched,
+            snapshot.http.bytes,
+            snapshot.http.status.values().sum(),
+            crawl_elapsed_s,
+        );
+        snapshot
+    }
+
+    /// A resumed crawl: its counts are the whole crawl's, so its averages are over every run's
+    /// seconds, not this run's 192.4 (audit 33 F4: the header said 95 p/s for 18 p/s).
+    #[test]
+    fn a_resumed_crawl_that_ended_shows_the_whole_crawls_averages() {
+        let mut snapshot = fixture();
+        snapshot.http.bytes = 603_000_000;
+        let app = app_with(ended_after(snapshot, 1_000.0), 100, 30);
+        let text = screen_text(&draw(&app, 100, 30));
+        let header = text.lines().next().unwrap_or_default();
+        assert!(
+            header.contains("avg 18 p/s") && header.contains("avg 603.0 kB/s"),
+            "{header}"
+        );
+        // The clock is this run's.
+        assert!(header.contains("00:03:12"), "{header}");
+    }
+
     #[test]
     fn finished_with_stats_path_100x30() {
         let mut snapshot = fixture();
-        snapshot.state = RunState::Finished;
         snapshot.http.bytes = 603_000_000;
+        let snapshot = ended_after(snapshot, 192.4);
         let mut app = app_with(snapshot, 100, 30);
         app.set_stats_path("crawltop-stats-20261121-063000.json".into());
         // The whole crawl's rates (18,204 pages and 603 MB in 192.4 s), not the last seconds'
@@ -1883,9 +1911,7 @@ mod tests {
 
     #[test]
     fn the_finished_screen_offers_search() {
-        let mut snapshot = fixture();
-        snapshot.state = RunState::Finished;
-        let app = app_with(snapshot, 80, 24);
+        let app = app_with(ended_after(fixture(), 192.4), 80, 24);
         let text = screen_text(&draw(&app, 80, 24));
         let footer = text.lines().last().unwrap_or_default();
         assert!(
@@ -1896,8 +1922,7 @@ mod tests {
 
     #[test]
     fn a_stopped_crawl_says_stopped_on_its_final_screen() {
-        let mut snapshot = fixture();
-        snapshot.state = RunState::Finished;
+        let mut snapshot = ended_after(fixture(), 192.4);
         snapshot.ended = Some(Ended::Stopped);
         let mut app = app_with(snapshot, 100, 30);
         app.set_stats_path("stats.json".into());
@@ -1911,8 +1936,7 @@ mod tests {
             "{text}"
         );
         // A crawl that ran out of work is finished, as before.
-        let mut snapshot = fixture();
-        snapshot.state = RunState::Finished;
+        let mut snapshot = ended_after(fixture(), 192.4);
         snapshot.ended = Some(Ended::Completed);
         let text = screen_text(&draw(&app_with(snapshot, 100, 30), 100, 30));
         assert!(

@@ -41,7 +41,11 @@ pub struct ConfigShown<'a> {
 pub struct Totals {
     /// Seconds since the Unix epoch when the crawl started.
     pub started_at_unix_s: f64,
+    /// This run's seconds (a resumed crawl's clock starts again), as the top-level `elapsed_s`.
     pub elapsed_s: f64,
+    /// Every run's seconds, this one's included (the top-level `crawl_elapsed_s`): the
+    /// counts below are the whole crawl's, so `pages_fetched / crawl_elapsed_s` is its rate.
+    pub crawl_elapsed_s: f64,
     /// True when the crawl ran out of work; false when it was stopped or aborted.
     pub completed: bool,
     pub urls_discovered: u64,
@@ -57,10 +61,7 @@ pub struct Totals {
 /// it goes (a temporary file is created beside it and removed): a mistyped folder is an error
 /// at the start, not after a crawl whose statistics then have nowhere to go.
 pub(super) fn check_writable(cfg: &CrawlConfig) -> Result<(), EngineError> {
-    for path in [&cfg.stats_out, &cfg.sites_out, &cfg.urls_out]
-        .into_iter()
-        .flatten()
-    {
+    for path in files(cfg) {
         tempfile::Builder::new()
             .prefix(".crawltop-")
             .tempfile_in(dir_of(path))
@@ -70,6 +71,13 @@ pub(super) fn check_writable(cfg: &CrawlConfig) -> Result<(), EngineError> {
             })?;
     }
     Ok(())
+}
+
+/// The files an export writes: `--stats-out`, `--sites-out`, `--urls-out`, those given.
+pub(super) fn files(cfg: &CrawlConfig) -> impl Iterator<Item = &std::path::PathBuf> {
+    [&cfg.stats_out, &cfg.sites_out, &cfg.urls_out]
+        .into_iter()
+        .flatten()
 }
 
 /// A written file's mode: what any new file gets under the umask (0644 under 0022), not the
@@ -103,6 +111,7 @@ pub(super) fn write_all(
                     .duration_since(SystemTime::UNIX_EPOCH)
                     .map_or(0.0, |d| d.as_secs_f64()),
                 elapsed_s: snap.elapsed_s,
+                crawl_elapsed_s: snap.crawl_elapsed_s,
                 completed: summary.completed,
                 urls_discovered: snap.resources.discovered,
                 pages_fetched: snap.resources.fetched,

@@ -150,9 +150,17 @@ pub struct Summary {
 pub struct Commander {
     tx: mpsc::UnboundedSender<(Command, CommandSource)>,
     sites: Arc<crate::site_table::SiteTable>,
+    exports: bool,
 }
 
 impl Commander {
+    /// Whether [`Command::Export`] has a file to write: the crawl was given `--stats-out`,
+    /// `--sites-out` or `--urls-out` (the dashboard gives itself a stats file). Without one an
+    /// export writes nothing, and a control room says so instead of answering ok.
+    pub fn exports(&self) -> bool {
+        self.exports
+    }
+
     /// The crawl's live site table (see [`CrawlHandle::sites`]).
     pub fn sites(&self) -> Arc<crate::site_table::SiteTable> {
         self.sites.clone()
@@ -349,6 +357,7 @@ fn start<F: Schedule + Send + 'static>(coordinator: coordinator::Coordinator<F>)
     let resuming = coordinator.resuming().map(std::path::Path::to_path_buf);
     let (tx, rx) = mpsc::unbounded_channel();
     let sites = coordinator.site_table();
+    let exports = coordinator.exports();
     let (snap_tx, snap_rx) = watch::channel(Arc::new(coordinator.snapshot_now()));
     let abort = CancellationToken::new();
     let task = tokio::spawn(coordinator.run(rx, snap_tx, abort.clone()));
@@ -356,6 +365,7 @@ fn start<F: Schedule + Send + 'static>(coordinator: coordinator::Coordinator<F>)
         commands: Commander {
             tx,
             sites: sites.clone(),
+            exports,
         },
         snapshots: snap_rx,
         sites,

@@ -637,3 +637,229 @@ async fn a_throttle_set_while_running_is_kept_by_a_resume() {
         .count();
     assert!(quick > 0, "the flag's delay applies");
 }
+
+/// `a / b` is `want`, to the last few units of a double (the file's numbers went through JSON).
+fn assert_ratio(a: f64, b: f64, want: f64, what: &str) {
+    assert!(b > 0.0, "{what}: over {b} s");
+    assert!(
+        (a / b - want).abs() <= 1e-9 * want.abs().max(1.0),
+        "{what}: {a} / {b} = {}, the file says {want}",
+        a / b
+    );
+}
+
+fn number(v: &serde_json::Value, path: &[&str]) -> f64 {
+    let mut at = v;
+    for key in path {
+        at = &at[*key];
+    }
+    at.as_f64()
+        .unwrap_or_else(|| panic!("{} is no number: {at}", path.join(".")))
+}
+
+/// The stats file of a crawl that ended paused gives the crawl's own average rates, as the
+/// dashboard's last screen and the headless last line do, not the last seconds' (0 p/s for a
+/// crawl of 1,605 pages, audit 33 F4); a resumed crawl's file gives every run's seconds beside
+/// this run's, so that its counts (the whole crawl's) divide into its real rate.
+#[tokio::test]
+async fn the_stats_file_gives_the_crawls_own_averages_over_every_run() {
+    let web = TestWeb::start(GenOptions::new(1, 300).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let log = web.log();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("crawl");
+    let stats = tmp.path().join("stats.json");
+    let run = || {
+        tokio::process::Command::new(bin())
+            .args(["crawl", &web.url("site00", "/"), "--headless"])
+            .args(["--delay-ms", "20", "--out"])
+            .arg(&out)
+            .arg("--stats-out")
+            .arg(&stats)
+            .args(["--command-port", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn")
+    };
+    // Ends paused: SHUTDOWN once nothing is in flight.
+    let mut child = run();
+    let mut stderr = child.stderr.take().expect("stderr");
+    let [addr] = printed_addrs(&mut stderr, ["command port on "]).await;
+    let mut port = Port::connect(addr).await;
+    tokio::time::timeout(PATIENCE, log.wait_until(|r| r.len() >= 15))
+        .await
+        .expect("crawling");
+    assert_eq!(port.ask("PAUSE").await, "OK pause");
+    port.wait_stats(|s| s["state"] == "paused" && s["scheduler"]["assigned"] == 0)
+        .await;
+    assert_eq!(port.ask("SHUTDOWN").await, "OK stop");
+    let said = ended(child, stderr).await;
+    let first: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(first["commit"]["run"], 1);
+    let fetched = number(&first, &["resources", "fetched"]);
+    let secs = number(&first, &["crawl_elapsed_s"]);
+    assert!(fetched >= 10.0, "{first}");
+    assert_ratio(secs, number(&first, &["elapsed_s"]), 1.0, "one run");
+    assert_ratio(
+        secs,
+        number(&first, &["totals", "crawl_elapsed_s"]),
+        1.0,
+        "totals",
+    );
+    let avg = number(&first, &["averages", "pages_per_s"]);
+    assert!(avg > 0.0);
+    assert_ratio(fetched, secs, avg, "pages");
+    let responses = number(&first, &["totals", "requests"]);
+    assert_ratio(
+        responses,
+        secs,
+        number(&first, &["averages", "responses_per_s"]),
+        "responses",
+    );
+    assert_ratio(
+        number(&first, &["http", "bytes"]),
+        secs,
+        number(&first, &["averages", "bytes_per_s"]),
+        "bytes",
+    );
+    // The headless last line says the same averages.
+    let last = said
+        .lines()
+        .rfind(|l| l.contains("stopped  pages"))
+        .unwrap_or_else(|| panic!("no last line in {said}"));
+    assert!(
+        last.contains(&format!("pages {fetched} ({avg:.1}/s)")),
+        "{last}: the file says {avg}"
+    );
+
+    // Resumed, then stopped: the counts are the whole crawl's, and so are the seconds they are
+    // divided by; this run's own seconds stay in `elapsed_s`.
+    let before = log.records().len();
+    let mut child = run();
+    let mut stderr = child.stderr.take().expect("stderr");
+    let [addr] = printed_addrs(&mut stderr, ["command port on "]).await;
+    let mut port = Port::connect(addr).await;
+    tokio::time::timeout(PATIENCE, log.wait_until(|r| r.len() >= before + 15))
+        .await
+        .expect("crawling again");
+    assert_eq!(port.ask("SHUTDOWN").await, "OK stop");
+    let said = ended(child, stderr).await;
+    let second: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(second["commit"]["run"], 2);
+    let all = number(&second, &["crawl_elapsed_s"]);
+    let this_run = number(&second, &["elapsed_s"]);
+    assert_ratio(
+        this_run,
+        number(&second, &["totals", "elapsed_s"]),
+        1.0,
+        "this run",
+    );
+    assert_ratio(
+        all,
+        number(&second, &["totals", "crawl_elapsed_s"]),
+        1.0,
+        "every run",
+    );
+    // The first run's seconds as its last checkpoint had them: written just before its final
+    // snapshot, so at most the first file's figure and not far below it.
+    let carried = all - this_run;
+    assert!(
+        carried <= secs + 1e-6 && carried > secs - 5.0 && carried > 0.0,
+        "carried {carried} s over the checkpoint; the first run took {secs} s"
+    );
+    let pages = number(&second, &["totals", "pages_fetched"]);
+    assert!(pages > fetched, "{pages} after {fetched}");
+    // The README's recipe, pages / seconds, gives the crawl's rate.
+    assert_ratio(
+        pages,
+        all,
+        number(&second, &["averages", "pages_per_s"]),
+        "pages over both runs",
+    );
+    assert!(
+        said.contains(&format!("({all:.1} s over 2 runs)")),
+        "{said}"
+    );
+}
+
+/// Waits for a crawl that was told to stop, and returns what it said on stderr after the
+/// addresses.
+async fn ended(
+    mut child: tokio::process::Child,
+    mut stderr: tokio::process::ChildStderr,
+) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut said = String::new();
+    tokio::time::timeout(PATIENCE, stderr.read_to_string(&mut said))
+        .await
+        .expect("stderr ends")
+        .expect("read");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("the crawl ends")
+        .expect("status");
+    assert!(status.success(), "{said}");
+    said
+}
+
+/// A crawl with no file to export (no `--stats-out`, `--sites-out`, `--urls-out`, headless)
+/// says so to `ctl export` (exit 1) and to `EXPORT` (`ERR`), where both answered ok and wrote
+/// nothing (audit 33 F7); nothing appears in its folder.
+#[tokio::test]
+async fn an_export_with_nothing_to_write_is_refused_by_both_rooms() {
+    let web = TestWeb::start(GenOptions::new(1, 300).crawl_delay_s(0.01))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut child = tokio::process::Command::new(bin())
+        .args(["crawl", &web.url("site00", "/"), "--headless"])
+        .args(["--delay-ms", "50"])
+        .args(["--command-port", "127.0.0.1:0", "--control", "127.0.0.1:0"])
+        .current_dir(tmp.path())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let [control, addr] =
+        printed_addrs(&mut stderr, ["control API on http://", "command port on "]).await;
+    let o = std::process::Command::new(bin())
+        .args(["ctl", &control.to_string(), "export"])
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    let answer = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        answer.contains("nothing to export")
+            && answer.contains("--stats-out, --sites-out or --urls-out"),
+        "{answer}"
+    );
+    let mut port = Port::connect(addr).await;
+    let export = port.ask("EXPORT").await;
+    assert!(
+        export.starts_with("ERR nothing to export") && export.contains("--urls-out"),
+        "{export}"
+    );
+    let stats = port.stats().await;
+    assert!(
+        stats["commands"]
+            .as_array()
+            .is_some_and(|c| c.iter().all(|c| c["command"] != "export")),
+        "{stats}"
+    );
+    assert_eq!(port.ask("SHUTDOWN").await, "OK stop");
+    ended(child, stderr).await;
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -158,16 +158,33 @@ async fn commands_act_on_the_crawl_and_are_logged_as_the_port() {
             "{query}: {answer}"
         );
     }
+    // One line each, STATS as SITES, no empty line after either (audit 33 F9: SITES was
+    // followed by one, which the next command's reader took for its answer).
+    c.send(b"STATS\nSITES limit=1 sort=origin\nSTATS\n").await;
+    for word in ["STATS", "SITES", "STATS"] {
+        let line = c.line().await.expect("an answer");
+        let value: serde_json::Value = serde_json::from_str(&line).expect("one JSON line");
+        assert_eq!(
+            value.get("rows").is_some(),
+            word == "SITES",
+            "{word}: {line}"
+        );
+    }
+    // Nothing to export without --stats-out, --sites-out or --urls-out: said, not an OK that
+    // wrote nothing (audit 33 F7); the command never reaches the crawl.
+    let export = c.ask("EXPORT").await;
+    assert!(
+        export.starts_with("ERR nothing to export") && export.contains("--stats-out"),
+        "{export}"
+    );
     assert_eq!(c.ask("SHUTDOWN").await, "OK stop");
     let summary = tokio::time::timeout(PATIENCE, live.handle.finished())
         .await
         .expect("the crawl stops")
         .expect("no engine error");
     assert_eq!(
-        commands_from(&summary.snapshot, CommandSource::Port)
-            .last()
-            .map(String::as_str),
-        Some("stop")
+        commands_from(&summary.snapshot, CommandSource::Port),
+        ["pause", "resume", "delay 150 ms", "workers 3", "stop"]
     );
     // The port still answers, and says the crawl is over.
     assert_eq!(c.ask("PAUSE").await, "ERR the crawl is over");

@@ -477,6 +477,11 @@ impl<F: Schedule> Coordinator<F> {
         self.cfg.max_pages_per_site
     }
 
+    /// Whether an export has a file to write.
+    pub(super) fn exports(&self) -> bool {
+        export::files(&self.cfg).next().is_some()
+    }
+
     /// The crawl folder whose unfinished crawl this one goes on with.
     pub(super) fn resuming(&self) -> Option<&std::path::Path> {
         self.resuming.as_deref()

@@ -18,8 +18,8 @@ use crate::fetch::Phase;
 use crate::frontier::{Schedule, SiteId};
 use crate::site_table::SiteTable;
 use crate::snapshot::{
-    BlockedBy, BusyBy, Commit, HeapRow, Politeness, Rates, Resources, RunState, Scheduler, Shares,
-    SiteRow, Snapshot, TaskCounts, WorkerState, Workers,
+    Averages, BlockedBy, BusyBy, Commit, HeapRow, Politeness, Rates, Resources, RunState,
+    Scheduler, Shares, SiteRow, Snapshot, TaskCounts, WorkerState, Workers,
 };
 use crate::store::committer::CommitStatus;
 
@@ -273,9 +273,11 @@ impl<F: Schedule> Coordinator<F> {
             done: self.thinker_done,
         };
         let st = |s: ResourceState| self.state_counts.get(s);
-        Snapshot {
+        let crawl_elapsed_s = self.runs.elapsed_before_s + now.as_secs_f64();
+        let mut snap = Snapshot {
             state: self.run_state(),
             elapsed_s: now.as_secs_f64(),
+            crawl_elapsed_s,
             workers,
             scheduler: Scheduler {
                 queued: spider.queued + thinker.queued,
@@ -328,7 +330,15 @@ impl<F: Schedule> Coordinator<F> {
             cluster: self.cluster_view(),
             fault: self.fault.clone(),
             ended: None,
-        }
+            averages: Averages::default(),
+        };
+        snap.averages = Averages::over(
+            snap.resources.fetched,
+            snap.http.bytes,
+            snap.http.status.values().sum(),
+            crawl_elapsed_s,
+        );
+        snap
     }
 
     /// Writes the rows of the sites changed since the last tick (and of sites the table has not
