@@ -977,6 +977,107 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
     }
 }
 
+/// A crawl of `web` into `out` stopped gracefully once it has stored pages, then resumed and
+/// killed (SIGKILL) once the resume has made ten requests: its state is as a kill leaves it
+/// (redb repairs it when it is next opened), its mark holds the pages of the first run.
+async fn resumed_and_killed(web: &TestWeb, out: &Path, stats: &Path) {
+    let mut child = crawl_command(web, out, stats).spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
+        .await
+        .expect("the crawl runs");
+    stop_gracefully(&mut child).await;
+    let before = web.log().records().len();
+    let mut child = crawl_command(web, out, stats).spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= before + 10))
+        .await
+        .expect("the resume runs");
+    child.start_kill().expect("SIGKILL");
+    child.wait().await.expect("reaped");
+}
+
+/// A damage done to a copy of a crawl folder: its name, what it does, what the refusal says.
+type Damage<'a, S> = (&'a str, &'a dyn Fn(&Path), &'a [S]);
+
+/// Flips 4 bytes of the commit slot redb's header names as the last commit's (redb 4's file
+/// format: the slot's number is bit 0 of the byte after the 9-byte magic number; 2 slots of
+/// 128 bytes from offset 64), as audit 32 did at offset 100.
+fn damage_last_commit_slot(state: &Path) {
+    let mut bytes = std::fs::read(state).expect("read");
+    let at = 64 + 128 * usize::from(bytes[9] & 1) + 36;
+    for b in &mut bytes[at..at + 4] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(state, &bytes).expect("write");
+}
+
+/// Audit 32 M1 and M3, on a killed crawl's folder: a state whose last checkpoint was changed
+/// (redb fell back to the one before it, and the resume cut the pages stored since without a
+/// word), one cut in half, and a folder that lost its index are refused by name, before any
+/// request, with the state file byte for byte as it was (redb's repair of a killed crawl's
+/// state was made on disk before the refusal) and the stores untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_resume_leaves_a_killed_crawls_state_byte_for_byte_as_it_was() {
+    let web = TestWeb::start(GenOptions::new(1, 200)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let killed = dir.path().join("killed");
+    let stats = dir.path().join("stats.json");
+    resumed_and_killed(&web, &killed, &stats).await;
+    let state = crawltop::store::checkpoint::STATE_FILE;
+
+    // Cut on a page boundary (4096 bytes), as audit 32 did: a length redb maps onto a layout,
+    // so it goes as far as its repair before it fails; short enough to lose rows (a cut of the
+    // free pages at the end alone leaves a sound state, read as such).
+    let cut = |out: &Path| {
+        let path = out.join(state);
+        let whole = std::fs::read(&path).expect("read");
+        let refused = (2..64).map(|d| whole.len() / d / 4096 * 4096).find(|&len| {
+            std::fs::write(&path, &whole[..len]).expect("cut");
+            crawltop::store::checkpoint::Checkpoint::find(out).is_err()
+        });
+        assert!(refused.is_some(), "no cut of the state is refused");
+    };
+    let no_index = |out: &Path| std::fs::remove_dir_all(out.join("index")).expect("index away");
+    let changed = |out: &Path| damage_last_commit_slot(&out.join(state));
+    let cases: [Damage<&str>; 3] = [
+        ("cut", &cut, &["is corrupt", "--fresh"]),
+        ("no-index", &no_index, &["has no index/", "--fresh"]),
+        (
+            "changed",
+            &changed,
+            &[
+                "is corrupt",
+                "its last checkpoint was changed after crawltop wrote it",
+                "--fresh",
+            ],
+        ),
+    ];
+    for (name, damage, says) in cases {
+        let out = dir.path().join(name);
+        copy_folder(&killed, &out);
+        damage(&out);
+        let kept = std::fs::read(out.join(state)).expect("read");
+        let listing = stores_listing(&out);
+        for _ in 0..2 {
+            refused_before_any_request(&web, crawl_command(&web, &out, &stats), says).await;
+            assert!(
+                std::fs::read(out.join(state)).expect("read") == kept,
+                "{name}: the refused state was written to"
+            );
+            assert_eq!(stores_listing(&out), listing, "{name}: the stores changed");
+        }
+    }
+
+    // The killed folder itself resumes to its end, every page stored once.
+    let status = crawl_command(&web, &killed, &stats)
+        .finish()
+        .await
+        .expect("resume")
+        .status;
+    assert!(status.success(), "{status:?}");
+    let counts = read_warc(&killed.join("warc")).counts;
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+}
+
 /// Audit 27: a crawl killed after its last checkpoint (which marked it finished) and before its
 /// stats were written left no stats file, and the same command again was refused as a finished
 /// crawl: they could never be written. The crawl is marked finished only after its exports now.
