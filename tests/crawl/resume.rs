@@ -1078,6 +1078,58 @@ async fn a_refused_resume_leaves_a_killed_crawls_state_byte_for_byte_as_it_was()
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
 }
 
+/// Audit 32 M4: the WARC file the checkpoint counts bytes of, deleted (or `warc/` with it), got
+/// a bare "No such file or directory". It is explained as a cut file is: what the checkpoint
+/// counted, what would be lost, the way out; and nothing is fetched or written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warc_file_the_checkpoint_counts_but_missing_is_named_as_a_cut_one_is() {
+    let web = TestWeb::start(GenOptions::new(1, 200)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let killed = dir.path().join("killed");
+    let stats = dir.path().join("stats.json");
+    resumed_and_killed(&web, &killed, &stats).await;
+    let state = crawltop::store::checkpoint::STATE_FILE;
+    // The file the mark counts bytes of: the first run's, or the resume's if it had stored a
+    // page by its checkpoint.
+    let marked = crawltop::store::checkpoint::Checkpoint::find_mark(&killed)
+        .expect("the checkpoint reads")
+        .expect("a checkpoint")
+        .warc
+        .expect("the mark names a WARC file")
+        .file;
+    let file_gone = |out: &Path| std::fs::remove_file(out.join("warc").join(&marked)).expect("rm");
+    let folder_gone = |out: &Path| std::fs::remove_dir_all(out.join("warc")).expect("rm -r");
+    let file_says = [
+        format!("{marked} is missing, where the checkpoint counted"),
+        "bytes of it durable".to_owned(),
+        "put the file back as it was, or start over with --fresh".to_owned(),
+    ];
+    let folder_says = [
+        "warc is missing, though the checkpoint counts".to_owned(),
+        "WARC file(s) of the crawl in it, up to byte".to_owned(),
+        "put warc/ back as it was, or start over with --fresh".to_owned(),
+    ];
+    let cases: [Damage<String>; 2] = [
+        ("file", &file_gone, &file_says),
+        ("folder", &folder_gone, &folder_says),
+    ];
+    for (name, damage, says) in cases {
+        let out = dir.path().join(name);
+        copy_folder(&killed, &out);
+        damage(&out);
+        let kept = std::fs::read(out.join(state)).expect("read");
+        let listing = stores_listing(&out);
+        let mut says: Vec<&str> = says.iter().map(String::as_str).collect();
+        says.push("the pages stored there would be lost");
+        refused_before_any_request(&web, crawl_command(&web, &out, &stats), &says).await;
+        assert!(
+            std::fs::read(out.join(state)).expect("read") == kept,
+            "{name}: the state was written to"
+        );
+        assert_eq!(stores_listing(&out), listing, "{name}: the stores changed");
+    }
+}
+
 /// Audit 27: a crawl killed after its last checkpoint (which marked it finished) and before its
 /// stats were written left no stats file, and the same command again was refused as a finished
 /// crawl: they could never be written. The crawl is marked finished only after its exports now.
