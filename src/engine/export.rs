@@ -61,8 +61,9 @@ pub(super) fn check_writable(cfg: &CrawlConfig) -> Result<(), EngineError> {
         .into_iter()
         .flatten()
     {
+        super::leftover::remove(dir_of(path), path);
         tempfile::Builder::new()
-            .prefix(".crawltop-")
+            .prefix(&super::leftover::prefix(path))
             .tempfile_in(dir_of(path))
             .map_err(|error| EngineError::Write {
                 path: path.clone(),
@@ -235,7 +236,7 @@ fn atomically(
         error,
     };
     let tmp = tempfile::Builder::new()
-        .prefix(".crawltop-")
+        .prefix(&super::leftover::prefix(path))
         .permissions(shared_file())
         .tempfile_in(dir_of(path))
         .map_err(err)?;

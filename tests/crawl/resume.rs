@@ -1130,6 +1130,47 @@ async fn a_warc_file_the_checkpoint_counts_but_missing_is_named_as_a_cut_one_is(
     }
 }
 
+/// Audit 32 L2: a kill between writing an export's temporary file and renaming it left a
+/// `.crawltop-XXXXXX` beside it for good. The temporary file is named for its export now
+/// (`.stats.json.crawltop-XXXXXX`), and the next crawl writing that export removes such
+/// leftovers; nothing else beside it (another export's, a name alike with another ending).
+#[tokio::test]
+async fn a_temporary_file_a_kill_left_beside_an_export_is_removed_by_the_next_crawl() {
+    let web = TestWeb::start(GenOptions::new(1, 5)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exports = dir.path().join("exports");
+    std::fs::create_dir(&exports).expect("mkdir");
+    let stats_out = exports.join("stats.json");
+    let left = exports.join(".stats.json.crawltop-xDEUJ4");
+    let others = [
+        ".urls.jsonl.crawltop-xDEUJ4",
+        ".stats.json.crawltop-notes.txt",
+        ".crawltop-xDEUJ4",
+    ];
+    for name in others {
+        std::fs::write(exports.join(name), b"not the crawl's").expect("write");
+    }
+    std::fs::write(&left, b"{\"state\": \"runn").expect("write");
+    let output = crawl_command(&web, &dir.path().join("crawl"), &stats_out)
+        .stderr(Stdio::piped())
+        .finish()
+        .await
+        .expect("crawl");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(!left.exists(), "the leftover is still there");
+    assert_eq!(stats(&stats_out)["ended"], "completed");
+    let mut names: Vec<String> = std::fs::read_dir(&exports)
+        .expect("read")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut expected: Vec<&str> = others.to_vec();
+    expected.push("stats.json");
+    expected.sort_unstable();
+    assert_eq!(names, expected);
+}
+
 /// Audit 27: a crawl killed after its last checkpoint (which marked it finished) and before its
 /// stats were written left no stats file, and the same command again was refused as a finished
 /// crawl: they could never be written. The crawl is marked finished only after its exports now.
