@@ -1,4 +1,4 @@
-//! The temporary files the crawl's exports are written through ([`super::export`]): named for
+//! The temporary files the crawl's exports are written through (`export.rs`): named for
 //! the file they become, so that one a kill left is known for what it was, and removed by the
 //! next crawl that writes the same file (audit 32 L2: a `.crawltop-xDEUJ4` of `--urls-out` lines
 //! stayed beside it for good).
