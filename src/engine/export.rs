@@ -62,8 +62,9 @@ pub struct Totals {
 /// at the start, not after a crawl whose statistics then have nowhere to go.
 pub(super) fn check_writable(cfg: &CrawlConfig) -> Result<(), EngineError> {
     for path in files(cfg) {
+        super::leftover::remove(dir_of(path), path);
         tempfile::Builder::new()
-            .prefix(".crawltop-")
+            .prefix(&super::leftover::prefix(path))
             .tempfile_in(dir_of(path))
             .map_err(|error| EngineError::Write {
                 path: path.clone(),
@@ -244,7 +245,7 @@ fn atomically(
         error,
     };
     let tmp = tempfile::Builder::new()
-        .prefix(".crawltop-")
+        .prefix(&super::leftover::prefix(path))
         .permissions(shared_file())
         .tempfile_in(dir_of(path))
         .map_err(err)?;

@@ -13,6 +13,7 @@ pub use coordinator::{
     HANG_ENV, PARSE_PANICS_ENV, PARSE_WAITS_ENV, URL_CACHE_ENV, URL_READ_FAILS_ENV,
 };
 pub mod export;
+mod leftover;
 mod model;
 mod url_table;
 

@@ -307,27 +307,18 @@ impl Checkpoint {
     /// folder holds, for a command that reads it. A missing file is `Nothing`; a file that is
     /// not a sound state of this format is an error, never a fresh start; one a running crawl
     /// holds is `InUse`.
+    ///
+    /// The crawl that holds the folder's lock reads it this way too, to decide whether to
+    /// resume: a resume refused (a state cut short, a lost `index/`, another `--store`) leaves
+    /// the file as it was (audit 32 M3: the repair of a killed crawl's state, made on disk, had
+    /// rewritten its header and a commit slot before the refusal). An accepted one makes that
+    /// repair on disk when it reopens the file ([`Checkpoint::reopen`]): a second pass over it.
     pub fn find(dir: &Path) -> Result<Found, CheckpointError> {
-        Self::find_with(dir, open_unwritten)
-    }
-
-    /// [`Checkpoint::find`] for the crawl that holds the folder's lock and decides to resume:
-    /// the file opened for writing, so the repair a killed crawl's state needs is made once, on
-    /// disk, and the reopening that follows ([`Checkpoint::reopen`]) finds it done (through
-    /// [`Checkpoint::find`] it would be made twice, once in memory: a pass over the file).
-    pub fn find_to_resume(dir: &Path) -> Result<Found, CheckpointError> {
-        Self::find_with(dir, open)
-    }
-
-    fn find_with(
-        dir: &Path,
-        opener: fn(&Path) -> Result<redb::Database, CheckpointError>,
-    ) -> Result<Found, CheckpointError> {
         let path = dir.join(STATE_FILE);
         if !path.exists() {
             return Ok(Found::Nothing);
         }
-        let mut db = opener(&path)?;
+        let mut db = open_unwritten(&path)?;
         let loaded = load(&mut db, &path)?;
         Ok(if loaded.mark.finished {
             Found::Finished(Box::new(loaded))
@@ -410,7 +401,7 @@ impl Checkpoint {
         let path = dir.join(STATE_FILE);
         let db = open(&path)?;
         let err = |e: &dyn std::fmt::Display| io(&path, e);
-        let txn = db.begin_write().map_err(|e| err(&e))?;
+        let txn = begin_write(&db).map_err(|e| err(&e))?;
         {
             let mut table = txn.open_table(TEXT_CUTS).map_err(|e| err(&e))?;
             table.retain(|_, _| false).map_err(|e| err(&e))?;
@@ -465,7 +456,7 @@ impl Checkpoint {
     ) -> Result<(), CheckpointError> {
         let path = self.path.clone();
         let err = |e: &dyn std::fmt::Display| io(&path, e);
-        let txn = self.db.begin_write().map_err(|e| err(&e))?;
+        let txn = begin_write(&self.db).map_err(|e| err(&e))?;
         {
             let mut blocks = txn.open_table(URL_BLOCKS).map_err(|e| err(&e))?;
             let mut rows = txn.open_table(URL_ROWS).map_err(|e| err(&e))?;
@@ -534,7 +525,7 @@ impl Checkpoint {
     fn write_meta(&mut self, mark: &Mark, create_tables: bool) -> Result<(), CheckpointError> {
         let path = self.path.clone();
         let err = |e: &dyn std::fmt::Display| io(&path, e);
-        let txn = self.db.begin_write().map_err(|e| err(&e))?;
+        let txn = begin_write(&self.db).map_err(|e| err(&e))?;
         {
             if create_tables {
                 txn.open_table(URL_BLOCKS).map_err(|e| err(&e))?;
@@ -579,7 +570,7 @@ impl UrlReader {
     pub fn mark_finished(&self) -> Result<(), CheckpointError> {
         let path = &self.path;
         let err = |e: &dyn std::fmt::Display| io(path, e);
-        let txn = self.db.begin_write().map_err(|e| err(&e))?;
+        let txn = begin_write(&self.db).map_err(|e| err(&e))?;
         {
             let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
             let mut mark: Mark = {
@@ -649,6 +640,19 @@ fn corrupt(path: &Path, reason: impl Into<String>) -> CheckpointError {
     }
 }
 
+/// A write transaction committed in two phases (redb's `set_two_phase_commit`): the new commit
+/// slot is made durable before the header points at it. Without it, redb takes a last commit
+/// whose checksums fail for one a crash tore, and opens the commit before it without a word
+/// (audit 32 M1: a resume from an older mark, the pages stored since cut and fetched again).
+/// With it, a crash never leaves a last commit that fails its checksums, so one that does was
+/// changed from outside, and redb refuses it ([`checked`] says so). The cost: one more `fsync`
+/// a checkpoint, about one a second.
+fn begin_write(db: &redb::Database) -> Result<redb::WriteTransaction, redb::TransactionError> {
+    let mut txn = db.begin_write()?;
+    txn.set_two_phase_commit(true);
+    Ok(txn)
+}
+
 /// Opens the file to write it, and checks it ([`checked`]).
 fn open(path: &Path) -> Result<redb::Database, CheckpointError> {
     checked(
@@ -694,12 +698,30 @@ fn checked(
         redb::DatabaseError::DatabaseAlreadyOpen => CheckpointError::InUse {
             path: path.to_path_buf(),
         },
-        other => corrupt(path, other.to_string()),
+        other => corrupt(path, damage(&other)),
     })?;
     match db.check_integrity() {
         Ok(true) => Ok(db),
         Ok(false) => Err(corrupt(path, "it failed redb's integrity check")),
-        Err(e) => Err(corrupt(path, e.to_string())),
+        Err(e) => Err(corrupt(path, damage(&e))),
+    }
+}
+
+/// What is wrong with a state redb refuses, in its words, but for a last commit that fails its
+/// checksums though written in two phases ([`begin_write`]): no crash tore it, so it says that,
+/// and that the commit before it is not taken in its place.
+fn damage(e: &redb::DatabaseError) -> String {
+    match e {
+        redb::DatabaseError::Storage(redb::StorageError::Corrupted(why))
+            if why.contains("2-phase commit") =>
+        {
+            format!(
+                "its last checkpoint was changed after crawltop wrote it, which neither a kill \
+                 nor a power loss does, so the checkpoint before it is not taken in its place \
+                 (redb: {why})"
+            )
+        }
+        other => other.to_string(),
     }
 }
 
@@ -1170,6 +1192,83 @@ mod tests {
         );
     }
 
+    /// redb's file header: which commit slot holds the last commit (bit 0 of the byte after
+    /// its 9-byte magic number), each slot 128 bytes from offset 64 (redb 4's file format).
+    fn primary_slot_offset(bytes: &[u8]) -> usize {
+        64 + 128 * usize::from(bytes[9] & 1)
+    }
+
+    /// A state as a kill leaves it (copied while its crawl holds it open) after two
+    /// checkpoints, the second one holding a row of its own; the copy's path.
+    fn killed_after_two_checkpoints(running: &Path, killed: &Path) -> PathBuf {
+        let mut cp = Checkpoint::create(running, &first()).expect("create");
+        cp.write(&delta(3, &[(0, "the first checkpoint's row")]), None, None)
+            .expect("write");
+        cp.write(&delta(8, &[(1, "the second checkpoint's row")]), None, None)
+            .expect("write");
+        let path = killed.join(STATE_FILE);
+        std::fs::copy(running.join(STATE_FILE), &path).expect("copy");
+        drop(cp);
+        path
+    }
+
+    /// Audit 32 M1: the last commit of a killed crawl's state damaged (its commit slot, or a
+    /// page only it holds) made redb fall back to the commit before, and the resume started
+    /// from that older mark without a word, cutting the pages stored since. Every commit is a
+    /// 2-phase one now, so only a change from outside crawltop can damage the last one (a
+    /// kill or a power loss cannot): the state is refused as corrupt, and left as it was.
+    #[test]
+    fn a_damaged_last_checkpoint_is_refused_not_replaced_by_the_one_before() {
+        let cases = ["commit slot", "page of the last checkpoint"]
+            .into_iter()
+            .flat_map(|damage| [(damage, "killed"), (damage, "stopped")]);
+        for (damage, ended) in cases {
+            let running = tempfile::tempdir().expect("tempdir");
+            let killed = tempfile::tempdir().expect("tempdir");
+            let path = killed_after_two_checkpoints(running.path(), killed.path());
+            if ended == "stopped" {
+                std::fs::copy(running.path().join(STATE_FILE), &path).expect("copy");
+            }
+            let mut bytes = std::fs::read(&path).expect("read");
+            let at = match damage {
+                "commit slot" => primary_slot_offset(&bytes) + 36,
+                _ => bytes
+                    .windows(12)
+                    .position(|w| w == b"the second c")
+                    .expect("the row is in the file"),
+            };
+            for b in &mut bytes[at..at + 4] {
+                *b ^= 0x5a;
+            }
+            std::fs::write(&path, &bytes).expect("write");
+            for (how, found) in [
+                ("find", Checkpoint::find(killed.path()).map(|_| ())),
+                (
+                    "find_mark",
+                    Checkpoint::find_mark(killed.path()).map(|_| ()),
+                ),
+            ] {
+                let Err(err) = found else {
+                    panic!(
+                        "{damage}, {ended}, {how}: an older checkpoint was taken for the last one"
+                    );
+                };
+                assert!(
+                    matches!(err, CheckpointError::Corrupt { .. }),
+                    "{damage}, {ended}, {how}: {err}"
+                );
+                assert!(
+                    err.to_string().contains("changed after crawltop wrote it"),
+                    "{damage}, {ended}, {how}: {err}"
+                );
+            }
+            assert!(
+                std::fs::read(&path).expect("read") == bytes,
+                "{damage}, {ended}: the state was written to"
+            );
+        }
+    }
+
     #[test]
     fn a_mark_holds_earlier_files_whole_its_own_up_to_its_position_and_no_later_one() {
         let mark = WarcMark {
@@ -1227,10 +1326,6 @@ mod tests {
             file.set_len(cut).expect("cut");
             for (how, found) in [
                 ("find", Checkpoint::find(dir.path()).map(|_| ())),
-                (
-                    "find_to_resume",
-                    Checkpoint::find_to_resume(dir.path()).map(|_| ()),
-                ),
                 ("find_mark", Checkpoint::find_mark(dir.path()).map(|_| ())),
             ] {
                 let Err(err) = found else {

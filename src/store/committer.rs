@@ -164,6 +164,18 @@ pub enum StoreError {
     )]
     WarcDamaged { path: PathBuf, what: String },
     #[error(
+        "{} is missing, though the checkpoint counts {files} WARC file(s) of the crawl in it, \
+         up to byte {position} of {file}: the pages stored there would be lost, and a resume \
+         would not fetch them again; put warc/ back as it was, or start over with --fresh",
+        dir.display()
+    )]
+    WarcFolderMissing {
+        dir: PathBuf,
+        files: u64,
+        file: String,
+        position: u64,
+    },
+    #[error(
         "the crawl folder {} was removed or replaced while the crawl ran (its lock file is not \
          this crawl's any more): nothing more is stored, so as not to write into another \
          crawl's folder",
@@ -1255,6 +1267,15 @@ fn cut_marked_file(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
             ),
         }));
     }
+    // Gone whole, it is named whole (audit 32 M4), not by its first file.
+    if !warc_dir.exists() {
+        return Err(StoreError::WarcFolderMissing {
+            dir: warc_dir.to_path_buf(),
+            files: super::warc::file_number(&at.file).map_or(1, |(_, n)| n + 1),
+            file: at.file.clone(),
+            position: at.position,
+        });
+    }
     if let Some((name, what)) = super::warc_reader::damaged_before(warc_dir, at) {
         return Err(StoreError::WarcDamaged {
             path: warc_dir.join(name),
@@ -1262,10 +1283,21 @@ fn cut_marked_file(warc_dir: &Path, at: &WarcMark) -> Result<(), StoreError> {
         });
     }
     let path = warc_dir.join(&at.file);
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .map_err(io(&path))?;
+    let file = match std::fs::OpenOptions::new().write(true).open(&path) {
+        Ok(file) => file,
+        // Deleted, it is a cut file's case, cut to nothing: the same explanation and way out,
+        // not a bare "No such file or directory" (audit 32 M4).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(StoreError::WarcDamaged {
+                path,
+                what: format!(
+                    "is missing, where the checkpoint counted {} bytes of it durable",
+                    at.position
+                ),
+            });
+        }
+        Err(e) => return Err(io(&path)(e)),
+    };
     let len = file.metadata().map_err(io(&path))?.len();
     if len < at.position {
         // The file was cut, not the checkpoint: the other files are whole, and --fresh would

@@ -977,6 +977,200 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
     }
 }
 
+/// A crawl of `web` into `out` stopped gracefully once it has stored pages, then resumed and
+/// killed (SIGKILL) once the resume has made ten requests: its state is as a kill leaves it
+/// (redb repairs it when it is next opened), its mark holds the pages of the first run.
+async fn resumed_and_killed(web: &TestWeb, out: &Path, stats: &Path) {
+    let mut child = crawl_command(web, out, stats).spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= 10))
+        .await
+        .expect("the crawl runs");
+    stop_gracefully(&mut child).await;
+    let before = web.log().records().len();
+    let mut child = crawl_command(web, out, stats).spawn().expect("spawn");
+    tokio::time::timeout(PATIENCE, web.log().wait_until(|r| r.len() >= before + 10))
+        .await
+        .expect("the resume runs");
+    child.start_kill().expect("SIGKILL");
+    child.wait().await.expect("reaped");
+}
+
+/// A damage done to a copy of a crawl folder: its name, what it does, what the refusal says.
+type Damage<'a, S> = (&'a str, &'a dyn Fn(&Path), &'a [S]);
+
+/// Flips 4 bytes of the commit slot redb's header names as the last commit's (redb 4's file
+/// format: the slot's number is bit 0 of the byte after the 9-byte magic number; 2 slots of
+/// 128 bytes from offset 64), as audit 32 did at offset 100.
+fn damage_last_commit_slot(state: &Path) {
+    let mut bytes = std::fs::read(state).expect("read");
+    let at = 64 + 128 * usize::from(bytes[9] & 1) + 36;
+    for b in &mut bytes[at..at + 4] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(state, &bytes).expect("write");
+}
+
+/// Audit 32 M1 and M3, on a killed crawl's folder: a state whose last checkpoint was changed
+/// (redb fell back to the one before it, and the resume cut the pages stored since without a
+/// word), one cut in half, and a folder that lost its index are refused by name, before any
+/// request, with the state file byte for byte as it was (redb's repair of a killed crawl's
+/// state was made on disk before the refusal) and the stores untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_resume_leaves_a_killed_crawls_state_byte_for_byte_as_it_was() {
+    let web = TestWeb::start(GenOptions::new(1, 200)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let killed = dir.path().join("killed");
+    let stats = dir.path().join("stats.json");
+    resumed_and_killed(&web, &killed, &stats).await;
+    let state = crawltop::store::checkpoint::STATE_FILE;
+
+    // Cut on a page boundary (4096 bytes), as audit 32 did: a length redb maps onto a layout,
+    // so it goes as far as its repair before it fails; short enough to lose rows (a cut of the
+    // free pages at the end alone leaves a sound state, read as such).
+    let cut = |out: &Path| {
+        let path = out.join(state);
+        let whole = std::fs::read(&path).expect("read");
+        let refused = (2..64).map(|d| whole.len() / d / 4096 * 4096).find(|&len| {
+            std::fs::write(&path, &whole[..len]).expect("cut");
+            crawltop::store::checkpoint::Checkpoint::find(out).is_err()
+        });
+        assert!(refused.is_some(), "no cut of the state is refused");
+    };
+    let no_index = |out: &Path| std::fs::remove_dir_all(out.join("index")).expect("index away");
+    let changed = |out: &Path| damage_last_commit_slot(&out.join(state));
+    let cases: [Damage<&str>; 3] = [
+        ("cut", &cut, &["is corrupt", "--fresh"]),
+        ("no-index", &no_index, &["has no index/", "--fresh"]),
+        (
+            "changed",
+            &changed,
+            &[
+                "is corrupt",
+                "its last checkpoint was changed after crawltop wrote it",
+                "--fresh",
+            ],
+        ),
+    ];
+    for (name, damage, says) in cases {
+        let out = dir.path().join(name);
+        copy_folder(&killed, &out);
+        damage(&out);
+        let kept = std::fs::read(out.join(state)).expect("read");
+        let listing = stores_listing(&out);
+        for _ in 0..2 {
+            refused_before_any_request(&web, crawl_command(&web, &out, &stats), says).await;
+            assert!(
+                std::fs::read(out.join(state)).expect("read") == kept,
+                "{name}: the refused state was written to"
+            );
+            assert_eq!(stores_listing(&out), listing, "{name}: the stores changed");
+        }
+    }
+
+    // The killed folder itself resumes to its end, every page stored once.
+    let status = crawl_command(&web, &killed, &stats)
+        .finish()
+        .await
+        .expect("resume")
+        .status;
+    assert!(status.success(), "{status:?}");
+    let counts = read_warc(&killed.join("warc")).counts;
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+}
+
+/// Audit 32 M4: the WARC file the checkpoint counts bytes of, deleted (or `warc/` with it), got
+/// a bare "No such file or directory". It is explained as a cut file is: what the checkpoint
+/// counted, what would be lost, the way out; and nothing is fetched or written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warc_file_the_checkpoint_counts_but_missing_is_named_as_a_cut_one_is() {
+    let web = TestWeb::start(GenOptions::new(1, 200)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let killed = dir.path().join("killed");
+    let stats = dir.path().join("stats.json");
+    resumed_and_killed(&web, &killed, &stats).await;
+    let state = crawltop::store::checkpoint::STATE_FILE;
+    // The file the mark counts bytes of: the first run's, or the resume's if it had stored a
+    // page by its checkpoint.
+    let marked = crawltop::store::checkpoint::Checkpoint::find_mark(&killed)
+        .expect("the checkpoint reads")
+        .expect("a checkpoint")
+        .warc
+        .expect("the mark names a WARC file")
+        .file;
+    let file_gone = |out: &Path| std::fs::remove_file(out.join("warc").join(&marked)).expect("rm");
+    let folder_gone = |out: &Path| std::fs::remove_dir_all(out.join("warc")).expect("rm -r");
+    let file_says = [
+        format!("{marked} is missing, where the checkpoint counted"),
+        "bytes of it durable".to_owned(),
+        "put the file back as it was, or start over with --fresh".to_owned(),
+    ];
+    let folder_says = [
+        "warc is missing, though the checkpoint counts".to_owned(),
+        "WARC file(s) of the crawl in it, up to byte".to_owned(),
+        "put warc/ back as it was, or start over with --fresh".to_owned(),
+    ];
+    let cases: [Damage<String>; 2] = [
+        ("file", &file_gone, &file_says),
+        ("folder", &folder_gone, &folder_says),
+    ];
+    for (name, damage, says) in cases {
+        let out = dir.path().join(name);
+        copy_folder(&killed, &out);
+        damage(&out);
+        let kept = std::fs::read(out.join(state)).expect("read");
+        let listing = stores_listing(&out);
+        let mut says: Vec<&str> = says.iter().map(String::as_str).collect();
+        says.push("the pages stored there would be lost");
+        refused_before_any_request(&web, crawl_command(&web, &out, &stats), &says).await;
+        assert!(
+            std::fs::read(out.join(state)).expect("read") == kept,
+            "{name}: the state was written to"
+        );
+        assert_eq!(stores_listing(&out), listing, "{name}: the stores changed");
+    }
+}
+
+/// Audit 32 L2: a kill between writing an export's temporary file and renaming it left a
+/// `.crawltop-XXXXXX` beside it for good. The temporary file is named for its export now
+/// (`.stats.json.crawltop-XXXXXX`), and the next crawl writing that export removes such
+/// leftovers; nothing else beside it (another export's, a name alike with another ending).
+#[tokio::test]
+async fn a_temporary_file_a_kill_left_beside_an_export_is_removed_by_the_next_crawl() {
+    let web = TestWeb::start(GenOptions::new(1, 5)).await.expect("web");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exports = dir.path().join("exports");
+    std::fs::create_dir(&exports).expect("mkdir");
+    let stats_out = exports.join("stats.json");
+    let left = exports.join(".stats.json.crawltop-xDEUJ4");
+    let others = [
+        ".urls.jsonl.crawltop-xDEUJ4",
+        ".stats.json.crawltop-notes.txt",
+        ".crawltop-xDEUJ4",
+    ];
+    for name in others {
+        std::fs::write(exports.join(name), b"not the crawl's").expect("write");
+    }
+    std::fs::write(&left, b"{\"state\": \"runn").expect("write");
+    let output = crawl_command(&web, &dir.path().join("crawl"), &stats_out)
+        .stderr(Stdio::piped())
+        .finish()
+        .await
+        .expect("crawl");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(!left.exists(), "the leftover is still there");
+    assert_eq!(stats(&stats_out)["ended"], "completed");
+    let mut names: Vec<String> = std::fs::read_dir(&exports)
+        .expect("read")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut expected: Vec<&str> = others.to_vec();
+    expected.push("stats.json");
+    expected.sort_unstable();
+    assert_eq!(names, expected);
+}
+
 /// Audit 27: a crawl killed after its last checkpoint (which marked it finished) and before its
 /// stats were written left no stats file, and the same command again was refused as a finished
 /// crawl: they could never be written. The crawl is marked finished only after its exports now.

@@ -2250,7 +2250,7 @@ fn open_folder(
     if fresh {
         clear_folder(dir)?;
     }
-    match Checkpoint::find_to_resume(dir).map_err(StoreError::from)? {
+    match Checkpoint::find(dir).map_err(StoreError::from)? {
         Found::Nothing => {
             let found = crate::store::committer::stored(dir);
             if found.is_empty() {
