@@ -210,6 +210,26 @@ pub enum StoreError {
         changed.join(", ")
     )]
     SettingsChanged { dir: PathBuf, changed: Vec<String> },
+    #[error(
+        "{} cannot be resumed by this run, in {} ways: {}",
+        dir.display(),
+        each.len(),
+        numbered(each)
+    )]
+    Differs { dir: PathBuf, each: Vec<String> },
+}
+
+/// `(1) first; (2) second`.
+fn numbered(each: &[String]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for (i, e) in each.iter().enumerate() {
+        if i > 0 {
+            out.push_str("; ");
+        }
+        let _ = write!(out, "({}) {e}", i + 1);
+    }
+    out
 }
 
 /// Each setting `now` gives otherwise than `was`, as `--name WAS (this run: NOW)`; a setting
@@ -572,8 +592,11 @@ impl Committer {
         // Before anything in the folder is touched: a run writes what the crawl's first run
         // wrote, or the folder would hold some pages in one store and the rest in another.
         if let Start::Resume(mark) = start {
+            // Every difference at once: one a try made the user run it again for each (audit
+            // 32).
+            let mut differ = Vec::new();
             if mark.index != indexed {
-                return Err(StoreError::IndexChoice {
+                differ.push(StoreError::IndexChoice {
                     dir: dir.to_path_buf(),
                     indexed: mark.index,
                 });
@@ -581,7 +604,7 @@ impl Committer {
             if let Some(was) = mark.store
                 && was != kind
             {
-                return Err(StoreError::StoreChoice {
+                differ.push(StoreError::StoreChoice {
                     dir: dir.to_path_buf(),
                     was,
                 });
@@ -589,11 +612,20 @@ impl Committer {
             if let Some(was) = &mark.settings {
                 let changed = changed_settings(was, &settings);
                 if !changed.is_empty() {
-                    return Err(StoreError::SettingsChanged {
+                    differ.push(StoreError::SettingsChanged {
                         dir: dir.to_path_buf(),
                         changed,
                     });
                 }
+            }
+            if differ.len() > 1 {
+                return Err(StoreError::Differs {
+                    dir: dir.to_path_buf(),
+                    each: differ.iter().map(ToString::to_string).collect(),
+                });
+            }
+            if let Some(e) = differ.pop() {
+                return Err(e);
             }
             // tantivy's own mark of an index; the first run created it before its first mark,
             // so a crawl that indexes and has none lost it (opening would make an empty one).

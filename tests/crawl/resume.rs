@@ -839,6 +839,24 @@ async fn a_crawl_without_an_index_stores_every_page_and_keeps_its_choices_across
         !dir.path().join("plain").join("pages").exists(),
         "no mirror"
     );
+    // Audit 32 L1: both at once are both named, in one refusal.
+    refused(
+        "plain",
+        false,
+        "both",
+        "cannot be resumed by this run, in 2 ways: (1) ",
+    )
+    .await;
+    let both = run("plain", "refused", false)
+        .args(["--store", "both"])
+        .finish()
+        .await
+        .expect("runs");
+    let err = String::from_utf8_lossy(&both.stderr);
+    assert!(
+        err.contains("resume it with --no-index") && err.contains("resume it with --store warc"),
+        "{err}"
+    );
 
     let o = run("plain", "second", true)
         .finish()
