@@ -266,20 +266,37 @@ pub const CRAWL_FOLDER_PARTS: [&str; 5] = [
     "index",
 ];
 
-/// `path` as the file system will resolve it, as far as it exists: symlinks and `..` of its
-/// folder followed, so that two spellings of one file compare equal.
+/// `path` as the file system will resolve it: its longest existing ancestor with symlinks and
+/// `..` followed, then the rest as written (`.` dropped, `..` taking a name back), so that two
+/// spellings of one file, even one not yet made, compare equal.
 fn resolved(path: &std::path::Path) -> PathBuf {
-    if let Ok(real) = std::fs::canonicalize(path) {
-        return real;
-    }
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => std::path::Path::new("."),
+    use std::path::Component;
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut rest = Vec::new();
+    let mut base = path.as_path();
+    let mut real = loop {
+        if let Ok(real) = std::fs::canonicalize(base) {
+            break real;
+        }
+        // The last component, `..` too (which `file_name` does not give).
+        match (base.parent(), base.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last.as_os_str().to_os_string());
+                base = parent;
+            }
+            _ => break base.to_path_buf(),
+        }
     };
-    match (std::fs::canonicalize(parent), path.file_name()) {
-        (Ok(parent), Some(name)) => parent.join(name),
-        _ => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+    for name in rest.iter().rev() {
+        match std::path::Path::new(name).components().next() {
+            Some(Component::ParentDir) => {
+                real.pop();
+            }
+            Some(Component::CurDir) | None => {}
+            Some(_) => real.push(name),
+        }
     }
+    real
 }
 
 /// Which part of the crawl folder `dir` ([`CRAWL_FOLDER_PARTS`]) `path` is or lies in, said
@@ -605,6 +622,13 @@ mod tests {
         // The crawl folder itself, not yet made.
         let e = check_outputs(Some(&at("new")), &[("--log", Some(&at("new")))]);
         assert!(e.is_err_and(|e| e.to_string().contains("itself")));
+        // A folder not yet made, named through a symlink to its parent and through `..`.
+        std::os::unix::fs::symlink(tmp.path(), at("link")).expect("symlink");
+        let e = check_outputs(
+            Some(&at("new")),
+            &[("--stats-out", Some(&at("link/new/../new/state.redb")))],
+        );
+        assert!(e.is_err_and(|e| e.to_string().contains("state.redb")));
         check(&[
             ("--stats-out", Some(&at("crawl/stats.json"))),
             ("--urls-out", Some(&at("urls.jsonl"))),
