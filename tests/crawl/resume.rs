@@ -234,8 +234,7 @@ async fn a_checkpoint_the_disk_refuses_pauses_the_crawl_and_the_last_good_one_re
     );
     assert_eq!(totals(&resumed), totals(&stats(&reference_stats)));
     assert_whole(&out.join("warc"));
-    let counts = read_warc(&out.join("warc")).counts;
-    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    let counts = each_stored_once(&out);
     assert_eq!(
         counts.keys().collect::<Vec<_>>(),
         read_warc(&reference.join("warc"))
@@ -309,8 +308,7 @@ async fn a_finished_crawl_is_not_crawled_again_and_fresh_starts_over() {
     );
     assert!(err.contains(&said), "{err}");
     assert_eq!(web.log().records().len(), 2 * requests);
-    let counts = read_warc(&out.join("warc")).counts;
-    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    each_stored_once(&out);
     assert_eq!(stats(&stats_path)["commit"]["run"], 1);
     for file in users {
         assert!(out.join(file).exists(), "{file}: not crawltop's, kept");
@@ -986,8 +984,7 @@ async fn a_folder_that_lost_its_checkpoint_or_its_index_is_refused_and_left_as_i
         .expect("resume")
         .status;
     assert!(status.success(), "{status:?}");
-    let counts = read_warc(&out.join("warc")).counts;
-    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    let counts = each_stored_once(&out);
     let served = pages_served(&web);
     for path in &served {
         let url = web.url("site00", path);
@@ -1092,8 +1089,7 @@ async fn a_refused_resume_leaves_a_killed_crawls_state_byte_for_byte_as_it_was()
         .expect("resume")
         .status;
     assert!(status.success(), "{status:?}");
-    let counts = read_warc(&killed.join("warc")).counts;
-    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    each_stored_once(&killed);
 }
 
 /// Audit 32 M4: the WARC file the checkpoint counts bytes of, deleted (or `warc/` with it), got
@@ -1339,8 +1335,14 @@ async fn an_older_copy_of_the_index_or_another_crawls_is_refused_and_one_rebuilt
             .pages()
     };
     assert_eq!(pages(&out), pages(&whole), "every page indexed once");
-    let counts = read_warc(&out.join("warc")).counts;
+    each_stored_once(&out);
+}
+
+/// The WARC records of crawl folder `dir` by URL, each URL stored once (asserted).
+fn each_stored_once(dir: &Path) -> BTreeMap<String, usize> {
+    let counts = read_warc(&dir.join("warc")).counts;
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    counts
 }
 
 /// Every file and folder of the page stores in crawl folder `dir`, with its size, time and mode.
