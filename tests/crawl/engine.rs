@@ -1175,6 +1175,21 @@ async fn a_response_whose_body_timed_out_is_counted_as_the_server_counts_it() {
     let trickle = &crawled.urls[&web.url("hostile", "/trickle.html")];
     assert_eq!(trickle["state"], "fetch_error");
     assert_eq!(trickle["status"], 200, "the server answered 200: {trickle}");
+    // What came is on the row, as in the WARC files (audit 33: 0 bytes, no content type).
+    assert!(
+        trickle["content_type"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("text/html")),
+        "{trickle}"
+    );
+    assert!(
+        trickle["bytes"].as_u64().is_some_and(|b| b > 0),
+        "{trickle}"
+    );
+    // Counted in the bytes received, at most what the server sent.
+    let received = crawled.stats["http"]["bytes"].as_u64().expect("bytes");
+    let sent: u64 = records.iter().map(|r| r.bytes).sum();
+    assert!(received >= trickle["bytes"].as_u64().expect("bytes") && received <= sent);
     let status: BTreeMap<String, u64> =
         serde_json::from_value(crawled.stats["http"]["status"].clone()).expect("status map");
     assert_eq!(status, answered_by_status(&records), "{records:?}");

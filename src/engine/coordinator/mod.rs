@@ -1880,11 +1880,23 @@ impl<F: Schedule> Coordinator<F> {
             FetchOutcome::Other(e) => self.fail(id, site, e, Failure::Other),
             // Its response is in the store (and its status counted, as the server counts it):
             // the URL ends as the failure it is.
-            FetchOutcome::Unfinished(f) => match f.dropped_body {
-                Some(DroppedBody::Cut(why)) => self.fail(id, site, why, Failure::Other),
-                // Timed out: the only other way a body is unfinished.
-                _ => self.timed_out(id, site, Phase::Receiving),
-            },
+            FetchOutcome::Unfinished(f) => {
+                // Its row says what came, as the store keeps it (audit 33: no content type,
+                // 0 bytes, for a body that timed out after its headers).
+                // Its bytes came, as a whole body's do (and a resume that takes the row back
+                // takes them back from `http.bytes`).
+                self.http.bytes += f.body.len() as u64;
+                let content_type = f.content_type.as_deref().map(Arc::from);
+                self.resources.update(id, |r| {
+                    r.bytes = f.body.len() as u64;
+                    r.content_type = content_type;
+                });
+                match f.dropped_body {
+                    Some(DroppedBody::Cut(why)) => self.fail(id, site, why, Failure::Other),
+                    // Timed out: the only other way a body is unfinished.
+                    _ => self.timed_out(id, site, Phase::Receiving),
+                }
+            }
         }
     }
 
