@@ -268,10 +268,26 @@ pub const CRAWL_FOLDER_PARTS: [&str; 5] = [
 
 /// `path` as the file system will resolve it: its longest existing ancestor with symlinks and
 /// `..` followed, then the rest as written (`.` dropped, `..` taking a name back), so that two
-/// spellings of one file, even one not yet made, compare equal.
+/// spellings of one file, even one not yet made, compare equal. A symlink to a file not yet
+/// made is followed to where it points.
 fn resolved(path: &std::path::Path) -> PathBuf {
+    resolved_within(path, 8)
+}
+
+fn resolved_within(path: &std::path::Path, links: u8) -> PathBuf {
     use std::path::Component;
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    if links > 0
+        && std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink())
+        && std::fs::canonicalize(&path).is_err()
+        && let Ok(target) = std::fs::read_link(&path)
+    {
+        let target = match path.parent() {
+            Some(parent) if target.is_relative() => parent.join(target),
+            _ => target,
+        };
+        return resolved_within(&target, links - 1);
+    }
     let mut rest = Vec::new();
     let mut base = path.as_path();
     let mut real = loop {
@@ -299,6 +315,22 @@ fn resolved(path: &std::path::Path) -> PathBuf {
     real
 }
 
+/// The file `path` names, as the file system knows it (device and inode), if it exists: one
+/// file under two names (a hard link) is one file.
+fn file_id(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Whether `a` and `b` are one file: the same file when both exist (a hard link too), else
+/// the same resolved path.
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (file_id(a), file_id(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => resolved(a) == resolved(b),
+    }
+}
+
 /// Which part of the crawl folder `dir` ([`CRAWL_FOLDER_PARTS`]) `path` is or lies in, said
 /// for a person (`in the crawl folder's warc (/x/crawl/warc)`), if any.
 pub fn crawl_folder_part(dir: &std::path::Path, path: &std::path::Path) -> Option<String> {
@@ -306,14 +338,36 @@ pub fn crawl_folder_part(dir: &std::path::Path, path: &std::path::Path) -> Optio
     if path == dir {
         return Some(format!("the crawl folder ({}) itself", dir.display()));
     }
-    let inside = path.strip_prefix(&dir).ok()?;
-    let first = inside.components().next()?.as_os_str().to_str()?;
-    CRAWL_FOLDER_PARTS.contains(&first).then(|| {
+    let said = |part: &str| {
         format!(
-            "in the crawl folder's {first} ({})",
-            dir.join(first).display()
+            "in the crawl folder's {part} ({})",
+            dir.join(part).display()
         )
-    })
+    };
+    if let Ok(inside) = path.strip_prefix(&dir) {
+        let first = inside.components().next()?.as_os_str().to_str()?;
+        return CRAWL_FOLDER_PARTS.contains(&first).then(|| said(first));
+    }
+    // Elsewhere, but one of the folder's files under another name (a hard link; audit 34).
+    // The mirror's files lie deeper, in a folder a site; they are not looked through.
+    let id = file_id(&path)?;
+    CRAWL_FOLDER_PARTS
+        .iter()
+        .filter(|part| **part != "pages")
+        .find_map(|part| {
+            let part_path = dir.join(part);
+            let files: Vec<PathBuf> = if part_path.is_dir() {
+                std::fs::read_dir(&part_path)
+                    .map(|entries| entries.flatten().map(|e| e.path()).collect())
+                    .unwrap_or_default()
+            } else {
+                vec![part_path]
+            };
+            files
+                .iter()
+                .any(|f| file_id(f) == Some(id))
+                .then(|| said(part))
+        })
 }
 
 /// The outputs a crawl writes, by flag: each a file of its own, none a folder, none inside the
@@ -342,7 +396,7 @@ pub fn check_outputs(
         }
         if let Some(&(first, _)) = given[..i]
             .iter()
-            .find(|(_, earlier)| resolved(earlier) == resolved(path))
+            .find(|(_, earlier)| same_file(earlier, path))
         {
             return Err(ConfigError::SameOutput {
                 first,
@@ -629,6 +683,35 @@ mod tests {
             &[("--stats-out", Some(&at("link/new/../new/state.redb")))],
         );
         assert!(e.is_err_and(|e| e.to_string().contains("state.redb")));
+        // Audit 34: a hard link to one of the folder's files, or to another output; a symlink
+        // to an output not yet made.
+        std::fs::write(dir.join("state.redb"), b"state").expect("state");
+        std::fs::hard_link(dir.join("state.redb"), at("hard")).expect("hard link");
+        let e = check(&[("--log", Some(&at("hard")))]);
+        assert!(e.as_ref().is_err_and(|e| e.contains("state.redb")), "{e:?}");
+        std::fs::write(dir.join("warc/crawltop-00000.warc.gz"), b"warc").expect("warc");
+        std::fs::hard_link(dir.join("warc/crawltop-00000.warc.gz"), at("w")).expect("link");
+        let e = check(&[("--extract-out", Some(&at("w")))]);
+        assert!(e.as_ref().is_err_and(|e| e.contains("warc")), "{e:?}");
+        std::fs::write(at("log"), b"").expect("log");
+        std::fs::hard_link(at("log"), at("log2")).expect("link");
+        let e = check(&[
+            ("--log", Some(&at("log"))),
+            ("--extract-out", Some(&at("log2"))),
+        ]);
+        assert!(
+            e.as_ref().is_err_and(|e| e.contains("name the same file")),
+            "{e:?}"
+        );
+        std::os::unix::fs::symlink(at("later.json"), at("sym")).expect("symlink");
+        let e = check(&[
+            ("--log", Some(&at("sym"))),
+            ("--stats-out", Some(&at("later.json"))),
+        ]);
+        assert!(
+            e.as_ref().is_err_and(|e| e.contains("name the same file")),
+            "{e:?}"
+        );
         check(&[
             ("--stats-out", Some(&at("crawl/stats.json"))),
             ("--urls-out", Some(&at("urls.jsonl"))),
