@@ -62,7 +62,22 @@ pub struct Totals {
 /// at the start, not after a crawl whose statistics then have nowhere to go.
 pub(super) fn check_writable(cfg: &CrawlConfig) -> Result<(), EngineError> {
     for path in files(cfg) {
-        super::leftover::remove(dir_of(path), path);
+        let dir = dir_of(path);
+        if !dir.exists() {
+            // The crawl folder, which the crawl makes as it starts: a file of the user's there
+            // (`DIR/stats.json`) is checked once it exists, when it is written (audit 34).
+            if cfg.out.as_deref().is_some_and(|out| same_folder(dir, out)) {
+                continue;
+            }
+            return Err(EngineError::Write {
+                path: path.clone(),
+                error: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("the folder {} does not exist", dir.display()),
+                ),
+            });
+        }
+        super::leftover::remove(dir, path);
         tempfile::Builder::new()
             .prefix(&super::leftover::prefix(path))
             .tempfile_in(dir_of(path))
@@ -89,6 +104,13 @@ pub fn shared_file() -> std::fs::Permissions {
 }
 
 /// The folder a file of `path` goes in (the working folder for a bare name).
+/// Whether `a` and `b` name one folder, neither of which need exist yet.
+fn same_folder(a: &Path, b: &Path) -> bool {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (a, b) = (absolute(a), absolute(b));
+    a.components().eq(b.components())
+}
+
 fn dir_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,

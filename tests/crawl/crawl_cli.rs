@@ -905,3 +905,47 @@ async fn a_crawl_of_more_sites_than_it_may_open_files_fetches_every_page() {
     let stats = crate::cluster_crawl::stats(&stats);
     assert_eq!(stats["ended"], "completed");
 }
+
+/// Audit 34: `--stats-out DIR/stats.json` in a crawl folder not yet made failed as the crawl
+/// started, with the OS's words about a temporary file; the crawl makes that folder, and the
+/// stats go there. A folder that nothing makes is named.
+#[tokio::test]
+async fn stats_may_go_into_the_crawl_folder_a_new_crawl_makes() {
+    let web = TestWeb::start(GenOptions::new(1, 5).seed(2).crawl_delay_s(0.0))
+        .await
+        .expect("web");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("new");
+    let run = |out: &std::path::Path, stats: &std::path::Path| {
+        tokio::process::Command::new(bin())
+            .args([
+                "crawl",
+                &web.url("site00", "/"),
+                "--headless",
+                "--delay-ms",
+                "0",
+            ])
+            .arg("--out")
+            .arg(out)
+            .arg("--stats-out")
+            .arg(stats)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .output()
+    };
+    let made = run(&out, &out.join("stats.json")).await.expect("runs");
+    let err = String::from_utf8_lossy(&made.stderr);
+    assert_eq!(made.status.code(), Some(0), "{err}");
+    let stats = crate::cluster_crawl::stats(&out.join("stats.json"));
+    assert_eq!(stats["ended"], "completed");
+    let requests = web.log().records().len();
+    let nowhere = tmp.path().join("nowhere").join("stats.json");
+    let refused = run(&tmp.path().join("other"), &nowhere)
+        .await
+        .expect("runs");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert_eq!(web.log().records().len(), requests, "nothing fetched");
+}
