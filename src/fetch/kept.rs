@@ -2,9 +2,10 @@
 //! next contact its handshake, but it is an open file and about 27 KB of buffers for as long as
 //! it idles; one per site contacted in the last minute or so took every file the process may
 //! open on a crawl of 20,000 sites (audit 32: robots.txt then failed as "unreachable" and the
-//! stats could not be written). So at most a budget of sites keep one, the ones contacted most
-//! recently; a request to any other site asks the server to close the connection after the
-//! answer (`Connection: close`).
+//! stats could not be written). So at most a budget of sites keep one: a site keeps its place
+//! while it is contacted at least every [`IDLE`], and a place idle that long goes to the next
+//! site that asks; a request to any other site asks the server to close the connection after
+//! the answer (`Connection: close`).
 //!
 //! It owns that count and the process's open-file limit; it never chooses which site is
 //! contacted (the frontier does).

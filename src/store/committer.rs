@@ -618,6 +618,19 @@ impl Committer {
                     });
                 }
             }
+            // tantivy's own mark of an index; the first run created it before its first mark,
+            // so a crawl that indexes and has none lost it (opening would make an empty one).
+            if indexed
+                && mark.index
+                && mark.seq > 0
+                && !dir.join("index").join("meta.json").is_file()
+            {
+                differ.push(StoreError::IndexMissing {
+                    dir: dir.to_path_buf(),
+                    committed: mark.seq,
+                    warc: kind.warc(),
+                });
+            }
             if differ.len() > 1 {
                 return Err(StoreError::Differs {
                     dir: dir.to_path_buf(),
@@ -626,15 +639,6 @@ impl Committer {
             }
             if let Some(e) = differ.pop() {
                 return Err(e);
-            }
-            // tantivy's own mark of an index; the first run created it before its first mark,
-            // so a crawl that indexes and has none lost it (opening would make an empty one).
-            if indexed && mark.seq > 0 && !dir.join("index").join("meta.json").is_file() {
-                return Err(StoreError::IndexMissing {
-                    dir: dir.to_path_buf(),
-                    committed: mark.seq,
-                    warc: kind.warc(),
-                });
             }
             // The same for the mirror, whose folder every run makes at its start (below). A
             // folder of an older crawltop that never mirrored a page has none either: it is

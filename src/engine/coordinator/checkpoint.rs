@@ -358,7 +358,7 @@ impl<F: Schedule> Coordinator<F> {
         // one are fetched: said, not left to be found (audit 32: 3x the limit, no word).
         if let Some(max) = self.cfg.max_pages.filter(|&max| self.admitted > max) {
             self.warn(format!(
-                "--max-pages {max} is below the {} URLs this crawl already took in: the {}                  still queued are fetched all the same, and no URL found from now on",
+                "--max-pages {max} is below the {} URLs this crawl already took in: the {} still queued are fetched all the same, and no URL found from now on",
                 self.admitted,
                 self.frontier.len()
             ));
