@@ -122,9 +122,16 @@ impl Collector for SnapshotMetrics {
         )?;
         e.one(
             "crawltop_elapsed",
-            "Time since the crawl started.",
+            "Time since this run of the crawl started (a resume starts again at 0).",
             Some(&Unit::Seconds),
             &ConstGauge::new(s.elapsed_s),
+        )?;
+        e.one(
+            "crawltop_crawl_elapsed",
+            "Time crawled by every run of this crawl, this one included: the span of the \
+             counters, which are the whole crawl's.",
+            Some(&Unit::Seconds),
+            &ConstGauge::new(s.crawl_elapsed_s),
         )?;
         workers_metrics(e, s)?;
         scheduler_metrics(e, s)?;

@@ -21,6 +21,7 @@ fn fixture() -> Snapshot {
     let mut s = Snapshot {
         state: RunState::Paused,
         elapsed_s: 12.5,
+        crawl_elapsed_s: 40.25,
         ..Snapshot::default()
     };
     s.workers.total = 8;
@@ -242,6 +243,7 @@ fn metrics_are_well_formed_and_hold_the_snapshot_numbers() {
     assert_eq!(value("crawltop_politeness_delay_seconds", &[]), 1.5);
     assert_eq!(value("crawltop_politeness_adaptive_factor", &[]), 2.0);
     assert_eq!(value("crawltop_elapsed_seconds", &[]), 12.5);
+    assert_eq!(value("crawltop_crawl_elapsed_seconds", &[]), 40.25);
     assert_eq!(value("crawltop_state", &[("state", "paused")]), 1.0);
     assert_eq!(value("crawltop_state", &[("state", "running")]), 0.0);
     assert_eq!(
