@@ -427,6 +427,16 @@ pub struct Averages {
 }
 
 impl Averages {
+    /// A snapshot's own: its counts over its `crawl_elapsed_s`.
+    pub fn of(s: &Snapshot) -> Averages {
+        Averages::over(
+            s.resources.fetched,
+            s.http.bytes,
+            s.http.status.values().sum(),
+            s.crawl_elapsed_s,
+        )
+    }
+
     /// The counts over `secs` seconds; all 0 before the first moment has passed.
     pub fn over(pages: u64, bytes: u64, responses: u64, secs: f64) -> Averages {
         if secs <= 0.0 {

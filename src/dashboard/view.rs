@@ -1428,12 +1428,7 @@ mod tests {
     fn ended_after(mut snapshot: Snapshot, crawl_elapsed_s: f64) -> Snapshot {
         snapshot.state = RunState::Finished;
         snapshot.crawl_elapsed_s = crawl_elapsed_s;
-        snapshot.averages = Averages::over(
-            snapshot.resources.fetched,
-            snapshot.http.bytes,
-            snapshot.http.status.values().sum(),
-            crawl_elapsed_s,
-        );
+        snapshot.averages = Averages::of(&snapshot);
         snapshot
     }
 

@@ -332,12 +332,7 @@ impl<F: Schedule> Coordinator<F> {
             ended: None,
             averages: Averages::default(),
         };
-        snap.averages = Averages::over(
-            snap.resources.fetched,
-            snap.http.bytes,
-            snap.http.status.values().sum(),
-            crawl_elapsed_s,
-        );
+        snap.averages = Averages::of(&snap);
         snap
     }
 
