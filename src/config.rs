@@ -322,9 +322,9 @@ fn file_id(path: &std::path::Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// Whether `a` and `b` are one file: the same file when both exist (a hard link too), else
-/// the same resolved path.
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+/// Whether `a` and `b` are one file (or folder): the same one when both exist (a hard link
+/// too), else the same resolved path.
+pub(crate) fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     match (file_id(a), file_id(b)) {
         (Some(a), Some(b)) => a == b,
         _ => resolved(a) == resolved(b),

@@ -66,7 +66,11 @@ pub(super) fn check_writable(cfg: &CrawlConfig) -> Result<(), EngineError> {
         if !dir.exists() {
             // The crawl folder, which the crawl makes as it starts: a file of the user's there
             // (`DIR/stats.json`) is checked once it exists, when it is written (audit 34).
-            if cfg.out.as_deref().is_some_and(|out| same_folder(dir, out)) {
+            if cfg
+                .out
+                .as_deref()
+                .is_some_and(|out| crate::config::same_file(dir, out))
+            {
                 continue;
             }
             return Err(EngineError::Write {
@@ -104,13 +108,6 @@ pub fn shared_file() -> std::fs::Permissions {
 }
 
 /// The folder a file of `path` goes in (the working folder for a bare name).
-/// Whether `a` and `b` name one folder, neither of which need exist yet.
-fn same_folder(a: &Path, b: &Path) -> bool {
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let (a, b) = (absolute(a), absolute(b));
-    a.components().eq(b.components())
-}
-
 fn dir_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
